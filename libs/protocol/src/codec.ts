@@ -1,0 +1,121 @@
+import type { z } from "zod";
+import { COMMAND_TYPES, CommandEnvelope, FleetCommand } from "./commands.js";
+import { FleetEvent } from "./events.js";
+import { ToolCallRequest, ToolRegistration, ToolResultRecord } from "./tool-records.js";
+
+/** Largest payload Fleet puts in one message (NATS default max_payload). */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+export interface DecodeIssue {
+  /** Dotted path into the payload (`message.content.0.text`), or `""` for the root. */
+  path: string;
+  message: string;
+}
+
+/** Contract: decoders never throw on bad input; they return `ok: false` with every issue. */
+export type Decoded<T> = { ok: true; value: T } | { ok: false; error: string; issues: DecodeIssue[] };
+
+export type Encoded = { ok: true; bytes: Uint8Array } | { ok: false; error: string; issues: DecodeIssue[] };
+
+const textDecoder = new TextDecoder("utf-8", { fatal: true });
+const textEncoder = new TextEncoder();
+
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): DecodeIssue[] {
+  return issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }));
+}
+
+const describe = (issues: DecodeIssue[]) =>
+  issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
+
+/** Parses bytes or text as JSON. Fails on invalid UTF-8, invalid JSON and oversize input. */
+export function parseJson(input: Uint8Array | string, maxBytes = MAX_MESSAGE_BYTES): Decoded<unknown> {
+  const size = typeof input === "string" ? textEncoder.encode(input).byteLength : input.byteLength;
+  if (size > maxBytes) return fail("", `payload of ${size} bytes exceeds the limit of ${maxBytes} bytes`);
+  let text: string;
+  try {
+    text = typeof input === "string" ? input : textDecoder.decode(input);
+  } catch {
+    return fail("", "payload is not valid UTF-8");
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (err) {
+    return fail("", `not JSON: ${(err as Error).message}`);
+  }
+}
+
+function fail(path: string, message: string): { ok: false; error: string; issues: DecodeIssue[] } {
+  const issues = [{ path, message }];
+  return { ok: false, error: describe(issues), issues };
+}
+
+/** Validates an already-parsed value against a schema, with the same error shape as the decoders. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown): Decoded<z.infer<S>> {
+  const result = schema.safeParse(value);
+  if (result.success) return { ok: true, value: result.data };
+  const issues = formatIssues(result.error.issues);
+  return { ok: false, error: describe(issues), issues };
+}
+
+/** Builds `decodeX(bytes|string)` for a schema. */
+export function decoderFor<S extends z.ZodType>(schema: S) {
+  return (input: Uint8Array | string): Decoded<z.infer<S>> => {
+    const json = parseJson(input);
+    return json.ok ? validate(schema, json.value) : json;
+  };
+}
+
+/** Builds `encodeX(value)`: validates, serialises, and enforces the message size limit. */
+export function encoderFor<S extends z.ZodType>(schema: S) {
+  return (value: z.input<S>): Encoded => {
+    const checked = validate(schema, value);
+    if (!checked.ok) return checked;
+    const bytes = textEncoder.encode(JSON.stringify(checked.value));
+    if (bytes.byteLength > MAX_MESSAGE_BYTES) {
+      return fail("", `encoded size ${bytes.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes`);
+    }
+    return { ok: true, bytes };
+  };
+}
+
+export const decodeEvent = decoderFor(FleetEvent);
+export const encodeEvent = encoderFor(FleetEvent);
+export const decodeToolCallRequest = decoderFor(ToolCallRequest);
+export const encodeToolCallRequest = encoderFor(ToolCallRequest);
+export const decodeToolResultRecord = decoderFor(ToolResultRecord);
+export const encodeToolResultRecord = encoderFor(ToolResultRecord);
+export const decodeToolRegistration = decoderFor(ToolRegistration);
+export const encodeToolRegistration = encoderFor(ToolRegistration);
+export const encodeCommand = encoderFor(FleetCommand);
+
+export type CommandDecoded =
+  | { ok: true; value: FleetCommand }
+  | {
+      ok: false;
+      code: "invalid" | "unsupported";
+      error: string;
+      issues: DecodeIssue[];
+      /** What could be read of the envelope, for the rejection event. */
+      commandId?: string;
+      commandType: string;
+    };
+
+/**
+ * Decodes a command. `unsupported` = well-formed envelope of an unknown type; `invalid` = anything
+ * else that fails (not JSON, wrong types, schema violations).
+ */
+export function decodeCommand(input: Uint8Array | string): CommandDecoded {
+  const json = parseJson(input);
+  if (!json.ok) return { ...json, code: "invalid", commandType: "unknown" };
+  const envelope = CommandEnvelope.safeParse(json.value);
+  const raw = json.value as { type?: unknown; id?: unknown };
+  const commandType = typeof raw?.type === "string" ? raw.type : "unknown";
+  const commandId = typeof raw?.id === "string" && raw.id.length > 0 ? raw.id : undefined;
+  if (envelope.success && !(COMMAND_TYPES as string[]).includes(envelope.data.type)) {
+    const error = `unsupported command type ${JSON.stringify(envelope.data.type)}`;
+    return { ok: false, code: "unsupported", error, issues: [{ path: "type", message: error }], commandId, commandType };
+  }
+  const checked = validate(FleetCommand, json.value);
+  if (checked.ok) return checked;
+  return { ...checked, code: "invalid", ...(commandId ? { commandId } : {}), commandType };
+}

@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { ModelRef, SessionConfigPatch } from "./config.js";
+import { ImageContent } from "./content.js";
+import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
+import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
+import { SessionEntry } from "./session-entry.js";
+
+const envelope = { id: z.string().min(1).max(256), sessionId: SessionId, ts: z.number().int().nonnegative().optional() };
+const cmd = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), ...envelope, ...shape });
+
+/**
+ * A message input: `{text}` (one user text block) or `{message}` (a user or custom AgentMessage);
+ * either may add images. Exactly one of `text` and `message` is required.
+ */
+const messageInput = {
+  text: z.string().optional(),
+  message: z.discriminatedUnion("role", [UserMessage, CustomMessage]).optional(),
+  images: z.array(ImageContent).optional(),
+};
+const exactlyOneInput = (value: { text?: string | undefined; message?: unknown }) =>
+  (value.text !== undefined) !== (value.message !== undefined);
+const inputCmd = <T extends string>(type: T) =>
+  cmd(type, messageInput).refine(exactlyOneInput, { message: "exactly one of `text` and `message` is required" });
+
+export const CreateSessionCommand = cmd("create_session", {
+  config: SessionConfigPatch.optional(),
+  forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
+});
+export const PromptCommand = inputCmd("prompt");
+export const SteerCommand = inputCmd("steer");
+export const FollowUpCommand = inputCmd("follow_up");
+export const NextTurnCommand = inputCmd("next_turn");
+export const ContinueCommand = cmd("continue", {});
+export const AbortCommand = cmd("abort", {});
+export const SetModelCommand = cmd("set_model", ModelRef.shape);
+export const SetThinkingLevelCommand = cmd("set_thinking_level", { level: ThinkingLevel });
+export const SetActiveToolsCommand = cmd("set_active_tools", { toolNames: z.array(ToolName) });
+export const ConfigureCommand = cmd("configure", SessionConfigPatch.shape);
+export const CompactCommand = cmd("compact", { instructions: z.string().optional() });
+export const NavigateCommand = cmd("navigate", {
+  targetId: EventId.nullable(),
+  summarize: z.boolean().optional(),
+  instructions: z.string().optional(),
+  label: z.string().optional(),
+});
+export const LabelCommand = cmd("label", { targetId: EventId, label: z.string().nullable() });
+export const SetNameCommand = cmd("set_name", { name: z.string().max(512) });
+export const AppendCustomCommand = cmd("append_custom", { customType: z.string().min(1), data: z.unknown() });
+export const AppendMessageCommand = cmd("append_message", {
+  message: z.discriminatedUnion("role", [UserMessage, CustomMessage]),
+  deliverAs: z.enum(["steer", "followUp", "nextTurn"]).optional(),
+  triggerTurn: z.boolean().optional(),
+});
+export const ApproveToolCallCommand = cmd("approve_tool_call", { toolCallId: ToolCallId });
+export const DenyToolCallCommand = cmd("deny_tool_call", { toolCallId: ToolCallId, reason: z.string().optional() });
+/**
+ * Fleet addition: creates a new session holding an imported tree (pi v3 JSONL). The loop re-mints
+ * every entry id, keeps the parent structure, and records the original id in nothing but order.
+ */
+export const ImportSessionCommand = cmd("import_session", {
+  config: SessionConfigPatch.optional(),
+  entries: z.array(SessionEntry).max(100_000),
+  leafId: EventId.nullable().optional(),
+});
+
+export const FleetCommand = z.discriminatedUnion("type", [
+  CreateSessionCommand,
+  PromptCommand,
+  SteerCommand,
+  FollowUpCommand,
+  NextTurnCommand,
+  ContinueCommand,
+  AbortCommand,
+  SetModelCommand,
+  SetThinkingLevelCommand,
+  SetActiveToolsCommand,
+  ConfigureCommand,
+  CompactCommand,
+  NavigateCommand,
+  LabelCommand,
+  SetNameCommand,
+  AppendCustomCommand,
+  AppendMessageCommand,
+  ApproveToolCallCommand,
+  DenyToolCallCommand,
+  ImportSessionCommand,
+]);
+export type FleetCommand = z.infer<typeof FleetCommand>;
+export type FleetCommandType = FleetCommand["type"];
+export type CommandOf<T extends FleetCommandType> = Extract<FleetCommand, { type: T }>;
+
+export const COMMAND_TYPES = FleetCommand.options.map((o) => o.shape.type.value) as FleetCommandType[];
+
+/** The minimal envelope read before full validation, to tell `unsupported` from `invalid`. */
+export const CommandEnvelope = z.object({ type: z.string(), id: z.string().min(1), sessionId: z.string() });

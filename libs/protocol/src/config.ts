@@ -1,0 +1,40 @@
+import { z } from "zod";
+import { ToolName } from "./ids.js";
+import { ThinkingLevel } from "./messages.js";
+
+export const ModelRef = z.object({ provider: z.string().min(1), modelId: z.string().min(1) });
+export type ModelRef = z.infer<typeof ModelRef>;
+
+export const QueueMode = z.enum(["all", "one-at-a-time"]);
+export type QueueMode = z.infer<typeof QueueMode>;
+
+export const ToolExecutionMode = z.enum(["parallel", "sequential"]);
+export type ToolExecutionMode = z.infer<typeof ToolExecutionMode>;
+
+/**
+ * A session's resolved configuration, as recorded in `session_created`.
+ * `activeTools: null` means every registered tool is active (resolved at each turn).
+ */
+export const SessionConfig = z.object({
+  model: ModelRef,
+  thinkingLevel: ThinkingLevel,
+  systemPrompt: z.string(),
+  activeTools: z.array(ToolName).nullable(),
+  steeringMode: QueueMode,
+  followUpMode: QueueMode,
+  toolExecution: ToolExecutionMode,
+});
+export type SessionConfig = z.infer<typeof SessionConfig>;
+
+/** Any subset of the config, as sent by `create_session` and `configure`. */
+export const SessionConfigPatch = SessionConfig.partial();
+export type SessionConfigPatch = z.infer<typeof SessionConfigPatch>;
+
+/** Merge rule: fields present in `patch` replace those of `base`; nothing is merged deeply. */
+export function applyConfigPatch(base: SessionConfig, patch: SessionConfigPatch): SessionConfig {
+  const next: SessionConfig = { ...base };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value !== undefined) (next as Record<string, unknown>)[key] = value;
+  }
+  return next;
+}

@@ -1,0 +1,145 @@
+// Public surface of @fleet/protocol: the executable form of PROTOCOL.md. No I/O.
+export {
+  SESSION_ID_PATTERN,
+  TOOL_NAME_PATTERN,
+  TOOL_CALL_ID_PATTERN,
+  SessionId,
+  ToolName,
+  ToolCallId,
+  EventId,
+  isSessionId,
+  isToolName,
+  isToolCallId,
+} from "./ids.js";
+export { DEFAULT_PARTITIONS, fnv1a32, partitionOf } from "./partition.js";
+export {
+  TextContent,
+  ThinkingContent,
+  ImageContent,
+  ToolCallContent,
+  UserContentBlock,
+  AssistantContentBlock,
+  ToolResultContentBlock,
+} from "./content.js";
+export {
+  Cost,
+  Usage,
+  StopReason,
+  ThinkingLevel,
+  ABORTED_ERROR_MESSAGE,
+  UserMessage,
+  AssistantMessage,
+  ToolResultMessage,
+  CustomMessage,
+  BranchSummaryMessage,
+  CompactionSummaryMessage,
+  AgentMessage,
+  ContextMessage,
+  LlmMessage,
+  emptyUsage,
+} from "./messages.js";
+export { StreamDelta, AssistantStreamEvent, type PiAssistantMessageEvent } from "./assistant-stream.js";
+export {
+  ModelRef,
+  QueueMode,
+  ToolExecutionMode,
+  SessionConfig,
+  SessionConfigPatch,
+  applyConfigPatch,
+} from "./config.js";
+export {
+  EventMeta,
+  EntryRef,
+  ToolExecutionResult,
+  RejectionCode,
+  FleetEvent,
+  type FleetEventType,
+  type EventOf,
+  type EventBody,
+  type EntryEvent,
+  type EntryEventType,
+  ENTRY_EVENT_TYPES,
+  AGENT_EVENT_TYPES,
+  isEntryEvent,
+} from "./events.js";
+export {
+  SessionEntry,
+  type SessionEntryType,
+  MessageEntry,
+  CompactionEntry,
+} from "./session-entry.js";
+export {
+  FleetCommand,
+  type FleetCommandType,
+  type CommandOf,
+  COMMAND_TYPES,
+  CommandEnvelope,
+} from "./commands.js";
+export {
+  ToolCallRequest,
+  ToolResultRecord,
+  ToolFinalRecord,
+  ToolRetryPolicy,
+  ToolRegistration,
+  BlobRef,
+} from "./tool-records.js";
+export {
+  STORE_OPS,
+  type StoreOp,
+  StoreRequest,
+  StoreReply,
+  StoreError,
+  SessionSummary,
+  type StoreRequestOf,
+  type StoreReplyOf,
+} from "./store-queries.js";
+export {
+  subjects,
+  STORE_QUEUE_GROUP,
+  type PartitionedSubject,
+  parseEventSubject,
+  parseCommandSubject,
+  parseToolCallSubject,
+  parseToolResultSubject,
+  parseToolCancelSubject,
+  toolCallMsgId,
+} from "./subjects.js";
+export {
+  ms,
+  STREAMS,
+  type StreamKey,
+  type StreamSpec,
+  loopCommandConsumer,
+  toolCallConsumer,
+  storeEventConsumer,
+  DEFAULT_LEASE_TTL_MS,
+  KV_BUCKETS,
+  OBJECT_STORES,
+  CONFIG_KEYS,
+  PROTOCOL_VERSION,
+  leaseKey,
+  MIN_NATS_SERVER,
+} from "./jetstream-config.js";
+export {
+  MAX_MESSAGE_BYTES,
+  type DecodeIssue,
+  type Decoded,
+  type Encoded,
+  type CommandDecoded,
+  parseJson,
+  validate,
+  decoderFor,
+  encoderFor,
+  formatIssues,
+  decodeEvent,
+  encodeEvent,
+  decodeCommand,
+  encodeCommand,
+  decodeToolCallRequest,
+  encodeToolCallRequest,
+  decodeToolResultRecord,
+  encodeToolResultRecord,
+  decodeToolRegistration,
+  encodeToolRegistration,
+} from "./codec.js";
+export { ErrorCode, ErrorInfo, toolErrorText, ensureError } from "./errors.js";

@@ -1,0 +1,102 @@
+/**
+ * Stream, consumer, KV and object-store configurations as plain data (nats.js field names and enum
+ * values). `applyTopology` in `@fleet/runtime` creates or verifies them; this module does no I/O.
+ * Durations are nanoseconds, as on the wire.
+ */
+const NS_PER_MS = 1_000_000;
+export const ms = (n: number) => n * NS_PER_MS;
+
+export const STREAMS = {
+  events: {
+    name: "FLEET_EVENTS",
+    subjects: ["fleet.evt.>"],
+    retention: "limits",
+    storage: "file",
+    max_age: 0,
+    deny_delete: true,
+    allow_direct: true,
+    duplicate_window: ms(120_000),
+    max_msg_size: 1024 * 1024,
+  },
+  commands: {
+    name: "FLEET_COMMANDS",
+    subjects: ["fleet.cmd.>"],
+    retention: "workqueue",
+    storage: "file",
+    allow_direct: false,
+    duplicate_window: ms(120_000),
+    max_msg_size: 1024 * 1024,
+  },
+  toolCalls: {
+    name: "FLEET_TOOL_CALLS",
+    subjects: ["fleet.tool.call.>"],
+    retention: "workqueue",
+    storage: "file",
+    allow_direct: false,
+    duplicate_window: ms(3_600_000),
+    max_msg_size: 1024 * 1024,
+  },
+  toolResults: {
+    name: "FLEET_TOOL_RESULTS",
+    subjects: ["fleet.tool.result.>"],
+    retention: "limits",
+    storage: "file",
+    allow_direct: true,
+    max_age: ms(24 * 3_600_000),
+    duplicate_window: ms(120_000),
+    max_msg_size: 1024 * 1024,
+  },
+} as const;
+export type StreamKey = keyof typeof STREAMS;
+export type StreamSpec = (typeof STREAMS)[StreamKey];
+
+/** Durable consumer of partition `p` on FLEET_COMMANDS. One filter subject (2.9). */
+export const loopCommandConsumer = (partition: number) => ({
+  durable_name: `loop-p${partition}`,
+  filter_subject: `fleet.cmd.${partition}.*`,
+  ack_policy: "explicit",
+  deliver_policy: "all",
+  ack_wait: ms(30_000),
+  max_ack_pending: 1000,
+  max_deliver: -1,
+});
+
+/** Durable consumer shared by every runner of one tool. */
+export const toolCallConsumer = (toolName: string, ackWaitMs = 30_000) => ({
+  durable_name: `tool-${toolName}`,
+  filter_subject: `fleet.tool.call.${toolName}`,
+  ack_policy: "explicit",
+  deliver_policy: "all",
+  ack_wait: ms(ackWaitMs),
+  max_ack_pending: 1000,
+  max_deliver: -1,
+});
+
+/** Durable consumer of the session store for partition `p` on FLEET_EVENTS. */
+export const storeEventConsumer = (partition: number) => ({
+  durable_name: `store-p${partition}`,
+  filter_subject: `fleet.evt.${partition}.*`,
+  ack_policy: "explicit",
+  deliver_policy: "all",
+  ack_wait: ms(30_000),
+  max_ack_pending: 10_000,
+  max_deliver: -1,
+});
+
+export const DEFAULT_LEASE_TTL_MS = 5_000;
+
+export const KV_BUCKETS = {
+  config: { name: "fleet_config", history: 1, ttlMs: 0 },
+  leases: { name: "fleet_leases", history: 1, ttlMs: DEFAULT_LEASE_TTL_MS },
+  tools: { name: "fleet_tools", history: 5, ttlMs: 0 },
+} as const;
+
+export const OBJECT_STORES = { blobs: { name: "fleet_blobs" } } as const;
+
+export const CONFIG_KEYS = { partitions: "partitions", protocol: "protocol" } as const;
+export const PROTOCOL_VERSION = 1;
+
+export const leaseKey = (role: "loop" | "store", partition: number) => `${role}.p.${partition}`;
+
+/** Oldest nats-server this protocol runs on; newer features are gated by version. */
+export const MIN_NATS_SERVER = "2.9.0";

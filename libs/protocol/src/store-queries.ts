@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { ModelRef } from "./config.js";
+import { EventId, SessionId, ToolName } from "./ids.js";
+import { ContextMessage, ThinkingLevel } from "./messages.js";
+import { SessionEntry } from "./session-entry.js";
+
+export const STORE_OPS = ["get_context", "get_tree", "get_branch", "get_entry", "list_sessions", "export"] as const;
+export type StoreOp = (typeof STORE_OPS)[number];
+
+export const GetContextRequest = z.object({
+  sessionId: SessionId,
+  leafId: EventId.nullable().optional(),
+  minSeq: z.number().int().nonnegative().optional(),
+  timeoutMs: z.number().int().positive().max(30_000).optional(),
+});
+export const GetTreeRequest = z.object({ sessionId: SessionId, minSeq: z.number().int().nonnegative().optional() });
+export const GetBranchRequest = z.object({ sessionId: SessionId, leafId: EventId.nullable().optional() });
+export const GetEntryRequest = z.object({ sessionId: SessionId, entryId: EventId });
+export const ListSessionsRequest = z.object({
+  limit: z.number().int().positive().max(1000).optional(),
+  cursor: z.string().optional(),
+});
+export const ExportRequest = z.object({ sessionId: SessionId });
+
+export const StoreRequest = {
+  get_context: GetContextRequest,
+  get_tree: GetTreeRequest,
+  get_branch: GetBranchRequest,
+  get_entry: GetEntryRequest,
+  list_sessions: ListSessionsRequest,
+  export: ExportRequest,
+} as const satisfies Record<StoreOp, z.ZodType>;
+
+export const StoreErrorCode = z.enum(["invalid", "not_found", "timeout"]);
+export const StoreError = z.object({ ok: z.literal(false), code: StoreErrorCode, error: z.string() });
+export type StoreError = z.infer<typeof StoreError>;
+
+const ok = <S extends z.ZodRawShape>(shape: S) => z.object({ ok: z.literal(true), ...shape });
+
+export const GetContextReply = ok({
+  messages: z.array(ContextMessage),
+  model: ModelRef.nullable(),
+  thinkingLevel: ThinkingLevel,
+  activeToolNames: z.array(ToolName).nullable(),
+  leafId: EventId.nullable(),
+  seq: z.number().int().nonnegative(),
+});
+export const GetTreeReply = ok({
+  entries: z.array(SessionEntry),
+  leafId: EventId.nullable(),
+  labels: z.record(z.string(), z.string()).optional(),
+  seq: z.number().int().nonnegative(),
+});
+export const GetBranchReply = ok({ entries: z.array(SessionEntry) });
+export const GetEntryReply = ok({ entry: SessionEntry });
+export const SessionSummary = z.object({
+  sessionId: SessionId,
+  name: z.string().nullable(),
+  status: z.enum(["idle", "running"]),
+  updatedAt: z.number().int().nonnegative(),
+  seq: z.number().int().nonnegative(),
+});
+export type SessionSummary = z.infer<typeof SessionSummary>;
+export const ListSessionsReply = ok({ sessions: z.array(SessionSummary), cursor: z.string().optional() });
+export const ExportReply = ok({ jsonl: z.string() });
+
+export const StoreReply = {
+  get_context: z.union([GetContextReply, StoreError]),
+  get_tree: z.union([GetTreeReply, StoreError]),
+  get_branch: z.union([GetBranchReply, StoreError]),
+  get_entry: z.union([GetEntryReply, StoreError]),
+  list_sessions: z.union([ListSessionsReply, StoreError]),
+  export: z.union([ExportReply, StoreError]),
+} as const satisfies Record<StoreOp, z.ZodType>;
+
+export type StoreRequestOf<Op extends StoreOp> = z.infer<(typeof StoreRequest)[Op]>;
+export type StoreReplyOf<Op extends StoreOp> = z.infer<(typeof StoreReply)[Op]>;

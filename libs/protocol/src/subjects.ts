@@ -1,0 +1,66 @@
+import { isSessionId, isToolCallId, isToolName } from "./ids.js";
+import type { StoreOp } from "./store-queries.js";
+
+/** Every subject Fleet uses. Builders validate their tokens; parsers return `null` for foreign subjects. */
+export const subjects = {
+  event: (partition: number, sessionId: string) => `fleet.evt.${partition}.${token(sessionId, isSessionId)}`,
+  eventsOfPartition: (partition: number) => `fleet.evt.${partition}.*`,
+  eventsAll: "fleet.evt.>" as const,
+  eventsOfSession: (sessionId: string) => `fleet.evt.*.${token(sessionId, isSessionId)}`,
+  command: (partition: number, sessionId: string) => `fleet.cmd.${partition}.${token(sessionId, isSessionId)}`,
+  commandsOfPartition: (partition: number) => `fleet.cmd.${partition}.*`,
+  commandsAll: "fleet.cmd.>" as const,
+  toolCall: (toolName: string) => `fleet.tool.call.${token(toolName, isToolName)}`,
+  toolCallsAll: "fleet.tool.call.>" as const,
+  toolResult: (sessionId: string, toolCallId: string) =>
+    `fleet.tool.result.${token(sessionId, isSessionId)}.${token(toolCallId, isToolCallId)}`,
+  toolResultsOfSession: (sessionId: string) => `fleet.tool.result.${token(sessionId, isSessionId)}.*`,
+  toolResultsAll: "fleet.tool.result.>" as const,
+  toolCancel: (sessionId: string, toolCallId: string) =>
+    `fleet.tool.cancel.${token(sessionId, isSessionId)}.${token(toolCallId, isToolCallId)}`,
+  store: (op: StoreOp) => `fleet.store.${op}`,
+  hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
+} as const;
+
+export const STORE_QUEUE_GROUP = "fleet-store";
+
+function token(value: string, valid: (v: unknown) => boolean): string {
+  if (!valid(value)) throw new Error(`invalid subject token: ${JSON.stringify(value)}`);
+  return value;
+}
+
+export interface PartitionedSubject {
+  partition: number;
+  sessionId: string;
+}
+
+function parsePartitioned(prefix: "evt" | "cmd", subject: string): PartitionedSubject | null {
+  const parts = subject.split(".");
+  if (parts.length !== 4 || parts[0] !== "fleet" || parts[1] !== prefix) return null;
+  const p = parts[2] ?? "";
+  if (!/^(0|[1-9][0-9]*)$/.test(p)) return null;
+  const sessionId = parts[3] ?? "";
+  if (!isSessionId(sessionId)) return null;
+  return { partition: Number(p), sessionId };
+}
+
+export const parseEventSubject = (subject: string) => parsePartitioned("evt", subject);
+export const parseCommandSubject = (subject: string) => parsePartitioned("cmd", subject);
+
+export function parseToolCallSubject(subject: string): { toolName: string } | null {
+  const parts = subject.split(".");
+  if (parts.length !== 4 || parts[0] !== "fleet" || parts[1] !== "tool" || parts[2] !== "call") return null;
+  return isToolName(parts[3]) ? { toolName: parts[3] as string } : null;
+}
+
+function parseSessionCall(kind: "result" | "cancel", subject: string) {
+  const parts = subject.split(".");
+  if (parts.length !== 5 || parts[0] !== "fleet" || parts[1] !== "tool" || parts[2] !== kind) return null;
+  const [sessionId, toolCallId] = [parts[3], parts[4]];
+  return isSessionId(sessionId) && isToolCallId(toolCallId) ? { sessionId, toolCallId } : null;
+}
+export const parseToolResultSubject = (subject: string) => parseSessionCall("result", subject);
+export const parseToolCancelSubject = (subject: string) => parseSessionCall("cancel", subject);
+
+/** msgID of a tool call: the stable identity used for deduplication. */
+export const toolCallMsgId = (sessionId: string, toolCallId: string) => `${sessionId}.${toolCallId}`;

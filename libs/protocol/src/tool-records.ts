@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { ToolResultContentBlock } from "./content.js";
+import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
+
+/** Published to `fleet.tool.call.<toolName>` with msgID `<sessionId>.<toolCallId>`. `deadline` is epoch ms. */
+export const ToolCallRequest = z.object({
+  sessionId: SessionId,
+  runId: EventId,
+  toolCallId: ToolCallId,
+  toolName: ToolName,
+  args: z.unknown(),
+  deadline: z.number().int().nonnegative(),
+});
+export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
+
+/**
+ * Records on `fleet.tool.result.<sessionId>.<toolCallId>`, in this order: one `started`, any number
+ * of `update`, one `result`. A runner acks the call only after its `result` is stored.
+ */
+export const ToolStartedRecord = z.object({ kind: z.literal("started"), runnerId: z.string().min(1), ts: z.number().optional() });
+export const ToolUpdateRecord = z.object({ kind: z.literal("update"), partialResult: z.unknown() });
+export const ToolFinalRecord = z.object({
+  kind: z.literal("result"),
+  content: z.array(ToolResultContentBlock),
+  details: z.unknown().optional(),
+  isError: z.boolean(),
+  terminate: z.boolean().optional(),
+});
+export const ToolResultRecord = z.discriminatedUnion("kind", [ToolStartedRecord, ToolUpdateRecord, ToolFinalRecord]);
+export type ToolResultRecord = z.infer<typeof ToolResultRecord>;
+export type ToolFinalRecord = z.infer<typeof ToolFinalRecord>;
+
+export const ToolRetryPolicy = z.enum(["safe", "never"]);
+export type ToolRetryPolicy = z.infer<typeof ToolRetryPolicy>;
+
+/** KV `fleet_tools` value under key `<toolName>`. `parameters` is a JSON Schema object. */
+export const ToolRegistration = z.object({
+  name: ToolName,
+  description: z.string(),
+  parameters: z.record(z.string(), z.unknown()),
+  executionMode: z.enum(["parallel", "sequential"]).default("parallel"),
+  retry: ToolRetryPolicy.default("safe"),
+  timeoutMs: z.number().int().positive().default(180_000),
+  version: z.string().min(1).default("1"),
+  runnerId: z.string().optional(),
+  registeredAt: z.number().int().optional(),
+});
+export type ToolRegistration = z.infer<typeof ToolRegistration>;
+
+/** Pointer to a payload stored in object store `fleet_blobs` (claim check). */
+export const BlobRef = z.object({
+  bucket: z.string(),
+  name: z.string(),
+  size: z.number().int().nonnegative(),
+  digest: z.string().optional(),
+  mimeType: z.string().optional(),
+});
+export type BlobRef = z.infer<typeof BlobRef>;

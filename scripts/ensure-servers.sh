@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Shared set-up step of `npm test` and `npm start`: makes sure nats-server and redis-server exist.
+# Root (or passwordless sudo) on Debian/Ubuntu: installs them with apt-get, saying so first.
+# Elsewhere: prints the exact install command and exits non-zero (tests may still use testcontainers
+# where a container runtime exists; set FLEET_ALLOW_CONTAINERS=1 to skip this check).
+set -euo pipefail
+missing=()
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+[ ${#missing[@]} -eq 0 ] && exit 0
+[ "${FLEET_ALLOW_CONTAINERS:-}" = "1" ] && { echo "fleet: ${missing[*]} missing; relying on testcontainers" >&2; exit 0; }
+if command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=none; fi
+  if [ "$sudo" != none ]; then
+    echo "fleet: installing ${missing[*]} with apt-get" >&2
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+    exit 0
+  fi
+  echo "fleet: missing ${missing[*]}. Install with: sudo apt-get install -y ${missing[*]}" >&2
+elif [ "$(uname)" = "Darwin" ]; then
+  echo "fleet: missing ${missing[*]}. Install with: brew install nats-server redis" >&2
+else
+  echo "fleet: missing ${missing[*]}. Install nats-server (https://nats.io) and redis-server with your package manager." >&2
+fi
+exit 1

@@ -1,0 +1,31 @@
+import { defineConfig } from "vitest/config";
+
+const conditions = ["@fleet/source", "node", "import", "default"];
+
+export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions, externalConditions: ["@fleet/source"] } },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["libs/**/src/**/*.test.ts", "services/**/src/**/*.test.ts"],
+          exclude: ["**/node_modules/**", "**/dist/**", "**/*.int.test.ts"],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/**/*.test.ts", "libs/**/src/**/*.int.test.ts", "services/**/src/**/*.int.test.ts"],
+          exclude: ["**/node_modules/**", "**/dist/**"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
