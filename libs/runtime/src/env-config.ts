@@ -1,0 +1,54 @@
+import { z } from "zod";
+
+/**
+ * Parses `process.env` (or a given record) with a zod object schema. Returns the typed config or one
+ * clear message per bad variable; services print it and exit non-zero.
+ */
+export function parseEnv<S extends z.ZodObject>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+): { ok: true; config: z.infer<S> } | { ok: false; error: string } {
+  const result = schema.safeParse(env);
+  if (result.success) return { ok: true, config: result.data };
+  const lines = result.error.issues.map((i) => {
+    const name = i.path.join(".");
+    const got = name ? env[name] : undefined;
+    return `${name || "environment"}: ${i.message}${got !== undefined ? ` (got ${JSON.stringify(got)})` : ""}`;
+  });
+  return { ok: false, error: `invalid configuration:\n  ${lines.join("\n  ")}` };
+}
+
+/** Common environment fields: an integer with a default and bounds. */
+export const envInt = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return def;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: "custom", message: `must be an integer between ${min} and ${max}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+export const envString = (def: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? def : v));
+
+export const envBool = (def: boolean) =>
+  z
+    .enum(["1", "0", "true", "false", "yes", "no", ""])
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? def : ["1", "true", "yes"].includes(v)));
+
+/** Exits the process with the message when the config is invalid (for `main.ts` only). */
+export function loadEnvOrExit<S extends z.ZodObject>(service: string, schema: S): z.infer<S> {
+  const parsed = parseEnv(schema);
+  if (parsed.ok) return parsed.config;
+  process.stderr.write(`${service}: ${parsed.error}\n`);
+  process.exit(2);
+}

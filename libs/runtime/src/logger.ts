@@ -1,0 +1,29 @@
+import { pino, type Logger } from "pino";
+
+export type { Logger };
+
+/**
+ * The one root logger of a service process. Secrets never reach the output: API keys and
+ * authorization headers are redacted wherever they appear.
+ */
+export function createLogger(service: string, opts: { level?: string; version?: string } = {}): Logger {
+  return pino({
+    name: service,
+    level: opts.level ?? process.env.LOG_LEVEL ?? "info",
+    base: { service, version: opts.version ?? "0.1.0", pid: process.pid },
+    redact: {
+      paths: [
+        "apiKey",
+        "*.apiKey",
+        "headers.authorization",
+        "*.headers.authorization",
+        "headers['x-api-key']",
+        "*.headers['x-api-key']",
+        "ANTHROPIC_API_KEY",
+        "*.ANTHROPIC_API_KEY",
+      ],
+      censor: "[redacted]",
+    },
+    serializers: { err: pino.stdSerializers.err },
+  });
+}

@@ -1,0 +1,91 @@
+import { startNats, type NatsServer } from "@fleet/testkit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNats } from "./nats-connection.js";
+import { createLeaseManager, type LeaseManager } from "./partition-leases.js";
+import { applyTopology } from "./topology.js";
+
+const TTL = 1_000;
+let server: NatsServer;
+const conns: NatsConnection[] = [];
+
+beforeAll(async () => {
+  server = await startNats();
+});
+afterAll(async () => {
+  for (const nc of conns) await nc.close();
+  await server?.stop();
+});
+
+async function worker(id: string, events: string[]) {
+  const nc = await connectNats({ url: server.url, name: id });
+  conns.push(nc);
+  const topo = await applyTopology(nc, { leaseTtlMs: TTL });
+  const mgr = createLeaseManager({
+    kv: topo.kv.leases,
+    role: "loop",
+    partitions: 16,
+    workerId: id,
+    ttlMs: TTL,
+    onAcquire: (p, epoch) => void events.push(`${id}+${p}@${epoch}`),
+    onRelease: (p, reason) => void events.push(`${id}-${p}:${reason}`),
+  });
+  return { nc, mgr };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const heldBy = (m: LeaseManager) => [...m.held().keys()].sort((a, b) => a - b);
+
+describe("partition leases", () => {
+  it("two workers split 16 partitions fairly and disjointly, and a crashed worker's share moves within TTL + 1 s", async () => {
+    const events: string[] = [];
+    const a = await worker("w-a", events);
+    await a.mgr.start();
+    expect(heldBy(a.mgr)).toHaveLength(16);
+
+    const b = await worker("w-b", events);
+    await b.mgr.start();
+    // a sees b on its next pass and releases its surplus; b claims the freed partitions.
+    for (let i = 0; i < 20 && heldBy(b.mgr).length < 8; i++) {
+      await a.mgr.tick();
+      await b.mgr.tick();
+      await sleep(50);
+    }
+    const ha = heldBy(a.mgr);
+    const hb = heldBy(b.mgr);
+    expect(ha).toHaveLength(8);
+    expect(hb).toHaveLength(8);
+    expect([...ha, ...hb].sort((x, y) => x - y)).toEqual([...Array(16).keys()]);
+    expect(events.filter((e) => e.endsWith(":rebalance"))).toHaveLength(8);
+
+    // Crash b: it stops renewing without releasing anything.
+    const crashedAt = Date.now();
+    await b.nc.close();
+    let movedAt = 0;
+    while (Date.now() - crashedAt < TTL * 4) {
+      await a.mgr.tick();
+      if (heldBy(a.mgr).length === 16) {
+        movedAt = Date.now();
+        break;
+      }
+      await sleep(100);
+    }
+    expect(movedAt).toBeGreaterThan(0);
+    expect(movedAt - crashedAt).toBeLessThanOrEqual(TTL + 1_000);
+    await a.mgr.stop();
+    expect(heldBy(a.mgr)).toEqual([]);
+  });
+
+  it("epochs grow with every claim of a partition", async () => {
+    const events: string[] = [];
+    const c = await worker("w-c", events);
+    await c.mgr.start();
+    const first = c.mgr.held().get(3)?.epoch ?? 0;
+    await c.mgr.stop();
+    await c.mgr.start();
+    const second = c.mgr.held().get(3)?.epoch ?? 0;
+    expect(first).toBeGreaterThan(0);
+    expect(second).toBeGreaterThan(first);
+    await c.mgr.stop();
+  });
+});

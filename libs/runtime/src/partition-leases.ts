@@ -1,0 +1,168 @@
+import { leaseKey } from "@fleet/protocol";
+import type { KV } from "@nats-io/kv";
+import type { Logger } from "pino";
+import { z } from "zod";
+
+export const LeaseValue = z.object({ workerId: z.string(), epoch: z.number().int().nonnegative() });
+export type LeaseValue = z.infer<typeof LeaseValue>;
+
+export type ReleaseReason = "rebalance" | "lost" | "shutdown";
+
+export interface LeaseManagerOptions {
+  /** KV `fleet_leases`; its bucket TTL must equal `ttlMs`, so dead holders expire. */
+  kv: KV;
+  role: "loop" | "store";
+  partitions: number;
+  workerId: string;
+  ttlMs: number;
+  /** Called once a partition is held; `epoch` grows with every claim of that partition. */
+  onAcquire: (partition: number, epoch: number) => Promise<void> | void;
+  /** Called before a rebalance release (awaited: drain first) and after a lease was lost or on shutdown. */
+  onRelease: (partition: number, reason: ReleaseReason) => Promise<void> | void;
+  logger?: Pick<Logger, "info" | "warn">;
+  now?: () => number;
+}
+
+export interface HeldLease {
+  partition: number;
+  epoch: number;
+  revision: number;
+  renewedAt: number;
+}
+
+export interface LeaseManager {
+  start(): Promise<void>;
+  /** One renew/rebalance pass; `start` runs it every ttl/3. Passes never overlap. */
+  tick(): Promise<void>;
+  /** Releases every lease (after `onRelease(p, "shutdown")`) and stops ticking. */
+  stop(): Promise<void>;
+  held(): ReadonlyMap<number, HeldLease>;
+  liveWorkers(): Promise<string[]>;
+}
+
+/**
+ * Partition leases: claimed with `create`, renewed with `update(revision)`, released with a
+ * revision-guarded delete. Each worker aims at a fair share of the partitions among the live workers
+ * of its role (presence keys `<role>.w.<workerId>` expire with the bucket TTL). The share is
+ * `floor(P/n)`, plus one for the first `P mod n` workers in id order.
+ */
+export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
+  const now = opts.now ?? Date.now;
+  const held = new Map<number, HeldLease>();
+  const presenceKey = `${opts.role}.w.${opts.workerId}`;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+
+  const value = (epoch: number) => JSON.stringify({ workerId: opts.workerId, epoch } satisfies LeaseValue);
+
+  async function liveWorkers(): Promise<string[]> {
+    const prefix = `${opts.role}.w.`;
+    const ids: string[] = [];
+    for await (const key of await opts.kv.keys(`${prefix}*`)) ids.push(key.slice(prefix.length));
+    if (!ids.includes(opts.workerId)) ids.push(opts.workerId);
+    return ids.sort();
+  }
+
+  async function lose(partition: number, why: string) {
+    held.delete(partition);
+    opts.logger?.warn({ evt: "lease_lost", partition, why }, "partition lease lost");
+    await opts.onRelease(partition, "lost");
+  }
+
+  async function renew() {
+    for (const lease of [...held.values()]) {
+      const key = leaseKey(opts.role, lease.partition);
+      if (now() - lease.renewedAt > opts.ttlMs) {
+        await lose(lease.partition, "not renewed within the TTL");
+        continue;
+      }
+      try {
+        const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
+        held.set(lease.partition, { ...lease, revision, renewedAt: now() });
+      } catch (err) {
+        await lose(lease.partition, (err as Error).message);
+      }
+    }
+  }
+
+  async function release(partition: number, reason: ReleaseReason) {
+    const lease = held.get(partition);
+    if (!lease) return;
+    await opts.onRelease(partition, reason);
+    held.delete(partition);
+    try {
+      await opts.kv.delete(leaseKey(opts.role, partition), { previousSeq: lease.revision });
+    } catch {
+      // Already expired or taken: nothing of ours to delete.
+    }
+    opts.logger?.info({ evt: "lease_released", partition, reason }, "partition lease released");
+  }
+
+  async function claim(partition: number): Promise<boolean> {
+    const key = leaseKey(opts.role, partition);
+    try {
+      const revision = await opts.kv.create(key, value(0));
+      // The create revision is unique and grows with every claim: it is the epoch.
+      const epochRevision = await opts.kv.update(key, value(revision), revision);
+      held.set(partition, { partition, epoch: revision, revision: epochRevision, renewedAt: now() });
+      opts.logger?.info({ evt: "lease_acquired", partition, epoch: revision }, "partition lease acquired");
+      await opts.onAcquire(partition, revision);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async function pass() {
+    await opts.kv.put(presenceKey, JSON.stringify({ workerId: opts.workerId, ts: now() }));
+    await renew();
+    const workers = await liveWorkers();
+    const n = workers.length;
+    const rank = workers.indexOf(opts.workerId);
+    const target = Math.floor(opts.partitions / n) + (rank < opts.partitions % n ? 1 : 0);
+    if (held.size > target) {
+      const extras = [...held.keys()].sort((a, b) => b - a).slice(0, held.size - target);
+      for (const p of extras) await release(p, "rebalance");
+      return;
+    }
+    const start = Math.floor((rank * opts.partitions) / n);
+    for (let i = 0; i < opts.partitions && held.size < target && !stopped; i++) {
+      const p = (start + i) % opts.partitions;
+      if (!held.has(p)) await claim(p);
+    }
+  }
+
+  async function tick() {
+    if (stopped) return;
+    if (running) return running;
+    running = pass()
+      .catch((err) => opts.logger?.warn({ evt: "lease_tick_failed", err }, "lease pass failed"))
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  }
+
+  return {
+    async start() {
+      stopped = false;
+      await tick();
+      timer = setInterval(() => void tick(), Math.max(50, Math.floor(opts.ttlMs / 3)));
+    },
+    tick,
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      if (running) await running;
+      for (const p of [...held.keys()]) await release(p, "shutdown");
+      try {
+        await opts.kv.delete(presenceKey);
+      } catch {
+        // Presence expires with the TTL anyway.
+      }
+    },
+    held: () => held,
+    liveWorkers,
+  };
+}

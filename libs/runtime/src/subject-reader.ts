@@ -1,0 +1,61 @@
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+
+export interface StoredRecord {
+  seq: number;
+  subject: string;
+  data: Uint8Array;
+  /** `Nats-Msg-Id` header, when present. */
+  msgId: string | undefined;
+  /** Server timestamp in ms. */
+  time: number;
+}
+
+/** The stream sequence of the last message on `subject`, or 0 when it has none. */
+export async function lastSubjectSeq(jsm: JetStreamManager, stream: string, subject: string): Promise<number> {
+  try {
+    const msg = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+    return msg?.seq ?? 0;
+  } catch (err) {
+    if (/no message found|not found/i.test((err as Error).message)) return 0;
+    throw err;
+  }
+}
+
+/**
+ * Reads every message of one subject in stream order, from `fromSeq` (inclusive, default 1) through
+ * the subject's last message at call time, or through `toSeq`. Uses an ordered consumer with a single
+ * filter subject (nats-server 2.9).
+ */
+export async function* readSubject(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  opts: { fromSeq?: number; toSeq?: number } = {},
+): AsyncGenerator<StoredRecord> {
+  const last = await lastSubjectSeq(jsm, stream, subject);
+  const end = opts.toSeq !== undefined ? Math.min(opts.toSeq, last) : last;
+  const from = Math.max(1, opts.fromSeq ?? 1);
+  if (end === 0 || from > end) return;
+  const consumer = await js.consumers.get(stream, {
+    filter_subjects: subject,
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: from,
+  });
+  const messages = await consumer.consume({ max_messages: 512 });
+  try {
+    for await (const m of messages) {
+      if (m.seq > end) break;
+      yield {
+        seq: m.seq,
+        subject: m.subject,
+        data: m.data,
+        msgId: m.headers?.get("Nats-Msg-Id") || undefined,
+        time: Math.floor(m.info.timestampNanos / 1_000_000),
+      };
+      if (m.seq >= end) break;
+    }
+  } finally {
+    await messages.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,127 @@
+import {
+  CONFIG_KEYS,
+  DEFAULT_PARTITIONS,
+  KV_BUCKETS,
+  OBJECT_STORES,
+  PROTOCOL_VERSION,
+  STREAMS,
+  type StreamSpec,
+} from "@fleet/protocol";
+import {
+  type ConsumerConfig,
+  type JetStreamManager,
+  jetstreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import { Objm } from "@nats-io/obj";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+
+export interface Topology {
+  partitions: number;
+  /** One line per setting whose live value differs from Fleet's spec. */
+  drift: string[];
+  kv: { config: KV; leases: KV; tools: KV };
+  jsm: JetStreamManager;
+}
+
+export interface ApplyTopologyOptions {
+  /** Partition count to write when `fleet_config.partitions` is absent. Ignored once written. */
+  partitions?: number;
+  leaseTtlMs?: number;
+  logger?: Pick<Logger, "warn" | "info">;
+}
+
+/**
+ * Creates every stream, KV bucket and object store idempotently (whichever service starts first),
+ * then reads each config back and reports drift. Never changes an existing stream's config.
+ */
+export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptions = {}): Promise<Topology> {
+  const jsm = await jetstreamManager(nc);
+  const drift: string[] = [];
+  for (const spec of Object.values(STREAMS)) drift.push(...(await ensureStream(jsm, spec)));
+
+  const kvm = new Kvm(nc);
+  const config = await kvm.create(KV_BUCKETS.config.name, { history: KV_BUCKETS.config.history });
+  const leases = await kvm.create(KV_BUCKETS.leases.name, {
+    history: KV_BUCKETS.leases.history,
+    ttl: opts.leaseTtlMs ?? KV_BUCKETS.leases.ttlMs,
+  });
+  const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history });
+  await new Objm(nc).create(OBJECT_STORES.blobs.name);
+
+  const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
+  const protocol = await ensureConfigNumber(config, CONFIG_KEYS.protocol, PROTOCOL_VERSION);
+  if (protocol !== PROTOCOL_VERSION) {
+    throw new Error(`fleet_config.protocol is ${protocol}; this build speaks protocol ${PROTOCOL_VERSION}`);
+  }
+  if (opts.partitions !== undefined && opts.partitions !== partitions) {
+    drift.push(`fleet_config.partitions is ${partitions} (fixed once written); requested ${opts.partitions} ignored`);
+  }
+  for (const line of drift) opts.logger?.warn({ evt: "topology_drift", drift: line }, "topology drift");
+  return { partitions, drift, kv: { config, leases, tools }, jsm };
+}
+
+async function ensureConfigNumber(kv: KV, key: string, fallback: number): Promise<number> {
+  try {
+    await kv.create(key, JSON.stringify(fallback));
+    return fallback;
+  } catch {
+    const entry = await kv.get(key);
+    const value = entry ? Number(entry.string()) : Number.NaN;
+    if (!Number.isInteger(value) || value < 1) throw new Error(`fleet_config.${key} holds an invalid value`);
+    return value;
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<string[]> {
+  const wanted = spec as unknown as Partial<StreamConfig> & { name: string };
+  let live: StreamConfig;
+  try {
+    live = (await jsm.streams.info(spec.name)).config;
+  } catch {
+    try {
+      live = (await jsm.streams.add(wanted)).config;
+    } catch (err) {
+      // A concurrent creator won the race: read what it created.
+      live = (await jsm.streams.info(spec.name).catch(() => Promise.reject(err))).config;
+    }
+  }
+  return diffConfig(`stream ${spec.name}`, wanted as Record<string, unknown>, live as unknown as Record<string, unknown>);
+}
+
+/**
+ * Creates a durable consumer or verifies an existing one; returns drift lines. Consumers are created
+ * by the service that reads them (their names are data in @fleet/protocol).
+ */
+export async function ensureConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Record<string, unknown> & { durable_name: string },
+): Promise<string[]> {
+  const wanted = config as unknown as Partial<ConsumerConfig>;
+  try {
+    const info = await jsm.consumers.info(stream, config.durable_name);
+    return diffConfig(`consumer ${stream}/${config.durable_name}`, config, info.config as unknown as Record<string, unknown>);
+  } catch {
+    try {
+      await jsm.consumers.add(stream, wanted);
+    } catch (err) {
+      await jsm.consumers.info(stream, config.durable_name).catch(() => Promise.reject(err));
+    }
+    return [];
+  }
+}
+
+/** Lists every field of `wanted` whose live value differs (the server may add fields; those are ignored). */
+export function diffConfig(what: string, wanted: Record<string, unknown>, live: Record<string, unknown>): string[] {
+  const lines: string[] = [];
+  for (const [key, value] of Object.entries(wanted)) {
+    const actual = live[key];
+    const same =
+      JSON.stringify(value) === JSON.stringify(actual) || (value === false && actual === undefined) || (value === 0 && actual === undefined);
+    if (!same) lines.push(`${what}: ${key} is ${JSON.stringify(actual)}, expected ${JSON.stringify(value)}`);
+  }
+  return lines;
+}

@@ -1,0 +1,26 @@
+import { envInt, envString } from "@fleet/runtime";
+import { z } from "zod";
+
+/** Every loop setting, from the environment, with its default. */
+export const LoopEnv = z.object({
+  NATS_URL: envString("nats://127.0.0.1:4222"),
+  FLEET_WORKER_ID: envString(""),
+  FLEET_PARTITIONS: envInt(16, 1, 4096),
+  FLEET_LEASE_TTL_MS: envInt(5_000, 500, 600_000),
+  FLEET_COALESCE_MS: envInt(25, 0, 10_000),
+  FLEET_COALESCE_DELTAS: envInt(64, 1, 100_000),
+  FLEET_SHUTDOWN_GRACE_MS: envInt(10_000, 0, 600_000),
+  FLEET_SESSION_IDLE_MS: envInt(300_000, 1_000, 86_400_000),
+  FLEET_HOOK_TIMEOUT_MS: envInt(5_000, 1, 600_000),
+  FLEET_TOOL_TIMEOUT_MS: envInt(180_000, 1, 86_400_000),
+  FLEET_PROVIDER: z.enum(["anthropic", "scripted"]).optional(),
+  FLEET_DEFAULT_MODEL: envString("claude-sonnet-5"),
+  FLEET_SYSTEM_PROMPT: envString("You are a helpful coding assistant. Use the tools to inspect and change files."),
+  FLEET_SCRIPT: envString(""),
+  FLEET_PLUGINS: envString(""),
+  FLEET_OPS_PORT: envInt(0, 0, 65_535),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.string().url().optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+export type LoopEnv = z.infer<typeof LoopEnv>;

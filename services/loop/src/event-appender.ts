@@ -1,0 +1,110 @@
+import { encodeEvent, type EventBody, type FleetEvent, subjects } from "@fleet/protocol";
+import type { JetStreamClient } from "@nats-io/jetstream";
+
+/** Error code nats-server returns when `expect.lastSubjectSequence` does not hold. */
+export const WRONG_LAST_SEQUENCE = 10071;
+
+export type AppendOutcome =
+  | { ok: true; seq: number; event: FleetEvent }
+  | { ok: false; kind: "fenced"; error: string }
+  | { ok: false; kind: "invalid"; error: string }
+  | { ok: false; kind: "failed"; error: string };
+
+export interface StampInput {
+  id: string;
+  runId?: string | undefined;
+  ts?: number;
+}
+
+/**
+ * The single-writer append path of one session subject. Appends are serialised: each carries
+ * `msgID = meta.id` (a retried publish is deduplicated) and `expect.lastSubjectSequence = lastSeq`
+ * (a deposed owner is rejected with 10071 and becomes `fenced`; every later append fails fast).
+ */
+export interface SessionAppender {
+  readonly sessionId: string;
+  readonly lastSeq: number;
+  readonly fenced: boolean;
+  append(body: EventBody, stamp: StampInput): Promise<AppendOutcome>;
+}
+
+export function createSessionAppender(opts: {
+  js: JetStreamClient;
+  sessionId: string;
+  partition: number;
+  producer: string;
+  lastSeq: number;
+  now: () => number;
+  retries?: number;
+  onAppended?: (event: FleetEvent, seq: number, latencyMs: number) => void;
+}): SessionAppender {
+  const subject = subjects.event(opts.partition, opts.sessionId);
+  let lastSeq = opts.lastSeq;
+  let fenced = false;
+  let chain: Promise<unknown> = Promise.resolve();
+
+  async function publishOnce(event: FleetEvent): Promise<AppendOutcome> {
+    if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
+    const encoded = encodeEvent(event);
+    if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
+    const started = opts.now();
+    let lastError = "";
+    for (let attempt = 0; attempt <= (opts.retries ?? 3); attempt++) {
+      try {
+        const ack = await opts.js.publish(subject, encoded.bytes, {
+          msgID: event.meta.id,
+          expect: { lastSubjectSequence: lastSeq },
+          timeout: 5_000,
+        });
+        lastSeq = ack.seq;
+        opts.onAppended?.(event, ack.seq, opts.now() - started);
+        return { ok: true, seq: ack.seq, event };
+      } catch (err) {
+        if (isWrongLastSequence(err)) {
+          fenced = true;
+          return { ok: false, kind: "fenced", error: (err as Error).message };
+        }
+        lastError = (err as Error).message;
+      }
+    }
+    return { ok: false, kind: "failed", error: lastError };
+  }
+
+  return {
+    sessionId: opts.sessionId,
+    get lastSeq() {
+      return lastSeq;
+    },
+    get fenced() {
+      return fenced;
+    },
+    append(body, stamp) {
+      const event = {
+        ...body,
+        meta: {
+          v: 1,
+          id: stamp.id,
+          sessionId: opts.sessionId,
+          ts: stamp.ts ?? opts.now(),
+          ...(stamp.runId ? { runId: stamp.runId } : {}),
+          producer: opts.producer,
+        },
+      } as FleetEvent;
+      const next = chain.then(() => publishOnce(event));
+      chain = next.catch(() => undefined);
+      return next;
+    },
+  };
+}
+
+export function isWrongLastSequence(err: unknown): boolean {
+  const e = err as { code?: unknown; apiError?: () => { err_code?: number } } | undefined;
+  if (!e) return false;
+  if (e.code === WRONG_LAST_SEQUENCE) return true;
+  try {
+    if (typeof e.apiError === "function" && e.apiError()?.err_code === WRONG_LAST_SEQUENCE) return true;
+  } catch {
+    // not an API error
+  }
+  return /wrong last sequence/i.test(String((err as Error).message ?? ""));
+}

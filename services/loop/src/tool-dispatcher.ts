@@ -1,0 +1,145 @@
+import {
+  decodeToolResultRecord,
+  encodeToolCallRequest,
+  STREAMS,
+  subjects,
+  type ToolFinalRecord,
+  toolCallMsgId,
+  toolErrorText,
+} from "@fleet/protocol";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+export interface RemoteToolCall {
+  sessionId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  timeoutMs: number;
+}
+
+export interface RemoteToolResult {
+  content: ToolFinalRecord["content"];
+  details?: unknown;
+  isError: boolean;
+  terminate?: boolean;
+}
+
+export interface ToolDispatcher {
+  /**
+   * Runs one call on the runners. Contract: never rejects. Dispatch is at most once per
+   * `sessionId.toolCallId` within the call stream's dedup window, and a result already stored in
+   * FLEET_TOOL_RESULTS is returned without re-dispatch (crash resume).
+   */
+  execute(call: RemoteToolCall, signal: AbortSignal, onUpdate: (partial: unknown) => void): Promise<RemoteToolResult>;
+}
+
+const errorResult = (text: string, details?: unknown): RemoteToolResult => ({
+  content: [{ type: "text", text }],
+  isError: true,
+  ...(details !== undefined ? { details } : {}),
+});
+
+export function createToolDispatcher(opts: {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  now: () => number;
+  /** How long to wait for the runner's own `Operation aborted` result after a cancel. */
+  cancelGraceMs?: number;
+}): ToolDispatcher {
+  const cancelGrace = opts.cancelGraceMs ?? 2_000;
+
+  async function storedResult(sessionId: string, toolCallId: string): Promise<RemoteToolResult | null> {
+    try {
+      const msg = await opts.jsm.streams.getMessage(STREAMS.toolResults.name, {
+        last_by_subj: subjects.toolResult(sessionId, toolCallId),
+      });
+      if (!msg) return null;
+      const rec = decodeToolResultRecord(msg.data);
+      return rec.ok && rec.value.kind === "result" ? fromFinal(rec.value) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  return {
+    async execute(call, signal, onUpdate) {
+      const resultSubject = subjects.toolResult(call.sessionId, call.toolCallId);
+      let settle!: (r: RemoteToolResult) => void;
+      const settled = new Promise<RemoteToolResult>((resolve) => {
+        settle = resolve;
+      });
+      let done = false;
+      const finish = (r: RemoteToolResult) => {
+        if (!done) {
+          done = true;
+          settle(r);
+        }
+      };
+      const sub = opts.nc.subscribe(resultSubject, {
+        callback: (err, msg) => {
+          if (err) return;
+          const rec = decodeToolResultRecord(msg.data);
+          if (!rec.ok) return;
+          if (rec.value.kind === "update") onUpdate(rec.value.partialResult);
+          else if (rec.value.kind === "result") finish(fromFinal(rec.value));
+        },
+      });
+      const timers: NodeJS.Timeout[] = [];
+      const cancel = () => opts.nc.publish(subjects.toolCancel(call.sessionId, call.toolCallId));
+      const onAbort = () => {
+        cancel();
+        timers.push(setTimeout(() => finish(errorResult(toolErrorText.aborted)), cancelGrace));
+      };
+      try {
+        await opts.nc.flush();
+        const existing = await storedResult(call.sessionId, call.toolCallId);
+        if (existing) return existing;
+        if (signal.aborted) return errorResult(toolErrorText.aborted);
+        const deadline = opts.now() + call.timeoutMs;
+        const encoded = encodeToolCallRequest({
+          sessionId: call.sessionId,
+          runId: call.runId,
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          args: call.args,
+          deadline,
+        });
+        if (!encoded.ok) return errorResult(`Tool call could not be dispatched: ${encoded.error}`);
+        try {
+          await opts.js.publish(subjects.toolCall(call.toolName), encoded.bytes, {
+            msgID: toolCallMsgId(call.sessionId, call.toolCallId),
+          });
+        } catch (err) {
+          return errorResult(`Tool call could not be dispatched: ${(err as Error).message}`);
+        }
+        signal.addEventListener("abort", onAbort, { once: true });
+        // The runner enforces the deadline; this timer covers "no runner picked it up" and lost runners.
+        timers.push(
+          setTimeout(async () => {
+            const late = await storedResult(call.sessionId, call.toolCallId);
+            if (late) return finish(late);
+            cancel();
+            finish(errorResult(toolErrorText.noRunner(call.toolName)));
+          }, call.timeoutMs + cancelGrace),
+        );
+        return await settled;
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+        for (const t of timers) clearTimeout(t);
+        sub.unsubscribe();
+      }
+    },
+  };
+}
+
+function fromFinal(rec: ToolFinalRecord): RemoteToolResult {
+  return {
+    content: rec.content,
+    isError: rec.isError,
+    ...(rec.details !== undefined ? { details: rec.details } : {}),
+    ...(rec.terminate !== undefined ? { terminate: rec.terminate } : {}),
+  };
+}
