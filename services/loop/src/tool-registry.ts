@@ -22,18 +22,32 @@ export function watchToolRegistry(kv: KV, onInvalid?: (key: string, error: strin
     markReady = resolve;
   });
 
+  const apply = (key: string, value: Uint8Array) => {
+    const decoded = decodeToolRegistration(value);
+    if (decoded.ok) tools.set(key, decoded.value);
+    else onInvalid?.(key, decoded.error);
+  };
+
   void (async () => {
-    const iter = await kv.watch({ initializedFn: () => markReady() });
+    // Watch first (it replays the latest value of every key), then read a snapshot so `ready`
+    // means "everything registered before now is known".
+    const iter = await kv.watch();
     stopWatch = () => iter.stop();
+    void (async () => {
+      for await (const key of await kv.keys()) {
+        const entry = await kv.get(key);
+        if (entry && entry.operation === "PUT" && !tools.has(key)) apply(key, entry.value);
+      }
+    })()
+      .catch(() => undefined)
+      .finally(() => markReady());
     if (stopped) iter.stop();
     for await (const entry of iter) {
       if (entry.operation !== "PUT") {
         tools.delete(entry.key);
         continue;
       }
-      const decoded = decodeToolRegistration(entry.value);
-      if (decoded.ok) tools.set(entry.key, decoded.value);
-      else onInvalid?.(entry.key, decoded.error);
+      apply(entry.key, entry.value);
     }
   })().catch(() => markReady());
 

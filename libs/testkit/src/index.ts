@@ -1,0 +1,44 @@
+// Public entry of @fleet/testkit: real nats-server / redis-server for tests, and a fake Anthropic API.
+// vitest hooks live in the `@fleet/testkit/vitest` subpath.
+
+export { listRunningServers, stopAllServers } from "./cleanup-registry.js";
+export { hasContainerRuntime, type ServerBackend } from "./container-runtime.js";
+export {
+  fakeHttpError,
+  fakeOverloaded,
+  fakeRateLimited,
+  fakeReply,
+  fakeStreamError,
+  fakeText,
+  fakeThinking,
+  fakeToolUse,
+} from "./fake-anthropic-builders.js";
+export {
+  buildMessage,
+  buildSseEvents,
+  DEFAULT_CHUNK_CHARS,
+  encodeSseEvent,
+  type ReplyContext,
+  type SseEvent,
+} from "./fake-anthropic-events.js";
+export { type FakeAnthropic, type FakeAnthropicOptions, startFakeAnthropic } from "./fake-anthropic-server.js";
+export {
+  type FakeBlock,
+  type FakeHttpErrorReply,
+  type FakeMessageReply,
+  type FakeReply,
+  type FakeResponder,
+  type FakeStopReason,
+  type FakeUsage,
+  MessagesRequestBody,
+  type RecordedRequest,
+  type RequestOutcome,
+} from "./fake-anthropic-types.js";
+export { findBinary } from "./find-binary.js";
+export { getFreePort } from "./free-port.js";
+export { type NatsCluster, type NatsClusterNode, type NatsClusterOptions, startNatsCluster } from "./nats-cluster.js";
+export type { JetStreamLimits } from "./nats-config.js";
+export { type NatsServer, type NatsServerOptions, startNats } from "./nats-server.js";
+export { isPidAlive } from "./process-alive.js";
+export { type RedisReply, sendRedisCommand } from "./redis-command.js";
+export { type RedisServer, type RedisServerOptions, startRedis } from "./redis-server.js";

@@ -1,0 +1,68 @@
+import { decodeEvent, STREAMS, subjects } from "@fleet/protocol";
+import { applyTopology, connectNats, readSubject } from "@fleet/runtime";
+import { startNats, type NatsServer } from "@fleet/testkit";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSessionAppender } from "./event-appender.js";
+
+let server: NatsServer;
+let nc: NatsConnection;
+beforeAll(async () => {
+  server = await startNats();
+  nc = await connectNats({ url: server.url, name: "appender-test" });
+  await applyTopology(nc);
+});
+afterAll(async () => {
+  await nc?.close();
+  await server?.stop();
+});
+
+const body = (name: string) => ({ type: "session_info" as const, name, entry: { id: name, parentId: null } });
+
+describe("session appender (single writer, fenced by the log)", () => {
+  it("two writers racing from the same position: exactly one wins, the other is fenced and stays fenced", async () => {
+    const js = jetstream(nc);
+    const mk = (producer: string) =>
+      createSessionAppender({ js, sessionId: "race-1", partition: 3, producer, lastSeq: 0, now: () => 1_000 });
+    const a = mk("loop-a");
+    const b = mk("loop-b");
+    const [ra, rb] = await Promise.all([a.append(body("e-a"), { id: "e-a" }), b.append(body("e-b"), { id: "e-b" })]);
+    const outcomes = [ra, rb].map((r) => (r.ok ? "ok" : r.kind)).sort();
+    expect(outcomes).toEqual(["fenced", "ok"]);
+    const loser = ra.ok ? b : a;
+    const winner = ra.ok ? a : b;
+    expect(loser.fenced).toBe(true);
+    const later = await loser.append(body("e-late"), { id: "e-late" });
+    expect(later).toMatchObject({ ok: false, kind: "fenced" });
+    const next = await winner.append(body("e-next"), { id: "e-next" });
+    expect(next.ok).toBe(true);
+
+    const jsm = await jetstreamManager(nc);
+    const stored: string[] = [];
+    for await (const rec of readSubject(js, jsm, STREAMS.events.name, subjects.event(3, "race-1"))) {
+      const ev = decodeEvent(rec.data);
+      if (ev.ok) stored.push(ev.value.meta.id);
+    }
+    expect(stored).toEqual([winner === a ? "e-a" : "e-b", "e-next"]);
+  });
+
+  it("a retried publish with the same event id is deduplicated, not appended twice", async () => {
+    const js = jetstream(nc);
+    const a = createSessionAppender({ js, sessionId: "dedup-1", partition: 0, producer: "p", lastSeq: 0, now: () => 1 });
+    const first = await a.append(body("same"), { id: "same-id" });
+    expect(first.ok).toBe(true);
+    // A second appender that believes the subject is still empty re-sends the same msgID.
+    const retry = createSessionAppender({ js, sessionId: "dedup-1", partition: 0, producer: "p", lastSeq: 0, now: () => 1 });
+    const second = await retry.append(body("same"), { id: "same-id" });
+    expect(second).toMatchObject({ ok: true, seq: first.ok ? first.seq : -1 });
+  });
+
+  it("rejects an event that fails the schema without publishing it", async () => {
+    const js = jetstream(nc);
+    const a = createSessionAppender({ js, sessionId: "bad-1", partition: 0, producer: "p", lastSeq: 0, now: () => 1 });
+    const out = await a.append({ type: "label", targetId: "", label: 3 } as never, { id: "x" });
+    expect(out).toMatchObject({ ok: false, kind: "invalid" });
+    expect(a.lastSeq).toBe(0);
+  });
+});

@@ -1,0 +1,81 @@
+import { loopCommandConsumer, parseCommandSubject, partitionOf, STREAMS } from "@fleet/protocol";
+import { ensureConsumer } from "@fleet/runtime";
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+
+export interface CommandDelivery {
+  partition: number;
+  sessionId: string;
+  data: Uint8Array;
+  /** `Nats-Msg-Id` header, or `seq:<stream sequence>` when there is none. */
+  commandRef: string;
+  hasMsgId: boolean;
+  streamSeq: number;
+  /** Publish time of the command (ms). */
+  time: number;
+  msg: JsMsg;
+}
+
+export interface PartitionIntake {
+  readonly partition: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Consumes one partition's durable consumer `loop-p<p>`. Commands of one session are handed to
+ * `handle` in stream order, one at a time; sessions never wait on each other. Commands whose subject
+ * names no valid session of this partition are acked and dropped (`onUndeliverable`).
+ * The handler acks each message itself, after the command's outcome is durable.
+ */
+export async function startPartitionIntake(opts: {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  partition: number;
+  partitions: number;
+  handle: (delivery: CommandDelivery) => Promise<void>;
+  onUndeliverable: (subject: string) => void;
+  onError: (err: unknown, delivery: CommandDelivery) => void;
+}): Promise<PartitionIntake> {
+  await ensureConsumer(opts.jsm, STREAMS.commands.name, loopCommandConsumer(opts.partition));
+  const consumer = await opts.js.consumers.get(STREAMS.commands.name, `loop-p${opts.partition}`);
+  const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
+  const chains = new Map<string, Promise<void>>();
+
+  const loop = (async () => {
+    for await (const msg of messages) {
+      const parsed = parseCommandSubject(msg.subject);
+      if (!parsed || parsed.partition !== opts.partition || partitionOf(parsed.sessionId, opts.partitions) !== opts.partition) {
+        opts.onUndeliverable(msg.subject);
+        msg.ack();
+        continue;
+      }
+      const msgId = msg.headers?.get("Nats-Msg-Id") ?? "";
+      const delivery: CommandDelivery = {
+        partition: opts.partition,
+        sessionId: parsed.sessionId,
+        data: msg.data,
+        commandRef: msgId || `seq:${msg.seq}`,
+        hasMsgId: msgId !== "",
+        streamSeq: msg.seq,
+        time: Math.floor(msg.info.timestampNanos / 1_000_000),
+        msg,
+      };
+      const previous = chains.get(parsed.sessionId) ?? Promise.resolve();
+      const next = previous
+        .then(() => opts.handle(delivery))
+        .catch((err) => opts.onError(err, delivery))
+        .finally(() => {
+          if (chains.get(parsed.sessionId) === next) chains.delete(parsed.sessionId);
+        });
+      chains.set(parsed.sessionId, next);
+    }
+  })();
+
+  return {
+    partition: opts.partition,
+    async stop() {
+      await messages.close().catch(() => undefined);
+      await loop.catch(() => undefined);
+      await Promise.allSettled([...chains.values()]);
+    },
+  };
+}
