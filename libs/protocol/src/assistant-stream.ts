@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TextContent, ThinkingContent, ToolCallContent } from "./content.js";
+import { type TextContent, type ThinkingContent, ToolCallContent } from "./content.js";
 import { AssistantMessage } from "./messages.js";
 
 /**

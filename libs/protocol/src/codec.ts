@@ -113,7 +113,14 @@ export function decodeCommand(input: Uint8Array | string): CommandDecoded {
   const commandId = typeof raw?.id === "string" && raw.id.length > 0 ? raw.id : undefined;
   if (envelope.success && !(COMMAND_TYPES as string[]).includes(envelope.data.type)) {
     const error = `unsupported command type ${JSON.stringify(envelope.data.type)}`;
-    return { ok: false, code: "unsupported", error, issues: [{ path: "type", message: error }], commandId, commandType };
+    return {
+      ok: false,
+      code: "unsupported",
+      error,
+      issues: [{ path: "type", message: error }],
+      commandId,
+      commandType,
+    };
   }
   const checked = validate(FleetCommand, json.value);
   if (checked.ok) return checked;

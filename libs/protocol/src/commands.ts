@@ -5,7 +5,11 @@ import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
 import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
 import { SessionEntry } from "./session-entry.js";
 
-const envelope = { id: z.string().min(1).max(256), sessionId: SessionId, ts: z.number().int().nonnegative().optional() };
+const envelope = {
+  id: z.string().min(1).max(256),
+  sessionId: SessionId,
+  ts: z.number().int().nonnegative().optional(),
+};
 const cmd = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), ...envelope, ...shape });
 

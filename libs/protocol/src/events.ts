@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { StreamDelta } from "./assistant-stream.js";
-import { ModelRef, SessionConfig } from "./config.js";
+import { type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages.js";
@@ -101,6 +101,22 @@ export const OwnerChangeEvent = ev("owner_change", {
   epoch: z.number().int().nonnegative(),
 });
 export const RunResumedEvent = ev("run_resumed", { runId: EventId, reason: z.string() });
+/**
+ * Fleet addition: settings that are not tree entries (`configure`), so the fold sees them.
+ * Fields present replace the session's config fields.
+ */
+export const ConfigChangeEvent = ev("config_change", {
+  systemPrompt: z.string().optional(),
+  steeringMode: QueueMode.optional(),
+  followUpMode: QueueMode.optional(),
+  toolExecution: ToolExecutionMode.optional(),
+});
+/** Fleet addition: a person's decision on a `tool_approval_requested` call; survives crashes. */
+export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
+  toolCallId: z.string().min(1),
+  approved: z.boolean(),
+  reason: z.string().optional(),
+});
 export const ToolApprovalRequestedEvent = ev("tool_approval_requested", {
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
@@ -134,6 +150,8 @@ export const FleetEvent = z.discriminatedUnion("type", [
   OwnerChangeEvent,
   RunResumedEvent,
   ToolApprovalRequestedEvent,
+  ToolApprovalResolvedEvent,
+  ConfigChangeEvent,
 ]);
 export type FleetEvent = z.infer<typeof FleetEvent>;
 export type FleetEventType = FleetEvent["type"];

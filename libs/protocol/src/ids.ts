@@ -22,6 +22,7 @@ export type EventId = z.infer<typeof EventId>;
 
 export const isSessionId = (value: unknown): value is SessionId =>
   typeof value === "string" && SESSION_ID_PATTERN.test(value);
-export const isToolName = (value: unknown): value is ToolName => typeof value === "string" && TOOL_NAME_PATTERN.test(value);
+export const isToolName = (value: unknown): value is ToolName =>
+  typeof value === "string" && TOOL_NAME_PATTERN.test(value);
 export const isToolCallId = (value: unknown): value is ToolCallId =>
   typeof value === "string" && TOOL_CALL_ID_PATTERN.test(value);

@@ -89,7 +89,12 @@ export const CompactionSummaryMessage = z.object({
 export type CompactionSummaryMessage = z.infer<typeof CompactionSummaryMessage>;
 
 /** Messages that travel in events. */
-export const AgentMessage = z.discriminatedUnion("role", [UserMessage, AssistantMessage, ToolResultMessage, CustomMessage]);
+export const AgentMessage = z.discriminatedUnion("role", [
+  UserMessage,
+  AssistantMessage,
+  ToolResultMessage,
+  CustomMessage,
+]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 
 /** Messages of a built context: event messages plus the two summary roles. */

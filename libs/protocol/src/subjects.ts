@@ -3,12 +3,12 @@ import type { StoreOp } from "./store-queries.js";
 
 /** Every subject Fleet uses. Builders validate their tokens; parsers return `null` for foreign subjects. */
 export const subjects = {
-  event: (partition: number, sessionId: string) => `fleet.evt.${partition}.${token(sessionId, isSessionId)}`,
-  eventsOfPartition: (partition: number) => `fleet.evt.${partition}.*`,
+  event: (partition: number, sessionId: string) => `fleet.evt.${part(partition)}.${token(sessionId, isSessionId)}`,
+  eventsOfPartition: (partition: number) => `fleet.evt.${part(partition)}.*`,
   eventsAll: "fleet.evt.>" as const,
   eventsOfSession: (sessionId: string) => `fleet.evt.*.${token(sessionId, isSessionId)}`,
-  command: (partition: number, sessionId: string) => `fleet.cmd.${partition}.${token(sessionId, isSessionId)}`,
-  commandsOfPartition: (partition: number) => `fleet.cmd.${partition}.*`,
+  command: (partition: number, sessionId: string) => `fleet.cmd.${part(partition)}.${token(sessionId, isSessionId)}`,
+  commandsOfPartition: (partition: number) => `fleet.cmd.${part(partition)}.*`,
   commandsAll: "fleet.cmd.>" as const,
   toolCall: (toolName: string) => `fleet.tool.call.${token(toolName, isToolName)}`,
   toolCallsAll: "fleet.tool.call.>" as const,
@@ -23,6 +23,12 @@ export const subjects = {
 } as const;
 
 export const STORE_QUEUE_GROUP = "fleet-store";
+
+/** A partition token: a non-negative integer, written in decimal without padding. */
+function part(partition: number): string {
+  if (!Number.isSafeInteger(partition) || partition < 0) throw new Error(`invalid partition: ${partition}`);
+  return String(partition);
+}
 
 function token(value: string, valid: (v: unknown) => boolean): string {
   if (!valid(value)) throw new Error(`invalid subject token: ${JSON.stringify(value)}`);

@@ -17,7 +17,11 @@ export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
  * Records on `fleet.tool.result.<sessionId>.<toolCallId>`, in this order: one `started`, any number
  * of `update`, one `result`. A runner acks the call only after its `result` is stored.
  */
-export const ToolStartedRecord = z.object({ kind: z.literal("started"), runnerId: z.string().min(1), ts: z.number().optional() });
+export const ToolStartedRecord = z.object({
+  kind: z.literal("started"),
+  runnerId: z.string().min(1),
+  ts: z.number().optional(),
+});
 export const ToolUpdateRecord = z.object({ kind: z.literal("update"), partialResult: z.unknown() });
 export const ToolFinalRecord = z.object({
   kind: z.literal("result"),

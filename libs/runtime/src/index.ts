@@ -1,22 +1,23 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
-export { compareVersions, atLeast } from "./semver.js";
-export { connectNats, checkServer, type ConnectOptions, type ServerCapabilities } from "./nats-connection.js";
-export {
-  applyTopology,
-  ensureConsumer,
-  diffConfig,
-  type Topology,
-  type ApplyTopologyOptions,
-} from "./topology.js";
+
+export { envBool, envInt, envString, loadEnvOrExit, parseEnv } from "./env-config.js";
+export { createLogger, type Logger } from "./logger.js";
+export { type ConnectOptions, checkServer, connectNats, type ServerCapabilities } from "./nats-connection.js";
+export { type OpsServer, startOpsServer } from "./ops-server.js";
 export {
   createLeaseManager,
-  LeaseValue,
+  type HeldLease,
   type LeaseManager,
   type LeaseManagerOptions,
-  type HeldLease,
+  LeaseValue,
   type ReleaseReason,
 } from "./partition-leases.js";
-export { createLogger, type Logger } from "./logger.js";
-export { parseEnv, envInt, envString, envBool, loadEnvOrExit } from "./env-config.js";
-export { startOpsServer, type OpsServer } from "./ops-server.js";
+export { atLeast, compareVersions } from "./semver.js";
 export { lastSubjectSeq, readSubject, type StoredRecord } from "./subject-reader.js";
+export {
+  type ApplyTopologyOptions,
+  applyTopology,
+  diffConfig,
+  ensureConsumer,
+  type Topology,
+} from "./topology.js";

@@ -1,4 +1,4 @@
-import { startNats, type NatsServer } from "@fleet/testkit";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectNats } from "./nats-connection.js";

@@ -70,20 +70,23 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     await opts.onRelease(partition, "lost");
   }
 
+  // Leases are renewed concurrently: one slow KV round trip must not push the others past the TTL.
   async function renew() {
-    for (const lease of [...held.values()]) {
-      const key = leaseKey(opts.role, lease.partition);
-      if (now() - lease.renewedAt > opts.ttlMs) {
-        await lose(lease.partition, "not renewed within the TTL");
-        continue;
-      }
-      try {
-        const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
-        held.set(lease.partition, { ...lease, revision, renewedAt: now() });
-      } catch (err) {
-        await lose(lease.partition, (err as Error).message);
-      }
-    }
+    await Promise.all(
+      [...held.values()].map(async (lease) => {
+        const key = leaseKey(opts.role, lease.partition);
+        if (now() - lease.renewedAt > opts.ttlMs) {
+          await lose(lease.partition, "not renewed within the TTL");
+          return;
+        }
+        try {
+          const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
+          held.set(lease.partition, { ...lease, revision, renewedAt: now() });
+        } catch (err) {
+          await lose(lease.partition, (err as Error).message);
+        }
+      }),
+    );
   }
 
   async function release(partition: number, reason: ReleaseReason) {

@@ -1,5 +1,5 @@
 import { STREAMS } from "@fleet/protocol";
-import { startNats, type NatsServer } from "@fleet/testkit";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkServer, connectNats } from "./nats-connection.js";
@@ -24,14 +24,14 @@ describe("topology", () => {
       expect(first.partitions).toBe(8);
       const second = await applyTopology(nc, { partitions: 32 });
       expect(second.partitions).toBe(8);
-      expect(second.drift).toEqual([
-        "fleet_config.partitions is 8 (fixed once written); requested 32 ignored",
-      ]);
+      expect(second.drift).toEqual(["fleet_config.partitions is 8 (fixed once written); requested 32 ignored"]);
       const jsm = await jetstreamManager(nc);
       const names: string[] = [];
       for await (const s of jsm.streams.list()) names.push(s.config.name);
       for (const spec of Object.values(STREAMS)) expect(names).toContain(spec.name);
-      expect(names).toEqual(expect.arrayContaining(["KV_fleet_config", "KV_fleet_leases", "KV_fleet_tools", "OBJ_fleet_blobs"]));
+      expect(names).toEqual(
+        expect.arrayContaining(["KV_fleet_config", "KV_fleet_leases", "KV_fleet_tools", "OBJ_fleet_blobs"]),
+      );
     } finally {
       await nc.close();
     }

@@ -7,12 +7,7 @@ import {
   STREAMS,
   type StreamSpec,
 } from "@fleet/protocol";
-import {
-  type ConsumerConfig,
-  type JetStreamManager,
-  jetstreamManager,
-  type StreamConfig,
-} from "@nats-io/jetstream";
+import { type ConsumerConfig, type JetStreamManager, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -88,7 +83,11 @@ async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<st
       live = (await jsm.streams.info(spec.name).catch(() => Promise.reject(err))).config;
     }
   }
-  return diffConfig(`stream ${spec.name}`, wanted as Record<string, unknown>, live as unknown as Record<string, unknown>);
+  return diffConfig(
+    `stream ${spec.name}`,
+    wanted as Record<string, unknown>,
+    live as unknown as Record<string, unknown>,
+  );
 }
 
 /**
@@ -103,7 +102,11 @@ export async function ensureConsumer(
   const wanted = config as unknown as Partial<ConsumerConfig>;
   try {
     const info = await jsm.consumers.info(stream, config.durable_name);
-    return diffConfig(`consumer ${stream}/${config.durable_name}`, config, info.config as unknown as Record<string, unknown>);
+    return diffConfig(
+      `consumer ${stream}/${config.durable_name}`,
+      config,
+      info.config as unknown as Record<string, unknown>,
+    );
   } catch {
     try {
       await jsm.consumers.add(stream, wanted);
@@ -120,7 +123,9 @@ export function diffConfig(what: string, wanted: Record<string, unknown>, live: 
   for (const [key, value] of Object.entries(wanted)) {
     const actual = live[key];
     const same =
-      JSON.stringify(value) === JSON.stringify(actual) || (value === false && actual === undefined) || (value === 0 && actual === undefined);
+      JSON.stringify(value) === JSON.stringify(actual) ||
+      (value === false && actual === undefined) ||
+      (value === 0 && actual === undefined);
     if (!same) lines.push(`${what}: ${key} is ${JSON.stringify(actual)}, expected ${JSON.stringify(value)}`);
   }
   return lines;

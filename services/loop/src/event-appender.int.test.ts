@@ -1,6 +1,6 @@
 import { decodeEvent, STREAMS, subjects } from "@fleet/protocol";
 import { applyTopology, connectNats, readSubject } from "@fleet/runtime";
-import { startNats, type NatsServer } from "@fleet/testkit";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -49,11 +49,25 @@ describe("session appender (single writer, fenced by the log)", () => {
 
   it("a retried publish with the same event id is deduplicated, not appended twice", async () => {
     const js = jetstream(nc);
-    const a = createSessionAppender({ js, sessionId: "dedup-1", partition: 0, producer: "p", lastSeq: 0, now: () => 1 });
+    const a = createSessionAppender({
+      js,
+      sessionId: "dedup-1",
+      partition: 0,
+      producer: "p",
+      lastSeq: 0,
+      now: () => 1,
+    });
     const first = await a.append(body("same"), { id: "same-id" });
     expect(first.ok).toBe(true);
     // A second appender that believes the subject is still empty re-sends the same msgID.
-    const retry = createSessionAppender({ js, sessionId: "dedup-1", partition: 0, producer: "p", lastSeq: 0, now: () => 1 });
+    const retry = createSessionAppender({
+      js,
+      sessionId: "dedup-1",
+      partition: 0,
+      producer: "p",
+      lastSeq: 0,
+      now: () => 1,
+    });
     const second = await retry.append(body("same"), { id: "same-id" });
     expect(second).toMatchObject({ ok: true, seq: first.ok ? first.seq : -1 });
   });

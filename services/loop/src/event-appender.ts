@@ -1,4 +1,4 @@
-import { encodeEvent, type EventBody, type FleetEvent, subjects } from "@fleet/protocol";
+import { type EventBody, encodeEvent, type FleetEvent, subjects } from "@fleet/protocol";
 import type { JetStreamClient } from "@nats-io/jetstream";
 
 /** Error code nats-server returns when `expect.lastSubjectSequence` does not hold. */

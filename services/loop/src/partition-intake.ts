@@ -43,7 +43,11 @@ export async function startPartitionIntake(opts: {
   const loop = (async () => {
     for await (const msg of messages) {
       const parsed = parseCommandSubject(msg.subject);
-      if (!parsed || parsed.partition !== opts.partition || partitionOf(parsed.sessionId, opts.partitions) !== opts.partition) {
+      if (
+        !parsed ||
+        parsed.partition !== opts.partition ||
+        partitionOf(parsed.sessionId, opts.partitions) !== opts.partition
+      ) {
         opts.onUndeliverable(msg.subject);
         msg.ack();
         continue;

@@ -1,0 +1,162 @@
+// pi's Agent state (pi-semantics §3) as a pure fold over Fleet events.
+import type { ModelRef, QueueMode, ToolExecutionMode } from "../config.js";
+import type { FleetEvent } from "../events.js";
+import type { AgentMessage, ContextMessage, ThinkingLevel } from "../messages.js";
+import { applyDeltas } from "./apply-deltas.js";
+
+/** The three message queues, as the last `queue_update` reported them. */
+export interface AgentQueues {
+  steer: readonly AgentMessage[];
+  followUp: readonly AgentMessage[];
+  nextTurn: readonly AgentMessage[];
+}
+
+/**
+ * What pi's `Agent.state` holds, plus the session settings and queues Fleet records as events.
+ * Immutable: `foldAgentState` returns a new object when anything changes, and never modifies the old one.
+ */
+export interface AgentState {
+  /** From `session_created.config`; `""` before it. */
+  systemPrompt: string;
+  /** From the config, then `model_change`; `null` before `session_created`. */
+  model: ModelRef | null;
+  thinkingLevel: ThinkingLevel;
+  /** Active tool names; `null` = every registered tool. From the config, then `active_tools_change`. */
+  activeTools: readonly string[] | null;
+  steeringMode: QueueMode;
+  followUpMode: QueueMode;
+  toolExecution: ToolExecutionMode;
+  /**
+   * The transcript: grows by one message on every `message_end` and on nothing else in this fold.
+   * Typed as context messages because, as in pi, `withMessages` may put summary messages in it.
+   */
+  messages: readonly ContextMessage[];
+  /** `true` from `agent_start` until `agent_end`. */
+  isStreaming: boolean;
+  /**
+   * The message between its `message_start` and `message_end`, for every role; for an assistant
+   * message, rebuilt from its `message_update` deltas. Cleared by `message_end` and `agent_end`.
+   */
+  streamingMessage: AgentMessage | undefined;
+  /** Tool calls between `tool_execution_start` and `_end`: a new Set object on every change. */
+  pendingToolCalls: ReadonlySet<string>;
+  /** The last `turn_end` assistant's `errorMessage` in this run; cleared by `agent_start`. */
+  errorMessage: string | undefined;
+  queues: AgentQueues;
+  /** `meta.runId` of the run in progress (from `agent_start`); `undefined` when idle. */
+  runId: string | undefined;
+}
+
+/** pi's Agent defaults: empty prompt, thinking off, one-at-a-time queues, parallel tools. */
+export function initialAgentState(): AgentState {
+  return {
+    systemPrompt: "",
+    model: null,
+    thinkingLevel: "off",
+    activeTools: null,
+    steeringMode: "one-at-a-time",
+    followUpMode: "one-at-a-time",
+    toolExecution: "parallel",
+    messages: [],
+    isStreaming: false,
+    streamingMessage: undefined,
+    pendingToolCalls: new Set(),
+    errorMessage: undefined,
+    queues: { steer: [], followUp: [], nextTurn: [] },
+    runId: undefined,
+  };
+}
+
+/**
+ * Applies one event (pi's `Agent.processEvents` plus `finishRun` at `agent_end`).
+ * Events that do not touch the state return `state` itself. Contract: never throws; a
+ * `message_update` with no streaming assistant message is ignored.
+ *
+ * Not covered: pi replaces `state.messages` with the built context after a compaction or a tree
+ * navigation. This fold does not see the tree; after `compaction` or `leaf` events use
+ * `withMessages(state, buildContext(tree).messages)`.
+ */
+export function foldAgentState(state: AgentState, event: FleetEvent): AgentState {
+  switch (event.type) {
+    case "agent_start":
+      return {
+        ...state,
+        isStreaming: true,
+        streamingMessage: undefined,
+        errorMessage: undefined,
+        runId: event.meta.runId ?? event.meta.id,
+      };
+    case "message_start":
+      return { ...state, streamingMessage: event.message };
+    case "message_update": {
+      const current = state.streamingMessage;
+      if (current?.role !== "assistant") return state;
+      return { ...state, streamingMessage: applyDeltas(current, event.deltas) };
+    }
+    case "message_end":
+      return { ...state, streamingMessage: undefined, messages: [...state.messages, event.message] };
+    case "tool_execution_start": {
+      const pendingToolCalls = new Set(state.pendingToolCalls);
+      pendingToolCalls.add(event.toolCallId);
+      return { ...state, pendingToolCalls };
+    }
+    case "tool_execution_end": {
+      const pendingToolCalls = new Set(state.pendingToolCalls);
+      pendingToolCalls.delete(event.toolCallId);
+      return { ...state, pendingToolCalls };
+    }
+    case "turn_end":
+      return event.message.errorMessage ? { ...state, errorMessage: event.message.errorMessage } : state;
+    case "agent_end":
+      return {
+        ...state,
+        isStreaming: false,
+        streamingMessage: undefined,
+        pendingToolCalls: new Set(),
+        runId: undefined,
+      };
+    case "session_created": {
+      const c = event.config;
+      return {
+        ...state,
+        systemPrompt: c.systemPrompt,
+        model: c.model,
+        thinkingLevel: c.thinkingLevel,
+        activeTools: c.activeTools,
+        steeringMode: c.steeringMode,
+        followUpMode: c.followUpMode,
+        toolExecution: c.toolExecution,
+      };
+    }
+    case "model_change":
+      return { ...state, model: { provider: event.provider, modelId: event.modelId } };
+    case "thinking_level_change":
+      return { ...state, thinkingLevel: event.thinkingLevel };
+    case "active_tools_change":
+      return { ...state, activeTools: event.toolNames };
+    case "config_change":
+      return {
+        ...state,
+        ...(event.systemPrompt !== undefined ? { systemPrompt: event.systemPrompt } : {}),
+        ...(event.steeringMode !== undefined ? { steeringMode: event.steeringMode } : {}),
+        ...(event.followUpMode !== undefined ? { followUpMode: event.followUpMode } : {}),
+        ...(event.toolExecution !== undefined ? { toolExecution: event.toolExecution } : {}),
+      };
+    case "queue_update":
+      return { ...state, queues: { steer: event.steer, followUp: event.followUp, nextTurn: event.nextTurn } };
+    default:
+      return state;
+  }
+}
+
+/** Folds events in order from `state` (default: `initialAgentState()`). */
+export function foldAgentEvents(events: Iterable<FleetEvent>, state: AgentState = initialAgentState()): AgentState {
+  let current = state;
+  for (const event of events) current = foldAgentState(current, event);
+  return current;
+}
+
+/** Replaces the transcript, as pi does after compaction or navigation (`state.messages = context.messages`). */
+export function withMessages(state: AgentState, messages: readonly ContextMessage[]): AgentState {
+  return { ...state, messages };
+}

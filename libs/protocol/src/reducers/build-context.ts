@@ -1,0 +1,104 @@
+// pi's buildSessionContext (pi-semantics §7.4) over a root→leaf path of session entries.
+import type { ModelRef } from "../config.js";
+import type { ContextMessage, ThinkingLevel } from "../messages.js";
+import type { SessionEntry } from "../session-entry.js";
+
+/** Settings that apply when the path has no entry setting them (from the session's config). */
+export interface ContextDefaults {
+  model: ModelRef | null;
+  thinkingLevel: ThinkingLevel;
+  activeToolNames: readonly string[] | null;
+}
+
+/** pi's defaults when there is no config: no model, thinking "off", every tool active. */
+export const NO_CONTEXT_DEFAULTS: ContextDefaults = { model: null, thinkingLevel: "off", activeToolNames: null };
+
+export interface PathContext {
+  /** What the loop sends to `convertToLlm`. */
+  messages: ContextMessage[];
+  model: ModelRef | null;
+  thinkingLevel: ThinkingLevel;
+  /** `null` = every registered tool. */
+  activeToolNames: readonly string[] | null;
+}
+
+/**
+ * The context message an entry contributes: `message` → its message, `custom_message` → a custom
+ * message, `branch_summary` → a branchSummary message, `compaction` → a compactionSummary message.
+ * Timestamps of the built messages are the entry's. Other entries give `undefined`.
+ */
+export function entryToContextMessage(entry: SessionEntry): ContextMessage | undefined {
+  switch (entry.type) {
+    case "message":
+      return entry.message;
+    case "custom_message":
+      return {
+        role: "custom",
+        customType: entry.customType,
+        content: entry.content,
+        display: entry.display,
+        ...(entry.details !== undefined ? { details: entry.details } : {}),
+        timestamp: entry.timestamp,
+      };
+    case "branch_summary":
+      return { role: "branchSummary", summary: entry.summary, fromId: entry.fromId, timestamp: entry.timestamp };
+    case "compaction":
+      return {
+        role: "compactionSummary",
+        summary: entry.summary,
+        tokensBefore: entry.tokensBefore,
+        timestamp: entry.timestamp,
+      };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Builds the context of a root→leaf `path` by pi's rules:
+ * - settings: `thinking_level_change` sets the level, `model_change` and every assistant message set
+ *   the model, `active_tools_change` sets the tools; later entries win; `defaults` otherwise;
+ * - only the last `compaction` on the path counts: its summary comes first, then the path entries
+ *   from the one whose id is `firstKeptEntryId` up to the compaction (none when that id is not before
+ *   it on the path), then every entry after it;
+ * - messages come from `message`, `custom_message` and non-empty `branch_summary` entries.
+ * Contract: never throws.
+ */
+export function buildContextFromPath(
+  path: readonly SessionEntry[],
+  defaults: ContextDefaults = NO_CONTEXT_DEFAULTS,
+): PathContext {
+  let model = defaults.model;
+  let thinkingLevel = defaults.thinkingLevel;
+  let activeToolNames = defaults.activeToolNames;
+  let compactionIndex = -1;
+  path.forEach((entry, index) => {
+    if (entry.type === "thinking_level_change") thinkingLevel = entry.thinkingLevel;
+    else if (entry.type === "model_change") model = { provider: entry.provider, modelId: entry.modelId };
+    else if (entry.type === "message" && entry.message.role === "assistant") {
+      model = { provider: entry.message.provider, modelId: entry.message.model };
+    } else if (entry.type === "active_tools_change") activeToolNames = entry.toolNames;
+    else if (entry.type === "compaction") compactionIndex = index;
+  });
+
+  const messages: ContextMessage[] = [];
+  const append = (entry: SessionEntry) => {
+    if (entry.type === "compaction" || (entry.type === "branch_summary" && entry.summary === "")) return;
+    const message = entryToContextMessage(entry);
+    if (message) messages.push(message);
+  };
+  const compaction = path[compactionIndex];
+  if (compaction?.type === "compaction") {
+    messages.push(entryToContextMessage(compaction) as ContextMessage);
+    let kept = false;
+    for (let i = 0; i < compactionIndex; i++) {
+      const entry = path[i] as SessionEntry;
+      if (entry.id === compaction.firstKeptEntryId) kept = true;
+      if (kept) append(entry);
+    }
+    for (let i = compactionIndex + 1; i < path.length; i++) append(path[i] as SessionEntry);
+  } else {
+    for (const entry of path) append(entry);
+  }
+  return { messages, model, thinkingLevel, activeToolNames };
+}
