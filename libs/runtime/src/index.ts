@@ -21,3 +21,4 @@ export {
   ensureConsumer,
   type Topology,
 } from "./topology.js";
+export { newId } from "./ids.js";

@@ -130,7 +130,10 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
       return;
     }
     const start = Math.floor((rank * opts.partitions) / n);
+    const claimUntil = now() + opts.ttlMs / 3;
     for (let i = 0; i < opts.partitions && held.size < target && !stopped; i++) {
+      // A long claim phase (slow KV under load) must not delay the next pass's renewals past the TTL.
+      if (now() > claimUntil) break;
       const p = (start + i) % opts.partitions;
       if (!held.has(p)) await claim(p);
     }

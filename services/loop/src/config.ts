@@ -18,6 +18,7 @@ export const LoopEnv = z.object({
   FLEET_SYSTEM_PROMPT: envString("You are a helpful coding assistant. Use the tools to inspect and change files."),
   FLEET_SCRIPT: envString(""),
   FLEET_PLUGINS: envString(""),
+  FLEET_APPROVAL_TOOLS: envString(""),
   FLEET_OPS_PORT: envInt(0, 0, 65_535),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),

@@ -1,0 +1,122 @@
+// The event sink (ordering, entries, leaf) and what happens when the emit port fails.
+import { describe, expect, it } from "vitest";
+import { EventSink } from "./event-sink.js";
+import { deferred, echoTool, flush, sequentialIds, testEngine, trace } from "./testing/harness.js";
+import type { EngineEvent } from "./types.js";
+
+describe("event sink", () => {
+  it("delivers in call order, one at a time, even when the port is slow", async () => {
+    const delivered: string[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const gate = deferred();
+    const sink = new EventSink({
+      newId: sequentialIds(),
+      leafId: null,
+      emit: async (e: EngineEvent) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        if (e.id === "e1") await gate.promise;
+        delivered.push(e.id);
+        inFlight--;
+      },
+    });
+    const all = Promise.all([
+      sink.emit({ type: "agent_start" }),
+      sink.emit({ type: "turn_start" }),
+      sink.emit({ type: "turn_start" }),
+    ]);
+    await flush();
+    expect(delivered).toEqual([]);
+    gate.resolve();
+    await all;
+    expect(delivered).toEqual(["e1", "e2", "e3"]);
+    expect(maxInFlight).toBe(1);
+  });
+
+  it("fills entry for entry events only and moves the leaf", async () => {
+    const events: EngineEvent[] = [];
+    const sink = new EventSink({ newId: sequentialIds("x"), leafId: "root", emit: (e) => void events.push(e) });
+    sink.runId = "r";
+    await sink.emit({ type: "session_info", name: "a" });
+    await sink.emit({ type: "turn_start" });
+    await sink.emit({ type: "custom", customType: "c", data: null });
+    sink.moveLeaf("elsewhere");
+    await sink.emit({ type: "label", targetId: "x1", label: "l" });
+    expect(events).toEqual([
+      { id: "x1", runId: "r", body: { type: "session_info", name: "a", entry: { id: "x1", parentId: "root" } } },
+      { id: "x2", runId: "r", body: { type: "turn_start" } },
+      {
+        id: "x3",
+        runId: "r",
+        body: { type: "custom", customType: "c", data: null, entry: { id: "x3", parentId: "x1" } },
+      },
+      {
+        id: "x4",
+        runId: "r",
+        body: { type: "label", targetId: "x1", label: "l", entry: { id: "x4", parentId: "elsewhere" } },
+      },
+    ]);
+    expect(sink.leafId).toBe("x4");
+  });
+
+  it("after the port throws, every later emit rejects with the same error and nothing more is sent", async () => {
+    const sent: string[] = [];
+    const failures: Error[] = [];
+    const sink = new EventSink({
+      newId: sequentialIds(),
+      leafId: null,
+      observer: { onEvent: () => {}, onFailure: (e) => failures.push(e) },
+      emit: (e) => {
+        if (e.id === "e2") throw new Error("wrong last sequence");
+        sent.push(e.id);
+      },
+    });
+    await sink.emit({ type: "agent_start" });
+    await expect(sink.emit({ type: "turn_start" })).rejects.toThrow("wrong last sequence");
+    await expect(sink.emit({ type: "turn_start" })).rejects.toThrow("wrong last sequence");
+    expect(sent).toEqual(["e1"]);
+    expect(failures).toHaveLength(1);
+    expect(sink.failure?.message).toBe("wrong last sequence");
+  });
+});
+
+describe("emit port failure during a run", () => {
+  it("stops the run at once: nothing more is emitted, the run's signal aborts, the result says emit_failed", async () => {
+    const signals: (AbortSignal | undefined)[] = [];
+    let count = 0;
+    const { engine, rec } = testEngine({
+      tools: [echoTool],
+      steps: [{ content: [{ type: "toolCall", id: "t1", name: "echo", arguments: { text: "x" } }] }],
+      handlers: {
+        echo: (_a, signal, onUpdate) => {
+          signals.push(signal);
+          onUpdate("progress");
+          return new Promise((_resolve, reject) =>
+            signal?.addEventListener("abort", () => reject(new Error("aborted"))),
+          );
+        },
+      },
+      wrapEmit: (emit) => (e) => {
+        if (e.body.type === "tool_execution_update") throw new Error("lease lost");
+        count++;
+        return emit(e);
+      },
+    });
+    const result = await engine.prompt("go");
+    expect(result).toEqual({ status: "emit_failed", runId: "e1", error: new Error("lease lost") });
+    expect(trace(rec.events)).toEqual([
+      "agent_start",
+      "turn_start",
+      "message_start:user(go)",
+      "message_end:user(go)",
+      "message_start:assistant(…)",
+      "message_end:assistant(toolUse)",
+      "tool_execution_start:t1",
+    ]);
+    expect(count).toBe(rec.events.length);
+    expect(signals[0]?.aborted).toBe(true);
+    expect(engine.state.isStreaming).toBe(false);
+    await expect(engine.steer({ role: "user", content: "x", timestamp: 1 })).rejects.toThrow("lease lost");
+  });
+});

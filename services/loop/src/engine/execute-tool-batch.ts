@@ -1,0 +1,341 @@
+// The tool calls of one assistant message: preflight, execution, results (pi 0.73 semantics plus
+// Fleet's abort and length-stop rules).
+import { type AssistantMessage, type ToolCallContent, type ToolResultMessage, toolErrorText } from "@fleet/protocol";
+import { createToolResultMessage, errorToolResult, thrownText } from "./messages.js";
+import { ABORTED, noop, type RunScope } from "./run-scope.js";
+import type { LoopConfig, LoopContext, ToolDefinition, ToolExecutionOutcome, ToolOutput } from "./types.js";
+import { validateToolArguments } from "./validate-tool-arguments.js";
+
+/** What is already known about a call when a resumed run re-enters a batch. */
+export interface PriorToolCall {
+  /** Its `tool_execution_end` outcome: the call is not run again and gets no execution events. */
+  outcome?: ToolExecutionOutcome;
+  /** Its toolResult message, already ended: nothing is emitted for the call. */
+  message?: ToolResultMessage;
+}
+
+export interface ToolBatchResult {
+  /** One toolResult message per call, in assistant source order. */
+  messages: ToolResultMessage[];
+  /** pi: true when every result of the batch has `terminate: true`. */
+  terminate: boolean;
+}
+
+interface Slot {
+  call: ToolCallContent;
+  outcome: ToolExecutionOutcome | undefined;
+  message: ToolResultMessage | undefined;
+  started: boolean;
+  prepared: { tool: ToolDefinition; args: unknown } | undefined;
+  /** False once the call settled or was abandoned: later `onUpdate` calls are dropped. */
+  accepting: boolean;
+  /** Set when an abort abandoned the running call: its late result is ignored, afterToolCall skipped. */
+  dropped: boolean;
+}
+
+const abortedOutcome = (): ToolExecutionOutcome => ({ result: errorToolResult(toolErrorText.aborted), isError: true });
+
+/**
+ * Runs the batch and emits its events:
+ * - preflight, one call after the other: `tool_execution_start`, lookup (`Tool <name> not found`),
+ *   validation, `beforeToolCall` (`Tool execution was blocked` or its reason); a call that fails
+ *   preflight gets its `tool_execution_end` at once;
+ * - parallel (default): prepared calls run concurrently; `tool_execution_end` in completion order;
+ *   toolResult messages in source order once every call settled;
+ * - sequential (config, or any call to a tool with `executionMode: "sequential"`): start, end and
+ *   toolResult message per call, in source order;
+ * - `stopReason: "length"`: no call runs; each gets start, end and an error result naming the
+ *   output-token limit (pi 0.83), in source order;
+ * - abort (Fleet): calls that finished keep their results; every unfinished or unstarted call ends
+ *   at once with `Operation aborted` (its late result and updates are dropped), then the
+ *   toolResult messages follow as usual.
+ */
+export async function executeToolBatch(
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+  prior: ReadonlyMap<string, PriorToolCall> = new Map(),
+): Promise<ToolBatchResult> {
+  const slots: Slot[] = [];
+  for (const block of assistant.content) {
+    if (block.type !== "toolCall") continue;
+    const known = prior.get(block.id);
+    slots.push({
+      call: block,
+      outcome: known?.outcome ?? (known?.message ? outcomeOf(known.message) : undefined),
+      message: known?.message,
+      started: false,
+      prepared: undefined,
+      accepting: true,
+      dropped: false,
+    });
+  }
+  if (assistant.stopReason === "length") {
+    const failed = (): ToolExecutionOutcome => ({
+      result: errorToolResult(toolErrorText.lengthStop(config.maxTokens)),
+      isError: true,
+    });
+    await runSequential(slots, run, async (slot) => {
+      await emitStart(slot, run);
+      return failed();
+    });
+  } else {
+    const sequential =
+      config.toolExecution === "sequential" ||
+      slots.some((s) => findTool(context, s.call.name)?.executionMode === "sequential");
+    if (sequential) await runSequential(slots, run, (slot) => runOneSequential(slot, context, assistant, config, run));
+    else await runParallel(slots, context, assistant, config, run);
+  }
+  return {
+    messages: slots.map((s) => s.message as ToolResultMessage),
+    terminate: slots.length > 0 && slots.every((s) => s.outcome?.result.terminate === true),
+  };
+}
+
+const findTool = (context: LoopContext, name: string) => context.tools.find((t) => t.name === name);
+
+const outcomeOf = (message: ToolResultMessage): ToolExecutionOutcome => ({
+  result: { content: message.content, ...(message.details !== undefined ? { details: message.details } : {}) },
+  isError: message.isError,
+});
+
+async function runSequential(
+  slots: Slot[],
+  run: RunScope,
+  decide: (slot: Slot) => Promise<ToolExecutionOutcome>,
+): Promise<void> {
+  for (const slot of slots) {
+    if (slot.message) continue;
+    if (!slot.outcome) {
+      if (run.signal?.aborted) {
+        await emitStart(slot, run);
+        slot.outcome = abortedOutcome();
+      } else {
+        slot.outcome = await decide(slot);
+      }
+      await emitEnd(slot, run);
+    }
+    await emitResultMessage(slot, run);
+  }
+}
+
+async function runOneSequential(
+  slot: Slot,
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+): Promise<ToolExecutionOutcome> {
+  await emitStart(slot, run);
+  const immediate = await prepare(slot, context, assistant, config, run);
+  if (immediate) return immediate;
+  if (!run.signal) return executeAndFinalize(slot, context, assistant, config, run);
+  const abort = run.abort.promise();
+  try {
+    const outcome = await Promise.race([executeAndFinalize(slot, context, assistant, config, run), abort.promise]);
+    if (outcome !== ABORTED) return outcome;
+    slot.accepting = false;
+    slot.dropped = true;
+    return abortedOutcome();
+  } finally {
+    abort.dispose();
+  }
+}
+
+async function runParallel(
+  slots: Slot[],
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+): Promise<void> {
+  for (const slot of slots) {
+    if (slot.outcome || run.signal?.aborted) continue;
+    await emitStart(slot, run);
+    const immediate = await prepare(slot, context, assistant, config, run);
+    if (immediate) {
+      slot.outcome = immediate;
+      await emitEnd(slot, run);
+    }
+  }
+
+  let batchAborted = false;
+  let failure: unknown;
+  const runSlot = async (slot: Slot) => {
+    try {
+      const outcome = await executeAndFinalize(slot, context, assistant, config, run);
+      if (batchAborted) return;
+      slot.outcome = outcome;
+      await emitEnd(slot, run);
+    } catch (error) {
+      failure ??= error;
+    }
+  };
+  const running = run.signal?.aborted ? [] : slots.filter((s) => s.prepared && !s.outcome).map(runSlot);
+  if (running.length > 0) {
+    if (run.signal) {
+      const abort = run.abort.promise();
+      try {
+        await Promise.race([Promise.all(running), abort.promise]);
+      } finally {
+        abort.dispose();
+      }
+    } else {
+      await Promise.all(running);
+    }
+  }
+  if (failure !== undefined) throw failure;
+
+  if (slots.some((s) => !s.outcome)) {
+    batchAborted = true;
+    for (const slot of slots) {
+      if (slot.outcome) continue;
+      slot.accepting = false;
+      slot.dropped = true;
+      if (!slot.started) await emitStart(slot, run);
+      slot.outcome = abortedOutcome();
+      await emitEnd(slot, run);
+    }
+  }
+  for (const slot of slots) if (!slot.message) await emitResultMessage(slot, run);
+}
+
+/** Preflight: lookup, validation, beforeToolCall. Returns an outcome when the call must not run. */
+async function prepare(
+  slot: Slot,
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+): Promise<ToolExecutionOutcome | undefined> {
+  const { call } = slot;
+  const tool = findTool(context, call.name);
+  if (!tool) return { result: errorToolResult(toolErrorText.notFound(call.name)), isError: true };
+  const validated = validateToolArguments(tool, call.arguments);
+  if (!validated.ok) return { result: errorToolResult(validated.error), isError: true };
+  if (config.beforeToolCall) {
+    try {
+      const verdict = await config.beforeToolCall(
+        { assistantMessage: assistant, toolCall: call, args: validated.args, context },
+        run.signal,
+      );
+      if (run.signal?.aborted) return abortedOutcome();
+      if (verdict?.block) return { result: errorToolResult(verdict.reason || toolErrorText.blocked), isError: true };
+    } catch (error) {
+      return { result: errorToolResult(thrownText(error)), isError: true };
+    }
+  }
+  if (run.signal?.aborted) return abortedOutcome();
+  slot.prepared = { tool, args: validated.args };
+  return undefined;
+}
+
+async function executeAndFinalize(
+  slot: Slot,
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+): Promise<ToolExecutionOutcome> {
+  const { call } = slot;
+  const args = slot.prepared?.args;
+  const updates: Promise<void>[] = [];
+  let executed: ToolExecutionOutcome;
+  try {
+    const output = await run.ports.executeTool(
+      { toolCallId: call.id, toolName: call.name, args },
+      run.signal,
+      (partialResult) => {
+        if (!slot.accepting) return;
+        updates.push(
+          run.sink
+            .emit({
+              type: "tool_execution_update",
+              toolCallId: call.id,
+              toolName: call.name,
+              args: call.arguments,
+              partialResult,
+            })
+            .catch(noop),
+        );
+      },
+    );
+    slot.accepting = false;
+    executed = normalizeOutput(output);
+  } catch (error) {
+    slot.accepting = false;
+    executed = { result: errorToolResult(thrownText(error)), isError: true };
+  }
+  await Promise.all(updates);
+  if (run.sink.failure) throw run.sink.failure;
+  if (!config.afterToolCall || slot.dropped) return executed;
+  try {
+    const patch = await config.afterToolCall(
+      {
+        assistantMessage: assistant,
+        toolCall: call,
+        args,
+        result: executed.result,
+        isError: executed.isError,
+        context,
+      },
+      run.signal,
+    );
+    if (!patch) return executed;
+    const content = patch.content ?? executed.result.content;
+    const details = patch.details ?? executed.result.details;
+    const terminate = patch.terminate ?? executed.result.terminate;
+    return {
+      result: {
+        content,
+        ...(details !== undefined ? { details } : {}),
+        ...(terminate !== undefined ? { terminate } : {}),
+      },
+      isError: patch.isError ?? executed.isError,
+    };
+  } catch (error) {
+    return { result: errorToolResult(thrownText(error)), isError: true };
+  }
+}
+
+function normalizeOutput(output: ToolOutput): ToolExecutionOutcome {
+  const content = Array.isArray(output?.content) ? output.content : [];
+  return {
+    result: {
+      content,
+      ...(output?.details !== undefined ? { details: output.details } : {}),
+      ...(output?.terminate !== undefined ? { terminate: output.terminate } : {}),
+    },
+    isError: output?.isError === true,
+  };
+}
+
+async function emitStart(slot: Slot, run: RunScope): Promise<void> {
+  slot.started = true;
+  const { call } = slot;
+  await run.sink.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+}
+
+async function emitEnd(slot: Slot, run: RunScope): Promise<void> {
+  const outcome = slot.outcome as ToolExecutionOutcome;
+  await run.sink.emit({
+    type: "tool_execution_end",
+    toolCallId: slot.call.id,
+    toolName: slot.call.name,
+    result: outcome.result,
+    isError: outcome.isError,
+  });
+}
+
+async function emitResultMessage(slot: Slot, run: RunScope): Promise<void> {
+  const message = createToolResultMessage(
+    slot.call.id,
+    slot.call.name,
+    slot.outcome as ToolExecutionOutcome,
+    run.ports.now(),
+  );
+  slot.message = message;
+  await run.sink.emit({ type: "message_start", message });
+  await run.sink.emit({ type: "message_end", message });
+}

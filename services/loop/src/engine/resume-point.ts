@@ -1,0 +1,82 @@
+// Where an interrupted run stands, as the engine needs it to carry on (a small mirror of
+// @fleet/protocol's RunCursor; see `resumePointFromCursor`).
+import type { AgentMessage, AssistantMessage, RunCursor, ToolResultMessage } from "@fleet/protocol";
+import type { ToolExecutionOutcome } from "./types.js";
+
+interface ResumeCommon {
+  /** The interrupted run's id: every event of the resumed run carries it. */
+  runId: string;
+  /** Goes into `run_resumed.reason` and into the errorMessage of a closed dangling message. */
+  reason: string;
+  /** Messages the run ended before the interruption, in order (`agent_end.messages` starts with them). */
+  runMessages?: readonly AgentMessage[];
+}
+
+/**
+ * - `awaiting_llm`: a turn is open (`turnOpen`) or about to start, no assistant message yet. An
+ *   `openMessage` (started, never ended) gets its `message_end` first. Then the LLM is called.
+ * - `streaming`: the assistant message was cut mid-stream. It is closed with `message_end`
+ *   (stopReason `error`, errorMessage naming the interruption) and `turn_end`; then a new turn
+ *   calls the LLM again (providers drop error messages when replaying).
+ * - `tools_pending`: the assistant message ended with tool calls, `turn_end` missing. Calls with a
+ *   recorded outcome are not run again; the others run (the service dedups by toolCallId);
+ *   toolResult messages missing from `finishedResults` are emitted; then `turn_end` and the loop
+ *   carries on as pi would.
+ * - `awaiting_turn_end`: the assistant message ended with nothing to run: `turn_end`, then (error /
+ *   aborted) `agent_end`, else the queues are polled.
+ * - `between_turns`: after `turn_end`: poll steering (and follow-ups when the run would stop) and
+ *   carry on; `hasMoreToolCalls` defaults to "the last assistant message had tool calls".
+ */
+export type ResumePoint = ResumeCommon &
+  (
+    | { at: "awaiting_llm"; turnOpen: boolean; openMessage?: AgentMessage | null }
+    | { at: "streaming"; partial: AssistantMessage }
+    | {
+        at: "tools_pending";
+        assistantMessage: AssistantMessage;
+        /** Recorded `tool_execution_end` outcomes by toolCallId. */
+        endedResults?: ReadonlyMap<string, ToolExecutionOutcome>;
+        /** toolResult messages already ended. */
+        finishedResults?: readonly ToolResultMessage[];
+      }
+    | { at: "awaiting_turn_end"; assistantMessage: AssistantMessage }
+    | { at: "between_turns"; lastAssistant: AssistantMessage; hasMoreToolCalls?: boolean }
+  );
+
+/** errorMessage of a dangling assistant message closed by a resumed run. */
+export const interruptedErrorMessage = (reason: string): string => `Run interrupted while streaming (${reason})`;
+
+/** Maps the protocol's run cursor to a resume point; `undefined` for `idle` (nothing to resume). */
+export function resumePointFromCursor(cursor: RunCursor, reason: string): ResumePoint | undefined {
+  if (cursor.kind === "idle") return undefined;
+  const common = { runId: cursor.runId, reason, runMessages: cursor.messages };
+  switch (cursor.kind) {
+    case "run_started":
+      return { ...common, at: "awaiting_llm", turnOpen: false };
+    case "awaiting_llm":
+      return { ...common, at: "awaiting_llm", turnOpen: true, openMessage: cursor.openMessage };
+    case "streaming":
+      return { ...common, at: "streaming", partial: cursor.partial };
+    case "tools_pending":
+      return {
+        ...common,
+        at: "tools_pending",
+        assistantMessage: cursor.assistantMessage,
+        endedResults: new Map(
+          cursor.endedResults.map((r) => [r.toolCallId, { result: r.result, isError: r.isError }] as const),
+        ),
+        finishedResults: cursor.finishedResults,
+      };
+    case "awaiting_turn_end":
+      return { ...common, at: "awaiting_turn_end", assistantMessage: cursor.assistantMessage };
+    case "between_turns": {
+      const calls = cursor.lastAssistant.content.filter((b) => b.type === "toolCall").length;
+      return {
+        ...common,
+        at: "between_turns",
+        lastAssistant: cursor.lastAssistant,
+        hasMoreToolCalls: calls > 0 && cursor.lastToolResults.length > 0,
+      };
+    }
+  }
+}

@@ -1,0 +1,355 @@
+// pi's stateless agent loop (agentLoop / agentLoopContinue, 0.73 + the 0.75 hooks), plus resuming an
+// interrupted run. Every effect goes through the run's ports.
+import type { AgentMessage, AssistantMessage, ToolResultMessage } from "@fleet/protocol";
+import { EventSink } from "./event-sink.js";
+import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
+import { failureMessage, finishedContent } from "./messages.js";
+import { interruptedErrorMessage, type ResumePoint } from "./resume-point.js";
+import { AbortWatch, isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
+import { streamAssistantResponse } from "./stream-assistant.js";
+import type { EnginePorts, LoopConfig, LoopContext, TurnContext } from "./types.js";
+
+interface DriveState {
+  pending: AgentMessage[];
+  hasMoreToolCalls: boolean;
+  /** True while the current turn's `turn_start` is already out (the first turn of a run). */
+  inTurn: boolean;
+}
+
+const NONE: AgentMessage[] = [];
+
+function isTerminal(m: AssistantMessage): boolean {
+  return m.stopReason === "error" || m.stopReason === "aborted";
+}
+
+function hasToolCalls(m: AssistantMessage): boolean {
+  for (const block of m.content) if (block.type === "toolCall") return true;
+  return false;
+}
+
+/** Emits and waits only when the sink did not accept the event at once. */
+function send(run: RunScope, body: Parameters<RunScope["sink"]["emit"]>[0]): Promise<void> | undefined {
+  const accepted = run.sink.emit(body);
+  return accepted === RESOLVED ? undefined : accepted;
+}
+
+/**
+ * A prompt run: `agent_start`, `turn_start`, the prompt messages, the initial steering poll (unless
+ * skipped: `continue()` from an assistant tail), then turns until the run ends.
+ * Never rejects except when `emit` fails (see `guardRun`).
+ */
+export function runPrompt(
+  prompts: readonly AgentMessage[],
+  loop: LoopState,
+  run: RunScope,
+  options: { skipInitialSteeringPoll?: boolean } = {},
+): Promise<AgentMessage[]> {
+  return guardRun(loop, run, async () => {
+    const started = send(run, { type: "agent_start" });
+    if (started) await started;
+    const turn = send(run, { type: "turn_start" });
+    if (turn) await turn;
+    if (prompts.length > 0) await inject(prompts, loop, run);
+    const polled = options.skipInitialSteeringPoll ? NONE : poll(loop.config, "getSteeringMessages");
+    const pending = isPromise(polled) ? await polled : polled;
+    await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
+  });
+}
+
+/** A continuation run (pi's agentLoopContinue): no prompt messages, initial steering poll. */
+export function runContinuation(loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
+  return guardRun(loop, run, async () => {
+    await run.sink.emit({ type: "agent_start" });
+    await run.sink.emit({ type: "turn_start" });
+    const pending = await poll(loop.config, "getSteeringMessages");
+    await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
+  });
+}
+
+/** Carries on an interrupted run from `point` (see `ResumePoint`), after a `run_resumed` event. */
+export function runResumed(point: ResumePoint, loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
+  return guardRun(loop, run, async () => {
+    await run.sink.emit({ type: "run_resumed", runId: point.runId, reason: point.reason });
+    switch (point.at) {
+      case "awaiting_llm": {
+        const open = point.openMessage;
+        if (open) {
+          await run.sink.emit({ type: "message_end", message: open });
+          loop.context.messages.push(open);
+          loop.newMessages.push(open);
+        }
+        return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: point.turnOpen });
+      }
+      case "streaming": {
+        const closed: AssistantMessage = {
+          ...point.partial,
+          content: finishedContent(point.partial.content),
+          stopReason: "error",
+          errorMessage: interruptedErrorMessage(point.reason),
+        };
+        await run.sink.emit({ type: "message_end", message: closed });
+        loop.context.messages.push(closed);
+        loop.newMessages.push(closed);
+        await run.sink.emit({ type: "turn_end", message: closed, toolResults: [] });
+        return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: false });
+      }
+      case "tools_pending": {
+        const prior = new Map<string, PriorToolCall>();
+        for (const [id, outcome] of point.endedResults ?? []) prior.set(id, { outcome });
+        for (const message of point.finishedResults ?? []) {
+          prior.set(message.toolCallId, { ...prior.get(message.toolCallId), message });
+        }
+        const batch = await executeToolBatch(loop.context, point.assistantMessage, loop.config, run, prior);
+        const fresh = batch.messages.filter((m) => prior.get(m.toolCallId)?.message !== m);
+        for (const m of fresh) {
+          loop.context.messages.push(m);
+          loop.newMessages.push(m);
+        }
+        const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run);
+        if (pending === "ended") return;
+        return drive(loop, run, { pending, hasMoreToolCalls: !batch.terminate, inTurn: false });
+      }
+      case "awaiting_turn_end": {
+        if (isTerminal(point.assistantMessage)) {
+          await run.sink.emit({ type: "turn_end", message: point.assistantMessage, toolResults: [] });
+          return endRun(loop, run);
+        }
+        const pending = await completeTurn(point.assistantMessage, [], loop, run);
+        if (pending === "ended") return;
+        return drive(loop, run, { pending, hasMoreToolCalls: false, inTurn: false });
+      }
+      case "between_turns": {
+        if (isTerminal(point.lastAssistant) || run.signal?.aborted) return endRun(loop, run);
+        const pending = await poll(loop.config, "getSteeringMessages");
+        const hasMoreToolCalls = point.hasMoreToolCalls ?? hasToolCalls(point.lastAssistant);
+        return drive(loop, run, { pending, hasMoreToolCalls, inTurn: false });
+      }
+    }
+  });
+}
+
+/** pi's runLoop: inner loop over turns and steering, outer loop over follow-ups. */
+async function drive(loop: LoopState, run: RunScope, state: DriveState): Promise<void> {
+  while (true) {
+    while (state.hasMoreToolCalls || state.pending.length > 0) {
+      if (state.inTurn) state.inTurn = false;
+      else {
+        const sent = send(run, { type: "turn_start" });
+        if (sent) await sent;
+      }
+      if (state.pending.length > 0) {
+        await inject(state.pending, loop, run);
+        state.pending = [];
+      }
+
+      const message = await streamAssistantResponse(loop, run);
+      loop.newMessages.push(message);
+      if (isTerminal(message)) {
+        await run.sink.emit({ type: "turn_end", message, toolResults: [] });
+        return endRun(loop, run);
+      }
+
+      let toolResults: ToolResultMessage[] = [];
+      state.hasMoreToolCalls = false;
+      if (hasToolCalls(message)) {
+        const batch = await executeToolBatch(loop.context, message, loop.config, run);
+        toolResults = batch.messages;
+        state.hasMoreToolCalls = !batch.terminate;
+        for (const result of toolResults) {
+          loop.context.messages.push(result);
+          loop.newMessages.push(result);
+        }
+      }
+      const pending = await completeTurn(message, toolResults, loop, run);
+      if (pending === "ended") return;
+      state.pending = pending;
+    }
+    if (run.signal?.aborted) return endRun(loop, run);
+    const polled = poll(loop.config, "getFollowUpMessages");
+    const followUps = isPromise(polled) ? await polled : polled;
+    if (followUps.length === 0) break;
+    state.pending = followUps;
+  }
+  return endRun(loop, run);
+}
+
+/**
+ * `turn_end`, then (Fleet) the abort check between turns, then pi 0.75's `prepareNextTurn`,
+ * `shouldStopAfterTurn` and the steering poll. Returns the polled messages, or "ended".
+ */
+async function completeTurn(
+  message: AssistantMessage,
+  toolResults: ToolResultMessage[],
+  loop: LoopState,
+  run: RunScope,
+): Promise<AgentMessage[] | "ended"> {
+  const sent = send(run, { type: "turn_end", message, toolResults });
+  if (sent) await sent;
+  if (run.signal?.aborted) {
+    await endRun(loop, run);
+    return "ended";
+  }
+  const turn: TurnContext = { message, toolResults, context: loop.context, newMessages: loop.newMessages };
+  if (loop.config.prepareNextTurn) {
+    const pending = loop.config.prepareNextTurn(turn);
+    const update = isPromise(pending) ? await pending : pending;
+    if (update) {
+      if (update.context) loop.context = update.context;
+      if (update.model) loop.model = update.model;
+      if (update.thinkingLevel) loop.thinkingLevel = update.thinkingLevel;
+      turn.context = loop.context;
+    }
+  }
+  if (loop.config.shouldStopAfterTurn) {
+    const pending = loop.config.shouldStopAfterTurn(turn);
+    if (isPromise(pending) ? await pending : pending) {
+      await endRun(loop, run);
+      return "ended";
+    }
+  }
+  if (run.signal?.aborted) {
+    await endRun(loop, run);
+    return "ended";
+  }
+  return poll(loop.config, "getSteeringMessages");
+}
+
+async function inject(messages: readonly AgentMessage[], loop: LoopState, run: RunScope): Promise<void> {
+  const announced = loop.config.beforeInject?.(messages);
+  if (announced) await announced;
+  for (const message of messages) {
+    const started = send(run, { type: "message_start", message });
+    if (started) await started;
+    const ended = send(run, { type: "message_end", message });
+    if (ended) await ended;
+    loop.context.messages.push(message);
+    loop.newMessages.push(message);
+  }
+}
+
+/** A queue poll (called as a method of the config); no microtask for a synchronous source. */
+function poll(
+  config: LoopConfig,
+  source: "getSteeringMessages" | "getFollowUpMessages",
+): AgentMessage[] | Promise<AgentMessage[]> {
+  if (!config[source]) return NONE;
+  const polled = config[source]();
+  return isPromise(polled) ? polled.then((m) => m ?? NONE) : (polled ?? NONE);
+}
+
+function endRun(loop: LoopState, run: RunScope): Promise<void> {
+  loop.ended = loop.newMessages;
+  return run.sink.emit({ type: "agent_end", messages: loop.newMessages });
+}
+
+/**
+ * pi 0.75's run failure path: anything the body throws (a hook, a streamFn that broke its
+ * contract, an engine bug) becomes an assistant message — one empty text block, stopReason
+ * `aborted` if the signal aborted else `error`, errorMessage = the thrown message — emitted with
+ * `message_start`, `message_end`, `turn_end`, then `agent_end {messages: [failure]}`.
+ * When `emit` itself failed, nothing more is emitted and the emit error is rethrown.
+ */
+async function guardRun(loop: LoopState, run: RunScope, body: () => Promise<void>): Promise<AgentMessage[]> {
+  try {
+    await body();
+    return loop.ended ?? loop.newMessages;
+  } catch (error) {
+    if (run.sink.failure) throw run.sink.failure;
+    if (loop.ended) return loop.ended;
+    const failure = failureMessage(loop.model, run.signal?.aborted === true, error, run.ports.now());
+    loop.context.messages.push(failure);
+    await run.sink.emit({ type: "message_start", message: failure });
+    await run.sink.emit({ type: "message_end", message: failure });
+    await run.sink.emit({ type: "turn_end", message: failure, toolResults: [] });
+    loop.ended = [failure];
+    await run.sink.emit({ type: "agent_end", messages: [failure] });
+    return [failure];
+  }
+}
+
+// ---- Stateless entry points (pi's agentLoop / agentLoopContinue) --------------------------------
+
+export interface LoopOptions {
+  signal?: AbortSignal;
+  /** The session's leaf before the run (parent of its first entry). Default `null`. */
+  leafId?: string | null;
+  /** Default: a fresh id from `ports.newId()`. */
+  runId?: string;
+}
+
+export interface LoopResult {
+  runId: string;
+  /** What `agent_end` carried. */
+  messages: AgentMessage[];
+  /** The leaf after the run's last entry event. */
+  leafId: string | null;
+}
+
+function scope(ports: EnginePorts, options: LoopOptions): { run: RunScope; sink: EventSink; runId: string } {
+  const sink = new EventSink({ emit: ports.emit, newId: ports.newId, leafId: options.leafId ?? null });
+  const runId = options.runId ?? ports.newId();
+  sink.runId = runId;
+  return { run: { ports, sink, signal: options.signal, abort: new AbortWatch(options.signal) }, sink, runId };
+}
+
+function initialState(
+  context: LoopContext,
+  config: LoopConfig,
+  runMessages: readonly AgentMessage[] = NONE,
+): LoopState {
+  return {
+    context: { ...context, messages: context.messages.slice() },
+    config,
+    model: config.model,
+    thinkingLevel: config.thinkingLevel,
+    newMessages: runMessages.slice(),
+  };
+}
+
+/**
+ * pi's `runAgentLoop`: starts a run with `prompts`. `context` is not modified. Rejects only when
+ * `ports.emit` throws (with that error).
+ */
+export async function agentLoop(
+  prompts: readonly AgentMessage[],
+  context: LoopContext,
+  config: LoopConfig,
+  ports: EnginePorts,
+  options: LoopOptions = {},
+): Promise<LoopResult> {
+  const { run, sink, runId } = scope(ports, options);
+  const messages = await runPrompt(prompts, initialState(context, config), run);
+  return { runId, messages, leafId: sink.leafId };
+}
+
+/**
+ * pi's `runAgentLoopContinue`. Throws (a programmer mistake, pi's texts) when the context is empty
+ * or ends with an assistant message.
+ */
+export async function agentLoopContinue(
+  context: LoopContext,
+  config: LoopConfig,
+  ports: EnginePorts,
+  options: LoopOptions = {},
+): Promise<LoopResult> {
+  const last = context.messages.at(-1);
+  if (!last) throw new Error("Cannot continue: no messages in context");
+  if (last.role === "assistant") throw new Error("Cannot continue from message role: assistant");
+  const { run, sink, runId } = scope(ports, options);
+  const messages = await runContinuation(initialState(context, config), run);
+  return { runId, messages, leafId: sink.leafId };
+}
+
+/** Resumes an interrupted run statelessly; `context` holds the session's messages as logged. */
+export async function agentLoopResume(
+  point: ResumePoint,
+  context: LoopContext,
+  config: LoopConfig,
+  ports: EnginePorts,
+  options: Omit<LoopOptions, "runId"> = {},
+): Promise<LoopResult> {
+  const { run, sink, runId } = scope(ports, { ...options, runId: point.runId });
+  const loop = initialState(context, config, point.runMessages);
+  const messages = await runResumed(point, loop, run);
+  return { runId, messages, leafId: sink.leafId };
+}

@@ -1,0 +1,220 @@
+// One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
+import {
+  ABORTED_ERROR_MESSAGE,
+  type AssistantMessage,
+  type AssistantStreamEvent,
+  type StreamDelta,
+} from "@fleet/protocol";
+import { abortedAssistant, defaultConvertToLlm, finishedContent, syntheticAssistant } from "./messages.js";
+import {
+  ABORTED,
+  type AbortWatch,
+  type AbortWatcher,
+  isPromise,
+  type LoopState,
+  noop,
+  RESOLVED,
+  type RunScope,
+} from "./run-scope.js";
+import type { LoopContext, StreamOptions } from "./types.js";
+
+export const STREAM_ENDED_EARLY = "Stream ended without a done or error event";
+
+/**
+ * Streams one assistant message and appends the final message to `context.messages`.
+ *
+ * Events (pi): `message_start` at the provider's `start` (with a copy of its partial), one
+ * `message_update {deltas:[delta]}` per content delta, `message_end` with the final message; when
+ * the stream ends before `start`, `message_start` and `message_end` come back to back.
+ * Deltas before `start` are ignored (pi).
+ *
+ * Abort: as soon as `signal` aborts the engine stops reading and finishes the message itself: the
+ * content streamed so far, stopReason `aborted`, errorMessage `Request was aborted`. An `error`
+ * event with reason `aborted` gets that errorMessage too.
+ * A streamFn that throws propagates (the caller's failure path).
+ */
+export async function streamAssistantResponse(loop: LoopState, run: RunScope): Promise<AssistantMessage> {
+  const { signal, ports } = run;
+  const { context, config, model } = loop;
+  if (signal?.aborted) {
+    const message = syntheticAssistant(model, "aborted", ABORTED_ERROR_MESSAGE, ports.now());
+    return finish(context, run, message, false);
+  }
+
+  let messages = context.messages;
+  if (config.transformContext) messages = await config.transformContext(messages, signal);
+  const converted = (config.convertToLlm ?? defaultConvertToLlm)(messages);
+  const llmMessages = isPromise(converted) ? await converted : converted;
+  const options: StreamOptions = { model, thinkingLevel: loop.thinkingLevel };
+  if (config.maxTokens !== undefined) options.maxTokens = config.maxTokens;
+  if (config.sessionId !== undefined) options.sessionId = config.sessionId;
+  const iterator = ports
+    .streamFn({ systemPrompt: context.systemPrompt, messages: llmMessages, tools: context.tools }, options, signal)
+    [Symbol.asyncIterator]();
+  const reader = new AbortableReader(iterator, signal ? run.abort : undefined);
+  /** The message so far: owned by this call (its content array is never handed out). */
+  let partial: AssistantMessage | undefined;
+  try {
+    while (true) {
+      const next = signal?.aborted ? ABORTED : await reader.next();
+      if (next === ABORTED) {
+        reader.cancel();
+        const base = partial ?? syntheticAssistant(model, "aborted", ABORTED_ERROR_MESSAGE, ports.now());
+        return await finish(context, run, abortedAssistant(base, ports.now()), partial !== undefined);
+      }
+      if (next.done) {
+        const base = partial ?? syntheticAssistant(model, "error", STREAM_ENDED_EARLY, ports.now());
+        const message = {
+          ...base,
+          content: finishedContent(base.content),
+          stopReason: "error" as const,
+          errorMessage: STREAM_ENDED_EARLY,
+        };
+        return await finish(context, run, message, partial !== undefined);
+      }
+      const event: AssistantStreamEvent = next.value;
+      switch (event.type) {
+        case "start":
+          partial = { ...event.partial, content: event.partial.content.slice() };
+          {
+            const sent = run.sink.emit({
+              type: "message_start",
+              message: { ...partial, content: partial.content.slice() },
+            });
+            if (sent !== RESOLVED) await sent;
+          }
+          break;
+        case "done":
+          return await finish(context, run, event.message, partial !== undefined);
+        case "error": {
+          let message = event.error;
+          if (event.reason === "aborted")
+            message = { ...message, stopReason: "aborted", errorMessage: ABORTED_ERROR_MESSAGE };
+          else if (message.stopReason !== "error") message = { ...message, stopReason: "error" };
+          return await finish(context, run, message, partial !== undefined);
+        }
+        default:
+          if (partial) {
+            applyDeltaInPlace(partial.content, event);
+            const accepted = run.sink.emit({ type: "message_update", deltas: [event] });
+            if (accepted !== RESOLVED) await accepted;
+          }
+      }
+    }
+  } finally {
+    reader.dispose();
+  }
+}
+
+/** Appends the final message to the context and emits its message_start (unless streamed) and message_end. */
+async function finish(
+  context: LoopContext,
+  run: RunScope,
+  message: AssistantMessage,
+  started: boolean,
+): Promise<AssistantMessage> {
+  context.messages.push(message);
+  if (!started) {
+    const sent = run.sink.emit({ type: "message_start", message: { ...message } });
+    if (sent !== RESOLVED) await sent;
+  }
+  const ended = run.sink.emit({ type: "message_end", message });
+  if (ended !== RESOLVED) await ended;
+  return message;
+}
+
+/**
+ * Reads a provider's iterator, but gives up as soon as the signal aborts, even when the provider
+ * never answers. One abort listener per stream; no promise outlives its read.
+ */
+class AbortableReader implements AbortWatcher {
+  private wake: ((value: typeof ABORTED) => void) | undefined;
+  private readonly iterator: AsyncIterator<AssistantStreamEvent>;
+  private readonly abort: AbortWatch | undefined;
+
+  constructor(iterator: AsyncIterator<AssistantStreamEvent>, abort: AbortWatch | undefined) {
+    this.iterator = iterator;
+    this.abort = abort;
+    abort?.watch(this);
+  }
+
+  onAbort(): void {
+    this.wake?.(ABORTED);
+  }
+
+  next(): Promise<IteratorResult<AssistantStreamEvent> | typeof ABORTED> {
+    if (!this.abort) return this.iterator.next();
+    return new Promise((resolve, reject) => {
+      this.wake = resolve;
+      this.iterator.next().then(resolve, reject);
+    });
+  }
+
+  /** Asks the provider to stop (its late answers are ignored). */
+  cancel(): void {
+    void Promise.resolve()
+      .then(() => this.iterator.return?.())
+      .catch(noop);
+  }
+
+  dispose(): void {
+    this.wake = undefined;
+    this.abort?.unwatch(this);
+  }
+}
+
+/**
+ * Applies one delta to the content of a partial message, in place. A changed block is replaced by a
+ * new object (blocks may be shared with an emitted `message_start`); tool-call arguments stay as
+ * streamed JSON text in `partialJson` until `toolcall_end`.
+ */
+function applyDeltaInPlace(content: AssistantMessage["content"], delta: StreamDelta): void {
+  const i = delta.contentIndex;
+  if (i > content.length) return;
+  const block = content[i];
+  switch (delta.type) {
+    case "text_start":
+      content[i] = { type: "text", text: "" };
+      break;
+    case "thinking_start":
+      content[i] = { type: "thinking", thinking: "" };
+      break;
+    case "toolcall_start":
+      content[i] = { type: "toolCall", id: delta.id, name: delta.name, arguments: {}, partialJson: "" };
+      break;
+    case "text_delta":
+      if (block?.type === "text") content[i] = { ...block, text: block.text + delta.delta };
+      break;
+    case "thinking_delta":
+      if (block?.type === "thinking") content[i] = { ...block, thinking: block.thinking + delta.delta };
+      break;
+    case "toolcall_delta":
+      if (block?.type === "toolCall") {
+        const json = (typeof block.partialJson === "string" ? block.partialJson : "") + delta.delta;
+        content[i] = { ...block, partialJson: json };
+      }
+      break;
+    case "text_end":
+      if (block?.type === "text") content[i] = { ...block, text: delta.content };
+      break;
+    case "thinking_end":
+      if (block?.type === "thinking") {
+        content[i] = {
+          ...block,
+          thinking: delta.content,
+          ...(delta.thinkingSignature !== undefined ? { thinkingSignature: delta.thinkingSignature } : {}),
+        };
+      }
+      break;
+    case "toolcall_end":
+      content[i] = delta.toolCall;
+      break;
+  }
+}
+
+/** Applies one delta to a partial message, returning a new message (`partial` is not modified). */
+export function applyStreamDelta(partial: AssistantMessage, delta: StreamDelta): AssistantMessage {
+  const content = partial.content.slice();
+  applyDeltaInPlace(content, delta);
+  return { ...partial, content };
+}

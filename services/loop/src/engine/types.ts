@@ -1,0 +1,209 @@
+// Public types of the loop engine: ports, tools, hooks, events. Everything the engine touches
+// outside its own memory goes through one of these ports.
+import type {
+  AgentMessage,
+  AssistantMessage,
+  AssistantStreamEvent,
+  ContextMessage,
+  EventBody,
+  EventId,
+  ImageContent,
+  LlmMessage,
+  ModelRef,
+  TextContent,
+  ThinkingLevel,
+  ToolCallContent,
+  ToolExecutionMode,
+  ToolResultMessage,
+} from "@fleet/protocol";
+
+/** A model as the engine sees it. `api` (pi's `model.api`) only labels messages the engine synthesises. */
+export interface EngineModel extends ModelRef {
+  api?: string;
+}
+
+/** A tool as registered (KV `fleet_tools`): what the LLM sees plus the per-tool execution mode. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. Validators are compiled once per schema object. */
+  parameters: Record<string, unknown>;
+  /** `sequential` forces the whole batch that contains a call to this tool to run one call at a time. */
+  executionMode?: ToolExecutionMode;
+}
+
+/** The request context handed to `streamFn` (pi-ai's `Context`). */
+export interface LlmContext {
+  systemPrompt: string;
+  messages: LlmMessage[];
+  tools: readonly ToolDefinition[];
+}
+
+export interface StreamOptions {
+  model: EngineModel;
+  thinkingLevel: ThinkingLevel;
+  maxTokens?: number;
+  sessionId?: string;
+}
+
+/**
+ * The LLM port. Contract (pi's): never throws and never rejects; failures arrive as a terminal
+ * `error` event with reason `error` or `aborted`. If it throws anyway, the run takes pi's failure
+ * path (an error assistant message, `turn_end`, `agent_end`).
+ * The engine stops reading as soon as `signal` aborts and finishes the message itself.
+ */
+export type StreamFn = (
+  context: LlmContext,
+  options: StreamOptions,
+  signal: AbortSignal | undefined,
+) => AsyncIterable<AssistantStreamEvent>;
+
+/** A call the engine asks the tool port to run: raw arguments already validated (and coerced). */
+export interface ToolCallRequest {
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+}
+
+/** What a tool returns. `isError: true` (from a remote runner) is honoured; a throw becomes an error result. */
+export interface ToolOutput {
+  content: (TextContent | ImageContent)[];
+  details?: unknown;
+  terminate?: boolean;
+  isError?: boolean;
+}
+
+/**
+ * The tool port. Rejections become error results with the thrown message verbatim.
+ * `onUpdate(partialResult)` emits `tool_execution_update`; updates after the call settled are dropped.
+ */
+export type ExecuteTool = (
+  call: ToolCallRequest,
+  signal: AbortSignal | undefined,
+  onUpdate: (partialResult: unknown) => void,
+) => Promise<ToolOutput>;
+
+/** A Fleet event body (wire event without `meta`), without `entry`: what the loop produces. */
+export type LoopEventBody = DistributiveOmit<EventBody, "entry">;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/**
+ * What the engine hands to `emit`: the event body with `entry` filled in, the event id the engine
+ * minted (use it as `meta.id`; entry events have `entry.id === id`), and the run id for every event
+ * from `agent_start` through `agent_end` of a run (use it as `meta.runId`).
+ */
+export interface EngineEvent {
+  id: EventId;
+  runId: string | undefined;
+  body: EventBody;
+}
+
+/**
+ * The event port. Awaited once per event, strictly in order, never concurrently (as pi awaits its
+ * listeners). Contract: it throws only when the event could not be made durable; the engine then
+ * emits nothing more, aborts the run's signal, and the run settles with `status: "emit_failed"`.
+ */
+export type Emit = (event: EngineEvent) => Promise<void> | void;
+
+export interface EnginePorts {
+  streamFn: StreamFn;
+  executeTool: ExecuteTool;
+  emit: Emit;
+  /** Milliseconds since the epoch, for message timestamps. */
+  now: () => number;
+  /** A fresh event or run id (UUIDv7 / ULID in production). */
+  newId: () => string;
+}
+
+/** The working context of a run (pi's `AgentContext`). */
+export interface LoopContext {
+  systemPrompt: string;
+  messages: ContextMessage[];
+  tools: readonly ToolDefinition[];
+}
+
+export interface BeforeToolCallContext {
+  assistantMessage: AssistantMessage;
+  toolCall: ToolCallContent;
+  /** Validated and coerced arguments; mutating them changes what runs (no re-validation). */
+  args: unknown;
+  context: LoopContext;
+}
+export interface BeforeToolCallResult {
+  block?: boolean;
+  reason?: string;
+}
+export interface AfterToolCallContext extends BeforeToolCallContext {
+  result: ToolExecutionOutcome["result"];
+  isError: boolean;
+}
+/** Field-wise replacement of the executed result: a present field replaces the whole field (no deep merge). */
+export interface AfterToolCallResult {
+  content?: (TextContent | ImageContent)[];
+  details?: unknown;
+  isError?: boolean;
+  terminate?: boolean;
+}
+export interface TurnContext {
+  message: AssistantMessage;
+  toolResults: ToolResultMessage[];
+  context: LoopContext;
+  /** Messages that `agent_end` would carry if the run ended now. */
+  newMessages: AgentMessage[];
+}
+/** pi 0.75 `prepareNextTurn` result: replaces the context, model or thinking level for the rest of the run. */
+export interface NextTurnUpdate {
+  context?: LoopContext;
+  model?: EngineModel;
+  thinkingLevel?: ThinkingLevel;
+}
+
+export interface ToolExecutionOutcome {
+  result: { content: (TextContent | ImageContent)[]; details?: unknown; terminate?: boolean };
+  isError: boolean;
+}
+
+/**
+ * pi's `AgentLoopConfig` hooks. All optional, all may be async. Contract differs from pi only in
+ * that throwing is safe: tool hooks that throw give an error tool result; any other hook that
+ * throws ends the run through pi 0.75's failure path.
+ */
+export interface EngineHooks {
+  /** Runs before `convertToLlm` on every LLM call; its result is used for that one request only. */
+  transformContext?: (messages: ContextMessage[], signal: AbortSignal | undefined) => Promise<ContextMessage[]>;
+  /** Default: keep user, assistant and toolResult messages (pi agent-core). */
+  convertToLlm?: (messages: ContextMessage[]) => LlmMessage[] | Promise<LlmMessage[]>;
+  beforeToolCall?: (
+    context: BeforeToolCallContext,
+    signal: AbortSignal | undefined,
+  ) => BeforeToolCallResult | undefined | Promise<BeforeToolCallResult | undefined>;
+  afterToolCall?: (
+    context: AfterToolCallContext,
+    signal: AbortSignal | undefined,
+  ) => AfterToolCallResult | undefined | Promise<AfterToolCallResult | undefined>;
+  /** After every non-error `turn_end` and after `prepareNextTurn`; `true` ends the run without polling the queues. */
+  shouldStopAfterTurn?: (context: TurnContext) => boolean | Promise<boolean>;
+  /** After every non-error `turn_end` (also the last one), before `shouldStopAfterTurn`. */
+  prepareNextTurn?: (context: TurnContext) => NextTurnUpdate | undefined | Promise<NextTurnUpdate | undefined>;
+}
+
+/** Configuration of one run of the stateless loop (pi's `AgentLoopConfig`). */
+export interface LoopConfig extends EngineHooks {
+  model: EngineModel;
+  thinkingLevel: ThinkingLevel;
+  /** Default `parallel`. */
+  toolExecution?: ToolExecutionMode;
+  /** Named in the error result of tool calls cut by a `length` stop. */
+  maxTokens?: number;
+  sessionId?: string;
+  /** Polled at run start and after each completed turn. */
+  getSteeringMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
+  /** Polled only when the run would otherwise end. */
+  getFollowUpMessages?: () => AgentMessage[] | Promise<AgentMessage[]>;
+  /**
+   * Called right before the first `message_start` of messages the loop injects (the prompt's
+   * messages, or polled steering / follow-up messages). The shell announces queue drains here, so
+   * a drain's `queue_update` comes just before the injected message.
+   */
+  beforeInject?: (messages: readonly AgentMessage[]) => Promise<void> | undefined;
+}

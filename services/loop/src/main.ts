@@ -1,0 +1,117 @@
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { checkServer, connectNats, createLogger, loadEnvOrExit, newId, startOpsServer } from "@fleet/runtime";
+import { Registry } from "prom-client";
+import { LoopEnv } from "./config.js";
+import { parseScript, type StreamFn } from "./engine/index.js";
+import { loadPluginHooks } from "./hooks.js";
+import { startLoopWorker } from "./loop-worker.js";
+import { createAnthropicStreamFn } from "./providers/index.js";
+import { createScriptedStreamFn, realSleep } from "./scripted-stream-fn.js";
+
+const FALLBACK_SCRIPT = JSON.stringify({
+  turns: [
+    {
+      text: "Fleet is running with its offline scripted model (no ANTHROPIC_API_KEY). Set FLEET_SCRIPT to a script file, or set ANTHROPIC_API_KEY to talk to Claude.",
+    },
+  ],
+});
+
+async function main() {
+  const env = loadEnvOrExit("fleet-loop", LoopEnv);
+  const workerId = env.FLEET_WORKER_ID || `loop-${hostname()}-${process.pid}`;
+  const logger = createLogger("fleet-loop", { level: env.LOG_LEVEL }).child({ workerId });
+  const provider = env.FLEET_PROVIDER ?? (env.ANTHROPIC_API_KEY ? "anthropic" : "scripted");
+  if (provider === "scripted" && !env.FLEET_PROVIDER) {
+    logger.warn("ANTHROPIC_API_KEY is not set: using the offline scripted model");
+  }
+
+  const providers: Record<string, StreamFn> = {
+    anthropic: createAnthropicStreamFn({
+      ...(env.ANTHROPIC_API_KEY ? { apiKey: env.ANTHROPIC_API_KEY } : {}),
+      ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
+    }),
+  };
+  const scriptText = env.FLEET_SCRIPT ? readFileSync(env.FLEET_SCRIPT, "utf8") : FALLBACK_SCRIPT;
+  const script = parseScript(scriptText);
+  if (!script.ok) {
+    process.stderr.write(`fleet-loop: FLEET_SCRIPT ${env.FLEET_SCRIPT} is invalid: ${script.error}\n`);
+    process.exit(2);
+  }
+  providers.scripted = createScriptedStreamFn(script.value, { now: Date.now, sleep: realSleep });
+
+  let pluginHooks: Awaited<ReturnType<typeof loadPluginHooks>> = [];
+  try {
+    pluginHooks = env.FLEET_PLUGINS ? await loadPluginHooks(env.FLEET_PLUGINS) : [];
+  } catch (err) {
+    process.stderr.write(`fleet-loop: could not load FLEET_PLUGINS: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+
+  let nc: Awaited<ReturnType<typeof connectNats>>;
+  try {
+    nc = await connectNats({ url: env.NATS_URL, name: workerId, timeoutMs: 5_000 });
+  } catch (err) {
+    process.stderr.write(`fleet-loop: cannot connect to NATS at ${env.NATS_URL}: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const server = await checkServer(nc);
+  if (!server.ok) {
+    process.stderr.write(`fleet-loop: ${server.error}\n`);
+    process.exit(1);
+  }
+  const registry = new Registry();
+  const worker = await startLoopWorker({
+    nc,
+    workerId,
+    partitions: env.FLEET_PARTITIONS,
+    leaseTtlMs: env.FLEET_LEASE_TTL_MS,
+    shutdownGraceMs: env.FLEET_SHUTDOWN_GRACE_MS,
+    sessionIdleMs: env.FLEET_SESSION_IDLE_MS,
+    providers,
+    pluginHooks,
+    settings: {
+      coalesceMs: env.FLEET_COALESCE_MS,
+      coalesceDeltas: env.FLEET_COALESCE_DELTAS,
+      hookTimeoutMs: env.FLEET_HOOK_TIMEOUT_MS,
+      toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
+      approvalTools: new Set(env.FLEET_APPROVAL_TOOLS.split(",").map((s) => s.trim()).filter(Boolean)),
+      defaults: {
+        model: { provider, modelId: provider === "scripted" ? "scripted-demo" : env.FLEET_DEFAULT_MODEL },
+        thinkingLevel: "off",
+        systemPrompt: env.FLEET_SYSTEM_PROMPT,
+        activeTools: null,
+        steeringMode: "one-at-a-time",
+        followUpMode: "one-at-a-time",
+        toolExecution: "parallel",
+      },
+    },
+    logger,
+    registry,
+    newId: () => newId(),
+  });
+  const ops = await startOpsServer({ port: env.FLEET_OPS_PORT, ready: () => worker.isReady(), registry });
+  logger.info(
+    { evt: "loop_started", nats: env.NATS_URL, server: server.caps.version, partitions: worker.partitions, opsPort: ops.port, provider },
+    "loop worker started",
+  );
+
+  let shuttingDown = false;
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ evt: "loop_stopping", signal }, "stopping");
+    await worker.stop().catch((err) => logger.error({ err }, "stop failed"));
+    await ops.close();
+    await nc.drain().catch(() => undefined);
+    logger.flush();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((err) => {
+  process.stderr.write(`fleet-loop: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,35 @@
+import { createScriptedProvider, type Script, type ScriptTurnInput, type Sleep, type StreamFn } from "./engine/index.js";
+
+/**
+ * The service's `scripted` provider. Deterministic across workers and crash resumes: the response to
+ * a request is turn `k mod n` of the script, where `k` is the number of assistant messages already in
+ * the request's context. Tool call ids get a `-<k>` suffix, so repeated turns never collide with an
+ * earlier call's stored result.
+ */
+export function createScriptedStreamFn(script: Script, ports: { now: () => number; sleep: Sleep }): StreamFn {
+  const { turns, ...options } = script;
+  return (context, streamOptions, signal) => {
+    const k = context.messages.filter((m) => m.role === "assistant").length;
+    const turn = turns.length > 0 ? turns[k % turns.length] : undefined;
+    const step: ScriptTurnInput = turn
+      ? {
+          ...turn,
+          content: turn.content.map((b) => (b.type === "toolCall" ? { ...b, id: `${b.id}-${k}` } : b)),
+        }
+      : { error: "The script has no turns" };
+    const provider = createScriptedProvider({ ...options, ...ports, steps: [step] });
+    return provider.streamFn(context, streamOptions, signal);
+  };
+}
+
+export const realSleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });

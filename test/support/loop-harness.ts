@@ -1,0 +1,150 @@
+// Test support for the loop service: an in-process worker with swappable providers, command
+// publishing and event reading against a real nats-server.
+import {
+  decodeEvent,
+  encodeCommand,
+  type FleetCommand,
+  type FleetEvent,
+  partitionOf,
+  STREAMS,
+  subjects,
+} from "@fleet/protocol";
+import { connectNats, createLogger, newId, readSubject } from "@fleet/runtime";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { Registry } from "prom-client";
+import type { StreamFn } from "../../services/loop/src/engine/index.js";
+import { type LoopWorker, startLoopWorker } from "../../services/loop/src/loop-worker.js";
+
+export interface SwitchableProvider {
+  streamFn: StreamFn;
+  use(fn: StreamFn): void;
+}
+
+/** A provider slot whose streamFn a test can replace between prompts. */
+export function switchableProvider(): SwitchableProvider {
+  let current: StreamFn | undefined;
+  return {
+    streamFn: (ctx, opts, signal) => {
+      if (!current) throw new Error("no provider set");
+      return current(ctx, opts, signal);
+    },
+    use(fn) {
+      current = fn;
+    },
+  };
+}
+
+export async function startTestWorker(opts: {
+  url: string;
+  providers: Record<string, StreamFn>;
+  workerId?: string;
+  partitions?: number;
+  leaseTtlMs?: number;
+  coalesceMs?: number;
+  approvalTools?: string[];
+  defaultProvider?: string;
+}): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
+  const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
+  const nc = await connectNats({ url: opts.url, name: workerId });
+  const worker = await startLoopWorker({
+    nc,
+    workerId,
+    partitions: opts.partitions ?? 16,
+    leaseTtlMs: opts.leaseTtlMs ?? 2_000,
+    shutdownGraceMs: 2_000,
+    sessionIdleMs: 60_000,
+    providers: opts.providers,
+    settings: {
+      coalesceMs: opts.coalesceMs ?? 0,
+      coalesceDeltas: 64,
+      hookTimeoutMs: 1_000,
+      toolTimeoutMs: 20_000,
+      approvalTools: new Set(opts.approvalTools ?? []),
+      defaults: {
+        model: { provider: opts.defaultProvider ?? "scripted", modelId: "test-model" },
+        thinkingLevel: "off",
+        systemPrompt: "You are a test agent.",
+        activeTools: null,
+        steeringMode: "one-at-a-time",
+        followUpMode: "one-at-a-time",
+        toolExecution: "parallel",
+      },
+    },
+    logger: createLogger("fleet-loop-test", { level: process.env.LOG_LEVEL ?? "silent" }),
+    registry: new Registry(),
+    newId: () => newId(),
+  });
+  return { worker, nc };
+}
+
+type CommandBody = FleetCommand extends infer C ? (C extends FleetCommand ? Omit<C, "id" | "sessionId"> : never) : never;
+
+/** Publishes commands and reads a session's events. */
+export function commander(nc: NatsConnection, partitions = 16) {
+  const js = jetstream(nc);
+  return {
+    async send(sessionId: string, body: CommandBody, id = newId()): Promise<string> {
+      const cmd = { ...body, id, sessionId } as FleetCommand;
+      const encoded = encodeCommand(cmd);
+      if (!encoded.ok) throw new Error(encoded.error);
+      await js.publish(subjects.command(partitionOf(sessionId, partitions), sessionId), encoded.bytes, { msgID: id });
+      return id;
+    },
+    async sendRaw(sessionId: string, data: string | Uint8Array, msgID?: string): Promise<void> {
+      await js.publish(subjects.command(partitionOf(sessionId, partitions), sessionId), data, msgID ? { msgID } : {});
+    },
+    async events(sessionId: string): Promise<FleetEvent[]> {
+      const jsm = await jetstreamManager(nc);
+      const out: FleetEvent[] = [];
+      for await (const rec of readSubject(js, jsm, STREAMS.events.name, subjects.event(partitionOf(sessionId, partitions), sessionId))) {
+        const ev = decodeEvent(rec.data);
+        if (!ev.ok) throw new Error(`undecodable event at ${rec.seq}: ${ev.error}`);
+        out.push(ev.value);
+      }
+      return out;
+    },
+    /** Polls until `done(events)` holds; returns the events. */
+    async waitFor(sessionId: string, done: (events: FleetEvent[]) => boolean, timeoutMs = 10_000): Promise<FleetEvent[]> {
+      const deadline = Date.now() + timeoutMs;
+      let events: FleetEvent[] = [];
+      while (Date.now() < deadline) {
+        events = await this.events(sessionId);
+        if (done(events)) return events;
+        await new Promise((r) => setTimeout(r, 40));
+      }
+      throw new Error(`timed out; events so far: ${events.map((e) => e.type).join(" ")}`);
+    },
+  };
+}
+
+export const countOf = (type: string) => (events: FleetEvent[]) => events.filter((e) => e.type === type).length;
+
+/** pi-style notation of an event list: `ms:user`, `me:assistant`, `tool_start:t1` …, updates dropped. */
+export function notation(events: readonly FleetEvent[]): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    switch (e.type) {
+      case "message_update":
+        break;
+      case "message_start":
+        out.push(`ms:${e.message.role}`);
+        break;
+      case "message_end":
+        out.push(`me:${e.message.role}${e.message.role === "assistant" ? `(${e.message.stopReason})` : ""}`);
+        break;
+      case "tool_execution_start":
+        out.push(`tool_start:${e.toolName}`);
+        break;
+      case "tool_execution_end":
+        out.push(`tool_end:${e.toolName}${e.isError ? "(err)" : ""}`);
+        break;
+      case "tool_execution_update":
+        out.push(`tool_update:${e.toolName}`);
+        break;
+      default:
+        out.push(e.type);
+    }
+  }
+  return out;
+}
