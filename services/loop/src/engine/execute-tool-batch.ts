@@ -2,7 +2,7 @@
 // Fleet's abort and length-stop rules).
 import { type AssistantMessage, type ToolCallContent, type ToolResultMessage, toolErrorText } from "@fleet/protocol";
 import { createToolResultMessage, errorToolResult, thrownText } from "./messages.js";
-import { ABORTED, noop, type RunScope } from "./run-scope.js";
+import { ABORTED, isPromise, noop, RESOLVED, type RunScope } from "./run-scope.js";
 import type { LoopConfig, LoopContext, ToolDefinition, ToolExecutionOutcome, ToolOutput } from "./types.js";
 import { validateToolArguments } from "./validate-tool-arguments.js";
 
@@ -93,7 +93,10 @@ export async function executeToolBatch(
   };
 }
 
-const findTool = (context: LoopContext, name: string) => context.tools.find((t) => t.name === name);
+function findTool(context: LoopContext, name: string): ToolDefinition | undefined {
+  for (const tool of context.tools) if (tool.name === name) return tool;
+  return undefined;
+}
 
 const outcomeOf = (message: ToolResultMessage): ToolExecutionOutcome => ({
   result: { content: message.content, ...(message.details !== undefined ? { details: message.details } : {}) },
@@ -128,7 +131,8 @@ async function runOneSequential(
   run: RunScope,
 ): Promise<ToolExecutionOutcome> {
   await emitStart(slot, run);
-  const immediate = await prepare(slot, context, assistant, config, run);
+  const preflight = prepare(slot, context, assistant, config, run);
+  const immediate = isPromise(preflight) ? await preflight : preflight;
   if (immediate) return immediate;
   if (!run.signal) return executeAndFinalize(slot, context, assistant, config, run);
   const abort = run.abort.promise();
@@ -153,7 +157,8 @@ async function runParallel(
   for (const slot of slots) {
     if (slot.outcome || run.signal?.aborted) continue;
     await emitStart(slot, run);
-    const immediate = await prepare(slot, context, assistant, config, run);
+    const preflight = prepare(slot, context, assistant, config, run);
+    const immediate = isPromise(preflight) ? await preflight : preflight;
     if (immediate) {
       slot.outcome = immediate;
       await emitEnd(slot, run);
@@ -201,33 +206,46 @@ async function runParallel(
   for (const slot of slots) if (!slot.message) await emitResultMessage(slot, run);
 }
 
-/** Preflight: lookup, validation, beforeToolCall. Returns an outcome when the call must not run. */
-async function prepare(
+/**
+ * Preflight: lookup, validation, beforeToolCall. Returns an outcome when the call must not run.
+ * Synchronous unless a beforeToolCall hook has to be awaited.
+ */
+function prepare(
   slot: Slot,
   context: LoopContext,
   assistant: AssistantMessage,
   config: LoopConfig,
   run: RunScope,
-): Promise<ToolExecutionOutcome | undefined> {
+): ToolExecutionOutcome | undefined | Promise<ToolExecutionOutcome | undefined> {
   const { call } = slot;
   const tool = findTool(context, call.name);
   if (!tool) return { result: errorToolResult(toolErrorText.notFound(call.name)), isError: true };
   const validated = validateToolArguments(tool, call.arguments);
   if (!validated.ok) return { result: errorToolResult(validated.error), isError: true };
-  if (config.beforeToolCall) {
-    try {
-      const verdict = await config.beforeToolCall(
-        { assistantMessage: assistant, toolCall: call, args: validated.args, context },
-        run.signal,
-      );
-      if (run.signal?.aborted) return abortedOutcome();
-      if (verdict?.block) return { result: errorToolResult(verdict.reason || toolErrorText.blocked), isError: true };
-    } catch (error) {
-      return { result: errorToolResult(thrownText(error)), isError: true };
-    }
-  }
+  if (config.beforeToolCall) return askBeforeToolCall(slot, tool, validated.args, context, assistant, config, run);
   if (run.signal?.aborted) return abortedOutcome();
   slot.prepared = { tool, args: validated.args };
+  return undefined;
+}
+
+async function askBeforeToolCall(
+  slot: Slot,
+  tool: ToolDefinition,
+  args: unknown,
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+): Promise<ToolExecutionOutcome | undefined> {
+  try {
+    const verdict = await config.beforeToolCall?.({ assistantMessage: assistant, toolCall: slot.call, args, context }, run.signal);
+    if (run.signal?.aborted) return abortedOutcome();
+    if (verdict?.block) return { result: errorToolResult(verdict.reason || toolErrorText.blocked), isError: true };
+  } catch (error) {
+    return { result: errorToolResult(thrownText(error)), isError: true };
+  }
+  if (run.signal?.aborted) return abortedOutcome();
+  slot.prepared = { tool, args };
   return undefined;
 }
 
@@ -267,7 +285,7 @@ async function executeAndFinalize(
     slot.accepting = false;
     executed = { result: errorToolResult(thrownText(error)), isError: true };
   }
-  await Promise.all(updates);
+  if (updates.length > 0) await Promise.all(updates);
   if (run.sink.failure) throw run.sink.failure;
   if (!config.afterToolCall || slot.dropped) return executed;
   try {
@@ -300,15 +318,10 @@ async function executeAndFinalize(
 }
 
 function normalizeOutput(output: ToolOutput): ToolExecutionOutcome {
-  const content = Array.isArray(output?.content) ? output.content : [];
-  return {
-    result: {
-      content,
-      ...(output?.details !== undefined ? { details: output.details } : {}),
-      ...(output?.terminate !== undefined ? { terminate: output.terminate } : {}),
-    },
-    isError: output?.isError === true,
-  };
+  const result: ToolExecutionOutcome["result"] = { content: Array.isArray(output?.content) ? output.content : [] };
+  if (output?.details !== undefined) result.details = output.details;
+  if (output?.terminate !== undefined) result.terminate = output.terminate;
+  return { result, isError: output?.isError === true };
 }
 
 async function emitStart(slot: Slot, run: RunScope): Promise<void> {

@@ -48,7 +48,7 @@ export class AbortWatch {
   readonly signal: AbortSignal | undefined;
   private readonly attach: boolean;
   private attached = false;
-  private readonly watchers = new Set<AbortWatcher>();
+  private watchers: Set<AbortWatcher> | undefined;
 
   constructor(signal: AbortSignal | undefined, options: { attach: boolean } = { attach: true }) {
     this.signal = signal;
@@ -61,7 +61,7 @@ export class AbortWatch {
       watcher.onAbort();
       return;
     }
-    this.watchers.add(watcher);
+    (this.watchers ??= new Set()).add(watcher);
     if (this.attach && !this.attached && this.signal) {
       this.attached = true;
       this.signal.addEventListener("abort", () => this.fire(), { once: true });
@@ -69,12 +69,12 @@ export class AbortWatch {
   }
 
   unwatch(watcher: AbortWatcher): void {
-    this.watchers.delete(watcher);
+    this.watchers?.delete(watcher);
   }
 
   /** Tells every watcher once. */
   fire(): void {
-    if (this.watchers.size === 0) return;
+    if (!this.watchers || this.watchers.size === 0) return;
     const watchers = [...this.watchers];
     this.watchers.clear();
     for (const watcher of watchers) watcher.onAbort();

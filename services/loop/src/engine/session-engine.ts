@@ -110,10 +110,12 @@ interface ActiveRun {
   controller: AbortController;
   abort: AbortWatch;
   /** Resolved when the run settled (created on demand by `waitForIdle`). */
-  idle: (() => void)[];
+  idle: (() => void)[] | undefined;
 }
 
 const NONE: AgentMessage[] = [];
+/** Shared empty queues (never modified: queue objects are always replaced). */
+const NO_QUEUES: MessageQueues = Object.freeze({ steer: NONE, followUp: NONE, nextTurn: NONE });
 
 const rejected = (code: Rejection["code"], reason: string): Rejection => ({ status: "rejected", code, reason });
 
@@ -130,7 +132,7 @@ export class SessionEngine implements EventSinkObserver {
   /** Messages not yet polled. */
   private queues: MessageQueues;
   /** Polled but not injected yet: still reported as queued until their injection's `queue_update`. */
-  private inFlight: MessageQueues = emptyMessageQueues();
+  private inFlight: MessageQueues = NO_QUEUES;
   private active: ActiveRun | undefined;
   private pendingWrites: SessionWrite[] = [];
   /** Writes flushed during the run since the last `prepareNextTurn`. */
@@ -151,7 +153,7 @@ export class SessionEngine implements EventSinkObserver {
     this.tools = options.tools;
     this.config = { ...options.init.config };
     this.messages = options.init.messages.slice();
-    this.queues = options.init.queues ?? emptyMessageQueues();
+    this.queues = options.init.queues ?? NO_QUEUES;
     this.sink = new EventSink({
       emit: options.ports.emit,
       newId: options.ports.newId,
@@ -263,7 +265,10 @@ export class SessionEngine implements EventSinkObserver {
   waitForIdle(): Promise<void> {
     const run = this.active;
     if (!run) return RESOLVED;
-    return new Promise((resolve) => run.idle.push(resolve));
+    return new Promise((resolve) => {
+      run.idle ??= [];
+      run.idle.push(resolve);
+    });
   }
 
   // ---- queues -----------------------------------------------------------------------------------
@@ -363,14 +368,14 @@ export class SessionEngine implements EventSinkObserver {
     const id = runId ?? this.ports.newId();
     const controller = new AbortController();
     const abort = new AbortWatch(controller.signal, { attach: false });
-    const active: ActiveRun = { runId: id, controller, abort, idle: [] };
+    const active: ActiveRun = { runId: id, controller, abort, idle: undefined };
     this.active = active;
     this.sink.runId = id;
     this.streamingBase = undefined;
-    this.streamingDeltas = [];
+    this.streamingDeltas.length = 0;
     this.errorMessage = undefined;
     this.runDirty = false;
-    this.flushedMessages = [];
+    this.flushedMessages.length = 0;
 
     const model = this.engineModel();
     const loop: LoopState = {
@@ -388,7 +393,7 @@ export class SessionEngine implements EventSinkObserver {
       result = { status: "emit_failed", runId: id, error: this.sink.failure ?? (error as Error) };
     }
     this.finishRun();
-    for (const resolve of active.idle) resolve();
+    if (active.idle) for (const resolve of active.idle) resolve();
     if (this.pendingWrites.length > 0 && !this.sink.failure) {
       try {
         await this.flushWrites();
@@ -403,13 +408,13 @@ export class SessionEngine implements EventSinkObserver {
     this.active = undefined;
     this.sink.runId = undefined;
     this.streamingBase = undefined;
-    this.streamingDeltas = [];
+    this.streamingDeltas.length = 0;
     this.pendingToolCalls = new Set();
     for (const kind of ["steer", "followUp", "nextTurn"] as const) {
       if (this.inFlight[kind].length > 0)
         this.queues = { ...this.queues, [kind]: [...this.inFlight[kind], ...this.queues[kind]] };
     }
-    this.inFlight = emptyMessageQueues();
+    this.inFlight = NO_QUEUES;
   }
 
   /** @internal Harness `prepareNextTurn`: settings and messages flushed since the last turn apply from now on; then the user hook. */
@@ -426,7 +431,7 @@ export class SessionEngine implements EventSinkObserver {
         model: this.engineModel(),
         thinkingLevel: this.config.thinkingLevel,
       };
-      this.flushedMessages = [];
+      this.flushedMessages.length = 0;
     }
     const hook = this.hooks.prepareNextTurn;
     if (!hook) return update;
@@ -455,9 +460,9 @@ export class SessionEngine implements EventSinkObserver {
     return { systemPrompt: this.config.systemPrompt, messages: this.messages.slice(), tools: this.activeTools() };
   }
 
-  private activeTools(): ToolDefinition[] {
+  private activeTools(): readonly ToolDefinition[] {
     const names = this.config.activeTools;
-    if (names === null) return this.tools.slice();
+    if (names === null) return this.tools;
     return this.tools.filter((t) => names.includes(t.name));
   }
 
@@ -486,7 +491,7 @@ export class SessionEngine implements EventSinkObserver {
   announceDrain(): Promise<void> | undefined {
     const moved = this.inFlight.steer.length + this.inFlight.followUp.length + this.inFlight.nextTurn.length;
     if (moved === 0) return undefined;
-    this.inFlight = emptyMessageQueues();
+    this.inFlight = NO_QUEUES;
     return this.emitQueueUpdate();
   }
 
@@ -545,7 +550,7 @@ export class SessionEngine implements EventSinkObserver {
     const base = this.streamingBase;
     if (base?.role === "assistant" && this.streamingDeltas.length > 0) {
       this.streamingBase = applyDeltas(base, this.streamingDeltas);
-      this.streamingDeltas = [];
+      this.streamingDeltas.length = 0;
     }
     return this.streamingBase;
   }
@@ -556,14 +561,14 @@ export class SessionEngine implements EventSinkObserver {
     switch (body.type) {
       case "message_start":
         this.streamingBase = body.message;
-        this.streamingDeltas = [];
+        this.streamingDeltas.length = 0;
         break;
       case "message_update":
-        this.streamingDeltas.push(...body.deltas);
+        for (const delta of body.deltas) this.streamingDeltas.push(delta);
         break;
       case "message_end":
         this.streamingBase = undefined;
-        this.streamingDeltas = [];
+        this.streamingDeltas.length = 0;
         this.messages.push(body.message);
         break;
       case "tool_execution_start": {
@@ -583,7 +588,7 @@ export class SessionEngine implements EventSinkObserver {
         break;
       case "agent_end":
         this.streamingBase = undefined;
-        this.streamingDeltas = [];
+        this.streamingDeltas.length = 0;
         break;
       case "model_change":
         this.config = { ...this.config, model: { provider: body.provider, modelId: body.modelId } };

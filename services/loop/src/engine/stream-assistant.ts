@@ -144,11 +144,17 @@ class AbortableReader implements AbortWatcher {
 
   next(): Promise<IteratorResult<AssistantStreamEvent> | typeof ABORTED> {
     if (!this.abort) return this.iterator.next();
-    return new Promise((resolve, reject) => {
-      this.wake = resolve;
-      this.iterator.next().then(resolve, reject);
-    });
+    return new Promise(this.read);
   }
+
+  /** The executor of every read: resolves with the provider's answer, or with ABORTED on abort. */
+  private readonly read = (
+    resolve: (value: IteratorResult<AssistantStreamEvent> | typeof ABORTED) => void,
+    reject: (reason: unknown) => void,
+  ): void => {
+    this.wake = resolve;
+    this.iterator.next().then(resolve, reject);
+  };
 
   /** Asks the provider to stop (its late answers are ignored). */
   cancel(): void {

@@ -1,0 +1,110 @@
+import { existsSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createHarness, type Harness, textOf } from "../test-support/tool-harness.js";
+import { createBashTool } from "./bash.js";
+import { isProcessAlive as alive } from "./process-group.js";
+
+async function waitFor(cond: () => boolean, ms = 5_000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("bash", () => {
+  let h: Harness;
+  const bash = createBashTool();
+  beforeEach(async () => {
+    h = await createHarness();
+  });
+  afterEach(() => h.cleanup());
+
+  it("runs in the workspace and returns output and exit code 0", async () => {
+    const out = await h.run(bash, { command: "pwd; echo out; echo err >&2" });
+    expect(out).toEqual({ content: [{ type: "text", text: `${h.root}\nout\nerr\n` }], details: { exitCode: 0 } });
+  });
+
+  it("says (no output) for a silent command", async () => {
+    expect(await h.run(bash, { command: "true" })).toEqual({
+      content: [{ type: "text", text: "(no output)" }],
+      details: { exitCode: 0 },
+    });
+  });
+
+  it("returns a non-zero exit code as an error result with details", async () => {
+    const out = await h.run(bash, { command: "echo failing; exit 3" });
+    expect(out).toEqual({
+      content: [{ type: "text", text: "failing\n\n\nCommand exited with code 3" }],
+      details: { exitCode: 3 },
+      isError: true,
+    });
+  });
+
+  it("times out, killing the command", async () => {
+    const t0 = Date.now();
+    const out = await h.run(bash, { command: "echo started; sleep 10", timeout: 0.3 });
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    expect(out.isError).toBe(true);
+    expect(textOf(out)).toBe("started\n\n\nCommand timed out after 0.3 seconds");
+    expect(out.details).toEqual({ exitCode: null, signal: "SIGTERM", timedOut: true });
+  });
+
+  it("abort kills the whole process group, children included", async () => {
+    const pending = h.run(bash, { command: "sleep 30 & echo $! > child.pid; sleep 30" });
+    const pidFile = join(h.root, "child.pid");
+    await waitFor(() => existsSync(pidFile) && /\d+\n/.test(readFileSync(pidFile, "utf-8")));
+    const child = Number((await readFile(pidFile, "utf-8")).trim());
+    expect(alive(child)).toBe(true);
+    h.controller.abort();
+    await expect(pending).rejects.toThrow("Command aborted");
+    expect(alive(child)).toBe(false);
+  });
+
+  it("kills a TERM-ignoring group with SIGKILL after the grace", async () => {
+    const quick = createBashTool({ killGraceMs: 100 });
+    const pending = h.run(quick, { command: "trap '' TERM; echo ready; sleep 30 & wait" });
+    await waitFor(() => h.updates.length > 0);
+    h.controller.abort();
+    await expect(pending).rejects.toThrow(/Command aborted$/);
+  });
+
+  it("background processes do not outlive their command", async () => {
+    await h.run(bash, { command: "sleep 30 & echo $! > bg.pid" });
+    const bg = Number((await readFile(join(h.root, "bg.pid"), "utf-8")).trim());
+    expect(alive(bg)).toBe(false);
+  });
+
+  it("caps output with a note and stores the full output in the blob store", async () => {
+    const out = await h.run(bash, { command: "seq 1 100000" });
+    const text = textOf(out);
+    const full = `${Array.from({ length: 100000 }, (_, i) => i + 1).join("\n")}\n`;
+    expect(text.startsWith("98002\n")).toBe(true);
+    expect(
+      text.endsWith(
+        "\n100000\n\n\n[Showing lines 98002-100001 of 100001. Full output: blob fleet_blobs/bash-output.txt (575.1KB)]",
+      ),
+    ).toBe(true);
+    expect(Buffer.byteLength(text)).toBeLessThan(52 * 1024);
+    const details = out.details as { exitCode: number; fullOutput: { name: string; size: number } };
+    expect(details.exitCode).toBe(0);
+    expect(details.fullOutput).toMatchObject({ bucket: "fleet_blobs", name: "bash-output.txt", size: full.length });
+    expect(new TextDecoder().decode(h.blobs.blobs.get("bash-output.txt"))).toBe(full);
+  });
+
+  it("streams progress as updates", async () => {
+    await h.run(bash, { command: "for i in 1 2 3 4; do echo tick$i; sleep 0.15; done" });
+    expect(h.updates.length).toBeGreaterThanOrEqual(3);
+    const texts = h.updates.map((u) => (u as { content: Array<{ text: string }> }).content[0]?.text ?? "");
+    expect(texts[0]).toBe("tick1\n");
+    expect(texts.at(-1)).toBe("tick1\ntick2\ntick3\ntick4\n");
+  });
+
+  it("rejects a missing command", async () => {
+    await expect(h.run(bash, {})).rejects.toThrow(
+      'Validation failed for tool "bash":\n  - command: Invalid input: expected string, received undefined',
+    );
+  });
+});

@@ -1,0 +1,76 @@
+import { stat } from "node:fs/promises";
+import picomatch from "picomatch";
+import { z } from "zod";
+import { defineTool, type ToolOutput } from "../define-tool.js";
+import { resolveInWorkspace } from "../workspace-path.js";
+import { throwIfAborted } from "./abort.js";
+import { DEFAULT_MAX_BYTES, formatSize, truncateHead } from "./truncate.js";
+import { walkFiles } from "./walk-files.js";
+
+const DEFAULT_LIMIT = 1000;
+
+const FindArgs = z.object({
+  pattern: z.string().min(1).describe("Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"),
+  path: z.string().optional().describe("Directory to search in (default: the workspace root)"),
+  limit: z.number().int().min(1).optional().describe(`Maximum number of results (default: ${DEFAULT_LIMIT})`),
+});
+
+/**
+ * Builds a matcher for a glob: a pattern without `/` matches the base name at any depth (`*.ts`),
+ * a pattern with `/` matches the path relative to the search directory. Dotfiles match.
+ */
+export function globMatcher(pattern: string): (rel: string) => boolean {
+  const opts = { dot: true };
+  if (!pattern.includes("/")) {
+    const isMatch = picomatch(pattern, opts);
+    return (rel) => isMatch(rel.slice(rel.lastIndexOf("/") + 1));
+  }
+  const isMatch = picomatch(pattern.startsWith("./") ? pattern.slice(2) : pattern, opts);
+  return (rel) => isMatch(rel);
+}
+
+/** `find {pattern, path?, limit?}`: glob search; paths relative to the search directory, `/` after directories. */
+export function createFindTool() {
+  return defineTool({
+    name: "find",
+    description: `Search for files by glob pattern. Returns matching paths relative to the search directory (directories end with '/'). Skips .git and node_modules. Output is truncated to ${DEFAULT_LIMIT} results or ${DEFAULT_MAX_BYTES / 1024}KB (whichever is hit first).`,
+    parameters: FindArgs,
+    retry: "safe",
+    async execute({ pattern, path, limit }, ctx): Promise<ToolOutput> {
+      throwIfAborted(ctx.signal);
+      const shown = path || ".";
+      const dir = await resolveInWorkspace(ctx.workspace, shown);
+      const info = await stat(dir).catch(() => null);
+      if (!info) throw new Error(`Path not found: ${shown}`);
+      if (!info.isDirectory()) throw new Error(`Not a directory: ${shown}`);
+      const max = limit ?? DEFAULT_LIMIT;
+      const matches = globMatcher(pattern);
+      const found: string[] = [];
+      let limitReached = false;
+      for await (const entry of walkFiles(dir, ctx.signal)) {
+        if (!matches(entry.rel)) continue;
+        if (found.length >= max) {
+          limitReached = true;
+          break;
+        }
+        found.push(entry.kind === "dir" ? `${entry.rel}/` : entry.rel);
+      }
+      if (found.length === 0) return { content: [{ type: "text", text: "No files found matching pattern" }] };
+      const truncation = truncateHead(found.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
+      const notices: string[] = [];
+      const details: Record<string, unknown> = {};
+      if (limitReached) {
+        notices.push(`${max} results limit reached. Use limit=${max * 2} for more, or refine pattern`);
+        details.resultLimitReached = max;
+      }
+      if (truncation.truncated) {
+        notices.push(`${formatSize(DEFAULT_MAX_BYTES)} limit reached`);
+        details.truncation = truncation;
+      }
+      const text = notices.length ? `${truncation.content}\n\n[${notices.join(". ")}]` : truncation.content;
+      return Object.keys(details).length
+        ? { content: [{ type: "text", text }], details }
+        : { content: [{ type: "text", text }] };
+    },
+  });
+}

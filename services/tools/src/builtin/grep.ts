@@ -1,0 +1,133 @@
+import { open, readFile, realpath, stat } from "node:fs/promises";
+import { basename } from "node:path";
+import { z } from "zod";
+import { defineTool, type ToolOutput } from "../define-tool.js";
+import { isInside, resolveInWorkspace } from "../workspace-path.js";
+import { throwIfAborted } from "./abort.js";
+import { globMatcher } from "./find.js";
+import { DEFAULT_MAX_BYTES, formatSize, GREP_MAX_LINE_LENGTH, truncateHead, truncateLine } from "./truncate.js";
+import { walkFiles } from "./walk-files.js";
+
+const DEFAULT_LIMIT = 100;
+/** Files larger than this are not searched. */
+const MAX_FILE_BYTES = 10 * 1024 * 1024;
+
+const GrepArgs = z.object({
+  pattern: z
+    .string()
+    .min(1)
+    .describe("Search pattern (JavaScript regular expression, or a literal string with literal=true)"),
+  path: z.string().optional().describe("Directory or file to search (default: the workspace root)"),
+  glob: z.string().optional().describe("Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"),
+  ignoreCase: z.boolean().optional().describe("Case-insensitive search (default: false)"),
+  literal: z.boolean().optional().describe("Treat pattern as a literal string instead of a regex (default: false)"),
+  context: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Number of lines to show before and after each match (default: 0)"),
+  limit: z.number().int().min(1).optional().describe(`Maximum number of matches to return (default: ${DEFAULT_LIMIT})`),
+});
+
+/**
+ * `grep {pattern, path?, glob?}` (+ pi's optional ignoreCase, literal, context, limit): regex search
+ * with `file:line: text` output (context lines as `file-line- text`), at most `limit` matches, lines
+ * cut to 500 characters, 50 KB in total. Binary files, .git and node_modules are skipped.
+ */
+export function createGrepTool() {
+  return defineTool({
+    name: "grep",
+    description: `Search file contents for a pattern. Returns matching lines with file paths and line numbers (path:line: text). Output is truncated to ${DEFAULT_LIMIT} matches or ${DEFAULT_MAX_BYTES / 1024}KB (whichever is hit first). Long lines are truncated to ${GREP_MAX_LINE_LENGTH} chars.`,
+    parameters: GrepArgs,
+    retry: "safe",
+    async execute(args, ctx): Promise<ToolOutput> {
+      throwIfAborted(ctx.signal);
+      const shown = args.path || ".";
+      const target = await resolveInWorkspace(ctx.workspace, shown);
+      const info = await stat(target).catch(() => null);
+      if (!info) throw new Error(`Path not found: ${shown}`);
+      let regex: RegExp;
+      try {
+        const source = args.literal ? args.pattern.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") : args.pattern;
+        regex = new RegExp(source, args.ignoreCase ? "i" : "");
+      } catch (err) {
+        throw new Error(`Invalid regular expression ${JSON.stringify(args.pattern)}: ${(err as Error).message}`);
+      }
+      const max = args.limit ?? DEFAULT_LIMIT;
+      const context = args.context ?? 0;
+      const globOk = args.glob ? globMatcher(args.glob) : () => true;
+      const files: Array<{ abs: string; rel: string }> = [];
+      if (info.isDirectory()) {
+        for await (const entry of walkFiles(target, ctx.signal)) {
+          if ((entry.kind === "file" || entry.kind === "symlink") && globOk(entry.rel)) files.push(entry);
+        }
+      } else {
+        files.push({ abs: target, rel: basename(target) });
+      }
+      const out: string[] = [];
+      let matchCount = 0;
+      let linesTruncated = false;
+      scan: for (const file of files) {
+        throwIfAborted(ctx.signal);
+        const lines = await readSearchable(file.abs, ctx.workspace);
+        if (!lines) continue;
+        for (let i = 0; i < lines.length; i++) {
+          if (!regex.test(lines[i] ?? "")) continue;
+          matchCount++;
+          const from = Math.max(0, i - context);
+          const to = Math.min(lines.length - 1, i + context);
+          for (let j = from; j <= to; j++) {
+            const cut = truncateLine(lines[j] ?? "");
+            if (cut.wasTruncated) linesTruncated = true;
+            out.push(j === i ? `${file.rel}:${j + 1}: ${cut.text}` : `${file.rel}-${j + 1}- ${cut.text}`);
+          }
+          if (matchCount >= max) break scan;
+        }
+      }
+      if (matchCount === 0) return { content: [{ type: "text", text: "No matches found" }] };
+      const truncation = truncateHead(out.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
+      const notices: string[] = [];
+      const details: Record<string, unknown> = {};
+      if (matchCount >= max) {
+        notices.push(`${max} matches limit reached. Use limit=${max * 2} for more, or refine pattern`);
+        details.matchLimitReached = max;
+      }
+      if (truncation.truncated) {
+        notices.push(`${formatSize(DEFAULT_MAX_BYTES)} limit reached`);
+        details.truncation = truncation;
+      }
+      if (linesTruncated) {
+        notices.push(`Some lines truncated to ${GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines`);
+        details.linesTruncated = true;
+      }
+      const text = notices.length ? `${truncation.content}\n\n[${notices.join(". ")}]` : truncation.content;
+      return Object.keys(details).length
+        ? { content: [{ type: "text", text }], details }
+        : { content: [{ type: "text", text }] };
+    },
+  });
+}
+
+/** The file's lines, or null for binary, oversized, unreadable files and symlinks leading outside the workspace. */
+async function readSearchable(abs: string, workspace: string): Promise<string[] | null> {
+  try {
+    const real = await realpath(abs);
+    if (!isInside(workspace, real)) return null;
+    const info = await stat(real);
+    if (!info.isFile() || info.size > MAX_FILE_BYTES) return null;
+    const handle = await open(real, "r");
+    try {
+      const head = Buffer.alloc(Math.min(8192, info.size));
+      await handle.read(head, 0, head.length, 0);
+      if (head.includes(0)) return null;
+    } finally {
+      await handle.close();
+    }
+    const lines = (await readFile(real, "utf-8")).replace(/\r\n?/g, "\n").split("\n");
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    return lines;
+  } catch {
+    return null;
+  }
+}

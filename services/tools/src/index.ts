@@ -1,0 +1,38 @@
+// Public surface of @fleet/tools: the tool SDK, the runner and pi's built-in coding tools.
+
+export type { BashDetails, BashToolOptions } from "./builtin/bash.js";
+export {
+  BUILTIN_TOOL_NAMES,
+  type BuiltinToolName,
+  type BuiltinToolOptions,
+  builtinTools,
+  createBuiltinTools,
+  selectBuiltinTools,
+} from "./builtin/index.js";
+export type { ReadToolOptions } from "./builtin/read.js";
+export { ToolsEnv } from "./config.js";
+export {
+  type AnyToolDefinition,
+  type BlobSink,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  defineTool,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolOutput,
+  type ToolSpec,
+  toRegistration,
+} from "./define-tool.js";
+export { createMemoryBlobSink, type MemoryBlobSink } from "./memory-blob-sink.js";
+export { runToolRunnerProcess } from "./run-process.js";
+export { RUNNER_ID_HEADER } from "./runner/call-records.js";
+export {
+  createToolRunner,
+  defaultRunnerId,
+  type StartOutcome,
+  type ToolRunner,
+  type ToolRunnerOptions,
+} from "./runner/create-tool-runner.js";
+export { presenceKey, RunnerPresence } from "./runner/runner-presence.js";
+export { schemaHash } from "./runner/tool-registry.js";
+export { type ArgsValidation, validateToolArgs } from "./validate-args.js";
+export { ensureWorkspace, resolveInWorkspace, WorkspaceEscapeError } from "./workspace-path.js";

@@ -1,0 +1,69 @@
+import { resolve } from "node:path";
+import { checkServer, connectNats, createLogger, loadEnvOrExit, startOpsServer } from "@fleet/runtime";
+import { Registry } from "prom-client";
+import { ToolsEnv } from "./config.js";
+import type { AnyToolDefinition } from "./define-tool.js";
+import { createToolRunner, defaultRunnerId } from "./runner/create-tool-runner.js";
+
+/**
+ * The process shell of a tool runner: reads `ToolsEnv`, connects, starts the runner and its ops
+ * server, and on SIGTERM/SIGINT stops pulling, lets running calls finish for
+ * FLEET_SHUTDOWN_GRACE_MS, aborts the rest, drains the connection and exits 0. Exits 1 with a clear
+ * message when the server is unusable or a tool conflicts with a live registration.
+ * `tools` may depend on the parsed environment (FLEET_TOOLS).
+ */
+export async function runToolRunnerProcess(opts: {
+  service?: string;
+  tools: readonly AnyToolDefinition[] | ((env: ToolsEnv) => readonly AnyToolDefinition[]);
+}): Promise<void> {
+  const service = opts.service ?? "fleet-tools";
+  const env = loadEnvOrExit(service, ToolsEnv);
+  const logger = createLogger(service, { level: env.LOG_LEVEL });
+  const fail = (message: string): never => {
+    logger.fatal({ evt: "runner_exit" }, message);
+    logger.flush();
+    process.stderr.write(`${service}: ${message}\n`);
+    process.exit(1);
+  };
+  const tools = typeof opts.tools === "function" ? opts.tools(env) : opts.tools;
+  const runnerId = env.FLEET_RUNNER_ID || defaultRunnerId();
+  const nc = await connectNats({ url: env.NATS_URL, name: `${service}-${runnerId}` }).catch((err: Error) =>
+    fail(`cannot connect to NATS at ${env.NATS_URL}: ${err.message}`),
+  );
+  const server = await checkServer(nc);
+  if (!server.ok) fail(server.error);
+  const registry = new Registry();
+  const runner = createToolRunner({
+    nc,
+    tools,
+    runnerId,
+    workspaceRoot: resolve(env.FLEET_WORKSPACE),
+    workspaceMode: env.FLEET_WORKSPACE_MODE,
+    logger,
+    ackWaitMs: env.FLEET_TOOL_ACK_WAIT_MS,
+    concurrency: env.FLEET_TOOL_CONCURRENCY,
+    abortGraceMs: env.FLEET_TOOL_ABORT_GRACE_MS,
+    metrics: registry,
+  });
+  const started = await runner.start();
+  if (!started.ok) {
+    await nc.drain().catch(() => undefined);
+    fail(started.error);
+  }
+  const ops = await startOpsServer({ port: env.FLEET_OPS_PORT, ready: () => runner.isReady(), registry });
+  logger.info({ evt: "ops_listening", port: ops.port, tools: tools.map((t) => t.name) }, "tool runner ready");
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ evt: "runner_stopping", signal }, "stopping");
+    await runner.stop({ graceMs: env.FLEET_SHUTDOWN_GRACE_MS });
+    await ops.close();
+    await nc.drain().catch(() => undefined);
+    logger.flush();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}

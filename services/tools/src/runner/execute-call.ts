@@ -1,0 +1,126 @@
+import { ensureError, type ToolFinalRecord, toolErrorText } from "@fleet/protocol";
+import type { Logger } from "pino";
+import { type AnyToolDefinition, type BlobSink, toToolOutput } from "../define-tool.js";
+import { validateToolArgs } from "../validate-args.js";
+
+/** Why a running call was aborted. `shutdown` = the runner is stopping. */
+export type AbortCause = "cancel" | "deadline" | "shutdown";
+
+export interface ExecuteCallInput {
+  tool: AnyToolDefinition;
+  args: unknown;
+  sessionId: string;
+  toolCallId: string;
+  workspace: string;
+  logger: Logger;
+  blobs: BlobSink;
+  /** Epoch ms after which the call is aborted with the deadline error. */
+  deadlineAt: number;
+  /** The budget named in the deadline error text. */
+  deadlineMs: number;
+  now: () => number;
+  /** Aborted by the runner with an `AbortCause` as reason (cancel, shutdown). */
+  signal: AbortSignal;
+  onUpdate: (partial: unknown) => void;
+  /** After an abort, how long the tool may take to settle before the abort result is given anyway. */
+  abortGraceMs: number;
+}
+
+export type CallOutcome =
+  | { kind: "done"; record: ToolFinalRecord; validationFailed?: boolean }
+  | { kind: "aborted"; cause: AbortCause; record: ToolFinalRecord };
+
+const errorRecord = (text: string): ToolFinalRecord => ({
+  kind: "result",
+  content: [{ type: "text", text }],
+  details: {},
+  isError: true,
+});
+
+/**
+ * Validates and executes one call. Contract: never rejects. A thrown error becomes an error result
+ * with the message verbatim (pi); an abort gives `Operation aborted` (cancel, shutdown) or the
+ * deadline error, once the tool settled or `abortGraceMs` passed, whatever the tool returns.
+ */
+export async function executeCall(input: ExecuteCallInput): Promise<CallOutcome> {
+  const valid = validateToolArgs(input.tool, input.args);
+  if (!valid.ok) return { kind: "done", record: errorRecord(valid.error), validationFailed: true };
+  if (input.deadlineAt <= input.now()) {
+    // Waited in the queue past its deadline: not started at all.
+    return {
+      kind: "aborted",
+      cause: "deadline",
+      record: errorRecord(toolErrorText.deadline(input.tool.name, input.deadlineMs)),
+    };
+  }
+
+  const controller = new AbortController();
+  let cause: AbortCause | undefined;
+  let wakeAbort!: () => void;
+  const aborted = new Promise<void>((resolve) => {
+    wakeAbort = resolve;
+  });
+  const abort = (why: AbortCause) => {
+    if (cause) return;
+    cause = why;
+    controller.abort(why);
+    wakeAbort();
+  };
+  const onExternal = () => abort(input.signal.reason === "shutdown" ? "shutdown" : "cancel");
+  if (input.signal.aborted) onExternal();
+  else input.signal.addEventListener("abort", onExternal, { once: true });
+  const MAX_TIMER_MS = 2_147_483_647;
+  const deadlineTimer = setTimeout(
+    () => abort("deadline"),
+    Math.min(MAX_TIMER_MS, Math.max(0, input.deadlineAt - input.now())),
+  );
+
+  const run = (async (): Promise<ToolFinalRecord> => {
+    try {
+      if (cause) throw new Error(toolErrorText.aborted);
+      const output = toToolOutput(
+        await input.tool.execute(valid.value, {
+          signal: controller.signal,
+          onUpdate: (partial) => {
+            if (!cause) input.onUpdate(partial);
+          },
+          workspace: input.workspace,
+          logger: input.logger,
+          sessionId: input.sessionId,
+          toolCallId: input.toolCallId,
+          blobs: input.blobs,
+        }),
+      );
+      const record: ToolFinalRecord = {
+        kind: "result",
+        content: output.content,
+        isError: output.isError ?? false,
+      };
+      if (output.details !== undefined) record.details = output.details;
+      if (output.terminate !== undefined) record.terminate = output.terminate;
+      return record;
+    } catch (err) {
+      return errorRecord(ensureError(err).message);
+    }
+  })();
+
+  try {
+    const first = await Promise.race([run, aborted.then(() => null)]);
+    if (first && !cause) return { kind: "done", record: first };
+    // Aborted: give the tool a bounded time to clean up (bash kills its process group).
+    let graceTimer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      run,
+      new Promise<void>((resolve) => {
+        graceTimer = setTimeout(resolve, input.abortGraceMs);
+      }),
+    ]);
+    if (graceTimer) clearTimeout(graceTimer);
+    const why = cause ?? "cancel";
+    const text = why === "deadline" ? toolErrorText.deadline(input.tool.name, input.deadlineMs) : toolErrorText.aborted;
+    return { kind: "aborted", cause: why, record: errorRecord(text) };
+  } finally {
+    clearTimeout(deadlineTimer);
+    input.signal.removeEventListener("abort", onExternal);
+  }
+}

@@ -1,0 +1,121 @@
+import { partitionOf } from "@fleet/protocol";
+import { startNats, type NatsServer } from "@fleet/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createScriptedProvider } from "../../services/loop/src/engine/index.js";
+import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
+import { commander, startTestWorker, switchableProvider } from "../support/loop-harness.js";
+
+let server: NatsServer;
+let worker: LoopWorker;
+let closeNc: () => Promise<void>;
+let cmd: ReturnType<typeof commander>;
+const scripted = switchableProvider();
+
+beforeAll(async () => {
+  server = await startNats();
+  const started = await startTestWorker({ url: server.url, providers: { scripted: scripted.streamFn } });
+  worker = started.worker;
+  closeNc = () => started.nc.close();
+  cmd = commander(started.nc);
+  scripted.use(createScriptedProvider({ steps: Array.from({ length: 20 }, () => ({ text: "ok" })), now: () => 1 }).streamFn);
+  await cmd.send("bad-1", { type: "prompt", text: "make the session exist" });
+  await cmd.waitFor("bad-1", (ev) => ev.some((e) => e.type === "agent_end"));
+});
+afterAll(async () => {
+  await worker?.stop();
+  await closeNc?.();
+  await server?.stop();
+});
+
+const big = "x".repeat(1024 * 1024 + 10);
+
+describe("loop service / bad commands", () => {
+  // Each case: a payload and the rejection it must produce; the worker keeps serving after all of them.
+  const cases: Array<{ name: string; data: string; msgId?: string; code: string; reason: RegExp; id?: string }> = [
+    { name: "not JSON", data: "{nope", msgId: "bad-c1", code: "invalid", reason: /not JSON/ },
+    { name: "JSON but not an object", data: "42", msgId: "bad-c2", code: "invalid", reason: /expected object/i },
+    { name: "missing type", data: JSON.stringify({ id: "bad-c3", sessionId: "bad-1" }), code: "invalid", reason: /type/ },
+    { name: "unknown type", data: JSON.stringify({ type: "dance", id: "bad-c4", sessionId: "bad-1" }), code: "unsupported", reason: /dance/ },
+    { name: "missing id", data: JSON.stringify({ type: "abort", sessionId: "bad-1" }), msgId: "bad-c5", code: "invalid", reason: /id/ },
+    { name: "wrong type of text", data: JSON.stringify({ type: "prompt", id: "bad-c6", sessionId: "bad-1", text: 5 }), code: "invalid", reason: /text/ },
+    { name: "prompt with neither text nor message", data: JSON.stringify({ type: "prompt", id: "bad-c7", sessionId: "bad-1" }), code: "invalid", reason: /exactly one/ },
+    { name: "prompt with both text and message", data: JSON.stringify({ type: "prompt", id: "bad-c8", sessionId: "bad-1", text: "a", message: { role: "user", content: "b", timestamp: 1 } }), code: "invalid", reason: /exactly one/ },
+    { name: "sessionId differs from the subject", data: JSON.stringify({ type: "abort", id: "bad-c9", sessionId: "other-session" }), code: "invalid", reason: /differs/ },
+    { name: "invalid thinking level", data: JSON.stringify({ type: "set_thinking_level", id: "bad-c10", sessionId: "bad-1", level: "max" }), code: "invalid", reason: /level/ },
+    { name: "label of an unknown entry", data: JSON.stringify({ type: "label", id: "bad-c11", sessionId: "bad-1", targetId: "no-such-entry", label: "x" }), code: "not_found", reason: /no-such-entry/ },
+    { name: "navigate to an unknown entry", data: JSON.stringify({ type: "navigate", id: "bad-c12", sessionId: "bad-1", targetId: "no-such-entry" }), code: "not_found", reason: /no-such-entry/ },
+    { name: "unknown active tool", data: JSON.stringify({ type: "set_active_tools", id: "bad-c13", sessionId: "bad-1", toolNames: ["ghost"] }), code: "not_found", reason: /ghost/ },
+    { name: "approve a call nobody waits for", data: JSON.stringify({ type: "approve_tool_call", id: "bad-c14", sessionId: "bad-1", toolCallId: "toolu_x" }), code: "not_found", reason: /toolu_x/ },
+    { name: "create an existing session", data: JSON.stringify({ type: "create_session", id: "bad-c15", sessionId: "bad-1" }), code: "conflict", reason: /already exists/ },
+    { name: "compact a tiny session", data: JSON.stringify({ type: "compact", id: "bad-c16", sessionId: "bad-1" }), code: "conflict", reason: /compact/i },
+    { name: "image with a missing mimeType", data: JSON.stringify({ type: "steer", id: "bad-c17", sessionId: "bad-1", text: "a", images: [{ type: "image", data: "AAAA" }] }), code: "invalid", reason: /mimeType/ },
+    { name: "bad model ref", data: JSON.stringify({ type: "set_model", id: "bad-c18", sessionId: "bad-1", provider: "", modelId: "m" }), code: "invalid", reason: /provider/ },
+    { name: "invalid UTF-8", data: "\u0000", msgId: "bad-c19", code: "invalid", reason: /./ },
+  ];
+
+  it(`answers ${cases.length} kinds of bad command with command_rejected and keeps serving`, async () => {
+    for (const c of cases) await cmd.sendRaw("bad-1", c.data, c.msgId ?? JSON.parse(c.data).id);
+    await cmd.sendRaw("bad-1", new Uint8Array([0xff, 0xfe, 0x00]), "bad-c20");
+    const events = await cmd.waitFor(
+      "bad-1",
+      (ev) => ev.filter((e) => e.type === "command_rejected").length >= cases.length + 1,
+    );
+    const rejections = events.filter((e) => e.type === "command_rejected");
+    for (const c of cases) {
+      const id = c.msgId ?? JSON.parse(c.data).id;
+      const r = rejections.find((e) => e.type === "command_rejected" && e.commandId === id);
+      expect(r, c.name).toBeDefined();
+      expect(r?.type === "command_rejected" && r.code, c.name).toBe(c.code);
+      expect(r?.type === "command_rejected" && r.reason, c.name).toMatch(c.reason);
+    }
+    const utf = rejections.find((e) => e.type === "command_rejected" && e.commandId === "bad-c20");
+    expect(utf?.type === "command_rejected" && utf.reason).toMatch(/UTF-8/);
+    // The worker still serves the session.
+    await cmd.send("bad-1", { type: "prompt", text: "still alive?" });
+    const after = await cmd.waitFor("bad-1", (ev) => ev.filter((e) => e.type === "agent_end").length >= 2);
+    expect(after.filter((e) => e.type === "agent_end")).toHaveLength(2);
+  });
+
+  it("an oversize payload is refused by the server before it is stored (1 MB message limit)", async () => {
+    await expect(cmd.sendRaw("bad-1", big, "bad-big")).rejects.toThrow(/max_payload|maximum payload/i);
+  });
+
+  it("a command without a Nats-Msg-Id header is rejected with commandId seq:<n>", async () => {
+    await cmd.sendRaw("bad-1", "garbage");
+    const events = await cmd.waitFor("bad-1", (ev) =>
+      ev.some((e) => e.type === "command_rejected" && e.commandId.startsWith("seq:")),
+    );
+    const r = events.find((e) => e.type === "command_rejected" && e.commandId.startsWith("seq:"));
+    expect(r?.type === "command_rejected" && r.commandId).toMatch(/^seq:\d+$/);
+  });
+
+  it("commands other than create/prompt/import to an unknown session are rejected not_found", async () => {
+    await cmd.send("ghost-session", { type: "steer", text: "hello?" });
+    const events = await cmd.waitFor("ghost-session", (ev) => ev.some((e) => e.type === "command_rejected"));
+    expect(events.find((e) => e.type === "command_rejected")).toMatchObject({ code: "not_found" });
+  });
+
+  it("a slow run never blocks another session of the same partition", async () => {
+    const slowSid = "slow-a";
+    const p = partitionOf(slowSid, 16);
+    let other = "";
+    for (let i = 0; !other; i++) if (partitionOf(`fast-${i}`, 16) === p) other = `fast-${i}`;
+    scripted.use(
+      createScriptedProvider({
+        steps: [{ text: "y".repeat(200), tokensPerSecond: 20 }, { text: "quick" }],
+        now: () => 1,
+        chunkChars: 4,
+        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+      }).streamFn,
+    );
+    await cmd.send(slowSid, { type: "prompt", text: "slow" });
+    await cmd.waitFor(slowSid, (ev) => ev.some((e) => e.type === "message_update"));
+    const t0 = Date.now();
+    await cmd.send(other, { type: "create_session" });
+    await cmd.waitFor(other, (ev) => ev.some((e) => e.type === "session_created"));
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    const slowEvents = await cmd.events(slowSid);
+    expect(slowEvents.some((e) => e.type === "agent_end")).toBe(false);
+    await cmd.send(slowSid, { type: "abort" });
+  });
+});

@@ -1,0 +1,45 @@
+// Runs the loop service's real entry point as a child process (tsx, sources), for crash tests.
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+export interface LoopProcess {
+  proc: ChildProcess;
+  workerId: string;
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function spawnLoop(env: Record<string, string>, workerId: string): LoopProcess {
+  const proc = spawn(
+    process.execPath,
+    ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, "services/loop/src/main.ts")],
+    { env: { ...process.env, LOG_LEVEL: "info", FLEET_WORKER_ID: workerId, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  proc.stdout?.on("data", (d) => (out += d));
+  proc.stderr?.on("data", (d) => (out += d));
+  return {
+    proc,
+    workerId,
+    output: () => out,
+    kill(signal = "SIGTERM") {
+      if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+      const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+      proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Waits until the process logged `evt` (pino JSON), or fails with its output. */
+export async function waitForLog(p: LoopProcess, evt: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (p.output().includes(`"evt":"${evt}"`)) return;
+    if (p.proc.exitCode !== null) throw new Error(`loop exited (${p.proc.exitCode}): ${p.output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ${evt} within ${timeoutMs} ms: ${p.output()}`);
+}

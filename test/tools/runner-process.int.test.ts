@@ -1,0 +1,166 @@
+// Runners as real processes: SIGKILL mid-call (redelivery per retry policy), SIGTERM, exit codes.
+import { createToolRunner, defineTool, presenceKey } from "@fleet/tools";
+import { connect } from "@nats-io/transport-node";
+import { pino } from "pino";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  executions,
+  finalOf,
+  publishCall,
+  type RunnerProcess,
+  type Stack,
+  spawnRunner,
+  startStack,
+  textOf,
+  until,
+  waitForRecord,
+  waitForResult,
+} from "./support.js";
+
+describe("tool runner processes", () => {
+  let stack: Stack;
+  const procs: RunnerProcess[] = [];
+
+  beforeAll(async () => {
+    stack = await startStack({ leaseTtlMs: 1_500 });
+  });
+  afterEach(async () => {
+    // Graceful stops remove each runner's presence, so later tests see no stale live runners.
+    for (const p of procs.splice(0)) {
+      if (p.proc.exitCode === null && p.proc.signalCode === null) {
+        p.proc.kill("SIGTERM");
+        const timer = setTimeout(() => p.proc.kill("SIGKILL"), 15_000);
+        await p.exited;
+        clearTimeout(timer);
+      }
+    }
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  async function twoRunners(prefix: string) {
+    const [a, b] = await Promise.all([spawnRunner(stack, `${prefix}-a`), spawnRunner(stack, `${prefix}-b`)]);
+    procs.push(a, b);
+    return { a, b, byId: new Map([a, b].map((r) => [r.runnerId, r])) };
+  }
+
+  it("retry:safe — when the runner executing a call is SIGKILLed, another runner completes it", async () => {
+    const { byId } = await twoRunners("safe");
+    await publishCall(stack.js, {
+      sessionId: "s-kill-safe",
+      toolCallId: "c1",
+      toolName: "sleep_safe",
+      args: { ms: 1_500 },
+    });
+    const started = await waitForRecord(stack, "s-kill-safe", "c1", "started");
+    // Kill it mid-execution: once the tool itself has begun (it logs each execution).
+    await until(async () => (await executions(stack, "s-kill-safe")).length === 1, 10_000, "execution began");
+    const victim = byId.get(started.runnerId ?? "") as RunnerProcess;
+    const survivor = [...byId.values()].find((r) => r !== victim) as RunnerProcess;
+    victim.proc.kill("SIGKILL");
+    expect(await victim.exited).toBe("SIGKILL");
+    const records = await waitForResult(stack, "s-kill-safe", "c1", 30_000);
+    expect(records.filter((r) => r.record.kind === "started").map((r) => r.runnerId)).toEqual([
+      victim.runnerId,
+      survivor.runnerId,
+    ]);
+    expect(finalOf(records)).toEqual({
+      kind: "result",
+      content: [{ type: "text", text: `slept 1500 ms on ${survivor.runnerId}` }],
+      isError: false,
+    });
+    expect(await executions(stack, "s-kill-safe")).toEqual([victim.runnerId, survivor.runnerId]);
+  });
+
+  it("retry:never — when the runner executing a call is SIGKILLed, the call gets the runner-lost error", async () => {
+    const { byId } = await twoRunners("never");
+    await publishCall(stack.js, {
+      sessionId: "s-kill-never",
+      toolCallId: "c1",
+      toolName: "sleep_never",
+      args: { ms: 1_500 },
+    });
+    const started = await waitForRecord(stack, "s-kill-never", "c1", "started");
+    // Kill it mid-execution: once the tool itself has begun (it logs each execution).
+    await until(async () => (await executions(stack, "s-kill-never")).length === 1, 10_000, "execution began");
+    const victim = byId.get(started.runnerId ?? "") as RunnerProcess;
+    const survivor = [...byId.values()].find((r) => r !== victim) as RunnerProcess;
+    victim.proc.kill("SIGKILL");
+    const records = await waitForResult(stack, "s-kill-never", "c1", 30_000);
+    expect(records.map((r) => [r.record.kind, r.runnerId])).toEqual([
+      ["started", victim.runnerId],
+      ["result", survivor.runnerId],
+    ]);
+    expect(finalOf(records)).toEqual({
+      kind: "result",
+      content: [{ type: "text", text: "Tool runner lost while executing sleep_never" }],
+      details: {},
+      isError: true,
+    });
+    expect(await executions(stack, "s-kill-never")).toEqual([victim.runnerId]);
+  });
+
+  it("main.ts serves the FLEET_TOOLS selection and SIGTERM exits 0, removing its presence", async () => {
+    const main = await spawnRunner(stack, "main-a", { entry: "main", env: { FLEET_TOOLS: "read,ls" } });
+    procs.push(main);
+    const presence = (await stack.topo.kv.leases.get(presenceKey("main-a")))?.json() as {
+      tools: Record<string, unknown>;
+    };
+    expect(Object.keys(presence.tools).sort()).toEqual(["ls", "read"]);
+    await publishCall(stack.js, { sessionId: "s-main", toolCallId: "c1", toolName: "ls", args: {} });
+    expect(textOf(await waitForResult(stack, "s-main", "c1"))).toBe("(empty directory)");
+    main.proc.kill("SIGTERM");
+    expect(await main.exited).toBe(0);
+    expect((await stack.topo.kv.leases.get(presenceKey("main-a")))?.operation).toBe("DEL");
+    expect(main.output()).toContain('"evt":"runner_stopped"');
+  });
+
+  it("main.ts exits 1 with a clear message when a live runner serves a tool with another schema", async () => {
+    const nc = await connect({ servers: stack.nats.url });
+    const rival = createToolRunner({
+      nc,
+      tools: [
+        defineTool({
+          name: "read",
+          description: "not pi's read",
+          parameters: z.object({ path: z.string() }),
+          execute: () => "",
+        }),
+      ],
+      runnerId: "rival-read",
+      workspaceRoot: stack.workspaceRoot,
+      logger: pino({ level: "silent" }),
+    });
+    expect(await rival.start()).toEqual({ ok: true });
+    try {
+      const main = await spawnRunner(stack, "main-conflict", {
+        entry: "main",
+        env: { FLEET_TOOLS: "read" },
+        waitReady: false,
+      });
+      procs.push(main);
+      expect(await main.exited).toBe(1);
+      expect(main.output()).toContain(
+        'fleet-tools: tool "read" version 1 is served by live runner rival-read with a different schema',
+      );
+    } finally {
+      await rival.stop({ graceMs: 0 });
+      await nc.close();
+    }
+  });
+
+  it("main.ts exits 2 on an unknown FLEET_TOOLS entry", async () => {
+    const main = await spawnRunner(stack, "main-bad", {
+      entry: "main",
+      env: { FLEET_TOOLS: "read,teleport" },
+      waitReady: false,
+    });
+    procs.push(main);
+    expect(await main.exited).toBe(2);
+    expect(main.output()).toContain(
+      "fleet-tools: FLEET_TOOLS: unknown tool(s) teleport; built-in tools are read, write, edit, bash, ls, find, grep",
+    );
+  });
+});
