@@ -2,6 +2,7 @@ import {
   applyConfigPatch,
   buildContext,
   type CommandOf,
+  convertToLlm,
   decodeCommand,
   decodeEvent,
   type EventBody,
@@ -420,7 +421,7 @@ export class SessionActor {
       const config = applyConfigPatch(source.config, cmd.config ?? {});
       await this.outcome(cmd.id, cmd.type, accept);
       await this.appendOrThrow({ type: "session_created", config, forkedFrom: cmd.forkFrom }, { id: this.deps.newId() });
-      await this.appendEntries(forkEntries, null);
+      await this.appendEntries(forkEntries, undefined);
       return;
     }
     await this.outcome(cmd.id, cmd.type, accept);
@@ -668,6 +669,8 @@ export class SessionActor {
     const messages = ctx.ok ? ctx.messages : [];
     const deps = this.deps;
     const engineHooks = composeHooks([
+      // pi coding-agent's conversion (summaries and custom messages become user text); plugins may replace it.
+      { convertToLlm },
       ...deps.pluginHooks,
       remoteToolHooks(deps.nc, this.sessionId, deps.settings.hookTimeoutMs),
       { beforeToolCall: (c, signal) => this.approvalGate(c.toolCall.id, c.toolCall.name, c.args, signal) },

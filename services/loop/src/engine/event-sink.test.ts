@@ -120,3 +120,41 @@ describe("emit port failure during a run", () => {
     await expect(engine.steer({ role: "user", content: "x", timestamp: 1 })).rejects.toThrow("lease lost");
   });
 });
+
+describe("an asynchronous emit port", () => {
+  it("gives the same events, in the same order, as a synchronous one (parallel tools, updates, queues)", async () => {
+    const scenario = (wrapEmit?: (emit: import("./types.js").Emit) => import("./types.js").Emit) => {
+      const t = testEngine({
+        tools: [echoTool],
+        steps: [
+          { content: [1, 2, 3].map((n) => ({ type: "toolCall" as const, id: `t${n}`, name: "echo", arguments: { text: `${n}` } })) },
+          { text: "done" },
+        ],
+        handlers: {
+          echo: async (args, _s, onUpdate, id) => {
+            onUpdate(`${id}-a`);
+            await t.engine.steer({ role: "user", content: `steer-${id}`, timestamp: 1 });
+            onUpdate(`${id}-b`);
+            return { content: [{ type: "text", text: String((args as { text: string }).text) }] };
+          },
+        },
+        ...(wrapEmit ? { wrapEmit } : {}),
+      });
+      return t;
+    };
+    const sync = scenario();
+    await sync.engine.prompt("go");
+    const slow = scenario((emit) => async (e) => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      await emit(e);
+    });
+    await slow.engine.prompt("go");
+    expect(slow.rec.events.map((e) => e.body.type)).toEqual(sync.rec.events.map((e) => e.body.type));
+    // delivered in minting order: ids (e1, e2, …) strictly increase
+    const minted = slow.rec.events.map((e) => Number(e.id.slice(1)));
+    expect(minted).toEqual([...minted].sort((a, b) => a - b));
+    expect(new Set(minted).size).toBe(minted.length);
+    expect(trace(slow.rec.events)).toEqual(trace(sync.rec.events));
+    expect(slow.engine.state.leafId).toBe(sync.engine.state.leafId);
+  });
+});
