@@ -117,6 +117,8 @@ export class SessionActor {
   private engine: SessionEngine | undefined;
   private ownerAnnounced: boolean;
   private coalescedRunId: string | undefined;
+  /** The engine handed over its `agent_end`: observers may already see the run as over. */
+  private runEnding = false;
   private messageEndWaiters: Array<() => void> = [];
   private dead = false;
   private detached = false;
@@ -278,6 +280,7 @@ export class SessionActor {
   }
 
   private async dispatch(cmd: FleetCommand, delivery: CommandDelivery): Promise<void> {
+    await this.settleEndedRun();
     switch (cmd.type) {
       case "create_session":
         return this.createSession(cmd);
@@ -398,6 +401,16 @@ export class SessionActor {
         await this.outcome(unknown.id, unknown.type, reject("unsupported", `unsupported command type ${unknown.type}`), delivery);
       }
     }
+  }
+
+  /**
+   * The log is the truth: once `agent_end` is appended the run is over for every observer, even if
+   * the engine is still settling in memory. A command that follows it waits for that, instead of
+   * seeing a stale `busy`.
+   */
+  private async settleEndedRun() {
+    const engine = this.engine;
+    if (engine?.state.isStreaming && (this.cursor.kind === "idle" || this.runEnding)) await engine.waitForIdle();
   }
 
   private async createSession(cmd: CommandOf<"create_session">) {
@@ -787,6 +800,8 @@ export class SessionActor {
 
   private async emit(event: EngineEvent): Promise<void> {
     if (this.detached) throw new Error("actor detached");
+    if (event.body.type === "agent_start" || event.body.type === "run_resumed") this.runEnding = false;
+    else if (event.body.type === "agent_end") this.runEnding = true;
     if (event.body.type === "message_update") {
       this.coalescedRunId = event.runId;
       this.coalescer.push(event.body.deltas);

@@ -34,6 +34,24 @@ describe("event sink", () => {
     expect(maxInFlight).toBe(1);
   });
 
+  it("an emit made from inside a synchronous port call is queued, never nested", async () => {
+    const log: string[] = [];
+    let depth = 0;
+    const sink: EventSink = new EventSink({
+      newId: sequentialIds(),
+      leafId: null,
+      emit: (e) => {
+        depth++;
+        log.push(`${e.id}@${depth}`);
+        if (e.id === "e1") void sink.emit({ type: "queue_update", steer: [], followUp: [], nextTurn: [] });
+        depth--;
+      },
+    });
+    await sink.emit({ type: "agent_start" });
+    await sink.emit({ type: "turn_start" });
+    expect(log).toEqual(["e1@1", "e2@1", "e3@1"]);
+  });
+
   it("fills entry for entry events only and moves the leaf", async () => {
     const events: EngineEvent[] = [];
     const sink = new EventSink({ newId: sequentialIds("x"), leafId: "root", emit: (e) => void events.push(e) });
@@ -127,7 +145,14 @@ describe("an asynchronous emit port", () => {
       const t = testEngine({
         tools: [echoTool],
         steps: [
-          { content: [1, 2, 3].map((n) => ({ type: "toolCall" as const, id: `t${n}`, name: "echo", arguments: { text: `${n}` } })) },
+          {
+            content: [1, 2, 3].map((n) => ({
+              type: "toolCall" as const,
+              id: `t${n}`,
+              name: "echo",
+              arguments: { text: `${n}` },
+            })),
+          },
           { text: "done" },
         ],
         handlers: {

@@ -65,7 +65,7 @@ export class EventSink {
     if (this.failed) return Promise.reject(this.failed);
     const id = this.newId();
     let full = body as EventBody;
-    if (ENTRY_TYPES.has(body.type)) {
+    if (body.type !== "message_update" && ENTRY_TYPES.has(body.type)) {
       full = { ...body, entry: { id, parentId: this.leaf } } as EventBody;
       this.leaf = id;
     }

@@ -238,7 +238,10 @@ async function askBeforeToolCall(
   run: RunScope,
 ): Promise<ToolExecutionOutcome | undefined> {
   try {
-    const verdict = await config.beforeToolCall?.({ assistantMessage: assistant, toolCall: slot.call, args, context }, run.signal);
+    const verdict = await config.beforeToolCall?.(
+      { assistantMessage: assistant, toolCall: slot.call, args, context },
+      run.signal,
+    );
     if (run.signal?.aborted) return abortedOutcome();
     if (verdict?.block) return { result: errorToolResult(verdict.reason || toolErrorText.blocked), isError: true };
   } catch (error) {
@@ -324,15 +327,20 @@ function normalizeOutput(output: ToolOutput): ToolExecutionOutcome {
   return { result, isError: output?.isError === true };
 }
 
-async function emitStart(slot: Slot, run: RunScope): Promise<void> {
+function emitStart(slot: Slot, run: RunScope): Promise<void> {
   slot.started = true;
   const { call } = slot;
-  await run.sink.emit({ type: "tool_execution_start", toolCallId: call.id, toolName: call.name, args: call.arguments });
+  return run.sink.emit({
+    type: "tool_execution_start",
+    toolCallId: call.id,
+    toolName: call.name,
+    args: call.arguments,
+  });
 }
 
-async function emitEnd(slot: Slot, run: RunScope): Promise<void> {
+function emitEnd(slot: Slot, run: RunScope): Promise<void> {
   const outcome = slot.outcome as ToolExecutionOutcome;
-  await run.sink.emit({
+  return run.sink.emit({
     type: "tool_execution_end",
     toolCallId: slot.call.id,
     toolName: slot.call.name,
@@ -341,14 +349,11 @@ async function emitEnd(slot: Slot, run: RunScope): Promise<void> {
   });
 }
 
-async function emitResultMessage(slot: Slot, run: RunScope): Promise<void> {
-  const message = createToolResultMessage(
-    slot.call.id,
-    slot.call.name,
-    slot.outcome as ToolExecutionOutcome,
-    run.ports.now(),
-  );
+function emitResultMessage(slot: Slot, run: RunScope): Promise<void> {
+  const outcome = slot.outcome as ToolExecutionOutcome;
+  const message = createToolResultMessage(slot.call.id, slot.call.name, outcome, run.ports.now());
   slot.message = message;
-  await run.sink.emit({ type: "message_start", message });
-  await run.sink.emit({ type: "message_end", message });
+  const started = run.sink.emit({ type: "message_start", message });
+  if (started === RESOLVED) return run.sink.emit({ type: "message_end", message });
+  return started.then(() => run.sink.emit({ type: "message_end", message }));
 }

@@ -1,6 +1,6 @@
 // Public surface of the loop engine (pi's agent loop as a pure core; README.md describes it).
 
-export { EventSink, type EventSinkOptions } from "./event-sink.js";
+export { EventSink, type EventSinkObserver, type EventSinkOptions } from "./event-sink.js";
 export { createInProcessExecutor, type ToolHandler } from "./in-process-tools.js";
 export { defaultConvertToLlm } from "./messages.js";
 export { interruptedErrorMessage, type ResumePoint, resumePointFromCursor } from "./resume-point.js";

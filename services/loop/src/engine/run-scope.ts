@@ -61,7 +61,8 @@ export class AbortWatch {
       watcher.onAbort();
       return;
     }
-    (this.watchers ??= new Set()).add(watcher);
+    if (!this.watchers) this.watchers = new Set();
+    this.watchers.add(watcher);
     if (this.attach && !this.attached && this.signal) {
       this.attached = true;
       this.signal.addEventListener("abort", () => this.fire(), { once: true });

@@ -30,11 +30,13 @@ export interface ScriptedProviderOptions extends Partial<ScriptOptions> {
   now: () => number;
   /** Required when a rate is set. */
   sleep?: Sleep;
+  /** Keep every request in `requests` (default true; turn off for long-lived providers). */
+  recordRequests?: boolean;
 }
 
 export interface ScriptedProvider {
   streamFn: StreamFn;
-  /** Every request received, in order. */
+  /** Every request received, in order (empty with `recordRequests: false`). */
   readonly requests: readonly ScriptRequest[];
   /** Steps not consumed yet. */
   readonly remaining: number;
@@ -71,6 +73,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions): Script
 class Scripted implements ScriptedProvider {
   readonly streamFn: StreamFn;
   readonly requests: ScriptRequest[] = [];
+  private calls = 0;
   private readonly queue: ScriptStep[];
   private readonly options: ScriptedProviderOptions;
   private readonly api: string;
@@ -99,8 +102,8 @@ class Scripted implements ScriptedProvider {
     signal: AbortSignal | undefined,
   ): AsyncIterable<AssistantStreamEvent> {
     const options = this.options;
-    const request: ScriptRequest = { context, options: streamOptions, callIndex: this.requests.length };
-    this.requests.push(request);
+    const request: ScriptRequest = { context, options: streamOptions, callIndex: this.calls++ };
+    if (options.recordRequests !== false) this.requests.push(request);
     const step = this.queue.shift();
     if (step !== undefined && typeof step !== "function") {
       let turn: ScriptTurn | undefined;

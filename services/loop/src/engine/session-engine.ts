@@ -372,7 +372,7 @@ export class SessionEngine implements EventSinkObserver {
     this.active = active;
     this.sink.runId = id;
     this.streamingBase = undefined;
-    this.streamingDeltas.length = 0;
+    if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
     this.errorMessage = undefined;
     this.runDirty = false;
     this.flushedMessages.length = 0;
@@ -408,7 +408,7 @@ export class SessionEngine implements EventSinkObserver {
     this.active = undefined;
     this.sink.runId = undefined;
     this.streamingBase = undefined;
-    this.streamingDeltas.length = 0;
+    if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
     this.pendingToolCalls = new Set();
     for (const kind of ["steer", "followUp", "nextTurn"] as const) {
       if (this.inFlight[kind].length > 0)
@@ -550,7 +550,7 @@ export class SessionEngine implements EventSinkObserver {
     const base = this.streamingBase;
     if (base?.role === "assistant" && this.streamingDeltas.length > 0) {
       this.streamingBase = applyDeltas(base, this.streamingDeltas);
-      this.streamingDeltas.length = 0;
+      if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
     }
     return this.streamingBase;
   }
@@ -561,14 +561,14 @@ export class SessionEngine implements EventSinkObserver {
     switch (body.type) {
       case "message_start":
         this.streamingBase = body.message;
-        this.streamingDeltas.length = 0;
+        if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
         break;
       case "message_update":
         for (const delta of body.deltas) this.streamingDeltas.push(delta);
         break;
       case "message_end":
         this.streamingBase = undefined;
-        this.streamingDeltas.length = 0;
+        if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
         this.messages.push(body.message);
         break;
       case "tool_execution_start": {
@@ -588,7 +588,7 @@ export class SessionEngine implements EventSinkObserver {
         break;
       case "agent_end":
         this.streamingBase = undefined;
-        this.streamingDeltas.length = 0;
+        if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
         break;
       case "model_change":
         this.config = { ...this.config, model: { provider: body.provider, modelId: body.modelId } };
@@ -670,7 +670,7 @@ class RunSink implements Sink {
   }
 
   emit(body: LoopEventBody): Promise<void> {
-    if (!this.engine.hasPendingWrites() || (body.type !== "agent_end" && body.type !== "turn_end")) {
+    if ((body.type !== "turn_end" && body.type !== "agent_end") || !this.engine.hasPendingWrites()) {
       return this.sink.emit(body);
     }
     if (body.type === "agent_end") return this.engine.flushWrites().then(() => this.sink.emit(body));

@@ -9,13 +9,23 @@ const validators = new WeakMap<object, ValidateFunction>();
 
 export type ValidatedArguments = { ok: true; args: unknown } | { ok: false; error: string };
 
-function validatorFor(schema: Record<string, unknown>): ValidateFunction {
+/** The compiled validator of a schema object: compiled on first use, then cached for that object. */
+export function validatorFor(schema: Record<string, unknown>): ValidateFunction {
   let validate = validators.get(schema);
   if (!validate) {
     validate = ajv.compile(schema);
     validators.set(schema, validate);
   }
   return validate;
+}
+
+/** Deep copy of a JSON value (tool arguments are parsed JSON): arrays, plain objects, primitives. */
+function cloneJson(value: unknown): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(cloneJson);
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = cloneJson((value as Record<string, unknown>)[key]);
+  return copy;
 }
 
 /** pi's path: dotted instance path, `root` for the object itself, the missing key for `required`. */
@@ -48,7 +58,7 @@ export function validateToolArguments(tool: ToolDefinition, rawArguments: unknow
   let args: unknown;
   try {
     validate = validatorFor(tool.parameters);
-    args = structuredClone(rawArguments);
+    args = cloneJson(rawArguments);
   } catch (error) {
     return { ok: false, error: thrownText(error) };
   }

@@ -1,0 +1,131 @@
+// `fleet doctor`: is this deployment healthy and ready, and if not, why.
+import { checkServer, connectNats } from "@fleet/runtime";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Style } from "../ansi.js";
+import { CliError } from "../cli-error.js";
+import { type DeploymentReport, inspectDeployment, isReady } from "../inspect-deployment.js";
+import { type CliIo, outStyle } from "../io.js";
+import { probeRedis } from "../redis-probe.js";
+import { resolveNatsUrl, resolveRedisUrl } from "../stack-file.js";
+
+type Status = "ok" | "warn" | "fail";
+interface Check {
+  status: Status;
+  title: string;
+  details: string[];
+}
+
+/** Prints every check; exit code 0 when nothing failed (warnings allowed), else 1. */
+export async function doctorCommand(io: CliIo, opts: { json?: boolean }): Promise<number> {
+  const nats = io.natsUrl ? { url: io.natsUrl, source: "--nats" } : resolveNatsUrl(io.env, io.cwd);
+  const redis = resolveRedisUrl(io.env, io.cwd);
+  const checks: Check[] = [];
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connectNats({ url: nats.url, name: "fleet-doctor", maxReconnectAttempts: 0, timeoutMs: 3_000 });
+  } catch (err) {
+    if (opts.json) throw new CliError(`cannot reach NATS at ${nats.url} (${(err as Error).message})`);
+    checks.push({ status: "fail", title: `NATS ${nats.url}: unreachable (${(err as Error).message})`, details: [] });
+  }
+  let report: DeploymentReport | undefined;
+  try {
+    if (nc) {
+      const server = await checkServer(nc);
+      if (!server.ok) checks.push({ status: "fail", title: `NATS ${nats.url}: ${server.error}`, details: [] });
+      else {
+        checks.push({
+          status: server.caps.gaps.length ? "warn" : "ok",
+          title: `NATS ${nats.url}: nats-server ${server.caps.version}, JetStream enabled`,
+          details: server.caps.gaps.map((g) => `not available on this server (Fleet works without it): ${g}`),
+        });
+        report = await inspectDeployment(nc, await jetstreamManager(nc));
+      }
+    }
+    const redisProbe = await probeRedis(redis.url);
+    checks.push(
+      redisProbe.ok
+        ? { status: "ok", title: `Redis ${redis.url}: redis ${redisProbe.version}`, details: [] }
+        : { status: "fail", title: `Redis ${redis.url}: ${redisProbe.error}`, details: [] },
+    );
+    if (report) checks.push(...deploymentChecks(report));
+  } finally {
+    await nc?.close().catch(() => undefined);
+  }
+  const failed = checks.some((c) => c.status === "fail");
+  if (opts.json) {
+    io.stdout.write(`${JSON.stringify({ ok: !failed, ready: report ? isReady(report) : false, checks, report })}\n`);
+    return failed ? 1 : 0;
+  }
+  const style = outStyle(io);
+  for (const check of checks) {
+    io.stdout.write(`${mark(check.status, style)} ${check.title}\n`);
+    for (const detail of check.details) io.stdout.write(`    ${style.dim(detail)}\n`);
+  }
+  const ready = report !== undefined && isReady(report);
+  io.stdout.write(ready ? `${style.green("ready")}\n` : `${style.red("not ready")}\n`);
+  return failed ? 1 : 0;
+}
+
+function mark(status: Status, style: Style): string {
+  return status === "ok" ? style.green("✓") : status === "warn" ? style.yellow("!") : style.red("✗");
+}
+
+/** The checks derived from a deployment report (pure). */
+export function deploymentChecks(r: DeploymentReport): Check[] {
+  const checks: Check[] = [];
+  if (r.partitions === null) {
+    checks.push({
+      status: "fail",
+      title: "fleet_config: no partition count (no service has started here yet)",
+      details: [],
+    });
+  } else {
+    checks.push({
+      status: "ok",
+      title: `fleet_config: ${r.partitions} partitions, protocol ${r.protocol ?? "?"}`,
+      details: [],
+    });
+  }
+  const missing = r.streams.filter((s) => !s.exists);
+  const drift = r.streams.flatMap((s) => s.drift);
+  checks.push({
+    status: missing.length ? "fail" : drift.length ? "warn" : "ok",
+    title: `streams: ${r.streams.map((s) => (s.exists ? `${s.name} (${s.messages} msgs)` : `${s.name} MISSING`)).join(", ")}${drift.length ? "" : missing.length ? "" : "; no drift"}`,
+    details: drift.map((d) => `drift: ${d}`),
+  });
+  for (const lease of r.leases) {
+    const total = r.partitions ?? 0;
+    const holders = Object.entries(lease.holders).map(([id, ps]) => `${id} holds ${ps.length} (p${ps.join(",p")})`);
+    checks.push({
+      status: lease.unheld.length === 0 && total > 0 ? "ok" : "fail",
+      title: `${lease.role} leases: ${lease.held}/${total} held${lease.unheld.length ? `; unheld: p${lease.unheld.join(",p")}` : ""}`,
+      details: holders.length ? holders : [`no live ${lease.role} worker`],
+    });
+  }
+  const unserved = r.tools.filter((t) => t.runners.length === 0);
+  checks.push({
+    status: r.tools.length === 0 || unserved.length ? "fail" : "ok",
+    title:
+      r.tools.length === 0
+        ? "tools: none registered in fleet_tools (no tool runner has started)"
+        : `tools: ${r.tools.length} registered, ${r.workers.runners.length} live runner(s)${unserved.length ? `; no runner for ${unserved.map((t) => t.name).join(", ")}` : ""}`,
+    details: r.tools.map(
+      (t) =>
+        `${t.name}: runners ${t.runners.join(", ") || "none"}; ${t.queued} queued, ${t.running} running${t.consumer ? "" : " (no consumer)"}`,
+    ),
+  });
+  checks.push(
+    r.storeLag === null
+      ? { status: "fail", title: "store lag: no store consumer exists (the session store never started)", details: [] }
+      : {
+          status: r.storeConsumersMissing ? "warn" : "ok",
+          title: `store lag: ${r.storeLag} event(s) not yet projected`,
+          details: r.storeConsumersMissing ? [`${r.storeConsumersMissing} partition consumer(s) missing`] : [],
+        },
+  );
+  if (r.commandBacklog !== null && r.commandBacklog > 0) {
+    checks.push({ status: "warn", title: `commands: ${r.commandBacklog} waiting for a loop worker`, details: [] });
+  }
+  return checks;
+}

@@ -1,0 +1,219 @@
+// Reading commands: watch, replay, tree, sessions, export.
+import { writeFileSync } from "node:fs";
+import type { FleetEvent } from "@fleet/protocol";
+import type { FleetClient, ReplayResult } from "../../index.js";
+import type { Style } from "../ansi.js";
+import { CliError } from "../cli-error.js";
+import { connectClient } from "../connect.js";
+import { drawTree } from "../draw-tree.js";
+import { contentText, formatToolCall, oneLine, summarizeMessage } from "../format-entry.js";
+import { type CliIo, onInterrupt, outStyle } from "../io.js";
+import { loadTree } from "../load-tree.js";
+
+async function withClient<T>(io: CliIo, fn: (client: FleetClient) => Promise<T>): Promise<T> {
+  const client = await connectClient(io);
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Follows a session's events, one line each (or NDJSON `{seq, event}`), until Ctrl-C. */
+export async function watchCommand(
+  io: CliIo,
+  sessionId: string,
+  opts: { from: number | "start" | "new"; json?: boolean },
+): Promise<number> {
+  return withClient(io, async (client) => {
+    const stop = new AbortController();
+    const off = onInterrupt(() => stop.abort());
+    const style = outStyle(io);
+    try {
+      for await (const item of client.events(sessionId, { from: opts.from, signal: stop.signal })) {
+        io.stdout.write(
+          opts.json
+            ? `${JSON.stringify({ seq: item.seq, event: item.event })}\n`
+            : `${style.dim(String(item.seq).padStart(6))} ${describeEvent(item.event, style)}\n`,
+        );
+      }
+    } finally {
+      off();
+    }
+    return 0;
+  });
+}
+
+/** One line describing an event (for `watch`). */
+export function describeEvent(event: FleetEvent, style: Style): string {
+  const type = style.bold(event.type.padEnd(21));
+  switch (event.type) {
+    case "message_start":
+    case "message_end":
+      return `${type} ${summarizeMessage(event.message)}`;
+    case "message_update": {
+      const text = event.deltas
+        .map((d) =>
+          d.type === "text_delta" || d.type === "thinking_delta" || d.type === "toolcall_delta" ? d.delta : "",
+        )
+        .join("");
+      return `${type} ${style.dim(`${event.deltas.length} deltas`)} ${JSON.stringify(oneLine(text, 70))}`;
+    }
+    case "tool_execution_start":
+    case "tool_execution_update":
+      return `${type} ${formatToolCall(event.toolName, event.args)}`;
+    case "tool_execution_end":
+      return `${type} ${event.toolName} ${event.isError ? "✗" : "✓"} ${JSON.stringify(oneLine(contentText(event.result.content), 60))}`;
+    case "command_accepted":
+      return `${type} ${event.commandType} ${style.dim(event.commandId)}`;
+    case "command_rejected":
+      return `${type} ${event.commandType} (${event.code}): ${event.reason}`;
+    case "session_created":
+      return `${type} ${event.config.model.provider}/${event.config.model.modelId}${event.forkedFrom ? ` forked from ${event.forkedFrom.sessionId}` : ""}`;
+    case "turn_end":
+      return `${type} ${event.message.stopReason}, ${event.toolResults.length} tool results`;
+    case "agent_end":
+      return `${type} ${event.messages.length} messages`;
+    case "queue_update":
+      return `${type} steer ${event.steer.length}, follow-up ${event.followUp.length}, next-turn ${event.nextTurn.length}`;
+    case "model_change":
+      return `${type} ${event.provider}/${event.modelId}`;
+    case "thinking_level_change":
+      return `${type} ${event.thinkingLevel}`;
+    case "leaf":
+      return `${type} ${event.targetId ?? "(root)"}`;
+    case "owner_change":
+      return `${type} ${event.workerId} p${event.partition} epoch ${event.epoch}`;
+    case "run_resumed":
+      return `${type} ${event.reason}`;
+    case "tool_approval_requested":
+      return `${type} ${formatToolCall(event.toolName, event.args)} ${style.dim(event.toolCallId)}`;
+    case "tool_approval_resolved":
+      return `${type} ${event.toolCallId} ${event.approved ? "approved" : "denied"}${event.reason ? `: ${event.reason}` : ""}`;
+    case "label":
+      return `${type} ${event.targetId} ${event.label === null ? "(removed)" : JSON.stringify(event.label)}`;
+    case "session_info":
+      return `${type} ${JSON.stringify(event.name)}`;
+    case "compaction":
+      return `${type} ${event.tokensBefore} tokens before, first kept ${event.firstKeptEntryId}`;
+    default:
+      return type.trimEnd();
+  }
+}
+
+/** Prints the session as it stood at `--to` (agent state, transcript, tree), or `--json`. */
+export async function replayCommand(
+  io: CliIo,
+  sessionId: string,
+  opts: { to?: number; json?: boolean },
+): Promise<number> {
+  return withClient(io, async (client) => {
+    const replayed = await client.replay(sessionId, opts.to !== undefined ? { toSeq: opts.to } : {});
+    if (replayed.events === 0)
+      throw new CliError(`session ${sessionId} has no events${opts.to !== undefined ? ` up to seq ${opts.to}` : ""}`);
+    io.stdout.write(
+      opts.json
+        ? `${JSON.stringify(replayToJson(sessionId, replayed))}\n`
+        : formatReplay(sessionId, replayed, outStyle(io)),
+    );
+    return 0;
+  });
+}
+
+/** JSON form of a replay: the agent state (the pending-call Set as an array) and the tree. */
+export function replayToJson(sessionId: string, replayed: ReplayResult): Record<string, unknown> {
+  return {
+    sessionId,
+    seq: replayed.seq,
+    events: replayed.events,
+    invalid: replayed.invalid,
+    agent: { ...replayed.agent, pendingToolCalls: [...replayed.agent.pendingToolCalls] },
+    tree: {
+      entries: replayed.tree.entries,
+      leafId: replayed.tree.leafId,
+      labels: replayed.tree.labels,
+      name: replayed.tree.name,
+    },
+  };
+}
+
+export function formatReplay(sessionId: string, r: ReplayResult, style: Style): string {
+  const a = r.agent;
+  const lines = [
+    `${style.bold(`session ${sessionId}`)} at seq ${r.seq} (${r.events} events${r.invalid.length ? `, ${r.invalid.length} invalid skipped` : ""})`,
+    `model: ${a.model ? `${a.model.provider}/${a.model.modelId}` : "(none)"}   thinking: ${a.thinkingLevel}   tools: ${a.activeTools ? a.activeTools.join(", ") : "all"}`,
+    `status: ${a.isStreaming ? style.yellow(`running (run ${a.runId ?? "?"})`) : "idle"}${a.pendingToolCalls.size ? `   pending tool calls: ${[...a.pendingToolCalls].join(", ")}` : ""}`,
+    `queues: steer ${a.queues.steer.length}, follow-up ${a.queues.followUp.length}, next-turn ${a.queues.nextTurn.length}`,
+  ];
+  if (a.errorMessage) lines.push(style.red(`error: ${a.errorMessage}`));
+  lines.push("", style.bold(`messages (${a.messages.length})`));
+  for (const m of a.messages) lines.push(`  ${summarizeMessage(m, 100)}`);
+  if (a.streamingMessage) lines.push(style.yellow(`  streaming → ${summarizeMessage(a.streamingMessage, 100)}`));
+  lines.push("", style.bold(`tree (${r.tree.entries.length} entries)`));
+  for (const line of drawTree({ entries: r.tree.entries, leafId: r.tree.leafId, labels: r.tree.labels }, style)) {
+    lines.push(`  ${line}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** Draws the session tree with the leaf marked (store first, the log when no store runs). */
+export async function treeCommand(io: CliIo, sessionId: string, opts: { json?: boolean }): Promise<number> {
+  return withClient(io, async (client) => {
+    const tree = await loadTree(client, sessionId);
+    if (opts.json) {
+      io.stdout.write(`${JSON.stringify(tree)}\n`);
+      return 0;
+    }
+    const style = outStyle(io);
+    if (tree.entries.length === 0) throw new CliError(`session ${sessionId} has no entries`);
+    const note = tree.source === "log" ? style.dim(" (no session store answered: folded from the log)") : "";
+    io.stdout.write(`${style.bold(`session ${sessionId}`)} at seq ${tree.seq}${note}\n`);
+    for (const line of drawTree(tree, style)) io.stdout.write(`${line}\n`);
+    return 0;
+  });
+}
+
+export async function sessionsCommand(io: CliIo, opts: { limit?: number; json?: boolean }): Promise<number> {
+  return withClient(io, async (client) => {
+    const reply = await client.listSessions(opts.limit !== undefined ? { limit: opts.limit } : {});
+    if (opts.json) {
+      io.stdout.write(`${JSON.stringify(reply)}\n`);
+      return 0;
+    }
+    const style = outStyle(io);
+    if (reply.sessions.length === 0) {
+      io.stdout.write("no sessions\n");
+      return 0;
+    }
+    const width = Math.max(10, ...reply.sessions.map((s) => s.sessionId.length));
+    io.stdout.write(`${style.dim(`${"SESSION".padEnd(width)}  STATUS   SEQ      UPDATED              NAME`)}\n`);
+    for (const s of reply.sessions) {
+      const updated = new Date(s.updatedAt).toISOString().replace("T", " ").slice(0, 19);
+      io.stdout.write(
+        `${s.sessionId.padEnd(width)}  ${s.status.padEnd(7)}  ${String(s.seq).padEnd(7)}  ${updated}  ${s.name ?? ""}\n`,
+      );
+    }
+    if (reply.cursor) io.stdout.write(`${style.dim(`more: --cursor ${reply.cursor}`)}\n`);
+    return 0;
+  });
+}
+
+/** Writes the session as pi v3 JSONL to stdout or to `--output`. */
+export async function exportCommand(io: CliIo, sessionId: string, opts: { output?: string }): Promise<number> {
+  return withClient(io, async (client) => {
+    const jsonl = await client.export(sessionId);
+    if (!opts.output) {
+      io.stdout.write(jsonl);
+      return 0;
+    }
+    try {
+      writeFileSync(opts.output, jsonl);
+    } catch (err) {
+      throw new CliError(
+        `cannot write ${opts.output}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
+    }
+    io.stderr.write(`exported ${sessionId} to ${opts.output}\n`);
+    return 0;
+  });
+}

@@ -1,0 +1,217 @@
+// Reads what a deployment looks like on NATS: config, streams and drift, leases, tools and runners, lags.
+import {
+  CONFIG_KEYS,
+  decodeToolRegistration,
+  KV_BUCKETS,
+  leaseKey,
+  loopCommandConsumer,
+  STREAMS,
+  type StreamSpec,
+  storeEventConsumer,
+  toolCallConsumer,
+} from "@fleet/protocol";
+import { diffConfig, LeaseValue } from "@fleet/runtime";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+export interface StreamReport {
+  name: string;
+  exists: boolean;
+  messages: number;
+  drift: string[];
+}
+
+export interface LeaseReport {
+  role: "loop" | "store";
+  held: number;
+  /** workerId → partitions held. */
+  holders: Record<string, number[]>;
+  unheld: number[];
+}
+
+export interface ToolReport {
+  name: string;
+  description: string;
+  /** Live runners (presence keys `runner.<id>`) that serve this tool. */
+  runners: string[];
+  /** Calls waiting in the work queue, and calls delivered but not yet acked (running). */
+  queued: number;
+  running: number;
+  consumer: boolean;
+}
+
+export interface DeploymentReport {
+  partitions: number | null;
+  protocol: number | null;
+  streams: StreamReport[];
+  leases: LeaseReport[];
+  /** Live workers per role from the presence keys `<role>.w.<workerId>`. */
+  workers: { loop: string[]; store: string[]; runners: string[] };
+  tools: ToolReport[];
+  /** Events not yet applied by the store (pending + unacked over every `store-p*` consumer); null = no consumer. */
+  storeLag: number | null;
+  /** Commands waiting for a loop worker over every `loop-p*` consumer; null = no consumer. */
+  commandBacklog: number | null;
+  /** Partitions whose store consumer is missing. */
+  storeConsumersMissing: number;
+}
+
+/** Collects the report. Contract: never throws for a missing bucket, stream or consumer: those are reported. */
+export async function inspectDeployment(nc: NatsConnection, jsm: JetStreamManager): Promise<DeploymentReport> {
+  const kvm = new Kvm(nc);
+  const config = await openKv(kvm, KV_BUCKETS.config.name);
+  const partitions = config ? await readNumber(config, CONFIG_KEYS.partitions) : null;
+  const protocol = config ? await readNumber(config, CONFIG_KEYS.protocol) : null;
+
+  const streams: StreamReport[] = [];
+  for (const spec of Object.values(STREAMS) as StreamSpec[]) {
+    try {
+      const info = await jsm.streams.info(spec.name);
+      streams.push({
+        name: spec.name,
+        exists: true,
+        messages: info.state.messages,
+        drift: diffConfig(
+          `stream ${spec.name}`,
+          spec as unknown as Record<string, unknown>,
+          info.config as unknown as Record<string, unknown>,
+        ),
+      });
+    } catch {
+      streams.push({ name: spec.name, exists: false, messages: 0, drift: [] });
+    }
+  }
+
+  const leasesKv = await openKv(kvm, KV_BUCKETS.leases.name);
+  const leaseEntries = leasesKv ? await readAll(leasesKv) : new Map<string, string>();
+  const leases: LeaseReport[] = (["loop", "store"] as const).map((role) => {
+    const report: LeaseReport = { role, held: 0, holders: {}, unheld: [] };
+    for (let p = 0; p < (partitions ?? 0); p++) {
+      const raw = leaseEntries.get(leaseKey(role, p));
+      const value = raw === undefined ? undefined : LeaseValue.safeParse(safeJson(raw));
+      if (!value?.success) {
+        report.unheld.push(p);
+        continue;
+      }
+      report.held++;
+      const held = report.holders[value.data.workerId] ?? [];
+      held.push(p);
+      report.holders[value.data.workerId] = held;
+    }
+    return report;
+  });
+  const keysWith = (prefix: string) =>
+    [...leaseEntries.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+  const runnerTools = new Map<string, string[]>();
+  for (const runnerId of keysWith("runner.")) {
+    const value = safeJson(leaseEntries.get(`runner.${runnerId}`) ?? "") as
+      | { tools?: Record<string, unknown> }
+      | undefined;
+    runnerTools.set(runnerId, Object.keys(value?.tools ?? {}));
+  }
+
+  const toolsKv = await openKv(kvm, KV_BUCKETS.tools.name);
+  const tools: ToolReport[] = [];
+  for (const [name, raw] of toolsKv ? await readAll(toolsKv) : new Map<string, string>()) {
+    const decoded = decodeToolRegistration(raw);
+    const consumer = await consumerLag(jsm, STREAMS.toolCalls.name, toolCallConsumer(name).durable_name);
+    tools.push({
+      name,
+      description: decoded.ok ? decoded.value.description : "(invalid registration)",
+      runners: [...runnerTools].filter(([, served]) => served.includes(name)).map(([id]) => id),
+      queued: consumer?.pending ?? 0,
+      running: consumer?.ackPending ?? 0,
+      consumer: consumer !== undefined,
+    });
+  }
+
+  let storeLag: number | null = null;
+  let commandBacklog: number | null = null;
+  let storeConsumersMissing = 0;
+  for (let p = 0; p < (partitions ?? 0); p++) {
+    const store = await consumerLag(jsm, STREAMS.events.name, storeEventConsumer(p).durable_name);
+    if (store) storeLag = (storeLag ?? 0) + store.pending + store.ackPending;
+    else storeConsumersMissing++;
+    const loop = await consumerLag(jsm, STREAMS.commands.name, loopCommandConsumer(p).durable_name);
+    if (loop) commandBacklog = (commandBacklog ?? 0) + loop.pending + loop.ackPending;
+  }
+
+  return {
+    partitions,
+    protocol,
+    streams,
+    leases,
+    workers: { loop: keysWith("loop.w."), store: keysWith("store.w."), runners: [...runnerTools.keys()] },
+    tools,
+    storeLag,
+    commandBacklog,
+    storeConsumersMissing,
+  };
+}
+
+/** Ready = every loop and store lease held and at least one tool served by a live runner. */
+export function isReady(report: DeploymentReport): boolean {
+  return (
+    report.partitions !== null &&
+    report.leases.every((l) => l.unheld.length === 0) &&
+    report.tools.length > 0 &&
+    report.tools.every((t) => t.runners.length > 0)
+  );
+}
+
+async function openKv(kvm: Kvm, name: string): Promise<KV | undefined> {
+  try {
+    const kv = await kvm.open(name);
+    await kv.status();
+    return kv;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readNumber(kv: KV, key: string): Promise<number | null> {
+  try {
+    const entry = await kv.get(key);
+    const n = entry?.operation === "PUT" ? Number(entry.string()) : Number.NaN;
+    return Number.isFinite(n) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+async function readAll(kv: KV): Promise<Map<string, string>> {
+  const values = new Map<string, string>();
+  try {
+    const keys: string[] = [];
+    for await (const key of await kv.keys()) keys.push(key);
+    for (const key of keys) {
+      const entry = await kv.get(key);
+      if (entry?.operation === "PUT") values.set(key, entry.string());
+    }
+  } catch {
+    // an unreadable bucket reads as empty
+  }
+  return values;
+}
+
+async function consumerLag(
+  jsm: JetStreamManager,
+  stream: string,
+  name: string,
+): Promise<{ pending: number; ackPending: number } | undefined> {
+  try {
+    const info = await jsm.consumers.info(stream, name);
+    return { pending: info.num_pending, ackPending: info.num_ack_pending };
+  } catch {
+    return undefined;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

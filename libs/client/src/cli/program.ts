@@ -1,0 +1,168 @@
+// The `fleet` command line: argument parsing with commander; each action returns an exit code.
+import { isSessionId } from "@fleet/protocol";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { CliError, EXIT } from "./cli-error.js";
+import { chatCommand } from "./commands/chat.js";
+import { doctorCommand } from "./commands/doctor.js";
+import { exportCommand, replayCommand, sessionsCommand, treeCommand, watchCommand } from "./commands/read-commands.js";
+import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
+import { upCommand } from "./commands/up.js";
+import type { CliIo } from "./io.js";
+
+const sessionId = (value: string) => {
+  if (!isSessionId(value)) throw new InvalidArgumentError("a session id is 1-128 characters of A-Z a-z 0-9 _ -");
+  return value;
+};
+const positiveInt = (value: string) => {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1)
+    throw new InvalidArgumentError("must be a positive integer");
+  return n;
+};
+const nonNegativeInt = (value: string) => {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError("must be a non-negative integer");
+  return n;
+};
+const fromPosition = (value: string): number | "start" | "new" => {
+  if (value === "start" || value === "new") return value;
+  return positiveInt(value);
+};
+const text = (words: string[]) => {
+  const joined = words.join(" ").trim();
+  if (!joined) throw new CliError("the text is empty", EXIT.usage);
+  return joined;
+};
+
+/**
+ * Builds the program. `setExit` receives each action's exit code; `makeIo` gives the action its
+ * streams (with the global `--nats` option applied).
+ */
+export function buildProgram(makeIo: (natsUrl: string | undefined) => CliIo, setExit: (code: number) => void): Command {
+  const program = new Command("fleet")
+    .description("Fleet: run and drive event-sourced LLM agent sessions over NATS JetStream")
+    .version("0.1.0")
+    .option(
+      "--nats <url>",
+      "NATS URL (default: $NATS_URL, then .fleet/stack.json of a running `fleet up`, then nats://127.0.0.1:4222)",
+    )
+    .showSuggestionAfterError(true)
+    .configureHelp({ sortSubcommands: false })
+    // Set before the subcommands are added, so they inherit it: usage errors become one line
+    // (`fleet: …`) and a thrown CommanderError instead of process.exit.
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => process.stdout.write(s),
+      writeErr: (s) => process.stderr.write(s),
+      outputError: (message, write) => write(`fleet: ${message.replace(/^error: /, "").trim()}\n`),
+    });
+  const io = () => makeIo(program.opts<{ nats?: string }>().nats);
+
+  program
+    .command("up")
+    .description("start NATS, Redis, loop, tool runner and session store in the foreground (Ctrl-C stops all)")
+    .action(async () => setExit(await upCommand(io())));
+
+  program
+    .command("chat")
+    .description("interactive chat; a new session unless one is given")
+    .argument("[sessionId]", "session to continue", sessionId)
+    .action(async (sid?: string) => setExit(await chatCommand(io(), sid)));
+
+  program
+    .command("prompt")
+    .description("send a prompt and stream the run until agent_end")
+    .argument("<text...>", "the prompt")
+    .option("-s, --session <sessionId>", "session (default: a new one, printed on stderr)", sessionId)
+    .option("--json", "print raw events as NDJSON {seq, event}")
+    .action(async (words: string[], opts: { session?: string; json?: boolean }) =>
+      setExit(await promptCommand(io(), text(words), opts)),
+    );
+
+  program
+    .command("steer")
+    .description("queue a steering message")
+    .argument("<sessionId>", "session", sessionId)
+    .argument("<text...>", "the message")
+    .action(async (sid: string, words: string[]) => setExit(await queueCommand(io(), "steer", sid, text(words))));
+
+  program
+    .command("follow-up")
+    .description("queue a follow-up message")
+    .argument("<sessionId>", "session", sessionId)
+    .argument("<text...>", "the message")
+    .action(async (sid: string, words: string[]) => setExit(await queueCommand(io(), "follow_up", sid, text(words))));
+
+  program
+    .command("abort")
+    .description("abort the running run of a session")
+    .argument("<sessionId>", "session", sessionId)
+    .action(async (sid: string) => setExit(await queueCommand(io(), "abort", sid)));
+
+  program
+    .command("watch")
+    .description("follow a session's events (Ctrl-C stops)")
+    .argument("<sessionId>", "session", sessionId)
+    .addOption(new Option("--from <seq>", 'stream sequence, "start" or "new"').argParser(fromPosition).default("start"))
+    .option("--json", "print raw events as NDJSON {seq, event}")
+    .action(async (sid: string, opts: { from: number | "start" | "new"; json?: boolean }) =>
+      setExit(await watchCommand(io(), sid, opts)),
+    );
+
+  program
+    .command("replay")
+    .description("the agent state and tree as they stood at a stream sequence")
+    .argument("<sessionId>", "session", sessionId)
+    .option("--to <seq>", "stream sequence (default: the latest)", nonNegativeInt)
+    .option("--json", "print JSON")
+    .action(async (sid: string, opts: { to?: number; json?: boolean }) =>
+      setExit(await replayCommand(io(), sid, opts)),
+    );
+
+  program
+    .command("tree")
+    .description("draw the session tree with the leaf marked")
+    .argument("<sessionId>", "session", sessionId)
+    .option("--json", "print JSON")
+    .action(async (sid: string, opts: { json?: boolean }) => setExit(await treeCommand(io(), sid, opts)));
+
+  program
+    .command("sessions")
+    .description("list sessions (from the session store)")
+    .option("-n, --limit <n>", "at most n sessions", positiveInt)
+    .option("--json", "print JSON")
+    .action(async (opts: { limit?: number; json?: boolean }) => setExit(await sessionsCommand(io(), opts)));
+
+  program
+    .command("export")
+    .description("export a session as pi v3 JSONL")
+    .argument("<sessionId>", "session", sessionId)
+    .option("-o, --output <file>", "write to a file instead of stdout")
+    .action(async (sid: string, opts: { output?: string }) => setExit(await exportCommand(io(), sid, opts)));
+
+  program
+    .command("import")
+    .description("import a pi v3 JSONL session file as a new session (prints its id)")
+    .argument("<file>", "the .jsonl file")
+    .option("-s, --session <sessionId>", "id of the new session", sessionId)
+    .action(async (file: string, opts: { session?: string }) => setExit(await importCommand(io(), file, opts.session)));
+
+  program
+    .command("fork")
+    .description("fork a session at an entry into a new session (prints its id)")
+    .argument("<sessionId>", "session", sessionId)
+    .argument("<entryId>", "entry id, or its last characters as `fleet tree` shows them")
+    .option("-s, --session <sessionId>", "id of the new session", sessionId)
+    .action(async (sid: string, entry: string, opts: { session?: string }) =>
+      setExit(await forkCommand(io(), sid, entry, opts.session)),
+    );
+
+  program
+    .command("doctor")
+    .description("check NATS, JetStream, Redis, streams, leases, tools and the store's lag")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) => setExit(await doctorCommand(io(), opts)));
+
+  return program;
+}

@@ -1,0 +1,73 @@
+// Errors the SDK throws. Callers classify them by `kind` (a field), never by `instanceof` alone.
+import type { RejectionCode } from "@fleet/protocol";
+
+export type FleetErrorKind =
+  /** The loop answered with `command_rejected`; `code` is the rejection code. */
+  | "rejected"
+  /** A session-store query answered `{ok: false}`; `code` is the store's code. */
+  | "store"
+  /** No outcome or reply arrived in time. */
+  | "timeout"
+  /** A server or service could not be reached (NATS down, no store responders, stack not set up). */
+  | "unavailable"
+  /** The caller passed something the protocol does not accept (checked before sending). */
+  | "invalid_input"
+  /** A peer sent something that does not match the protocol. */
+  | "protocol";
+
+/** Base of every SDK error. `code` is a stable machine-readable string; `message` is one line. */
+export class FleetError extends Error {
+  readonly kind: FleetErrorKind;
+  readonly code: string;
+  constructor(kind: FleetErrorKind, code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "FleetError";
+    this.kind = kind;
+    this.code = code;
+  }
+}
+
+/** A command ended in `command_rejected`: `code` and `reason` are copied from that event. */
+export class CommandRejectedError extends FleetError {
+  readonly reason: string;
+  readonly commandId: string;
+  readonly commandType: string;
+  readonly sessionId: string;
+  /** Stream sequence of the `command_rejected` event. */
+  readonly seq: number;
+  constructor(args: {
+    code: RejectionCode;
+    reason: string;
+    commandId: string;
+    commandType: string;
+    sessionId: string;
+    seq: number;
+  }) {
+    super("rejected", args.code, `${args.commandType} rejected (${args.code}): ${args.reason}`);
+    this.name = "CommandRejectedError";
+    this.reason = args.reason;
+    this.commandId = args.commandId;
+    this.commandType = args.commandType;
+    this.sessionId = args.sessionId;
+    this.seq = args.seq;
+  }
+}
+
+/** A session-store query answered `{ok: false, code, error}`. */
+export class StoreQueryError extends FleetError {
+  readonly op: string;
+  constructor(op: string, code: "invalid" | "not_found" | "timeout", error: string) {
+    super("store", code, `${op}: ${error}`);
+    this.name = "StoreQueryError";
+    this.op = op;
+  }
+}
+
+/** Structural check, so errors from another copy of this package are recognised too. */
+export function isFleetError(value: unknown): value is FleetError {
+  return (
+    value instanceof Error &&
+    typeof (value as { kind?: unknown }).kind === "string" &&
+    typeof (value as { code?: unknown }).code === "string"
+  );
+}

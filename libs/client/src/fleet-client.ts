@@ -1,0 +1,555 @@
+// FleetClient: drive sessions (commands) and read them (events, live state, replay, store queries).
+import {
+  CONFIG_KEYS,
+  type CommandOf,
+  decodeEvent,
+  encodeCommand,
+  type FleetCommand,
+  type FleetEvent,
+  KV_BUCKETS,
+  type ModelRef,
+  partitionOf,
+  type SessionConfigPatch,
+  type SessionEntry,
+  STREAMS,
+  subjects,
+  type ThinkingLevel,
+} from "@fleet/protocol";
+import { connectNats, lastSubjectSeq, readSubject } from "@fleet/runtime";
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { CommandRejectedError, FleetError, isFleetError } from "./errors.js";
+import { tailSubject } from "./event-tail.js";
+import { newId, newSessionId } from "./ids.js";
+import { LiveSession } from "./live-session.js";
+import { type MessageInput, toMessageFields } from "./message-input.js";
+import { emptySessionView, foldSessionView, type SessionView } from "./session-view.js";
+import { type StoreResult, storeRequest } from "./store-request.js";
+
+export interface FleetClientOptions {
+  /** Comma-separated server URLs. Default `nats://127.0.0.1:4222`. */
+  natsUrl?: string;
+  /** Connection name shown in server monitoring. Default `fleet-client`. */
+  name?: string;
+  /** Initial connect timeout. Default 5 000 ms. */
+  connectTimeoutMs?: number;
+  /** How long a command waits for its outcome event. Default 30 000 ms. */
+  commandTimeoutMs?: number;
+  /** How long a session-store query waits for its reply. Default 10 000 ms. */
+  requestTimeoutMs?: number;
+  /** Reconnect attempts after the connection is lost; default -1 (forever). */
+  maxReconnectAttempts?: number;
+  /** Partition count P; default: read from KV `fleet_config` (key `partitions`). */
+  partitions?: number;
+}
+
+/** Per-command options. */
+export interface CommandOptions {
+  /** The command id (also its `Nats-Msg-Id`); default a fresh UUIDv7. Re-sending an id is idempotent. */
+  commandId?: string;
+  /** Overrides `commandTimeoutMs`. */
+  timeoutMs?: number;
+}
+
+/** A command's accepted outcome. */
+export interface CommandOutcome {
+  sessionId: string;
+  commandId: string;
+  commandType: string;
+  /** Stream sequence of the `command_accepted` event: the events the command causes come after it. */
+  seq: number;
+}
+
+/** A command without its envelope (`id`, `sessionId`, `ts`), for `send`. */
+export type CommandBody = FleetCommand extends infer C
+  ? C extends FleetCommand
+    ? Omit<C, "id" | "sessionId" | "ts">
+    : never
+  : never;
+
+/** One event of a session and its stream sequence in FLEET_EVENTS. */
+export interface SessionEventItem {
+  seq: number;
+  event: FleetEvent;
+}
+
+export interface EventsOptions {
+  /**
+   * Where to start: a stream sequence (inclusive), `"start"` (the first event; the default) or
+   * `"new"` (only events appended after this call).
+   */
+  from?: number | "start" | "new";
+  /** Ends the iteration. */
+  signal?: AbortSignal;
+  /** Called for a stored message that is not a valid event (it is skipped). */
+  onInvalid?: (seq: number, error: string) => void;
+  /** Called when the underlying consumer is recreated (reconnect, server restart). */
+  onResume?: (nextSeq: number) => void;
+}
+
+/** `replay()`'s answer: the session as it stood at `view.seq`. */
+export interface ReplayResult extends SessionView {
+  /** Events applied. */
+  events: number;
+  /** Stored messages that did not decode as events (skipped). */
+  invalid: { seq: number; error: string }[];
+}
+
+export interface CreateSessionOptions extends CommandOptions {
+  /** Default a fresh `s-…` id. */
+  sessionId?: string;
+  /** Start the new session as a copy of another session's branch ending at `entryId`. */
+  forkFrom?: { sessionId: string; entryId: string };
+}
+
+/** Input of `importSession`: pi v3 JSONL text is parsed with the protocol's importer by the caller. */
+export interface ImportInput {
+  entries: SessionEntry[];
+  leafId?: string | null;
+  config?: SessionConfigPatch;
+}
+
+const DEFAULT_URL = "nats://127.0.0.1:4222";
+
+/**
+ * A connection to a Fleet deployment.
+ * Contract: every command method publishes one command to `fleet.cmd.<p>.<sessionId>` with
+ * `Nats-Msg-Id` = its id, then resolves on the matching `command_accepted`, or rejects with a
+ * `CommandRejectedError` (`code`, `reason`) on `command_rejected`, or with a `FleetError` of kind
+ * `timeout`. The outcome is read from the event subject starting at the sequence after the last
+ * event that existed before the publish, so it cannot be missed.
+ */
+export class FleetClient {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  /** P, the partition count. */
+  readonly partitions: number;
+  readonly #commandTimeoutMs: number;
+  readonly #requestTimeoutMs: number;
+
+  private constructor(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    partitions: number,
+    opts: { commandTimeoutMs: number; requestTimeoutMs: number },
+  ) {
+    this.nc = nc;
+    this.jsm = jsm;
+    this.js = jetstream(nc);
+    this.partitions = partitions;
+    this.#commandTimeoutMs = opts.commandTimeoutMs;
+    this.#requestTimeoutMs = opts.requestTimeoutMs;
+  }
+
+  /**
+   * Connects and reads P from KV `fleet_config`.
+   * Errors: `FleetError` kind `unavailable` when the server cannot be reached, JetStream is off, or
+   * the deployment has not been set up (no `fleet_config.partitions`).
+   */
+  static async connect(opts: FleetClientOptions = {}): Promise<FleetClient> {
+    const url = opts.natsUrl ?? DEFAULT_URL;
+    let nc: NatsConnection;
+    try {
+      nc = await connectNats({
+        url,
+        name: opts.name ?? "fleet-client",
+        timeoutMs: opts.connectTimeoutMs ?? 5_000,
+        maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
+      });
+    } catch (err) {
+      throw new FleetError("unavailable", "connection_refused", `cannot reach NATS at ${url} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: opts.connectTimeoutMs ?? 5_000 });
+      const partitions = opts.partitions ?? (await readPartitions(nc, url));
+      return new FleetClient(nc, jsm, partitions, {
+        commandTimeoutMs: opts.commandTimeoutMs ?? 30_000,
+        requestTimeoutMs: opts.requestTimeoutMs ?? 10_000,
+      });
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      if (isFleetError(err)) throw err;
+      throw new FleetError("unavailable", "jetstream", `JetStream is not available at ${url} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+  }
+
+  /** Closes the connection; running `events()` iterators end. */
+  async close(): Promise<void> {
+    if (!this.nc.isClosed()) await this.nc.close();
+  }
+
+  partitionOf(sessionId: string): number {
+    return partitionOf(sessionId, this.partitions);
+  }
+
+  /** The session's event subject, `fleet.evt.<p>.<sessionId>`. */
+  eventSubject(sessionId: string): string {
+    return subjects.event(this.partitionOf(sessionId), sessionId);
+  }
+
+  /** Stream sequence of the session's last event, 0 when it has none. */
+  async lastSeq(sessionId: string): Promise<number> {
+    try {
+      return await lastSubjectSeq(this.jsm, STREAMS.events.name, this.eventSubject(sessionId));
+    } catch (err) {
+      throw new FleetError("unavailable", "stream", `cannot read ${STREAMS.events.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Commands
+
+  /** Sends any command to a session (the generic form of the methods below). */
+  async send(sessionId: string, body: CommandBody, opts: CommandOptions = {}): Promise<CommandOutcome> {
+    const command = { ...body, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
+    return this.#submit(command, opts.timeoutMs ?? this.#commandTimeoutMs);
+  }
+
+  /** Creates a session (optionally as a fork); resolves with its id once accepted. */
+  async createSession(
+    config: SessionConfigPatch = {},
+    opts: CreateSessionOptions = {},
+  ): Promise<CommandOutcome & { sessionId: string }> {
+    const sessionId = opts.sessionId ?? newSessionId();
+    const body: Omit<CommandOf<"create_session">, "id" | "sessionId" | "ts"> = { type: "create_session", config };
+    if (opts.forkFrom) body.forkFrom = opts.forkFrom;
+    return this.send(sessionId, body, opts);
+  }
+
+  /** `create_session` with `forkFrom: {sessionId, entryId}`: a new session holding that branch. */
+  fork(
+    sessionId: string,
+    entryId: string,
+    opts: Omit<CreateSessionOptions, "forkFrom"> & { config?: SessionConfigPatch } = {},
+  ): Promise<CommandOutcome & { sessionId: string }> {
+    return this.createSession(opts.config ?? {}, { ...opts, forkFrom: { sessionId, entryId } });
+  }
+
+  /** Starts a run (`busy` while one is active). A prompt to an unknown session creates it with defaults. */
+  prompt(sessionId: string, input: MessageInput, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "prompt", ...toMessageFields(input) } as CommandBody, opts);
+  }
+  /** Queues a steering message (delivered after the current tool batch; queued for the next run when idle). */
+  steer(sessionId: string, input: MessageInput, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "steer", ...toMessageFields(input) } as CommandBody, opts);
+  }
+  /** Queues a follow-up message (delivered when the agent would otherwise stop). */
+  followUp(sessionId: string, input: MessageInput, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "follow_up", ...toMessageFields(input) } as CommandBody, opts);
+  }
+  /** Queues a message for the start of the next run. */
+  nextTurn(sessionId: string, input: MessageInput, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "next_turn", ...toMessageFields(input) } as CommandBody, opts);
+  }
+  /** Continues from the current context (`conflict` when there is nothing to continue). */
+  continue(sessionId: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "continue" }, opts);
+  }
+  /** Aborts the active run (a no-op when idle). */
+  abort(sessionId: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "abort" }, opts);
+  }
+  setModel(sessionId: string, model: ModelRef, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_model", provider: model.provider, modelId: model.modelId }, opts);
+  }
+  setThinkingLevel(sessionId: string, level: ThinkingLevel, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_thinking_level", level }, opts);
+  }
+  setActiveTools(sessionId: string, toolNames: string[], opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_active_tools", toolNames }, opts);
+  }
+  configure(sessionId: string, patch: SessionConfigPatch, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "configure", ...patch }, opts);
+  }
+  compact(sessionId: string, instructions?: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "compact", ...(instructions ? { instructions } : {}) }, opts);
+  }
+  /** Moves the leaf (`null` = before the first entry); optionally summarizes the abandoned branch. */
+  navigate(
+    sessionId: string,
+    targetId: string | null,
+    opts: CommandOptions & { summarize?: boolean; instructions?: string; label?: string } = {},
+  ): Promise<CommandOutcome> {
+    const { summarize, instructions, label, ...rest } = opts;
+    const body: CommandBody = {
+      type: "navigate",
+      targetId,
+      ...(summarize !== undefined ? { summarize } : {}),
+      ...(instructions !== undefined ? { instructions } : {}),
+      ...(label !== undefined ? { label } : {}),
+    };
+    return this.send(sessionId, body, rest);
+  }
+  /** Sets (or, with `null`, removes) the label of an entry. */
+  label(sessionId: string, targetId: string, label: string | null, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "label", targetId, label }, opts);
+  }
+  setName(sessionId: string, name: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_name", name }, opts);
+  }
+  appendCustom(sessionId: string, customType: string, data: unknown, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "append_custom", customType, data }, opts);
+  }
+  appendMessage(
+    sessionId: string,
+    message: CommandOf<"append_message">["message"],
+    opts: CommandOptions & { deliverAs?: "steer" | "followUp" | "nextTurn"; triggerTurn?: boolean } = {},
+  ): Promise<CommandOutcome> {
+    const { deliverAs, triggerTurn, ...rest } = opts;
+    const body: CommandBody = {
+      type: "append_message",
+      message,
+      ...(deliverAs !== undefined ? { deliverAs } : {}),
+      ...(triggerTurn !== undefined ? { triggerTurn } : {}),
+    };
+    return this.send(sessionId, body, rest);
+  }
+  approveToolCall(sessionId: string, toolCallId: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "approve_tool_call", toolCallId }, opts);
+  }
+  denyToolCall(sessionId: string, toolCallId: string, reason?: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "deny_tool_call", toolCallId, ...(reason ? { reason } : {}) }, opts);
+  }
+  /** Creates a new session holding an imported tree (`import_session`); the loop re-mints entry ids. */
+  importSession(
+    input: ImportInput,
+    opts: CommandOptions & { sessionId?: string } = {},
+  ): Promise<CommandOutcome & { sessionId: string }> {
+    const { sessionId = newSessionId(), ...rest } = opts;
+    const body: CommandBody = {
+      type: "import_session",
+      entries: input.entries,
+      ...(input.leafId !== undefined ? { leafId: input.leafId } : {}),
+      ...(input.config !== undefined ? { config: input.config } : {}),
+    };
+    return this.send(sessionId, body, rest);
+  }
+
+  async #submit(command: FleetCommand, timeoutMs: number): Promise<CommandOutcome> {
+    const encoded = encodeCommand(command);
+    if (!encoded.ok) throw new FleetError("invalid_input", "invalid", `${command.type}: ${encoded.error}`);
+    const partition = this.partitionOf(command.sessionId);
+    const eventSubject = subjects.event(partition, command.sessionId);
+    // The outcome comes after every event that exists now: start reading right after them.
+    let fromSeq = (await this.lastSeq(command.sessionId)) + 1;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    try {
+      try {
+        const ack = await this.js.publish(subjects.command(partition, command.sessionId), encoded.bytes, {
+          msgID: command.id,
+        });
+        if (ack.duplicate) fromSeq = 1;
+      } catch (err) {
+        throw new FleetError(
+          "unavailable",
+          "publish_failed",
+          `cannot publish ${command.type} to ${STREAMS.commands.name} (${describe(err)}); is the stack set up (fleet up)?`,
+          { cause: err },
+        );
+      }
+      const tail = tailSubject(this.nc, this.js, STREAMS.events.name, eventSubject, {
+        fromSeq,
+        signal: abort.signal,
+      });
+      for await (const record of tail) {
+        const decoded = decodeEvent(record.data);
+        if (!decoded.ok) continue;
+        const event = decoded.value;
+        if (event.type === "command_accepted" && event.commandId === command.id) {
+          return { sessionId: command.sessionId, commandId: command.id, commandType: command.type, seq: record.seq };
+        }
+        if (event.type === "command_rejected" && event.commandId === command.id) {
+          throw new CommandRejectedError({
+            code: event.code,
+            reason: event.reason,
+            commandId: command.id,
+            commandType: event.commandType,
+            sessionId: command.sessionId,
+            seq: record.seq,
+          });
+        }
+      }
+      if (this.nc.isClosed()) throw new FleetError("unavailable", "closed", "the NATS connection was closed");
+      throw new FleetError(
+        "timeout",
+        "timeout",
+        `no outcome for ${command.type} ${command.id} on session ${command.sessionId} within ${timeoutMs} ms; is a loop worker running? (fleet doctor)`,
+      );
+    } finally {
+      clearTimeout(timer);
+      abort.abort();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reading the log
+
+  /**
+   * The session's events in stream order, live: the iterator waits for new events and ends only
+   * when `signal` aborts, the caller stops, or the client closes.
+   * Contract: survives reconnects and server restarts, resuming after the last delivered sequence:
+   * no gap, no duplicate. `from: "new"` is fixed when `events()` is called, not when iteration starts.
+   */
+  events(sessionId: string, opts: EventsOptions = {}): AsyncIterable<SessionEventItem> {
+    const from = opts.from ?? "start";
+    const start: Promise<number> =
+      from === "new" ? this.lastSeq(sessionId).then((s) => s + 1) : Promise.resolve(from === "start" ? 1 : from);
+    start.catch(() => undefined);
+    if (typeof from === "number" && (!Number.isInteger(from) || from < 1)) {
+      throw new FleetError("invalid_input", "invalid", `events: from must be a positive integer, "start" or "new"`);
+    }
+    return this.#iterate(sessionId, start, opts);
+  }
+
+  async *#iterate(sessionId: string, start: Promise<number>, opts: EventsOptions): AsyncGenerator<SessionEventItem> {
+    const fromSeq = await start;
+    const tail = tailSubject(this.nc, this.js, STREAMS.events.name, this.eventSubject(sessionId), {
+      fromSeq,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      onResume: (next) => opts.onResume?.(next),
+    });
+    for await (const record of tail) {
+      const decoded = decodeEvent(record.data);
+      if (!decoded.ok) {
+        opts.onInvalid?.(record.seq, decoded.error);
+        continue;
+      }
+      yield { seq: record.seq, event: decoded.value };
+    }
+  }
+
+  /**
+   * The session folded live (agent state with `foldAgentState`, tree with `foldSessionTree`).
+   * Resolves once the fold has caught up with the last event that existed at the call.
+   */
+  async state(sessionId: string, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<LiveSession> {
+    const target = await this.lastSeq(sessionId);
+    const abort = new AbortController();
+    opts.signal?.addEventListener("abort", () => abort.abort(), { once: true });
+    const live = new LiveSession(sessionId, abort);
+    const caughtUp = target === 0 ? Promise.resolve(live.view) : live.waitFor((v) => v.seq >= target, opts.timeoutMs);
+    void (async () => {
+      try {
+        for await (const item of this.events(sessionId, { from: 1, signal: abort.signal })) {
+          live.apply(item.seq, item.event);
+        }
+      } catch (err) {
+        live.fail(err instanceof Error ? err : new Error(String(err)));
+      }
+    })();
+    try {
+      await caughtUp;
+    } catch (err) {
+      live.close();
+      throw err;
+    }
+    return live;
+  }
+
+  /**
+   * The agent state and session tree as they stood at stream sequence `toSeq` (default: now):
+   * reads the session's subject up to `toSeq` and folds it. `view.seq` is the last sequence applied.
+   */
+  async replay(sessionId: string, opts: { toSeq?: number } = {}): Promise<ReplayResult> {
+    if (opts.toSeq !== undefined && (!Number.isInteger(opts.toSeq) || opts.toSeq < 0)) {
+      throw new FleetError("invalid_input", "invalid", "replay: toSeq must be a non-negative integer");
+    }
+    let view = emptySessionView();
+    let events = 0;
+    const invalid: { seq: number; error: string }[] = [];
+    if (opts.toSeq === 0) return { ...view, events, invalid };
+    try {
+      const records = readSubject(this.js, this.jsm, STREAMS.events.name, this.eventSubject(sessionId), {
+        ...(opts.toSeq !== undefined ? { toSeq: opts.toSeq } : {}),
+      });
+      for await (const record of records) {
+        const decoded = decodeEvent(record.data);
+        if (!decoded.ok) {
+          invalid.push({ seq: record.seq, error: decoded.error });
+          continue;
+        }
+        view = foldSessionView(view, record.seq, decoded.value);
+        events++;
+      }
+    } catch (err) {
+      if (isFleetError(err)) throw err;
+      throw new FleetError("unavailable", "stream", `cannot read ${STREAMS.events.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+    return { ...view, events, invalid };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Session-store queries (`fleet.store.<op>`)
+
+  /** The built context at a leaf (default the session's leaf); `minSeq` waits for the projection. */
+  getContext(
+    sessionId: string,
+    opts: { leafId?: string | null; minSeq?: number; timeoutMs?: number } = {},
+  ): Promise<StoreResult<"get_context">> {
+    return storeRequest(this.nc, "get_context", { sessionId, ...opts }, this.#timeoutFor(opts.timeoutMs));
+  }
+  getTree(sessionId: string, opts: { minSeq?: number } = {}): Promise<StoreResult<"get_tree">> {
+    return storeRequest(this.nc, "get_tree", { sessionId, ...opts }, this.#requestTimeoutMs);
+  }
+  getBranch(sessionId: string, leafId?: string | null): Promise<StoreResult<"get_branch">> {
+    const request = leafId === undefined ? { sessionId } : { sessionId, leafId };
+    return storeRequest(this.nc, "get_branch", request, this.#requestTimeoutMs);
+  }
+  getEntry(sessionId: string, entryId: string): Promise<StoreResult<"get_entry">> {
+    return storeRequest(this.nc, "get_entry", { sessionId, entryId }, this.#requestTimeoutMs);
+  }
+  listSessions(opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"list_sessions">> {
+    return storeRequest(this.nc, "list_sessions", opts, this.#requestTimeoutMs);
+  }
+  /** The session as pi v3 JSONL text. */
+  async export(sessionId: string): Promise<string> {
+    return (await storeRequest(this.nc, "export", { sessionId }, this.#requestTimeoutMs)).jsonl;
+  }
+
+  #timeoutFor(storeWaitMs: number | undefined): number {
+    return storeWaitMs === undefined ? this.#requestTimeoutMs : Math.max(this.#requestTimeoutMs, storeWaitMs + 2_000);
+  }
+}
+
+async function readPartitions(nc: NatsConnection, url: string): Promise<number> {
+  const missing = () =>
+    new FleetError(
+      "unavailable",
+      "not_set_up",
+      `Fleet is not set up on ${url}: KV ${KV_BUCKETS.config.name} has no ${CONFIG_KEYS.partitions} (start the stack with fleet up)`,
+    );
+  let value: number;
+  try {
+    const kv = await new Kvm(nc).open(KV_BUCKETS.config.name);
+    const entry = await kv.get(CONFIG_KEYS.partitions);
+    if (entry?.operation !== "PUT") throw missing();
+    value = Number(entry.string());
+  } catch (err) {
+    if (isFleetError(err)) throw err;
+    throw missing();
+  }
+  if (!Number.isInteger(value) || value < 1) {
+    throw new FleetError(
+      "protocol",
+      "invalid_config",
+      `${KV_BUCKETS.config.name}.${CONFIG_KEYS.partitions} is invalid`,
+    );
+  }
+  return value;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
+}

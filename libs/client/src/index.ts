@@ -1,0 +1,20 @@
+// Public surface of @fleet/client: the TypeScript SDK for driving and reading Fleet sessions.
+
+export { CommandRejectedError, FleetError, type FleetErrorKind, isFleetError, StoreQueryError } from "./errors.js";
+export {
+  type CommandBody,
+  type CommandOptions,
+  type CommandOutcome,
+  type CreateSessionOptions,
+  type EventsOptions,
+  FleetClient,
+  type FleetClientOptions,
+  type ImportInput,
+  type ReplayResult,
+  type SessionEventItem,
+} from "./fleet-client.js";
+export { newId, newSessionId } from "./ids.js";
+export { LiveSession, type SessionChangeListener } from "./live-session.js";
+export type { MessageInput } from "./message-input.js";
+export { emptySessionView, foldSessionView, type SessionView } from "./session-view.js";
+export type { StoreResult } from "./store-request.js";

@@ -1,0 +1,274 @@
+// npm run bench:loop — the loop service under load: 200+ concurrent sessions, each prompt streams
+// 64 deltas per LLM turn and makes one tool call through a real runner (a separate process).
+// Prints turns/s, events appended/s, prompt→agent_end latency, delta→subscriber latency and worker
+// RSS, next to same-run baselines on the same nats-server: sequential publish round trip and the
+// pipelined publish rate.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { encodeCommand, type FleetEvent, partitionOf, subjects } from "@fleet/protocol";
+import { connectNats, createLogger, newId } from "@fleet/runtime";
+import { startNats } from "@fleet/testkit";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Registry } from "prom-client";
+import { createScriptedProvider, type StreamFn } from "../src/engine/index.js";
+import { startLoopWorker } from "../src/loop-worker.js";
+
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
+const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 5);
+const COALESCE_MS = Number(process.env.BENCH_COALESCE_MS ?? 25);
+const DELTAS = 64;
+const textDecoder = new TextDecoder();
+const ROOT = join(import.meta.dirname, "..", "..", "..");
+
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
+};
+const fmt = (n: number, d = 1) => n.toLocaleString("en-US", { maximumFractionDigits: d });
+
+async function baselines(url: string) {
+  const nc = await connectNats({ url, name: "bench-baseline" });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: "BENCH", subjects: ["bench.>"], storage: "file" as never });
+  const js = jetstream(nc);
+  const payload = new Uint8Array(400);
+  const n1 = 2_000;
+  const rtts: number[] = [];
+  for (let i = 0; i < n1; i++) {
+    const t = performance.now();
+    await js.publish(`bench.seq.${i % 100}`, payload);
+    rtts.push(performance.now() - t);
+  }
+  const n2 = 30_000;
+  const window = 256;
+  const t0 = performance.now();
+  for (let i = 0; i < n2; i += window) {
+    const batch: Promise<unknown>[] = [];
+    for (let j = 0; j < window && i + j < n2; j++) batch.push(js.publish(`bench.pipe.${(i + j) % 100}`, payload));
+    await Promise.all(batch);
+  }
+  const pipelined = n2 / ((performance.now() - t0) / 1000);
+  await jsm.streams.delete("BENCH");
+  await nc.close();
+  return { seqP50: pct(rtts, 50), seqP99: pct(rtts, 99), pipelined };
+}
+
+async function main() {
+  const server = await startNats();
+  const workspace = mkdtempSync(join(tmpdir(), "fleet-bench-ws-"));
+  const base = await baselines(server.url);
+
+  const runner = spawn(
+    process.execPath,
+    ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, "services/tools/src/main.ts")],
+    {
+      env: {
+        ...process.env,
+        NATS_URL: server.url,
+        FLEET_WORKSPACE: workspace,
+        FLEET_TOOLS: "ls",
+        LOG_LEVEL: "warn",
+        FLEET_OPS_PORT: "0",
+      },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+
+  // The scripted provider, decorated to record when each text delta left the "LLM".
+  const sentAt = new Map<string, number>();
+  const text = "abcd".repeat(DELTAS); // 64 chunks of 4 characters
+  const turnOf = (k: number) =>
+    k % 2 === 0
+      ? {
+          content: [
+            { type: "text" as const, text },
+            { type: "toolCall" as const, id: `ls-${k}`, name: "ls", arguments: { path: "." } },
+          ],
+        }
+      : { text };
+  const scripted: StreamFn = (ctx, opts, signal) => {
+    const k = ctx.messages.filter((m) => m.role === "assistant").length;
+    const provider = createScriptedProvider({ steps: [turnOf(k)], now: Date.now, chunkChars: 4 });
+    const sid = opts.sessionId ?? "";
+    const inner = provider.streamFn(ctx, opts, signal);
+    return (async function* () {
+      let i = 0;
+      for await (const ev of inner) {
+        if (ev.type === "text_delta") sentAt.set(`${sid}|${k}|${i++}`, performance.now());
+        yield ev;
+      }
+    })();
+  };
+
+  const nc = await connectNats({ url: server.url, name: "bench-loop" });
+  const worker = await startLoopWorker({
+    nc,
+    workerId: "bench-loop",
+    partitions: 16,
+    leaseTtlMs: 5_000,
+    shutdownGraceMs: 1_000,
+    sessionIdleMs: 600_000,
+    providers: { scripted },
+    settings: {
+      coalesceMs: COALESCE_MS,
+      coalesceDeltas: 64,
+      hookTimeoutMs: 1_000,
+      toolTimeoutMs: 30_000,
+      approvalTools: new Set(),
+      defaults: {
+        model: { provider: "scripted", modelId: "bench" },
+        thinkingLevel: "off",
+        systemPrompt: "bench",
+        activeTools: null,
+        steeringMode: "one-at-a-time",
+        followUpMode: "one-at-a-time",
+        toolExecution: "parallel",
+      },
+    },
+    logger: createLogger("bench-loop", { level: "warn" }),
+    registry: new Registry(),
+    newId: () => newId(),
+  });
+  for (let i = 0; i < 200 && !worker.tools.get("ls"); i++) await new Promise((r) => setTimeout(r, 50));
+  if (!worker.tools.get("ls")) throw new Error("tool runner did not register ls");
+
+  // A separate subscriber connection: delta→subscriber latency and run completion.
+  const sub = await connectNats({ url: server.url, name: "bench-subscriber" });
+  const deltaLatency: number[] = [];
+  const ended = new Map<string, () => void>();
+  const assistantCount = new Map<string, number>();
+  let events = 0;
+  sub.subscribe("fleet.evt.>", {
+    callback: (_err, msg) => {
+      const now = performance.now();
+      events++;
+      // The subscriber trusts the log (no schema validation), like a renderer would.
+      const e = JSON.parse(textDecoder.decode(msg.data)) as FleetEvent;
+      const sid = e.meta.sessionId;
+      if (process.env.BENCH_DEBUG) lastTypes.set(sid, [...(lastTypes.get(sid) ?? []), e.type === "command_rejected" ? `rejected(${e.reason})` : e.type]);
+      if (e.type === "message_start" && e.message.role === "assistant") deltaIndex.set(sid, 0);
+      if (e.type === "message_update") {
+        const k = assistantCount.get(sid) ?? 0;
+        for (const d of e.deltas) {
+          if (d.type !== "text_delta") continue;
+          const i = deltaIndex.get(sid) ?? 0;
+          deltaIndex.set(sid, i + 1);
+          const t = sentAt.get(`${sid}|${k}|${i}`);
+          if (t !== undefined) {
+            deltaLatency.push(now - t);
+            sentAt.delete(`${sid}|${k}|${i}`);
+          }
+        }
+      }
+      if (e.type === "message_end" && e.message.role === "assistant")
+        assistantCount.set(sid, (assistantCount.get(sid) ?? 0) + 1);
+      if (process.env.BENCH_GAPS) {
+        const prev = lastTs.get(sid);
+        if (prev !== undefined && e.type !== "command_accepted") {
+          const k = `${prevType.get(sid)}→${e.type}`;
+          gaps.set(k, [...(gaps.get(k) ?? []), now - prev]);
+        }
+        lastTs.set(sid, now);
+        prevType.set(sid, e.type);
+      }
+      if (e.type === "agent_end") ended.get(sid)?.();
+    },
+  });
+  const deltaIndex = new Map<string, number>();
+  const lastTs = new Map<string, number>();
+  const prevType = new Map<string, string>();
+  const gaps = new Map<string, number[]>();
+  await sub.flush();
+
+  const js = jetstream(nc);
+  const promptLatency: number[] = [];
+  const rss0 = process.memoryUsage().rss;
+  let peakRss = rss0;
+  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  const appendedBefore = await eventsInStream(nc);
+  const t0 = performance.now();
+  let finished = 0;
+  const lastTypes = new Map<string, string[]>();
+  const progress = setInterval(() => {
+    console.error(`progress: ${finished} runs, ${events} events seen`);
+    if (process.env.BENCH_DEBUG) for (const [sid] of ended) console.error(sid, (lastTypes.get(sid) ?? []).slice(-8).join(" "));
+  }, 5_000);
+  await Promise.all(
+    Array.from({ length: SESSIONS }, async (_, s) => {
+      const sid = `bench-${s}`;
+      for (let r = 0; r < PROMPTS_PER_SESSION; r++) {
+        const done = new Promise<void>((resolve) => ended.set(sid, resolve));
+        const id = newId();
+        const cmd = encodeCommand({ type: "prompt", id, sessionId: sid, text: `prompt ${r}` });
+        if (!cmd.ok) throw new Error(cmd.error);
+        const t = performance.now();
+        await js.publish(subjects.command(partitionOf(sid, 16), sid), cmd.bytes, { msgID: id });
+        await done;
+        ended.delete(sid);
+        promptLatency.push(performance.now() - t);
+        finished++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  clearInterval(progress);
+  clearInterval(rssTimer);
+  const appended = (await eventsInStream(nc)) - appendedBefore;
+  const runs = SESSIONS * PROMPTS_PER_SESSION;
+  const turns = runs * 2;
+
+  console.log(
+    `\nFleet loop benchmark — nats-server ${nc.info?.version}, ${SESSIONS} concurrent sessions × ${PROMPTS_PER_SESSION} prompts,`,
+  );
+  console.log(
+    `each prompt = 2 LLM turns × ${DELTAS} deltas + 1 tool call (ls) through a runner process; coalescing ${COALESCE_MS} ms / 64 deltas\n`,
+  );
+  console.log(`  runs                        ${runs} in ${fmt(elapsed, 2)} s`);
+  console.log(`  turns/s                     ${fmt(turns / elapsed)}`);
+  console.log(
+    `  events appended/s           ${fmt(appended / elapsed)}  (${appended} events; subscriber saw ${events})`,
+  );
+  console.log(
+    `  prompt→agent_end            p50 ${fmt(pct(promptLatency, 50))} ms   p99 ${fmt(pct(promptLatency, 99))} ms`,
+  );
+  console.log(
+    `  delta→subscriber            p50 ${fmt(pct(deltaLatency, 50), 2)} ms   p99 ${fmt(pct(deltaLatency, 99), 2)} ms  (${deltaLatency.length} deltas)`,
+  );
+  console.log(`  worker process RSS          start ${fmt(rss0 / 2 ** 20)} MiB, peak ${fmt(peakRss / 2 ** 20)} MiB`);
+  console.log("\n  same-run baselines (same server, 400 B messages)");
+  console.log(`  sequential publish RTT      p50 ${fmt(base.seqP50, 3)} ms   p99 ${fmt(base.seqP99, 3)} ms`);
+  console.log(`  pipelined publish rate      ${fmt(base.pipelined)} msgs/s (window 256)`);
+  console.log("\n  targets");
+  const ratio = appended / elapsed / base.pipelined;
+  console.log(`  events/s ≥ 70% of pipelined ${fmt(ratio * 100)}%  ${ratio >= 0.7 ? "MET" : "NOT MET"}`);
+  const p50 = pct(deltaLatency, 50);
+  console.log(
+    `  delta p50 ≤ window + 2 ms   ${fmt(p50, 2)} ms vs ${COALESCE_MS + 2} ms  ${p50 <= COALESCE_MS + 2 ? "MET" : "NOT MET"}`,
+  );
+
+  if (process.env.BENCH_GAPS) {
+    for (const [k, v] of [...gaps.entries()].sort((a, b) => b[1].reduce((x, y) => x + y, 0) - a[1].reduce((x, y) => x + y, 0)).slice(0, 14)) {
+      console.log(`  gap ${k.padEnd(45)} n=${v.length} mean ${fmt(v.reduce((a, b) => a + b, 0) / v.length, 2)} ms p50 ${fmt(pct(v, 50), 2)}`);
+    }
+  }
+  await sub.close();
+  await worker.stop();
+  await nc.close();
+  runner.kill("SIGTERM");
+  await new Promise((r) => runner.once("exit", r));
+  await server.stop();
+  rmSync(workspace, { recursive: true, force: true });
+}
+
+async function eventsInStream(nc: Awaited<ReturnType<typeof connectNats>>): Promise<number> {
+  const jsm = await jetstreamManager(nc);
+  return (await jsm.streams.info("FLEET_EVENTS")).state.messages;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

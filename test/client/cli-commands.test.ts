@@ -1,0 +1,190 @@
+// The one-shot commands against a real nats-server and the fake loop (no session store running).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FleetClient } from "@fleet/client";
+import { applyTopology, connectNats } from "@fleet/runtime";
+import { type NatsServer, startNats } from "@fleet/testkit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeLoop, startFakeLoop } from "./support/fake-loop.js";
+import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
+
+let server: NatsServer;
+let loopConn: NatsConnection;
+let loop: FakeLoop;
+let client: FleetClient;
+let dir: string;
+
+const run = (args: string[]) =>
+  runCli(args, { cwd: dir, env: { FLEET_HOME: join(dir, ".fleet"), NATS_URL: server.url } });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "fleet-cli-commands-"));
+  server = await startNats();
+  loopConn = await connectNats({ url: server.url, name: "fake-loop" });
+  await applyTopology(loopConn, { partitions: 4 });
+  loop = await startFakeLoop(loopConn, 4);
+  client = await FleetClient.connect({ natsUrl: server.url });
+});
+
+afterAll(async () => {
+  await client?.close();
+  await loop?.stop();
+  await loopConn?.close();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const RUN_TYPES = [
+  "command_accepted",
+  "session_created",
+  "agent_start",
+  "turn_start",
+  "message_start",
+  "message_end",
+  "message_start",
+  "message_update",
+  "message_update",
+  "message_end",
+  "turn_end",
+  "agent_end",
+];
+
+describe("fleet prompt", () => {
+  it("--json prints the run's raw events as NDJSON until agent_end", async () => {
+    const result = await run(["prompt", "--json", "-s", "s-cli-json", "hello", "there"]);
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const lines = result.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { seq: number; event: { type: string } });
+    expect(lines.map((l) => l.event.type)).toEqual(RUN_TYPES);
+    const stored = await client.replay("s-cli-json");
+    expect(lines.map((l) => l.seq)).toEqual(Array.from({ length: 12 }, (_, i) => stored.seq - 11 + i));
+    expect(loop.commands.find((c) => c.sessionId === "s-cli-json")).toMatchObject({
+      type: "prompt",
+      text: "hello there",
+    });
+  });
+
+  it("streams the reply as text and prints a new session's id on stderr", async () => {
+    const result = await run(["prompt", "hi"]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/^session s-[a-z0-9]+\n$/);
+    expect(result.stdout).toBe("echo: hi\n");
+  });
+
+  it("a rejected prompt is one line and exit code 1", async () => {
+    const result = await run(["prompt", "-s", "s-cli-reject", "reject", "me"]);
+    expect([result.code, result.stdout, result.stderr]).toEqual([
+      1,
+      "",
+      "fleet: prompt rejected (invalid): rejected on request\n",
+    ]);
+  });
+});
+
+describe("fleet steer / follow-up / abort", () => {
+  it("reports each accepted command with its sequence", async () => {
+    const steer = await run(["steer", "s-cli-q", "go", "left"]);
+    const follow = await run(["follow-up", "s-cli-q", "and", "then"]);
+    const abort = await run(["abort", "s-cli-q"]);
+    const seqs = (await client.replay("s-cli-q")).seq;
+    expect([steer.stdout, follow.stdout, abort.stdout]).toEqual([
+      `✓ steer accepted (seq ${seqs - 2})\n`,
+      `✓ follow_up accepted (seq ${seqs - 1})\n`,
+      `✓ abort accepted (seq ${seqs})\n`,
+    ]);
+    const sent = loop.commands
+      .filter((c) => c.sessionId === "s-cli-q")
+      .map((c) => [c.type, "text" in c ? c.text : undefined]);
+    expect(sent).toEqual([
+      ["steer", "go left"],
+      ["follow_up", "and then"],
+      ["abort", undefined],
+    ]);
+  });
+});
+
+describe("fleet watch / replay / tree / fork", () => {
+  it("watch --json follows from a sequence until Ctrl-C", async () => {
+    await run(["prompt", "-s", "s-cli-watch", "one"]);
+    const third = (await client.replay("s-cli-watch")).seq - 9;
+    const child = spawnCli(["watch", "s-cli-watch", "--from", String(third), "--json"], {
+      cwd: dir,
+      env: { FLEET_HOME: join(dir, ".fleet"), NATS_URL: server.url },
+    });
+    const done = collect(child, 20_000);
+    await waitForOutput(child, /"agent_end"/);
+    child.kill("SIGINT");
+    const result = await done;
+    expect(result.code).toBe(0);
+    const types = result.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { event: { type: string } }).event.type);
+    expect(types).toEqual(RUN_TYPES.slice(2));
+  });
+
+  it("replay --to a mid-run sequence shows the run in progress", async () => {
+    await run(["prompt", "-s", "s-cli-replay", "abc"]);
+    const all = await client.replay("s-cli-replay");
+    const midSeq = all.seq - 4; // the first message_update
+    const result = await run(["replay", "s-cli-replay", "--to", String(midSeq), "--json"]);
+    expect(result.code).toBe(0);
+    const json = JSON.parse(result.stdout) as {
+      seq: number;
+      events: number;
+      agent: { isStreaming: boolean; messages: unknown[]; streamingMessage: { content: unknown[] } };
+      tree: { entries: unknown[] };
+    };
+    expect([
+      json.seq,
+      json.events,
+      json.agent.isStreaming,
+      json.agent.messages.length,
+      json.tree.entries.length,
+    ]).toEqual([midSeq, 8, true, 1, 1]);
+    expect(json.agent.streamingMessage.content).toEqual([{ type: "text", text: "echo:" }]);
+
+    const text = await run(["replay", "s-cli-replay"]);
+    expect(text.stdout).toContain(`session s-cli-replay at seq ${all.seq} (12 events)`);
+    expect(text.stdout).toContain('  assistant: "echo: abc"');
+  });
+
+  it("tree draws the branch with the leaf marked (folded from the log without a store)", async () => {
+    await run(["prompt", "-s", "s-cli-tree", "first"]);
+    const replayed = await client.replay("s-cli-tree");
+    const [user, assistant] = replayed.tree.entries;
+    const result = await run(["tree", "s-cli-tree"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout.split("\n")).toEqual([
+      `session s-cli-tree at seq ${replayed.seq} (no session store answered: folded from the log)`,
+      `● ${user?.id.slice(-8)} user: "first"`,
+      `● ${assistant?.id.slice(-8)} assistant: "echo: first" ◀ leaf`,
+      "",
+    ]);
+  });
+
+  it("fork resolves a short entry id and creates the new session with forkFrom", async () => {
+    await run(["prompt", "-s", "s-cli-fork", "root"]);
+    const entries = (await client.replay("s-cli-fork")).tree.entries;
+    const target = entries[0]?.id as string;
+    const result = await run(["fork", "s-cli-fork", target.slice(-8), "--session", "s-cli-forked"]);
+    expect([result.code, result.stdout, result.stderr]).toEqual([0, "s-cli-forked\n", ""]);
+    expect(loop.commands.find((c) => c.sessionId === "s-cli-forked")).toMatchObject({
+      type: "create_session",
+      forkFrom: { sessionId: "s-cli-fork", entryId: target },
+    });
+  });
+
+  it("sessions without a running store is one line and exit code 1", async () => {
+    const result = await run(["sessions"]);
+    expect([result.code, result.stdout, result.stderr]).toEqual([
+      1,
+      "",
+      "fleet: list_sessions: no session store is running (no responders on fleet.store.list_sessions)\n",
+    ]);
+  });
+});
