@@ -1,4 +1,14 @@
-import { startFakeAnthropic, startNats, type FakeAnthropic, fakeHttpError, fakeRateLimited, fakeReply, fakeText, fakeToolUse, type NatsServer } from "@fleet/testkit";
+import {
+  type FakeAnthropic,
+  fakeHttpError,
+  fakeRateLimited,
+  fakeReply,
+  fakeText,
+  fakeToolUse,
+  type NatsServer,
+  startFakeAnthropic,
+  startNats,
+} from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
 import { createAnthropicStreamFn } from "../../services/loop/src/providers/index.js";
@@ -35,10 +45,20 @@ const ended = (ev: { type: string }[]) => ev.some((e) => e.type === "agent_end")
 describe("loop service / Anthropic through the real SDK", () => {
   it("streams a reply; the request carries the system prompt and the user turn; usage is recorded", async () => {
     fake.reset();
-    fake.script(fakeReply([fakeText("Hello from the fake Claude", ["Hello ", "from ", "the ", "fake ", "Claude"])], { usage: { input_tokens: 12, output_tokens: 7 } }));
+    fake.script(
+      fakeReply([fakeText("Hello from the fake Claude", ["Hello ", "from ", "the ", "fake ", "Claude"])], {
+        usage: { input_tokens: 12, output_tokens: 7 },
+      }),
+    );
     await cmd.send("anth-1", { type: "prompt", text: "hi there" });
     const events = await cmd.waitFor("anth-1", ended);
-    expect(notation(events).slice(-5)).toEqual(["me:user", "ms:assistant", "me:assistant(stop)", "turn_end", "agent_end"]);
+    expect(notation(events).slice(-5)).toEqual([
+      "me:user",
+      "ms:assistant",
+      "me:assistant(stop)",
+      "turn_end",
+      "agent_end",
+    ]);
     const req = fake.requests[0];
     expect(req?.auth).toBe("bearer");
     expect(JSON.stringify(req?.body?.system)).toContain("You are a test agent.");
@@ -51,9 +71,12 @@ describe("loop service / Anthropic through the real SDK", () => {
     // Coalescing: fewer message_update events than deltas, and every delta is kept.
     const updates = events.filter((e) => e.type === "message_update");
     const deltas = updates.flatMap((e) => (e.type === "message_update" ? e.deltas : []));
-    expect(deltas.filter((d) => d.type === "text_delta").map((d) => (d.type === "text_delta" ? d.delta : "")).join("")).toBe(
-      "Hello from the fake Claude",
-    );
+    expect(
+      deltas
+        .filter((d) => d.type === "text_delta")
+        .map((d) => (d.type === "text_delta" ? d.delta : ""))
+        .join(""),
+    ).toBe("Hello from the fake Claude");
   });
 
   it("a 429 is retried by the SDK and then succeeds", async () => {
@@ -81,11 +104,16 @@ describe("loop service / Anthropic through the real SDK", () => {
 
   it("a tool_use for an unregistered tool yields pi's not-found result and a second request", async () => {
     fake.reset();
-    fake.script(fakeReply([fakeToolUse("read", { path: "a.txt" }, { id: "toolu_01" })], { stopReason: "tool_use" }), fakeReply("ok"));
+    fake.script(
+      fakeReply([fakeToolUse("read", { path: "a.txt" }, { id: "toolu_01" })], { stopReason: "tool_use" }),
+      fakeReply("ok"),
+    );
     await cmd.send("anth-4", { type: "prompt", text: "read it" });
     const events = await cmd.waitFor("anth-4", ended);
     const end = events.find((e) => e.type === "tool_execution_end");
-    expect(end?.type === "tool_execution_end" && (end.result.content[0] as { text: string }).text).toBe("Tool read not found");
+    expect(end?.type === "tool_execution_end" && (end.result.content[0] as { text: string }).text).toBe(
+      "Tool read not found",
+    );
     const second = fake.requests[1]?.body?.messages ?? [];
     expect(JSON.stringify(second)).toContain("tool_result");
     expect(JSON.stringify(second)).toContain("Tool read not found");

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KV_BUCKETS, partitionOf } from "@fleet/protocol";
 import { connectNats, LeaseValue } from "@fleet/runtime";
-import { startNats, type NatsServer } from "@fleet/testkit";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,7 +23,10 @@ beforeAll(async () => {
   // Turn 0 streams slowly (so a run is in flight when its worker dies); turn 1 answers at once.
   writeFileSync(
     join(dir, "script.json"),
-    JSON.stringify({ chunkChars: 4, turns: [{ text: "z".repeat(240), tokensPerSecond: 40 }, { text: "second answer" }] }),
+    JSON.stringify({
+      chunkChars: 4,
+      turns: [{ text: "z".repeat(240), tokensPerSecond: 40 }, { text: "second answer" }],
+    }),
   );
 });
 afterAll(async () => {
@@ -38,7 +41,7 @@ async function holders(): Promise<Map<number, string>> {
   const out = new Map<number, string>();
   for await (const key of await kv.keys("loop.p.*")) {
     const entry = await kv.get(key);
-    if (!entry || entry.operation !== "PUT") continue;
+    if (entry?.operation !== "PUT") continue;
     const v = LeaseValue.safeParse(entry.json());
     if (v.success) out.set(Number(key.split(".")[2]), v.data.workerId);
   }

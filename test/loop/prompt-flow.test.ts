@@ -1,5 +1,5 @@
 import { foldAgentEvents } from "@fleet/protocol";
-import { startNats, type NatsServer } from "@fleet/testkit";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createScriptedProvider } from "../../services/loop/src/engine/index.js";
 import type { LoopWorker } from "../../services/loop/src/loop-worker.js";

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { foldAgentEvents, type FleetEvent } from "@fleet/protocol";
+import { type FleetEvent, foldAgentEvents } from "@fleet/protocol";
 import { connectNats, createLogger } from "@fleet/runtime";
-import { startNats, type NatsServer } from "@fleet/testkit";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -86,7 +86,12 @@ const rateSleep = (ms: number, signal: AbortSignal | undefined) =>
   });
 const script = (...steps: ScriptStep[]) =>
   scripted.use(createScriptedProvider({ steps, now: () => 1_000, sleep: rateSleep, chunkChars: 8 }).streamFn);
-const call = (id: string, name: string, args: Record<string, unknown>) => ({ type: "toolCall" as const, id, name, arguments: args });
+const call = (id: string, name: string, args: Record<string, unknown>) => ({
+  type: "toolCall" as const,
+  id,
+  name,
+  arguments: args,
+});
 const ended = (events: FleetEvent[]) => events.some((e) => e.type === "agent_end");
 const fromRun = (events: FleetEvent[]) => notation(events.slice(events.findIndex((e) => e.type === "agent_start")));
 
@@ -98,7 +103,9 @@ describe("loop service / tool calls through a real runner", () => {
     );
     await cmd.send("tools-1", { type: "prompt", text: "go" });
     const events = await cmd.waitFor("tools-1", ended);
-    const ends = events.filter((e) => e.type === "tool_execution_end").map((e) => (e as { toolCallId: string }).toolCallId);
+    const ends = events
+      .filter((e) => e.type === "tool_execution_end")
+      .map((e) => (e as { toolCallId: string }).toolCallId);
     expect(ends).toEqual(["t2", "t1"]);
     const turnEnd = events.find((e) => e.type === "turn_end" && e.toolResults.length === 2);
     expect(turnEnd?.type === "turn_end" && turnEnd.toolResults.map((r) => r.toolCallId)).toEqual(["t1", "t2"]);
@@ -155,7 +162,9 @@ describe("loop service / tool calls through a real runner", () => {
     const events = await cmd.waitFor("tools-3", ended);
     const results = events.filter((e) => e.type === "tool_execution_end");
     expect(results.map((e) => e.type === "tool_execution_end" && e.isError)).toEqual([true, true]);
-    const texts = results.map((e) => (e.type === "tool_execution_end" ? (e.result.content[0] as { text: string }).text : ""));
+    const texts = results.map((e) =>
+      e.type === "tool_execution_end" ? (e.result.content[0] as { text: string }).text : "",
+    );
     expect(texts[0]).toBe("Tool nope not found");
     expect(texts[1]).toMatch(/^Validation failed for tool "slow":\n {2}- /);
   });
@@ -163,7 +172,11 @@ describe("loop service / tool calls through a real runner", () => {
 
 describe("loop service / queues over commands", () => {
   it("steer and follow_up sent while a tool runs are injected after the batch, in pi's order", async () => {
-    script({ content: [call("q1", "slow", { tag: "a", ms: 400 })] }, { text: "after steer" }, { text: "after follow-up" });
+    script(
+      { content: [call("q1", "slow", { tag: "a", ms: 400 })] },
+      { text: "after steer" },
+      { text: "after follow-up" },
+    );
     await cmd.send("queue-1", { type: "prompt", text: "go" });
     await cmd.waitFor("queue-1", (ev) => ev.some((e) => e.type === "tool_execution_start"));
     await cmd.send("queue-1", { type: "follow_up", text: "F1" });
@@ -171,7 +184,9 @@ describe("loop service / queues over commands", () => {
     const events = await cmd.waitFor("queue-1", ended);
     const users = events
       .filter((e) => e.type === "message_end" && e.message.role === "user")
-      .map((e) => (e.type === "message_end" && e.message.role === "user" ? (e.message.content as { text: string }[])[0]?.text : ""));
+      .map((e) =>
+        e.type === "message_end" && e.message.role === "user" ? (e.message.content as { text: string }[])[0]?.text : "",
+      );
     expect(users).toEqual(["go", "S1", "F1"]);
     expect(fromRun(events).filter((e) => e === "turn_start").length).toBe(3);
   });
@@ -184,7 +199,9 @@ describe("loop service / queues over commands", () => {
     const events = await cmd.waitFor("queue-2", ended);
     const users = events
       .filter((e) => e.type === "message_end" && e.message.role === "user")
-      .map((e) => (e.type === "message_end" && e.message.role === "user" ? (e.message.content as { text: string }[])[0]?.text : ""));
+      .map((e) =>
+        e.type === "message_end" && e.message.role === "user" ? (e.message.content as { text: string }[])[0]?.text : "",
+      );
     expect(users).toEqual(["context first", "then the prompt"]);
     const queueUpdates = events.filter((e) => e.type === "queue_update");
     expect(queueUpdates.map((q) => (q.type === "queue_update" ? q.nextTurn.length : -1))).toEqual([1, 0]);
@@ -199,11 +216,14 @@ describe("loop service / abort", () => {
     await cmd.send("abort-1", { type: "abort" });
     const events = await cmd.waitFor("abort-1", ended);
     const last = events.filter((e) => e.type === "message_end").at(-1);
-    expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.stopReason).toBe("aborted");
+    expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.stopReason).toBe(
+      "aborted",
+    );
     expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.errorMessage).toBe(
       "Request was aborted",
     );
-    const text = last?.type === "message_end" && last.message.role === "assistant" ? last.message.content[0] : undefined;
+    const text =
+      last?.type === "message_end" && last.message.role === "assistant" ? last.message.content[0] : undefined;
     expect(text?.type === "text" && text.text.length).toBeGreaterThan(0);
     expect(text?.type === "text" && text.text.length).toBeLessThan(400);
     expect(fromRun(events).slice(-3)).toEqual(["me:assistant(aborted)", "turn_end", "agent_end"]);
@@ -219,7 +239,9 @@ describe("loop service / abort", () => {
     expect(Date.now() - t0).toBeLessThan(5_000);
     const end = events.find((e) => e.type === "tool_execution_end");
     expect(end?.type === "tool_execution_end" && end.isError).toBe(true);
-    expect(end?.type === "tool_execution_end" && (end.result.content[0] as { text: string }).text).toBe("Operation aborted");
+    expect(end?.type === "tool_execution_end" && (end.result.content[0] as { text: string }).text).toBe(
+      "Operation aborted",
+    );
     expect(fromRun(events).slice(-4)).toEqual(["ms:toolResult", "me:toolResult", "turn_end", "agent_end"]);
     const state = foldAgentEvents(events);
     expect(state.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
@@ -237,7 +259,12 @@ describe("loop service / settings during a run", () => {
     const events = await cmd.waitFor("writes-1", ended);
     const types = notation(events);
     const firstTurnEnd = types.indexOf("turn_end");
-    expect(types.slice(firstTurnEnd, firstTurnEnd + 4)).toEqual(["turn_end", "thinking_level_change", "session_info", "custom"]);
+    expect(types.slice(firstTurnEnd, firstTurnEnd + 4)).toEqual([
+      "turn_end",
+      "thinking_level_change",
+      "session_info",
+      "custom",
+    ]);
     // The outcomes were appended at once, while the tool ran.
     expect(types.indexOf("command_accepted", types.indexOf("tool_start:slow"))).toBeLessThan(firstTurnEnd);
   });

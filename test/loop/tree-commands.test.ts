@@ -1,10 +1,10 @@
-import { buildContext, emptySessionTree, type FleetEvent, foldSessionTreeEvents, getBranch } from "@fleet/protocol";
-import { connectNats, createLogger } from "@fleet/runtime";
-import { startNats, type NatsServer } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { buildContext, emptySessionTree, type FleetEvent, foldSessionTreeEvents, getBranch } from "@fleet/protocol";
+import { connectNats, createLogger } from "@fleet/runtime";
+import { type NatsServer, startNats } from "@fleet/testkit";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createScriptedProvider, type ScriptRequest } from "../../services/loop/src/engine/index.js";
@@ -107,11 +107,9 @@ describe("loop service / tree commands", () => {
     expect(t.labels[firstAssistant!.id]).toBe("checkpoint");
     expect(t.name).toBe("tree test");
     expect(t.leafId).toBe(firstAssistant!.id);
-    expect(events.filter((e) => [l, n, nav].includes((e as { commandId?: string }).commandId ?? "")).map((e) => e.type)).toEqual([
-      "command_accepted",
-      "command_accepted",
-      "command_accepted",
-    ]);
+    expect(
+      events.filter((e) => [l, n, nav].includes((e as { commandId?: string }).commandId ?? "")).map((e) => e.type),
+    ).toEqual(["command_accepted", "command_accepted", "command_accepted"]);
 
     // A new prompt now branches from the first answer.
     await cmd.send(sid, { type: "prompt", text: "second, take two" });
@@ -122,7 +120,7 @@ describe("loop service / tree commands", () => {
 
     // Navigate back to the old branch's tip with a summary of the branch being left.
     const oldTip = events.filter((e) => e.type === "message_end")[3];
-    const nav2 = await cmd.send(sid, { type: "navigate", targetId: oldTip!.meta.id, summarize: true, label: "back" });
+    await cmd.send(sid, { type: "navigate", targetId: oldTip!.meta.id, summarize: true, label: "back" });
     events = await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "label" && e.label === "back"));
     t = tree(events);
     const summary = t.entries.at(-2);
@@ -131,7 +129,13 @@ describe("loop service / tree commands", () => {
     expect(summary?.type === "branch_summary" && summary.summary).toMatch(/SUMMARY of 1 message/);
     expect(t.labels[summary!.id]).toBe("back");
     const ctx2 = buildContext(t);
-    expect(ctx2.ok && ctx2.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "branchSummary"]);
+    expect(ctx2.ok && ctx2.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "branchSummary",
+    ]);
   });
 
   it("compact summarises everything before the kept tail; the next request sees summary + kept messages", async () => {
@@ -142,7 +146,7 @@ describe("loop service / tree commands", () => {
       await cmd.send(sid, { type: "prompt", text: `question ${i}` });
       await cmd.waitFor(sid, agentEnds(i));
     }
-    const c = await cmd.send(sid, { type: "compact", instructions: "keep the questions" });
+    await cmd.send(sid, { type: "compact", instructions: "keep the questions" });
     let events = await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "compaction"));
     const compaction = events.find((e) => e.type === "compaction");
     expect(compaction?.type === "compaction" && compaction.summary).toMatch(/^SUMMARY of 1 message/);
@@ -177,10 +181,16 @@ describe("loop service / tree commands", () => {
     await cmd.send("fork-src", { type: "prompt", text: "two" });
     const src = await cmd.waitFor("fork-src", agentEnds(2));
     const firstAnswer = src.filter((e) => e.type === "message_end")[1]!;
-    await cmd.send("fork-dst", { type: "create_session", forkFrom: { sessionId: "fork-src", entryId: firstAnswer.meta.id } });
+    await cmd.send("fork-dst", {
+      type: "create_session",
+      forkFrom: { sessionId: "fork-src", entryId: firstAnswer.meta.id },
+    });
     const dst = await cmd.waitFor("fork-dst", (ev) => ev.filter((e) => e.type === "message_end").length >= 2);
     const created = dst.find((e) => e.type === "session_created");
-    expect(created?.type === "session_created" && created.forkedFrom).toEqual({ sessionId: "fork-src", entryId: firstAnswer.meta.id });
+    expect(created?.type === "session_created" && created.forkedFrom).toEqual({
+      sessionId: "fork-src",
+      entryId: firstAnswer.meta.id,
+    });
     const t = tree(dst);
     const ctx = buildContext(t);
     expect(ctx.ok && userTexts(ctx.messages)).toEqual(["one"]);
@@ -206,7 +216,14 @@ describe("loop service / tree commands", () => {
               api: "x",
               provider: "anthropic",
               model: "m",
-              usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+              usage: {
+                input: 0,
+                output: 0,
+                cacheRead: 0,
+                cacheWrite: 0,
+                totalTokens: 0,
+                cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+              },
               stopReason: "stop" as const,
               timestamp: 2,
             },
@@ -216,7 +233,14 @@ describe("loop service / tree commands", () => {
       e("a1b2c3d5", "a1b2c3d4", "root a", "assistant"),
       e("a1b2c3d6", "a1b2c3d5", "left q", "user"),
       e("a1b2c3d7", "a1b2c3d5", "right q", "user"),
-      { type: "label" as const, id: "a1b2c3d8", parentId: "a1b2c3d7", timestamp: 1_700_000_000_001, targetId: "a1b2c3d5", label: "fork point" },
+      {
+        type: "label" as const,
+        id: "a1b2c3d8",
+        parentId: "a1b2c3d7",
+        timestamp: 1_700_000_000_001,
+        targetId: "a1b2c3d5",
+        label: "fork point",
+      },
     ];
     await cmd.send("imported-1", { type: "import_session", entries, leafId: "a1b2c3d6" });
     const events = await cmd.waitFor("imported-1", (ev) => ev.some((x) => x.type === "leaf"));
@@ -226,18 +250,15 @@ describe("loop service / tree commands", () => {
     const root = t.entries[1]!;
     expect(t.labels[root.id]).toBe("fork point");
     const branch = getBranch(t);
-    expect(branch.ok && branch.entries.map((x) => (x.type === "message" ? userTexts([x.message])[0] ?? "A" : x.type))).toEqual([
-      "root q",
-      "A",
-      "left q",
-    ]);
+    expect(
+      branch.ok && branch.entries.map((x) => (x.type === "message" ? (userTexts([x.message])[0] ?? "A") : x.type)),
+    ).toEqual(["root q", "A", "left q"]);
     const dup = await cmd.send("imported-1", { type: "import_session", entries });
     const after = await cmd.waitFor("imported-1", accepted(dup));
     expect(after.find((x) => x.type === "command_rejected" && x.commandId === dup)).toMatchObject({ code: "conflict" });
   });
 
   it("an approval-gated tool call waits for approve_tool_call, and deny blocks it with the reason", async () => {
-    let call = 0;
     scripted.use(
       createScriptedProvider({
         steps: [
@@ -245,7 +266,7 @@ describe("loop service / tree commands", () => {
           { content: [{ type: "toolCall", id: "ap2", name: "danger", arguments: { what: "drop db" } }] },
           { text: "finished" },
         ],
-        now: () => (call++, 1),
+        now: () => 1,
       }).streamFn,
     );
     await cmd.send("approve-1", { type: "prompt", text: "go" });
@@ -258,13 +279,13 @@ describe("loop service / tree commands", () => {
     const events = await cmd.waitFor("approve-1", agentEnds(1));
     expect(executions).toBe(1);
     const ends = events.filter((e) => e.type === "tool_execution_end");
-    expect(ends.map((e) => (e.type === "tool_execution_end" ? (e.result.content[0] as { text: string }).text : ""))).toEqual([
-      "did deploy",
-      "not on prod",
-    ]);
-    expect(events.filter((e) => e.type === "tool_approval_resolved").map((e) => (e.type === "tool_approval_resolved" ? e.approved : null))).toEqual([
-      true,
-      false,
-    ]);
+    expect(
+      ends.map((e) => (e.type === "tool_execution_end" ? (e.result.content[0] as { text: string }).text : "")),
+    ).toEqual(["did deploy", "not on prod"]);
+    expect(
+      events
+        .filter((e) => e.type === "tool_approval_resolved")
+        .map((e) => (e.type === "tool_approval_resolved" ? e.approved : null)),
+    ).toEqual([true, false]);
   });
 });

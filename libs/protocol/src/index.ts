@@ -193,13 +193,13 @@ export {
 } from "./reducers/run-cursor.js";
 export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/serialize-conversation.js";
 export {
+  applyConfigChange,
   buildContext,
   contextDefaults,
   emptySessionTree,
   entryFromEvent,
   foldSessionTree,
   foldSessionTreeEvents,
-  applyConfigChange,
   getBranch,
   getEntry,
   getTree,

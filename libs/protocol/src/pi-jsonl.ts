@@ -17,7 +17,8 @@ import { SessionEntry } from "./session-entry.js";
  * - pi's leaf on load is the last entry in file order, so the export moves the leaf entry to the end
  *   of the file when it is not already last. Every other entry keeps stream order. A `null` leaf
  *   (navigated before the first entry) cannot be expressed in v3 and is exported as if the leaf
- *   were the last entry.
+ *   were the last entry. (Edge: when the moved leaf is a `label` or `session_info` entry and a later
+ *   one exists for the same target / name, pi's "latest in file order wins" then picks the moved one.)
  * - Import accepts any line order (pi does), returns the entries parents-first (stable in file order)
  *   and the leaf pi would pick: the last entry in file order, or the target of a trailing harness
  *   `leaf` line.

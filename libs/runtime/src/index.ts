@@ -1,6 +1,7 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
 export { envBool, envInt, envString, loadEnvOrExit, parseEnv } from "./env-config.js";
+export { newId } from "./ids.js";
 export { createLogger, type Logger } from "./logger.js";
 export { type ConnectOptions, checkServer, connectNats, type ServerCapabilities } from "./nats-connection.js";
 export { type OpsServer, startOpsServer } from "./ops-server.js";
@@ -21,4 +22,3 @@ export {
   ensureConsumer,
   type Topology,
 } from "./topology.js";
-export { newId } from "./ids.js";

@@ -148,7 +148,11 @@ async function main() {
       // The subscriber trusts the log (no schema validation), like a renderer would.
       const e = JSON.parse(textDecoder.decode(msg.data)) as FleetEvent;
       const sid = e.meta.sessionId;
-      if (process.env.BENCH_DEBUG) lastTypes.set(sid, [...(lastTypes.get(sid) ?? []), e.type === "command_rejected" ? `rejected(${e.reason})` : e.type]);
+      if (process.env.BENCH_DEBUG)
+        lastTypes.set(sid, [
+          ...(lastTypes.get(sid) ?? []),
+          e.type === "command_rejected" ? `rejected(${e.reason})` : e.type,
+        ]);
       if (e.type === "message_start" && e.message.role === "assistant") deltaIndex.set(sid, 0);
       if (e.type === "message_update") {
         const k = assistantCount.get(sid) ?? 0;
@@ -194,7 +198,8 @@ async function main() {
   const lastTypes = new Map<string, string[]>();
   const progress = setInterval(() => {
     console.error(`progress: ${finished} runs, ${events} events seen`);
-    if (process.env.BENCH_DEBUG) for (const [sid] of ended) console.error(sid, (lastTypes.get(sid) ?? []).slice(-8).join(" "));
+    if (process.env.BENCH_DEBUG)
+      for (const [sid] of ended) console.error(sid, (lastTypes.get(sid) ?? []).slice(-8).join(" "));
   }, 5_000);
   await Promise.all(
     Array.from({ length: SESSIONS }, async (_, s) => {
@@ -250,8 +255,12 @@ async function main() {
   );
 
   if (process.env.BENCH_GAPS) {
-    for (const [k, v] of [...gaps.entries()].sort((a, b) => b[1].reduce((x, y) => x + y, 0) - a[1].reduce((x, y) => x + y, 0)).slice(0, 14)) {
-      console.log(`  gap ${k.padEnd(45)} n=${v.length} mean ${fmt(v.reduce((a, b) => a + b, 0) / v.length, 2)} ms p50 ${fmt(pct(v, 50), 2)}`);
+    for (const [k, v] of [...gaps.entries()]
+      .sort((a, b) => b[1].reduce((x, y) => x + y, 0) - a[1].reduce((x, y) => x + y, 0))
+      .slice(0, 14)) {
+      console.log(
+        `  gap ${k.padEnd(45)} n=${v.length} mean ${fmt(v.reduce((a, b) => a + b, 0) / v.length, 2)} ms p50 ${fmt(pct(v, 50), 2)}`,
+      );
     }
   }
   await sub.close();

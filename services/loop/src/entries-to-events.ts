@@ -30,7 +30,11 @@ export function entriesToEvents(
   return { events, idMap };
 }
 
-function bodyOf(e: SessionEntry, entry: { id: string; parentId: string | null }, map: (id: string) => string): EventBody | undefined {
+function bodyOf(
+  e: SessionEntry,
+  entry: { id: string; parentId: string | null },
+  map: (id: string) => string,
+): EventBody | undefined {
   switch (e.type) {
     case "message":
       return { type: "message_end", message: e.message, entry };
@@ -63,7 +67,12 @@ function bodyOf(e: SessionEntry, entry: { id: string; parentId: string | null },
         entry,
       };
     case "branch_summary":
-      return { type: "branch_summary", fromId: e.fromId === "root" ? "root" : map(e.fromId), summary: e.summary, entry };
+      return {
+        type: "branch_summary",
+        fromId: e.fromId === "root" ? "root" : map(e.fromId),
+        summary: e.summary,
+        entry,
+      };
     case "label":
       return { type: "label", targetId: map(e.targetId), label: e.label, entry };
     case "session_info":

@@ -20,7 +20,10 @@ const HOOK_NAMES = [
  */
 export async function loadPluginHooks(spec: string, cwd = process.cwd()): Promise<EngineHooks[]> {
   const hooks: EngineHooks[] = [];
-  for (const raw of spec.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const raw of spec
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const target = raw.startsWith(".") || isAbsolute(raw) ? pathToFileURL(resolve(cwd, raw)).href : raw;
     const mod = (await import(target)) as Record<string, unknown> & { default?: Record<string, unknown> };
     const source = { ...(mod.default ?? {}), ...mod };
@@ -34,7 +37,14 @@ export async function loadPluginHooks(spec: string, cwd = process.cwd()): Promis
 
 const BeforeReply = z.object({ block: z.boolean().optional(), reason: z.string().optional() });
 const AfterReply = z.object({
-  content: z.array(z.union([z.object({ type: z.literal("text"), text: z.string() }), z.object({ type: z.literal("image"), data: z.string(), mimeType: z.string() })])).optional(),
+  content: z
+    .array(
+      z.union([
+        z.object({ type: z.literal("text"), text: z.string() }),
+        z.object({ type: z.literal("image"), data: z.string(), mimeType: z.string() }),
+      ]),
+    )
+    .optional(),
   details: z.unknown().optional(),
   isError: z.boolean().optional(),
   terminate: z.boolean().optional(),
@@ -42,14 +52,23 @@ const AfterReply = z.object({
 
 type RequestOutcome<T> = { kind: "none" } | { kind: "reply"; value: T } | { kind: "failed"; reason: string };
 
-async function ask<T>(nc: NatsConnection, subject: string, payload: unknown, schema: z.ZodType<T>, timeoutMs: number): Promise<RequestOutcome<T>> {
+async function ask<T>(
+  nc: NatsConnection,
+  subject: string,
+  payload: unknown,
+  schema: z.ZodType<T>,
+  timeoutMs: number,
+): Promise<RequestOutcome<T>> {
   try {
     const msg = await nc.request(subject, JSON.stringify(payload), { timeout: timeoutMs });
     const parsed = schema.safeParse(msg.json());
-    return parsed.success ? { kind: "reply", value: parsed.data } : { kind: "failed", reason: `invalid reply from ${subject}` };
+    return parsed.success
+      ? { kind: "reply", value: parsed.data }
+      : { kind: "failed", reason: `invalid reply from ${subject}` };
   } catch (err) {
     const e = err as { name?: string; code?: string; message?: string };
-    if (e.name === "NoRespondersError" || e.code === "503" || /no responders/i.test(e.message ?? "")) return { kind: "none" };
+    if (e.name === "NoRespondersError" || e.code === "503" || /no responders/i.test(e.message ?? ""))
+      return { kind: "none" };
     if (e.name === "TimeoutError" || /timeout/i.test(e.message ?? "")) {
       return { kind: "failed", reason: `Remote hook ${subject} timed out after ${timeoutMs} ms` };
     }
@@ -65,7 +84,13 @@ async function ask<T>(nc: NatsConnection, subject: string, payload: unknown, sch
 export function remoteToolHooks(nc: NatsConnection, sessionId: string, timeoutMs: number): EngineHooks {
   return {
     async beforeToolCall({ toolCall, args }) {
-      const out = await ask(nc, subjects.hook("before_tool_call"), { sessionId, toolCall, args }, BeforeReply, timeoutMs);
+      const out = await ask(
+        nc,
+        subjects.hook("before_tool_call"),
+        { sessionId, toolCall, args },
+        BeforeReply,
+        timeoutMs,
+      );
       if (out.kind === "none") return undefined;
       if (out.kind === "failed") return { block: true, reason: out.reason };
       return out.value;
@@ -89,7 +114,8 @@ export function remoteToolHooks(nc: NatsConnection, sessionId: string, timeoutMs
  * shouldStopAfterTurn: any true; prepareNextTurn: updates merged in order.
  */
 export function composeHooks(list: readonly EngineHooks[]): EngineHooks {
-  const all = <K extends keyof EngineHooks>(k: K) => list.map((h) => h[k]).filter((f): f is NonNullable<EngineHooks[K]> => !!f);
+  const all = <K extends keyof EngineHooks>(k: K) =>
+    list.map((h) => h[k]).filter((f): f is NonNullable<EngineHooks[K]> => !!f);
   const transforms = all("transformContext");
   const converts = all("convertToLlm");
   const befores = all("beforeToolCall");

@@ -1,4 +1,4 @@
-import { decodeEvent, STREAMS, type SessionConfig } from "@fleet/protocol";
+import { decodeEvent, type SessionConfig, STREAMS } from "@fleet/protocol";
 import { applyTopology, createLeaseManager, type LeaseManager, type Logger } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -47,12 +47,18 @@ export interface LoopWorker {
 export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWorker> {
   const now = opts.now ?? Date.now;
   const log = opts.logger.child({ workerId: opts.workerId });
-  const topology = await applyTopology(opts.nc, { partitions: opts.partitions, leaseTtlMs: opts.leaseTtlMs, logger: log });
+  const topology = await applyTopology(opts.nc, {
+    partitions: opts.partitions,
+    leaseTtlMs: opts.leaseTtlMs,
+    logger: log,
+  });
   const partitions = topology.partitions;
   const js = jetstream(opts.nc);
   const jsm = topology.jsm;
   const metrics = createLoopMetrics(opts.registry);
-  const tools = watchToolRegistry(topology.kv.tools, (key, error) => log.warn({ key, error }, "invalid tool registration"));
+  const tools = watchToolRegistry(topology.kv.tools, (key, error) =>
+    log.warn({ key, error }, "invalid tool registration"),
+  );
   await tools.ready;
   const dispatcher = createToolDispatcher({ nc: opts.nc, js, jsm, now });
   const actors = new Map<string, { partition: number; actor: Promise<SessionActor> }>();
@@ -177,15 +183,18 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   await leases.start();
   ready = true;
 
-  const evictTimer = setInterval(async () => {
-    for (const [sessionId, a] of actors) {
-      const actor = await a.actor.catch(() => undefined);
-      if (actor && !actor.isRunning && now() - actor.lastUsed > opts.sessionIdleMs) {
-        actor.detach();
-        dropActor(sessionId);
+  const evictTimer = setInterval(
+    async () => {
+      for (const [sessionId, a] of actors) {
+        const actor = await a.actor.catch(() => undefined);
+        if (actor && !actor.isRunning && now() - actor.lastUsed > opts.sessionIdleMs) {
+          actor.detach();
+          dropActor(sessionId);
+        }
       }
-    }
-  }, Math.min(30_000, opts.sessionIdleMs));
+    },
+    Math.min(30_000, opts.sessionIdleMs),
+  );
   evictTimer.unref();
 
   return {
@@ -203,7 +212,9 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       await Promise.all([...intakes.values()].map((i) => i.stop()));
       // Runs get one shared grace period to finish, then every partition is released at once.
       await Promise.all(
-        [...actors.values()].map(async (a) => (await a.actor.catch(() => undefined))?.waitForIdle(opts.shutdownGraceMs)),
+        [...actors.values()].map(async (a) =>
+          (await a.actor.catch(() => undefined))?.waitForIdle(opts.shutdownGraceMs),
+        ),
       );
       await leases.stop();
       tools.stop();

@@ -75,7 +75,11 @@ async function main() {
       coalesceDeltas: env.FLEET_COALESCE_DELTAS,
       hookTimeoutMs: env.FLEET_HOOK_TIMEOUT_MS,
       toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
-      approvalTools: new Set(env.FLEET_APPROVAL_TOOLS.split(",").map((s) => s.trim()).filter(Boolean)),
+      approvalTools: new Set(
+        env.FLEET_APPROVAL_TOOLS.split(",")
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
       defaults: {
         model: { provider, modelId: provider === "scripted" ? "scripted-demo" : env.FLEET_DEFAULT_MODEL },
         thinkingLevel: "off",
@@ -92,7 +96,14 @@ async function main() {
   });
   const ops = await startOpsServer({ port: env.FLEET_OPS_PORT, ready: () => worker.isReady(), registry });
   logger.info(
-    { evt: "loop_started", nats: env.NATS_URL, server: server.caps.version, partitions: worker.partitions, opsPort: ops.port, provider },
+    {
+      evt: "loop_started",
+      nats: env.NATS_URL,
+      server: server.caps.version,
+      partitions: worker.partitions,
+      opsPort: ops.port,
+      provider,
+    },
     "loop worker started",
   );
 

@@ -1,4 +1,10 @@
-import { createScriptedProvider, type Script, type ScriptTurnInput, type Sleep, type StreamFn } from "./engine/index.js";
+import {
+  createScriptedProvider,
+  type Script,
+  type ScriptTurnInput,
+  type Sleep,
+  type StreamFn,
+} from "./engine/index.js";
 
 /**
  * The service's `scripted` provider. Deterministic across workers and crash resumes: the response to

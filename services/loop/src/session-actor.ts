@@ -21,10 +21,10 @@ import {
   prepareCompaction,
   type RejectionCode,
   type RunCursor,
-  STREAMS,
   type SessionConfig,
   type SessionEntry,
   type SessionTree,
+  STREAMS,
   subjects,
 } from "@fleet/protocol";
 import { type Logger, readSubject } from "@fleet/runtime";
@@ -112,7 +112,10 @@ export class SessionActor {
   private queues: MessageQueues;
   private readonly commandIds = new Set<string>();
   private readonly approvals = new Map<string, { approved: boolean; reason?: string | undefined }>();
-  private readonly approvalWaiters = new Map<string, (decision: { approved: boolean; reason?: string | undefined }) => void>();
+  private readonly approvalWaiters = new Map<
+    string,
+    (decision: { approved: boolean; reason?: string | undefined }) => void
+  >();
   private readonly requestedApprovals = new Set<string>();
   private engine: SessionEngine | undefined;
   private ownerAnnounced: boolean;
@@ -170,7 +173,8 @@ export class SessionActor {
       lastSeq = rec.seq;
       const decoded = decodeEvent(rec.data);
       if (decoded.ok) events.push(decoded.value);
-      else deps.logger.warn({ sessionId: deps.sessionId, seq: rec.seq, error: decoded.error }, "undecodable event in log");
+      else
+        deps.logger.warn({ sessionId: deps.sessionId, seq: rec.seq, error: decoded.error }, "undecodable event in log");
     }
     return new SessionActor(deps, events, lastSeq);
   }
@@ -197,7 +201,7 @@ export class SessionActor {
   /** Resolves once no run is active (or after `ms`). */
   async waitForIdle(ms: number): Promise<boolean> {
     const engine = this.engine;
-    if (!engine || !engine.state.isStreaming) return true;
+    if (!engine?.state.isStreaming) return true;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
@@ -242,7 +246,10 @@ export class SessionActor {
       await this.outcome(
         cmd.id,
         cmd.type,
-        reject("invalid", `sessionId ${JSON.stringify(cmd.sessionId)} differs from the subject's session ${JSON.stringify(this.sessionId)}`),
+        reject(
+          "invalid",
+          `sessionId ${JSON.stringify(cmd.sessionId)} differs from the subject's session ${JSON.stringify(this.sessionId)}`,
+        ),
         delivery,
       );
       return this.ack(delivery);
@@ -266,7 +273,12 @@ export class SessionActor {
     this.deps.metrics.commandLag.observe(Math.max(0, this.deps.now() - delivery.time) / 1000);
   }
 
-  private async outcome(commandId: string, commandType: string, out: Outcome, _delivery?: CommandDelivery): Promise<boolean> {
+  private async outcome(
+    commandId: string,
+    commandType: string,
+    out: Outcome,
+    _delivery?: CommandDelivery,
+  ): Promise<boolean> {
     await this.announceOwner();
     if (out.ok) {
       await this.appendOrThrow({ type: "command_accepted", commandId, commandType }, { id: this.deps.newId() });
@@ -330,7 +342,11 @@ export class SessionActor {
       case "set_active_tools": {
         const unknown = cmd.toolNames.filter((n) => !this.deps.registry.get(n));
         if (unknown.length > 0) {
-          await this.outcome(cmd.id, cmd.type, reject("not_found", `Unknown tool${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`));
+          await this.outcome(
+            cmd.id,
+            cmd.type,
+            reject("not_found", `Unknown tool${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`),
+          );
           return;
         }
         await this.outcome(cmd.id, cmd.type, accept);
@@ -383,11 +399,16 @@ export class SessionActor {
       case "deny_tool_call": {
         const waiter = this.approvalWaiters.get(cmd.toolCallId);
         if (!waiter) {
-          await this.outcome(cmd.id, cmd.type, reject("not_found", `No tool call ${cmd.toolCallId} is waiting for approval`));
+          await this.outcome(
+            cmd.id,
+            cmd.type,
+            reject("not_found", `No tool call ${cmd.toolCallId} is waiting for approval`),
+          );
           return;
         }
         await this.outcome(cmd.id, cmd.type, accept);
-        const decision = cmd.type === "approve_tool_call" ? { approved: true } : { approved: false, reason: cmd.reason };
+        const decision =
+          cmd.type === "approve_tool_call" ? { approved: true } : { approved: false, reason: cmd.reason };
         await this.appendOrThrow(
           { type: "tool_approval_resolved", toolCallId: cmd.toolCallId, ...decision },
           { id: this.deps.newId(), runId: this.engine?.state.runId },
@@ -398,7 +419,12 @@ export class SessionActor {
       }
       default: {
         const unknown = cmd as { id: string; type: string };
-        await this.outcome(unknown.id, unknown.type, reject("unsupported", `unsupported command type ${unknown.type}`), delivery);
+        await this.outcome(
+          unknown.id,
+          unknown.type,
+          reject("unsupported", `unsupported command type ${unknown.type}`),
+          delivery,
+        );
       }
     }
   }
@@ -433,7 +459,10 @@ export class SessionActor {
       forkEntries = branch.entries;
       const config = applyConfigPatch(source.config, cmd.config ?? {});
       await this.outcome(cmd.id, cmd.type, accept);
-      await this.appendOrThrow({ type: "session_created", config, forkedFrom: cmd.forkFrom }, { id: this.deps.newId() });
+      await this.appendOrThrow(
+        { type: "session_created", config, forkedFrom: cmd.forkFrom },
+        { id: this.deps.newId() },
+      );
       await this.appendEntries(forkEntries, undefined);
       return;
     }
@@ -490,7 +519,10 @@ export class SessionActor {
     }
     await this.outcome(cmd.id, cmd.type, accept);
     if (!this.tree.config) {
-      await this.appendOrThrow({ type: "session_created", config: this.deps.settings.defaults }, { id: this.deps.newId() });
+      await this.appendOrThrow(
+        { type: "session_created", config: this.deps.settings.defaults },
+        { id: this.deps.newId() },
+      );
       this.engine = this.createEngine();
     }
     const current = this.requireEngine();
@@ -529,7 +561,10 @@ export class SessionActor {
       ...(cmd.toolExecution ? { toolExecution: cmd.toolExecution } : {}),
     };
     if (Object.keys(patch).length > 0) {
-      await this.appendOrThrow({ type: "config_change", ...patch }, { id: this.deps.newId(), runId: engine.state.runId });
+      await this.appendOrThrow(
+        { type: "config_change", ...patch },
+        { id: this.deps.newId(), runId: engine.state.runId },
+      );
       engine.configure(patch);
     }
   }
@@ -744,7 +779,14 @@ export class SessionActor {
           api: "unknown",
           provider,
           model: options.model.modelId,
-          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+          usage: {
+            input: 0,
+            output: 0,
+            cacheRead: 0,
+            cacheWrite: 0,
+            totalTokens: 0,
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+          },
           stopReason: "error",
           errorMessage: `Unknown provider: ${provider}`,
           timestamp: now(),
@@ -779,7 +821,9 @@ export class SessionActor {
       decided ??
       (await new Promise<{ approved: boolean; reason?: string | undefined }>((resolve) => {
         this.approvalWaiters.set(toolCallId, resolve);
-        signal?.addEventListener("abort", () => resolve({ approved: false, reason: "Operation aborted" }), { once: true });
+        signal?.addEventListener("abort", () => resolve({ approved: false, reason: "Operation aborted" }), {
+          once: true,
+        });
         if (!this.requestedApprovals.has(toolCallId)) {
           void this.coalescer
             .drain()
@@ -824,7 +868,10 @@ export class SessionActor {
    * Appends one event and folds it into the actor's view. Throws when the append failed; a fenced
    * writer kills the actor.
    */
-  private async appendOrThrow(body: EventBody, stamp: { id: string; runId?: string | undefined; ts?: number }): Promise<void> {
+  private async appendOrThrow(
+    body: EventBody,
+    stamp: { id: string; runId?: string | undefined; ts?: number },
+  ): Promise<void> {
     if (this.detached) throw new Error("actor detached");
     if (!this.ownerAnnounced && body.type !== "owner_change") await this.announceOwner();
     const out: AppendOutcome = await this.appender.append(body, stamp);
@@ -885,5 +932,4 @@ export class SessionActor {
     }
     return tree;
   }
-
 }

@@ -48,7 +48,11 @@ async function complete(
     let final: string | undefined;
     let error: string | undefined;
     for await (const ev of streamFn(
-      { systemPrompt: SUMMARIZER_SYSTEM, messages: [{ role: "user", content: [{ type: "text", text: prompt }], timestamp: now() }], tools: [] },
+      {
+        systemPrompt: SUMMARIZER_SYSTEM,
+        messages: [{ role: "user", content: [{ type: "text", text: prompt }], timestamp: now() }],
+        tools: [],
+      },
       { model, thinkingLevel, maxTokens },
       signal,
     )) {
@@ -86,12 +90,28 @@ export async function summarizeForCompaction(opts: {
     const prompt = opts.plan.previousSummary
       ? `${conversation}\n\n<previous-summary>\n${opts.plan.previousSummary}\n</previous-summary>\n\nUpdate the previous summary with the new conversation. Preserve its content, move finished in-progress items to Done, and refresh Next Steps.\n\n${COMPACTION_SECTIONS}${focus}`
       : `${conversation}\n\nSummarize this conversation so that work can continue from the summary alone.\n\n${COMPACTION_SECTIONS}${focus}`;
-    return complete(opts.streamFn, opts.model, opts.thinkingLevel, prompt, Math.floor(0.8 * reserve), opts.signal, opts.now);
+    return complete(
+      opts.streamFn,
+      opts.model,
+      opts.thinkingLevel,
+      prompt,
+      Math.floor(0.8 * reserve),
+      opts.signal,
+      opts.now,
+    );
   };
   const prefix = async (): Promise<SummaryResult> => {
     const conversation = `<conversation>\n${serializeConversation(opts.plan.turnPrefixMessages)}\n</conversation>`;
     const prompt = `${conversation}\n\nThis is the beginning of a turn whose end is kept verbatim. Summarize it.\n\n## Original Request\n## Early Progress\n## Context for Suffix${focus}`;
-    return complete(opts.streamFn, opts.model, opts.thinkingLevel, prompt, Math.floor(0.5 * reserve), opts.signal, opts.now);
+    return complete(
+      opts.streamFn,
+      opts.model,
+      opts.thinkingLevel,
+      prompt,
+      Math.floor(0.5 * reserve),
+      opts.signal,
+      opts.now,
+    );
   };
   const [main, turn] = await Promise.all([history(), opts.plan.isSplitTurn ? prefix() : Promise.resolve(undefined)]);
   if (!main.ok) return main;
@@ -115,6 +135,9 @@ export async function summarizeBranch(opts: {
   const prompt = `${conversation}\n\nThe user explored this branch and is now going back to an earlier point. Summarize what happened on it.\n\n${BRANCH_SECTIONS}${focus}`;
   const result = await complete(opts.streamFn, opts.model, opts.thinkingLevel, prompt, 2048, opts.signal, opts.now);
   return result.ok
-    ? { ok: true, summary: `The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n${result.summary}` }
+    ? {
+        ok: true,
+        summary: `The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n${result.summary}`,
+      }
     : result;
 }

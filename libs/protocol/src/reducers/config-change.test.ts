@@ -21,7 +21,12 @@ const events: FleetEvent[] = [
 describe("config_change", () => {
   it("replaces only the fields present, in the tree and in the agent state", () => {
     const tree = foldSessionTreeEvents(events, emptySessionTree());
-    expect(tree.config).toEqual({ ...config, systemPrompt: "be thorough", toolExecution: "sequential", steeringMode: "all" });
+    expect(tree.config).toEqual({
+      ...config,
+      systemPrompt: "be thorough",
+      toolExecution: "sequential",
+      steeringMode: "all",
+    });
     const state = foldAgentEvents(events);
     expect([state.systemPrompt, state.toolExecution, state.steeringMode, state.followUpMode]).toEqual([
       "be thorough",
