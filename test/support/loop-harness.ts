@@ -44,6 +44,8 @@ export async function startTestWorker(opts: {
   coalesceMs?: number;
   approvalTools?: string[];
   defaultProvider?: string;
+  toolPickupMs?: number;
+  pluginHooks?: import("../../services/loop/src/engine/index.js").EngineHooks[];
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
   const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
   const nc = await connectNats({ url: opts.url, name: workerId });
@@ -54,6 +56,8 @@ export async function startTestWorker(opts: {
     leaseTtlMs: opts.leaseTtlMs ?? 2_000,
     shutdownGraceMs: 2_000,
     sessionIdleMs: 60_000,
+    toolPickupMs: opts.toolPickupMs ?? 5_000,
+    ...(opts.pluginHooks ? { pluginHooks: opts.pluginHooks } : {}),
     providers: opts.providers,
     settings: {
       coalesceMs: opts.coalesceMs ?? 0,
@@ -78,7 +82,11 @@ export async function startTestWorker(opts: {
   return { worker, nc };
 }
 
-type CommandBody = FleetCommand extends infer C ? (C extends FleetCommand ? Omit<C, "id" | "sessionId"> : never) : never;
+type CommandBody = FleetCommand extends infer C
+  ? C extends FleetCommand
+    ? Omit<C, "id" | "sessionId">
+    : never
+  : never;
 
 /** Publishes commands and reads a session's events. */
 export function commander(nc: NatsConnection, partitions = 16) {
@@ -97,7 +105,12 @@ export function commander(nc: NatsConnection, partitions = 16) {
     async events(sessionId: string): Promise<FleetEvent[]> {
       const jsm = await jetstreamManager(nc);
       const out: FleetEvent[] = [];
-      for await (const rec of readSubject(js, jsm, STREAMS.events.name, subjects.event(partitionOf(sessionId, partitions), sessionId))) {
+      for await (const rec of readSubject(
+        js,
+        jsm,
+        STREAMS.events.name,
+        subjects.event(partitionOf(sessionId, partitions), sessionId),
+      )) {
         const ev = decodeEvent(rec.data);
         if (!ev.ok) throw new Error(`undecodable event at ${rec.seq}: ${ev.error}`);
         out.push(ev.value);
@@ -105,7 +118,11 @@ export function commander(nc: NatsConnection, partitions = 16) {
       return out;
     },
     /** Polls until `done(events)` holds; returns the events. */
-    async waitFor(sessionId: string, done: (events: FleetEvent[]) => boolean, timeoutMs = 10_000): Promise<FleetEvent[]> {
+    async waitFor(
+      sessionId: string,
+      done: (events: FleetEvent[]) => boolean,
+      timeoutMs = 10_000,
+    ): Promise<FleetEvent[]> {
       const deadline = Date.now() + timeoutMs;
       let events: FleetEvent[] = [];
       while (Date.now() < deadline) {

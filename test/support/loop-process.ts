@@ -15,7 +15,10 @@ export function spawnLoop(env: Record<string, string>, workerId: string): LoopPr
   const proc = spawn(
     process.execPath,
     ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, "services/loop/src/main.ts")],
-    { env: { ...process.env, LOG_LEVEL: "info", FLEET_WORKER_ID: workerId, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+    {
+      env: { ...process.env, LOG_LEVEL: "info", FLEET_WORKER_ID: workerId, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
   );
   let out = "";
   proc.stdout?.on("data", (d) => (out += d));

@@ -31,7 +31,7 @@ export const toolErrorText = {
   blocked: "Tool execution was blocked",
   aborted: "Operation aborted",
   runnerLost: (name: string) => `Tool runner lost while executing ${name}`,
-  noRunner: (name: string) => `No tool runner picked up ${name} before its deadline`,
+  noRunner: (name: string) => `No tool runner picked up the call to ${name}`,
   deadline: (name: string, ms: number) => `Tool ${name} exceeded its deadline of ${ms} ms`,
   lengthStop: (maxTokens?: number) =>
     `Tool call was not executed: the response hit the output-token limit${maxTokens ? ` (${maxTokens} tokens)` : ""} before the arguments were complete. Re-issue the call with shorter arguments.`,

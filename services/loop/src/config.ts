@@ -13,6 +13,7 @@ export const LoopEnv = z.object({
   FLEET_SESSION_IDLE_MS: envInt(300_000, 1_000, 86_400_000),
   FLEET_HOOK_TIMEOUT_MS: envInt(5_000, 1, 600_000),
   FLEET_TOOL_TIMEOUT_MS: envInt(180_000, 1, 86_400_000),
+  FLEET_TOOL_PICKUP_MS: envInt(30_000, 1, 86_400_000),
   FLEET_PROVIDER: z.enum(["anthropic", "scripted"]).optional(),
   FLEET_DEFAULT_MODEL: envString("claude-sonnet-5"),
   FLEET_SYSTEM_PROMPT: envString("You are a helpful coding assistant. Use the tools to inspect and change files."),

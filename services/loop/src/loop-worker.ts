@@ -17,6 +17,8 @@ export interface LoopWorkerOptions {
   leaseTtlMs: number;
   shutdownGraceMs: number;
   sessionIdleMs: number;
+  /** See ToolDispatcher: a call no runner claimed within this long fails. Default 30 s. */
+  toolPickupMs?: number;
   providers: Readonly<Record<string, StreamFn>>;
   pluginHooks?: readonly EngineHooks[];
   settings: Omit<ActorSettings, "defaults"> & { defaults: SessionConfig };
@@ -60,7 +62,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     log.warn({ key, error }, "invalid tool registration"),
   );
   await tools.ready;
-  const dispatcher = createToolDispatcher({ nc: opts.nc, js, jsm, now });
+  const dispatcher = createToolDispatcher({
+    nc: opts.nc,
+    js,
+    jsm,
+    now,
+    ...(opts.toolPickupMs !== undefined ? { pickupTimeoutMs: opts.toolPickupMs } : {}),
+  });
   const actors = new Map<string, { partition: number; actor: Promise<SessionActor> }>();
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();

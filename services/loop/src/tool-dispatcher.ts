@@ -48,8 +48,14 @@ export function createToolDispatcher(opts: {
   now: () => number;
   /** How long to wait for the runner's own `Operation aborted` result after a cancel. */
   cancelGraceMs?: number;
+  /**
+   * A call that no runner has claimed (no `started` record) after this long fails with an error naming
+   * the tool; a cancel is published so a runner that shows up later does not run it. Default 30 s.
+   */
+  pickupTimeoutMs?: number;
 }): ToolDispatcher {
   const cancelGrace = opts.cancelGraceMs ?? 2_000;
+  const pickupTimeout = opts.pickupTimeoutMs ?? 30_000;
 
   async function storedResult(sessionId: string, toolCallId: string): Promise<RemoteToolResult | null> {
     try {
@@ -72,6 +78,7 @@ export function createToolDispatcher(opts: {
         settle = resolve;
       });
       let done = false;
+      let picked = false;
       const finish = (r: RemoteToolResult) => {
         if (!done) {
           done = true;
@@ -83,6 +90,7 @@ export function createToolDispatcher(opts: {
           if (err) return;
           const rec = decodeToolResultRecord(msg.data);
           if (!rec.ok) return;
+          picked = true;
           if (rec.value.kind === "update") onUpdate(rec.value.partialResult);
           else if (rec.value.kind === "result") finish(fromFinal(rec.value));
         },
@@ -116,6 +124,17 @@ export function createToolDispatcher(opts: {
           return errorResult(`Tool call could not be dispatched: ${(err as Error).message}`);
         }
         signal.addEventListener("abort", onAbort, { once: true });
+        if (pickupTimeout < call.timeoutMs) {
+          timers.push(
+            setTimeout(async () => {
+              if (picked || done) return;
+              const late = await storedResult(call.sessionId, call.toolCallId);
+              if (late) return finish(late);
+              cancel();
+              finish(errorResult(toolErrorText.noRunner(call.toolName)));
+            }, pickupTimeout),
+          );
+        }
         // The runner enforces the deadline; this timer covers "no runner picked it up" and lost runners.
         timers.push(
           setTimeout(async () => {
