@@ -101,7 +101,9 @@ describe("loop service / hooks", () => {
       },
     });
     const after = nc.subscribe("fleet.hook.after_tool_call", {
-      callback: (_e, m) => m.respond(JSON.stringify({ content: [{ type: "text", text: "rewritten by remote hook" }] })),
+      callback: (_e, m) => {
+        m.respond(JSON.stringify({ content: [{ type: "text", text: "rewritten by remote hook" }] }));
+      },
     });
     await nc.flush();
     try {
