@@ -1,0 +1,80 @@
+import {
+  emptyUsage,
+  type FleetEvent,
+  FleetEvent as FleetEventSchema,
+  type FleetEventType,
+  foldSessionTreeEvents,
+} from "@fleet/protocol";
+import { describe, expect, it } from "vitest";
+import { BODY_IGNORED_TYPES, decodeForProjection } from "./event-decoder.js";
+import { emptyProjectedSession, projectEvents } from "./session-state.js";
+import { syntheticEvents } from "./testing/synthetic-session.js";
+
+const meta = { v: 1 as const, id: "x-1", sessionId: "s-1", ts: 99, producer: "p" };
+const assistant = {
+  role: "assistant" as const,
+  content: [{ type: "text" as const, text: "hi" }],
+  api: "a",
+  provider: "p",
+  model: "m",
+  usage: emptyUsage(),
+  stopReason: "stop" as const,
+  timestamp: 1,
+};
+const toolResult = {
+  role: "toolResult" as const,
+  toolCallId: "c",
+  toolName: "t",
+  content: [],
+  isError: false,
+  timestamp: 1,
+};
+/** One valid event of every body-ignored type. */
+const samples: Record<string, Omit<FleetEvent, "meta">> = {
+  turn_start: { type: "turn_start" },
+  message_start: { type: "message_start", message: assistant },
+  message_update: { type: "message_update", deltas: [{ type: "text_delta", contentIndex: 0, delta: "x" }] },
+  tool_execution_start: { type: "tool_execution_start", toolCallId: "c", toolName: "t", args: {} },
+  tool_execution_update: { type: "tool_execution_update", toolCallId: "c", toolName: "t", args: {}, partialResult: 1 },
+  tool_execution_end: {
+    type: "tool_execution_end",
+    toolCallId: "c",
+    toolName: "t",
+    result: { content: [] },
+    isError: false,
+  },
+  turn_end: { type: "turn_end", message: assistant, toolResults: [toolResult] },
+  command_accepted: { type: "command_accepted", commandId: "c", commandType: "prompt" },
+  command_rejected: { type: "command_rejected", commandId: "c", commandType: "x", code: "invalid", reason: "r" },
+  queue_update: { type: "queue_update", steer: [], followUp: [], nextTurn: [] },
+  owner_change: { type: "owner_change", workerId: "w", partition: 0, epoch: 1 },
+  run_resumed: { type: "run_resumed", runId: "r", reason: "crash" },
+  tool_approval_requested: { type: "tool_approval_requested", toolCallId: "c", toolName: "t", args: {} },
+  tool_approval_resolved: { type: "tool_approval_resolved", toolCallId: "c", approved: true },
+} as Record<string, Omit<FleetEvent, "meta">>;
+
+describe("BODY_IGNORED_TYPES", () => {
+  it("holds only types the tree reducer leaves unchanged (and neither agent_start nor agent_end)", () => {
+    const tree = foldSessionTreeEvents(syntheticEvents({ sessionId: "s-1", seed: 2, runs: 4 }));
+    expect(Object.keys(samples).sort()).toEqual([...BODY_IGNORED_TYPES].sort());
+    for (const type of BODY_IGNORED_TYPES) {
+      const event = FleetEventSchema.parse({ ...samples[type], meta });
+      expect(foldSessionTreeEvents([event], tree)).toBe(tree);
+      expect(["agent_start", "agent_end"]).not.toContain(type);
+    }
+  });
+
+  it("leaves every other type, e.g. config_change, to full validation", () => {
+    const all = FleetEventSchema.options.map((o) => o.shape.type.value as FleetEventType);
+    expect(all.filter((t) => !BODY_IGNORED_TYPES.has(t))).toContain("config_change");
+    const change = { type: "config_change", systemPrompt: "new", meta };
+    const decoded = decodeForProjection(new TextEncoder().encode(JSON.stringify(change)));
+    expect(decoded).toEqual({ ok: true, event: change });
+    const created = syntheticEvents({ sessionId: "s-1", seed: 2, runs: 1 });
+    const s = projectEvents(
+      emptyProjectedSession("s-1"),
+      [...created, change as FleetEvent].map((event, i) => ({ seq: i + 1, event })),
+    );
+    expect(s.tree.config?.systemPrompt).toBe("new");
+  });
+});

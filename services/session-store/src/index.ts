@@ -1,0 +1,2 @@
+// @fleet/session-store is a service: it is run (main.ts, cli.ts), not imported. Nothing is exported.
+export {};

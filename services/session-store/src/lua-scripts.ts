@@ -1,0 +1,114 @@
+import { createHash } from "node:crypto";
+import type { Redis } from "ioredis";
+
+/** A Lua script run with EVALSHA, loaded with EVAL on NOSCRIPT (after a restart or FLUSHALL). */
+export interface LuaScript {
+  run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>;
+}
+
+export function luaScript(source: string): LuaScript {
+  const sha = createHash("sha1").update(source).digest("hex");
+  return {
+    async run(redis, keys, args) {
+      try {
+        return await redis.evalsha(sha, keys.length, ...keys, ...args);
+      } catch (err) {
+        if (!/NOSCRIPT/.test((err as Error).message)) throw err;
+        return redis.eval(source, keys.length, ...keys, ...args);
+      }
+    },
+  };
+}
+
+/**
+ * Applies one write plan to a session, atomically, guarded by the session's `lastSeq`.
+ * KEYS: meta, entries, pos, labels, leafev.
+ * ARGV: expectedLastSeq, firstIndex, nMeta, (field, value)…, nEntries, (id, json)…,
+ *       nLabelSet, (target, label)…, nLabelDel, target…, nLeafEvents, id….
+ * Returns -1 when applied; otherwise the stored lastSeq (the plan was computed from a stale state,
+ * or was applied already) and nothing is written. A plan whose firstIndex is not the stored entry
+ * count is refused the same way (returns -2), so the entries list can never get a hole or a repeat.
+ */
+export const APPLY_SCRIPT = luaScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0')
+if cur ~= tonumber(ARGV[1]) then return cur end
+local first = tonumber(ARGV[2])
+if redis.call('LLEN', KEYS[2]) ~= first then return -2 end
+local CHUNK = 500
+local i = 3
+local function pairs_to(cmd, key, n)
+  local done = 0
+  while done < n do
+    local m = math.min(CHUNK, n - done)
+    local args = {}
+    for j = 1, 2 * m do args[j] = ARGV[i + j - 1] end
+    redis.call(cmd, key, unpack(args))
+    i = i + 2 * m
+    done = done + m
+  end
+end
+local function singles_to(cmd, key, n)
+  local done = 0
+  while done < n do
+    local m = math.min(CHUNK, n - done)
+    local args = {}
+    for j = 1, m do args[j] = ARGV[i + j - 1] end
+    redis.call(cmd, key, unpack(args))
+    i = i + m
+    done = done + m
+  end
+end
+local n = tonumber(ARGV[i]); i = i + 1
+pairs_to('HSET', KEYS[1], n)
+n = tonumber(ARGV[i]); i = i + 1
+local done = 0
+while done < n do
+  local m = math.min(CHUNK, n - done)
+  local values = {}
+  local positions = {}
+  for j = 1, m do
+    local id = ARGV[i + 2 * (j - 1)]
+    values[j] = ARGV[i + 2 * (j - 1) + 1]
+    positions[2 * j - 1] = id
+    positions[2 * j] = first + done + j - 1
+  end
+  redis.call('RPUSH', KEYS[2], unpack(values))
+  redis.call('HSET', KEYS[3], unpack(positions))
+  i = i + 2 * m
+  done = done + m
+end
+n = tonumber(ARGV[i]); i = i + 1
+pairs_to('HSET', KEYS[4], n)
+n = tonumber(ARGV[i]); i = i + 1
+singles_to('HDEL', KEYS[4], n)
+n = tonumber(ARGV[i]); i = i + 1
+singles_to('RPUSH', KEYS[5], n)
+return -1
+`);
+
+/**
+ * Reads one session consistently (one script = one snapshot).
+ * KEYS: meta, entries, labels, leafev. ARGV: fromIndex, fromLeafEvent, knownLastSeq.
+ * Returns nil when the session does not exist, 1 when its lastSeq equals knownLastSeq, else
+ * {metaPairs, entries[fromIndex..], labelPairs, leafEvents[fromLeafEvent..], entryCount, leafEventCount}.
+ */
+export const READ_SCRIPT = luaScript(`
+local cur = redis.call('HGET', KEYS[1], 'lastSeq')
+if not cur then return false end
+if cur == ARGV[3] then return 1 end
+return {
+  redis.call('HGETALL', KEYS[1]),
+  redis.call('LRANGE', KEYS[2], tonumber(ARGV[1]), -1),
+  redis.call('HGETALL', KEYS[3]),
+  redis.call('LRANGE', KEYS[4], tonumber(ARGV[2]), -1),
+  redis.call('LLEN', KEYS[2]),
+  redis.call('LLEN', KEYS[4])
+}
+`);
+
+/** Raises a hash field to ARGV[2] if it is lower (or absent). KEYS: hash. ARGV: field, value. */
+export const RAISE_SCRIPT = luaScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 0
+`);

@@ -1,0 +1,38 @@
+// The session-store service: `serve` with its configuration from the environment.
+import { createLogger, loadEnvOrExit } from "@fleet/runtime";
+import { StoreEnv } from "./config.js";
+import { startStoreService } from "./store-service.js";
+
+const env = loadEnvOrExit("session-store", StoreEnv);
+const logger = createLogger("session-store", { level: env.LOG_LEVEL });
+
+const service = await startStoreService({
+  natsUrl: env.NATS_URL,
+  redisUrl: env.REDIS_URL,
+  prefix: env.FLEET_STORE_PREFIX,
+  workerId: env.FLEET_WORKER_ID,
+  partitions: env.FLEET_PARTITIONS,
+  leaseTtlMs: env.FLEET_LEASE_TTL_MS,
+  opsPort: env.FLEET_OPS_PORT,
+  cacheEntries: env.FLEET_STORE_CACHE_ENTRIES,
+  maxBatch: env.FLEET_STORE_BATCH,
+  logger,
+}).catch((err: unknown) => {
+  logger.fatal({ evt: "store_start_failed", err }, "session store failed to start");
+  process.exit(1);
+});
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    void service.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ evt: "store_stop_failed", err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  });
+}

@@ -1,0 +1,170 @@
+import { type FleetEvent, type PartitionedSubject, parseEventSubject, partitionOf } from "@fleet/protocol";
+import { decodeForProjection } from "./event-decoder.js";
+import type { SessionCache } from "./session-cache.js";
+import { planWrite } from "./session-codec.js";
+import type { SessionRepo } from "./session-repo.js";
+import { emptyProjectedSession, type ProjectedSession, projectEvents, type StreamEvent } from "./session-state.js";
+import { yieldToIo } from "./slots.js";
+
+/** One stored message of FLEET_EVENTS. */
+export interface EventRecord {
+  seq: number;
+  subject: string;
+  data: Uint8Array;
+  /**
+   * `Nats-Expected-Last-Subject-Sequence` of the append: the stream sequence of the previous event of
+   * this session. Absent when the producer did not set it (then gaps cannot be detected).
+   */
+  prevSeq: number | undefined;
+}
+
+/** Reads the stored events of one subject with `fromSeq <= seq <= toSeq`, in order. */
+export type GapReader = (subject: string, fromSeq: number, toSeq: number) => Promise<EventRecord[]>;
+
+export interface ProjectorStats {
+  applied: number;
+  invalid: number;
+  gapRepairs: number;
+  staleRetries: number;
+}
+
+export interface ProjectorDeps {
+  repo: SessionRepo;
+  cache: SessionCache;
+  readGap: GapReader;
+  /** Partition count: a subject whose `<p>` is not `partitionOf(sessionId)` is not a session event. */
+  partitions: number;
+  onInvalid?: (record: EventRecord, error: string) => void;
+}
+
+export interface Projector {
+  /**
+   * Applies a batch of events (stream order) to namespace `ns`. Each session's events are applied in
+   * one atomic, lastSeq-guarded write; sessions are applied concurrently. Resolves when every
+   * session is written; rejects (and nothing must be acked) when a write keeps failing.
+   */
+  applyBatch(ns: string, records: readonly EventRecord[]): Promise<void>;
+  readonly stats: ProjectorStats;
+}
+
+const MAX_ATTEMPTS = 8;
+
+interface Decoded {
+  seq: number;
+  prevSeq: number | undefined;
+  event: FleetEvent | null;
+}
+
+export function createProjector(deps: ProjectorDeps): Projector {
+  const stats: ProjectorStats = { applied: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 };
+
+  function decode(record: EventRecord, sessionId: string): Decoded {
+    const decoded = decodeForProjection(record.data);
+    let event: FleetEvent | null = null;
+    if (!decoded.ok) deps.onInvalid?.(record, decoded.error);
+    else if (decoded.event.meta.sessionId !== sessionId) {
+      deps.onInvalid?.(record, `meta.sessionId ${decoded.event.meta.sessionId} is not the subject's ${sessionId}`);
+    } else event = decoded.event;
+    if (!event) stats.invalid++;
+    return { seq: record.seq, prevSeq: record.prevSeq, event };
+  }
+
+  /**
+   * The events to fold after `lastSeq`: those of the batch, preceded by any the batch skipped over.
+   * A gap shows as an event whose previous subject sequence is above the last one known; it is
+   * filled from the stream, so a session is always folded in its subject's order.
+   */
+  async function withGapsFilled(subject: string, sessionId: string, lastSeq: number, events: Decoded[]) {
+    const out: StreamEvent[] = [];
+    let known = lastSeq;
+    for (const e of events) {
+      if (e.seq <= known) continue;
+      if (e.prevSeq !== undefined && e.prevSeq > known) {
+        stats.gapRepairs++;
+        for (const record of await deps.readGap(subject, known + 1, e.prevSeq)) {
+          if (record.seq > known && record.seq < e.seq) {
+            out.push(decode(record, sessionId));
+            known = record.seq;
+          }
+        }
+      }
+      out.push(e);
+      known = e.seq;
+    }
+    return out;
+  }
+
+  async function loadState(ns: string, sessionId: string): Promise<ProjectedSession> {
+    const cached = deps.cache.get(ns, sessionId);
+    if (cached) return cached;
+    const loaded = await deps.repo.load(ns, sessionId);
+    if (loaded.kind === "ok") return loaded.session;
+    if (loaded.kind === "missing") return emptyProjectedSession(sessionId);
+    throw new Error(loaded.kind === "corrupt" ? loaded.error : `session ${sessionId}: unexpected load result`);
+  }
+
+  /** Applies one session's events; resolves with its state for the index (null: nothing stored). */
+  async function applySession(ns: string, sessionId: string, subject: string, events: Decoded[]) {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const state = await loadState(ns, sessionId);
+      const last = events.at(-1) as Decoded;
+      // Everything applied already (a redelivery): still index it, as the index is written after.
+      if (last.seq <= state.lastSeq) return state.lastSeq > 0 ? state : null;
+      const next = projectEvents(state, await withGapsFilled(subject, sessionId, state.lastSeq, events));
+      const result = await deps.repo.write(ns, sessionId, planWrite(state, next));
+      if (result.applied) {
+        deps.cache.put(ns, next);
+        stats.applied += events.length;
+        return next;
+      }
+      // Another writer moved the session (lease overlap, namespace change): reload and refold.
+      stats.staleRetries++;
+      deps.cache.delete(ns, sessionId);
+    }
+    throw new Error(`session ${sessionId}: write kept conflicting after ${MAX_ATTEMPTS} attempts`);
+  }
+
+  // Subject → session and partition, or null for a subject that is not a valid session event subject.
+  const subjectCache = new Map<string, PartitionedSubject | null>();
+  function parseSubject(subject: string): PartitionedSubject | null {
+    let parsed = subjectCache.get(subject);
+    if (parsed === undefined) {
+      const p = parseEventSubject(subject);
+      parsed = p && partitionOf(p.sessionId, deps.partitions) === p.partition ? p : null;
+      if (subjectCache.size >= 100_000) subjectCache.clear();
+      subjectCache.set(subject, parsed);
+    }
+    return parsed;
+  }
+
+  return {
+    stats,
+    async applyBatch(ns, records) {
+      const bySession = new Map<string, { subject: string; partition: number; events: Decoded[] }>();
+      const maxSeqByPartition = new Map<number, number>();
+      let decoded = 0;
+      for (const record of records) {
+        if (++decoded % 1000 === 0) await yieldToIo();
+        const parsed = parseSubject(record.subject);
+        if (!parsed) {
+          stats.invalid++;
+          deps.onInvalid?.(record, `not an event subject: ${record.subject}`);
+          continue;
+        }
+        maxSeqByPartition.set(parsed.partition, Math.max(maxSeqByPartition.get(parsed.partition) ?? 0, record.seq));
+        let group = bySession.get(parsed.sessionId);
+        if (!group) {
+          group = { subject: record.subject, partition: parsed.partition, events: [] };
+          bySession.set(parsed.sessionId, group);
+        }
+        group.events.push(decode(record, parsed.sessionId));
+      }
+      const states = await Promise.all([...bySession].map(([sid, g]) => applySession(ns, sid, g.subject, g.events)));
+      const indexed = states.filter((s): s is ProjectedSession => s !== null);
+      await Promise.all([
+        deps.repo.touchIndex(ns, indexed),
+        ...[...maxSeqByPartition].map(([p, seq]) => deps.repo.markApplied(ns, p, seq)),
+      ]);
+    },
+  };
+}

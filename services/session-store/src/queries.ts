@@ -1,0 +1,169 @@
+import {
+  buildContext,
+  exportPiJsonl,
+  getBranch,
+  getEntry,
+  parseJson,
+  partitionOf,
+  type StoreOp,
+  StoreRequest,
+  validate,
+} from "@fleet/protocol";
+import type { NamespaceControl } from "./namespace.js";
+import type { SessionCache } from "./session-cache.js";
+import { listSessions } from "./session-index.js";
+import type { SessionRepo } from "./session-repo.js";
+import type { ProjectedSession } from "./session-state.js";
+
+export type StoreErrorReply = { ok: false; code: "invalid" | "not_found" | "timeout"; error: string };
+export type QueryReply = ({ ok: true } & Record<string, unknown>) | StoreErrorReply;
+
+export interface QueryContext {
+  repo: SessionRepo;
+  cache: SessionCache;
+  namespaces: NamespaceControl;
+  partitions: number;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+}
+
+export const DEFAULT_MIN_SEQ_TIMEOUT_MS = 5_000;
+export const MAX_MIN_SEQ_TIMEOUT_MS = 30_000;
+export const DEFAULT_LIST_LIMIT = 50;
+
+const fail = (code: StoreErrorReply["code"], error: string): StoreErrorReply => ({ ok: false, code, error });
+
+type Read =
+  | { kind: "missing" }
+  | { kind: "ok"; session: ProjectedSession }
+  | { kind: "failed"; reply: StoreErrorReply };
+
+/** The session as stored now, reusing the cached fold when Redis has nothing newer. */
+async function readSession(ctx: QueryContext, ns: string, sessionId: string): Promise<Read> {
+  const cached = ctx.cache.get(ns, sessionId);
+  const loaded = await ctx.repo.load(ns, sessionId, cached);
+  switch (loaded.kind) {
+    case "same":
+      return { kind: "ok", session: cached as ProjectedSession };
+    case "ok":
+      ctx.cache.put(ns, loaded.session);
+      return { kind: "ok", session: loaded.session };
+    case "missing":
+      ctx.cache.delete(ns, sessionId);
+      return { kind: "missing" };
+    case "corrupt":
+      ctx.cache.delete(ns, sessionId);
+      return {
+        kind: "failed",
+        reply: fail("timeout", `the store cannot read this session (${loaded.error}); run verify`),
+      };
+  }
+}
+
+/**
+ * Reads a session; with `minSeq`, first waits until the projection has applied that stream sequence
+ * (the session's lastSeq, or its partition's applied position, reached it), polling Redis until
+ * `timeoutMs`. The namespace is re-read on every poll, so a rebuild switch during the wait is seen.
+ */
+async function readAtLeast(
+  ctx: QueryContext,
+  sessionId: string,
+  minSeq: number | undefined,
+  timeoutMs: number | undefined,
+): Promise<ProjectedSession | StoreErrorReply> {
+  const timeout = Math.min(timeoutMs ?? DEFAULT_MIN_SEQ_TIMEOUT_MS, MAX_MIN_SEQ_TIMEOUT_MS);
+  const deadline = ctx.now() + timeout;
+  let delay = 2;
+  for (;;) {
+    const active = await ctx.namespaces.peek();
+    const read: Read = active ? await readSession(ctx, active.ns, sessionId) : { kind: "missing" };
+    if (read.kind === "failed") return read.reply;
+    const seq = read.kind === "ok" ? read.session.lastSeq : 0;
+    let reached = minSeq === undefined || seq >= minSeq;
+    if (!reached && active) {
+      reached = (await ctx.repo.applied(active.ns, partitionOf(sessionId, ctx.partitions))) >= (minSeq as number);
+    }
+    if (reached) return read.kind === "ok" ? read.session : fail("not_found", `Session ${sessionId} not found`);
+    const left = deadline - ctx.now();
+    if (left <= 0) {
+      return fail(
+        "timeout",
+        `timed out after ${timeout} ms waiting for the projection to reach seq ${minSeq} (session at ${seq})`,
+      );
+    }
+    await ctx.sleep(Math.min(delay, left));
+    delay = Math.min(delay * 2, 50);
+  }
+}
+
+/** Answers one request. Never throws for bad input; every failure is a `{ok:false, code, error}` reply. */
+export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8Array | string): Promise<QueryReply> {
+  const json = parseJson(payload);
+  if (!json.ok) return fail("invalid", json.error);
+  switch (op) {
+    case "get_context": {
+      const req = validate(StoreRequest.get_context, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const s = await readAtLeast(ctx, req.value.sessionId, req.value.minSeq, req.value.timeoutMs);
+      if ("ok" in s) return s;
+      const built = buildContext(s.tree, req.value.leafId);
+      if (!built.ok) return built;
+      return {
+        ok: true,
+        messages: built.messages,
+        model: built.model,
+        thinkingLevel: built.thinkingLevel,
+        activeToolNames: built.activeToolNames,
+        leafId: built.leafId,
+        seq: s.lastSeq,
+      };
+    }
+    case "get_tree": {
+      const req = validate(StoreRequest.get_tree, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const s = await readAtLeast(ctx, req.value.sessionId, req.value.minSeq, undefined);
+      if ("ok" in s) return s;
+      return { ok: true, entries: s.tree.entries, leafId: s.tree.leafId, labels: s.tree.labels, seq: s.lastSeq };
+    }
+    case "get_branch": {
+      const req = validate(StoreRequest.get_branch, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const s = await readAtLeast(ctx, req.value.sessionId, undefined, undefined);
+      if ("ok" in s) return s;
+      const branch = getBranch(s.tree, req.value.leafId);
+      return branch.ok ? { ok: true, entries: branch.entries } : branch;
+    }
+    case "get_entry": {
+      const req = validate(StoreRequest.get_entry, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const s = await readAtLeast(ctx, req.value.sessionId, undefined, undefined);
+      if ("ok" in s) return s;
+      const found = getEntry(s.tree, req.value.entryId);
+      return found.ok ? { ok: true, entry: found.entry } : found;
+    }
+    case "list_sessions": {
+      const req = validate(StoreRequest.list_sessions, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const active = await ctx.namespaces.peek();
+      if (!active) return { ok: true, sessions: [] };
+      const page = await listSessions(ctx.repo.redis, ctx.repo.prefix, active.ns, {
+        limit: req.value.limit ?? DEFAULT_LIST_LIMIT,
+        cursor: req.value.cursor,
+      });
+      return page.ok ? page : fail("invalid", page.error);
+    }
+    case "export": {
+      const req = validate(StoreRequest.export, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const s = await readAtLeast(ctx, req.value.sessionId, undefined, undefined);
+      if ("ok" in s) return s;
+      const jsonl = exportPiJsonl({
+        sessionId: req.value.sessionId,
+        createdAt: s.createdAt,
+        entries: s.tree.entries,
+        leafId: s.tree.leafId,
+      });
+      return { ok: true, jsonl };
+    }
+  }
+}

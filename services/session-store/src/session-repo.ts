@@ -1,0 +1,123 @@
+import type { Redis } from "ioredis";
+import { appliedKey, sessionKeys, sessionsIndexKey } from "./keys.js";
+import { APPLY_SCRIPT, RAISE_SCRIPT, READ_SCRIPT } from "./lua-scripts.js";
+import { decodeSession, type RawSession, type WritePlan } from "./session-codec.js";
+import type { ProjectedSession } from "./session-state.js";
+
+export type LoadResult =
+  | { kind: "missing" }
+  /** Stored lastSeq equals the `known` session's: the caller's copy is current. */
+  | { kind: "same" }
+  | { kind: "ok"; session: ProjectedSession }
+  | { kind: "corrupt"; error: string };
+
+export type WriteResult = { applied: true } | { applied: false; storedLastSeq: number };
+
+/** Redis access for sessions of one key prefix; every call names its namespace. */
+export interface SessionRepo {
+  readonly redis: Redis;
+  readonly prefix: string;
+  /**
+   * Reads a session. With `known` (the same session, same namespace, earlier or equal lastSeq) only
+   * what was appended since is transferred; if the stored session is not an extension of `known`
+   * (flushed, rewritten, corrupted) it is read in full.
+   */
+  load(ns: string, sessionId: string, known?: ProjectedSession): Promise<LoadResult>;
+  write(ns: string, sessionId: string, plan: WritePlan): Promise<WriteResult>;
+  /**
+   * Index entries of sessions (one ZADD GT for all): idempotent and monotonic, so it may run after
+   * the sessions' writes and again after a redelivery.
+   */
+  touchIndex(ns: string, sessions: ReadonlyArray<{ sessionId: string; updatedAt: number }>): Promise<void>;
+  markApplied(ns: string, partition: number, seq: number): Promise<void>;
+  applied(ns: string, partition: number): Promise<number>;
+}
+
+interface RawRead extends RawSession {
+  entryCount: number;
+  leafEventCount: number;
+}
+
+export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
+  async function loadOnce(ns: string, sessionId: string, known?: ProjectedSession): Promise<LoadResult | "reload"> {
+    const keys = sessionKeys(prefix, ns, sessionId);
+    const reply = await READ_SCRIPT.run(
+      redis,
+      [keys.meta, keys.entries, keys.labels, keys.leafEvents],
+      [known ? known.tree.entries.length : 0, known ? known.tree.leafEventIds.length : 0, known ? known.lastSeq : -1],
+    );
+    if (reply === null) return { kind: "missing" };
+    if (reply === 1) return { kind: "same" };
+    const raw = parseReadReply(reply);
+    if (!raw) return { kind: "corrupt", error: `session ${sessionId}: unexpected read reply` };
+    if (
+      known &&
+      (!(Number(raw.meta.lastSeq) > known.lastSeq) ||
+        raw.entryCount < known.tree.entries.length ||
+        raw.leafEventCount < known.tree.leafEventIds.length)
+    ) {
+      return "reload";
+    }
+    const decoded = decodeSession(sessionId, raw, known);
+    return decoded.ok ? { kind: "ok", session: decoded.session } : { kind: "corrupt", error: decoded.error };
+  }
+
+  return {
+    redis,
+    prefix,
+    async load(ns, sessionId, known) {
+      const result = await loadOnce(ns, sessionId, known);
+      if (result !== "reload") return result;
+      return (await loadOnce(ns, sessionId)) as LoadResult;
+    },
+    async write(ns, sessionId, plan) {
+      const keys = sessionKeys(prefix, ns, sessionId);
+      const args: Array<string | number> = [plan.expectedLastSeq, plan.firstIndex, plan.meta.length];
+      for (const [f, v] of plan.meta) args.push(f, v);
+      args.push(plan.entries.length);
+      for (const e of plan.entries) args.push(e.id, e.json);
+      args.push(plan.labelSet.length);
+      for (const [t, l] of plan.labelSet) args.push(t, l);
+      args.push(plan.labelDel.length, ...plan.labelDel);
+      args.push(plan.leafEvents.length, ...plan.leafEvents);
+      const result = Number(
+        await APPLY_SCRIPT.run(redis, [keys.meta, keys.entries, keys.pos, keys.labels, keys.leafEvents], args),
+      );
+      return result === -1 ? { applied: true } : { applied: false, storedLastSeq: result };
+    },
+    async touchIndex(ns, sessions) {
+      if (sessions.length === 0) return;
+      const args: Array<string | number> = [];
+      for (const s of sessions) args.push(s.updatedAt, s.sessionId);
+      await redis.zadd(sessionsIndexKey(prefix, ns), "GT", ...args);
+    },
+    async markApplied(ns, partition, seq) {
+      await RAISE_SCRIPT.run(redis, [appliedKey(prefix, ns)], [String(partition), seq]);
+    },
+    async applied(ns, partition) {
+      return Number((await redis.hget(appliedKey(prefix, ns), String(partition))) ?? 0);
+    },
+  };
+}
+
+function parseReadReply(reply: unknown): RawRead | null {
+  if (!Array.isArray(reply) || reply.length !== 6) return null;
+  const [meta, entries, labels, leafEvents, entryCount, leafEventCount] = reply as unknown[];
+  const strings = (x: unknown): x is string[] => Array.isArray(x) && x.every((s) => typeof s === "string");
+  if (!strings(meta) || !strings(entries) || !strings(labels) || !strings(leafEvents)) return null;
+  if (typeof entryCount !== "number" || typeof leafEventCount !== "number") return null;
+  return { meta: pairsToRecord(meta), entries, labels: pairsToRecord(labels), leafEvents, entryCount, leafEventCount };
+}
+
+export function pairsToRecord(pairs: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    Object.defineProperty(out, pairs[i] as string, {
+      value: pairs[i + 1],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,184 @@
+import { randomUUID } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { STREAMS, storeEventConsumer } from "@fleet/protocol";
+import {
+  applyTopology,
+  checkServer,
+  connectNats,
+  createLeaseManager,
+  type LeaseManager,
+  type Logger,
+  type OpsServer,
+  startOpsServer,
+} from "@fleet/runtime";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { createStoreMetrics } from "./metrics.js";
+import { createNamespaceControl } from "./namespace.js";
+import { type PartitionWorker, startPartitionWorker } from "./partition-worker.js";
+import { createProjector } from "./projector.js";
+import { startQueryServer } from "./query-server.js";
+import { streamGapReader, streamLastSeq } from "./replay.js";
+import { createSessionCache } from "./session-cache.js";
+import { createSessionRepo } from "./session-repo.js";
+import { createSlots } from "./slots.js";
+
+export interface StoreServiceOptions {
+  natsUrl: string;
+  redisUrl: string;
+  prefix: string;
+  workerId?: string;
+  partitions: number;
+  leaseTtlMs: number;
+  opsPort: number;
+  cacheEntries: number;
+  maxBatch: number;
+  /** Batches applied at once across the held partitions (default 2). */
+  concurrentBatches?: number;
+  logger: Logger;
+}
+
+export interface StoreService {
+  readonly workerId: string;
+  readonly ops: OpsServer;
+  readonly leases: LeaseManager;
+  /** Partitions this instance projects now. */
+  held(): number[];
+  stop(): Promise<void>;
+}
+
+/** Connects a Redis client the store's way: pipelined automatically, retrying while Redis is down. */
+export function connectRedis(url: string): Redis {
+  return new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 20, lazyConnect: false });
+}
+
+/**
+ * One store process: claims `store.p.<p>` leases, projects the held partitions into Redis, answers
+ * `fleet.store.<op>` (any instance answers any session), and exports metrics on the ops port.
+ */
+export async function startStoreService(opts: StoreServiceOptions): Promise<StoreService> {
+  const { logger } = opts;
+  const workerId = opts.workerId || `store-${randomUUID().slice(0, 8)}`;
+  const nc: NatsConnection = await connectNats({ url: opts.natsUrl, name: `fleet-store-${workerId}` });
+  const server = await checkServer(nc);
+  if (!server.ok) {
+    await nc.close();
+    throw new Error(server.error);
+  }
+  const topology = await applyTopology(nc, { partitions: opts.partitions, leaseTtlMs: opts.leaseTtlMs, logger });
+  // The event flood gets its own connection, so lease renewals and queries never queue behind it.
+  const ncData = await connectNats({ url: opts.natsUrl, name: `fleet-store-${workerId}-data` });
+  const js = jetstream(ncData);
+  const jsm = topology.jsm;
+  const redis = connectRedis(opts.redisUrl);
+  const repo = createSessionRepo(redis, opts.prefix);
+  const cache = createSessionCache(opts.cacheEntries);
+  const namespaces = createNamespaceControl(redis, opts.prefix);
+  const projector = createProjector({
+    repo,
+    cache,
+    partitions: topology.partitions,
+    readGap: streamGapReader(js, jsm),
+    onInvalid: (record, error) =>
+      logger.warn({ evt: "store_invalid_event", seq: record.seq, subject: record.subject, error }, "invalid event"),
+  });
+
+  const workers = new Map<number, PartitionWorker>();
+  const slots = createSlots(opts.concurrentBatches ?? 2);
+  const ops = await startOpsServer({
+    port: opts.opsPort,
+    ready: () => !nc.isClosed() && !ncData.isClosed() && redis.status === "ready",
+  });
+  const metrics = createStoreMetrics(ops.registry);
+
+  const queries = startQueryServer(
+    nc,
+    { repo, cache, namespaces, partitions: topology.partitions, now: Date.now, sleep: (ms) => delay(ms) },
+    logger,
+    (op, seconds, ok) => metrics.queries.observe({ op, ok: String(ok) }, seconds),
+  );
+
+  const leases = createLeaseManager({
+    kv: topology.kv.leases,
+    role: "store",
+    partitions: topology.partitions,
+    workerId,
+    ttlMs: opts.leaseTtlMs,
+    logger,
+    onAcquire: (partition) => {
+      workers.get(partition)?.stop();
+      workers.set(
+        partition,
+        startPartitionWorker({ partition, js, jsm, namespaces, projector, slots, logger, maxBatch: opts.maxBatch }),
+      );
+      metrics.partitions.set(workers.size);
+    },
+    onRelease: async (partition, reason) => {
+      const worker = workers.get(partition);
+      workers.delete(partition);
+      metrics.partitions.set(workers.size);
+      logger.info({ evt: "store_partition_released", partition, reason }, "partition released");
+      await worker?.stop();
+    },
+  });
+  await leases.start();
+
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+  loopDelay.enable();
+  let counted = { applied: 0, invalid: 0, gapRepairs: 0 };
+  const lagTimer = setInterval(() => void updateLag(), 2_000);
+  async function updateLag() {
+    try {
+      const { applied, invalid, gapRepairs } = projector.stats;
+      metrics.applied.inc(applied - counted.applied);
+      metrics.invalid.inc(invalid - counted.invalid);
+      metrics.gapRepairs.inc(gapRepairs - counted.gapRepairs);
+      counted = { applied, invalid, gapRepairs };
+      const delay = loopDelay.percentile(99) / 1e9;
+      loopDelay.reset();
+      metrics.loopDelay.set(delay);
+      if (delay > 1) logger.warn({ evt: "store_event_loop_delay", p99Seconds: delay }, "event loop delayed");
+      const active = await namespaces.peek();
+      if (!active || workers.size === 0) return;
+      const last = await streamLastSeq(jsm);
+      for (const p of workers.keys()) {
+        const info = await jsm.consumers.info(STREAMS.events.name, storeEventConsumer(p).durable_name);
+        const pending = info.num_pending + info.num_ack_pending;
+        const partitionLast = info.num_pending === 0 ? info.delivered.stream_seq : last;
+        const appliedSeq = await repo.applied(active.ns, p);
+        metrics.pending.set({ partition: String(p) }, pending);
+        metrics.lag.set({ partition: String(p) }, pending === 0 ? 0 : Math.max(0, partitionLast - appliedSeq));
+      }
+    } catch (err) {
+      logger.debug({ evt: "store_lag_failed", err }, "lag update failed");
+    }
+  }
+
+  logger.info(
+    { evt: "store_started", workerId, partitions: topology.partitions, prefix: opts.prefix, opsPort: ops.port },
+    "session store started",
+  );
+
+  return {
+    workerId,
+    ops,
+    leases,
+    held: () => [...workers.keys()].sort((a, b) => a - b),
+    async stop() {
+      clearInterval(lagTimer);
+      loopDelay.disable();
+      await leases.stop();
+      await Promise.all([...workers.values()].map((w) => w.stop()));
+      workers.clear();
+      await queries.close();
+      await ncData.drain().catch(() => undefined);
+      await nc.drain().catch(() => undefined);
+      await redis.quit().catch(() => undefined);
+      await ops.close();
+      logger.info({ evt: "store_stopped", workerId }, "session store stopped");
+    },
+  };
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

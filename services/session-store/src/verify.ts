@@ -1,0 +1,172 @@
+import { isSessionId, partitionOf, subjects } from "@fleet/protocol";
+import type { Redis } from "ioredis";
+import { namespaceBase, sessionKeys, sessionsIndexKey } from "./keys.js";
+import { luaScript } from "./lua-scripts.js";
+import { createNamespaceControl, newNamespaceId } from "./namespace.js";
+import { buildNamespace, deleteNamespace, type ReplayDeps } from "./rebuild.js";
+import { streamGapReader } from "./replay.js";
+import { pairsToRecord } from "./session-repo.js";
+
+/** Every stored value of one session, as raw strings: what verify compares. */
+export interface SessionSnapshot {
+  meta: Record<string, string>;
+  entries: string[];
+  pos: Record<string, string>;
+  labels: Record<string, string>;
+  leafEvents: string[];
+  indexScore: string | null;
+}
+
+const SNAPSHOT_SCRIPT = luaScript(`
+return {
+  redis.call('HGETALL', KEYS[1]),
+  redis.call('LRANGE', KEYS[2], 0, -1),
+  redis.call('HGETALL', KEYS[3]),
+  redis.call('HGETALL', KEYS[4]),
+  redis.call('LRANGE', KEYS[5], 0, -1)
+}
+`);
+
+export async function snapshotSession(
+  redis: Redis,
+  prefix: string,
+  ns: string,
+  sessionId: string,
+): Promise<SessionSnapshot | null> {
+  const k = sessionKeys(prefix, ns, sessionId);
+  const reply = (await SNAPSHOT_SCRIPT.run(
+    redis,
+    [k.meta, k.entries, k.pos, k.labels, k.leafEvents],
+    [],
+  )) as string[][];
+  const indexScore = await redis.zscore(sessionsIndexKey(prefix, ns), sessionId);
+  const [meta, entries, pos, labels, leafEvents] = reply;
+  if ((meta ?? []).length === 0 && (entries ?? []).length === 0 && indexScore === null) return null;
+  return {
+    meta: pairsToRecord(meta ?? []),
+    entries: entries ?? [],
+    pos: pairsToRecord(pos ?? []),
+    labels: pairsToRecord(labels ?? []),
+    leafEvents: leafEvents ?? [],
+    indexScore,
+  };
+}
+
+/** Session ids present in a namespace: from its meta keys and from its index. */
+export async function sessionIdsOf(redis: Redis, prefix: string, ns: string): Promise<Set<string>> {
+  const ids = new Set<string>(await redis.zrange(sessionsIndexKey(prefix, ns), 0, -1));
+  const base = namespaceBase(prefix, ns);
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(
+      cursor,
+      "MATCH",
+      `${base.replace(/[*?[\]\\]/g, "\\$&")}:{*}:*`,
+      "COUNT",
+      1000,
+    );
+    cursor = next;
+    for (const key of keys) {
+      const rest = key.slice(base.length + 1);
+      const close = rest.lastIndexOf("}:");
+      if (rest.startsWith("{") && close > 0) ids.add(rest.slice(1, close));
+    }
+  } while (cursor !== "0");
+  return ids;
+}
+
+const show = (v: unknown) => {
+  const s = v === undefined || v === null ? "(absent)" : typeof v === "string" ? v : JSON.stringify(v);
+  return s.length > 300 ? `${s.slice(0, 300)}…(${s.length} chars)` : s;
+};
+
+/** Every difference between the live and the rebuilt snapshot of one session, one line each. */
+export function diffSnapshots(
+  sessionId: string,
+  live: SessionSnapshot | null,
+  rebuilt: SessionSnapshot | null,
+): string[] {
+  if (!live && !rebuilt) return [];
+  if (!live) return [`${sessionId}: missing in the live projection (rebuilt lastSeq ${rebuilt?.meta.lastSeq})`];
+  if (!rebuilt)
+    return [`${sessionId}: in the live projection but not in the stream (live lastSeq ${live.meta.lastSeq})`];
+  const out: string[] = [];
+  const record = (what: string, a: Record<string, string>, b: Record<string, string>) => {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const x = Object.hasOwn(a, key) ? a[key] : undefined;
+      const y = Object.hasOwn(b, key) ? b[key] : undefined;
+      if (x !== y) out.push(`${sessionId}: ${what}[${key}]: live ${show(x)} != rebuilt ${show(y)}`);
+    }
+  };
+  const list = (what: string, a: string[], b: string[]) => {
+    if (a.length !== b.length) out.push(`${sessionId}: ${what} length: live ${a.length} != rebuilt ${b.length}`);
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+      if (a[i] !== b[i]) out.push(`${sessionId}: ${what}[${i}]: live ${show(a[i])} != rebuilt ${show(b[i])}`);
+    }
+  };
+  record("meta", live.meta, rebuilt.meta);
+  list("entries", live.entries, rebuilt.entries);
+  record("pos", live.pos, rebuilt.pos);
+  record("labels", live.labels, rebuilt.labels);
+  list("leafEvents", live.leafEvents, rebuilt.leafEvents);
+  if (live.indexScore !== rebuilt.indexScore) {
+    out.push(`${sessionId}: index score: live ${show(live.indexScore)} != rebuilt ${show(rebuilt.indexScore)}`);
+  }
+  return out;
+}
+
+export interface VerifyResult {
+  liveNs: string | null;
+  scratchNs: string;
+  lastSeq: number;
+  sessions: number;
+  differences: string[];
+}
+
+/**
+ * `verify`: replays the stream into a scratch namespace and compares every session with the live
+ * projection. The live projection keeps moving meanwhile, so a session is compared at the same
+ * lastSeq: when live is ahead the scratch copy is advanced from the stream to live's lastSeq; when
+ * live is behind, verify waits up to `waitMs` for it, then reports the lag as a difference.
+ */
+export async function verify(deps: ReplayDeps, opts: { waitMs?: number } = {}): Promise<VerifyResult> {
+  const active = await createNamespaceControl(deps.redis, deps.prefix).peek();
+  const scratchNs = `verify-${newNamespaceId()}`;
+  const built = await buildNamespace(deps, scratchNs);
+  const readGap = streamGapReader(deps.js, deps.jsm);
+  const differences: string[] = [];
+  try {
+    if (!active) differences.push("no live projection: the store control record is missing");
+    const liveNs = active?.ns;
+    const ids = await sessionIdsOf(deps.redis, deps.prefix, scratchNs);
+    if (liveNs) for (const id of await sessionIdsOf(deps.redis, deps.prefix, liveNs)) ids.add(id);
+    // One waiting budget for the whole run: a live projection that is behind catches up once.
+    const deadline = Date.now() + (opts.waitMs ?? 10_000);
+    for (const sessionId of [...ids].sort()) {
+      let live: SessionSnapshot | null = null;
+      let rebuilt: SessionSnapshot | null = null;
+      for (;;) {
+        live = liveNs ? await snapshotSession(deps.redis, deps.prefix, liveNs, sessionId) : null;
+        rebuilt = await snapshotSession(deps.redis, deps.prefix, scratchNs, sessionId);
+        const liveSeq = Number(live?.meta.lastSeq ?? 0);
+        const rebuiltSeq = Number(rebuilt?.meta.lastSeq ?? 0);
+        if (liveSeq > rebuiltSeq && isSessionId(sessionId)) {
+          const subject = subjects.event(partitionOf(sessionId, deps.partitions), sessionId);
+          const records = await readGap(subject, rebuiltSeq + 1, liveSeq);
+          if (records.length === 0) break;
+          await built.projector.applyBatch(scratchNs, records);
+          continue;
+        }
+        if (liveSeq < rebuiltSeq && liveNs && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+          continue;
+        }
+        break;
+      }
+      differences.push(...diffSnapshots(sessionId, live, rebuilt));
+    }
+    return { liveNs: liveNs ?? null, scratchNs, lastSeq: built.lastSeq, sessions: ids.size, differences };
+  } finally {
+    await deleteNamespace(deps.redis, deps.prefix, scratchNs);
+  }
+}

@@ -1,0 +1,116 @@
+import { type FleetEvent, StoreReply, subjects } from "@fleet/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StoreService } from "../../services/session-store/src/store-service.js";
+import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
+import { type Fixture, Publisher, query, startFixture, startStore, waitProjected } from "./support.js";
+
+let f: Fixture;
+let store: StoreService;
+let publisher: Publisher;
+const events = syntheticEvents({ sessionId: "q-1", seed: 5, runs: 6 });
+
+beforeAll(async () => {
+  f = await startFixture();
+  publisher = new Publisher(f.js, f.partitions);
+  store = await startStore(f);
+  for (const e of events.slice(0, -3)) await publisher.publish(e);
+  await waitProjected(f, publisher);
+});
+
+afterAll(async () => {
+  await store?.stop();
+  await f?.stop();
+});
+
+describe("query errors", () => {
+  it("answers bad JSON, schema violations and unknown sessions, entries and leaves with {ok:false, code, error}", async () => {
+    const bad = await f.nc.request(subjects.store("get_context"), "{not json", { timeout: 5_000 });
+    expect(JSON.parse(new TextDecoder().decode(bad.data))).toEqual({
+      ok: false,
+      code: "invalid",
+      error: expect.stringMatching(/^not JSON/),
+    });
+    expect(await query(f.nc, "get_tree", { sessionId: "has space" })).toEqual({
+      ok: false,
+      code: "invalid",
+      error: "sessionId: must match ^[A-Za-z0-9_-]{1,128}$",
+    });
+    expect(await query(f.nc, "get_entry", { sessionId: "q-1" })).toMatchObject({ ok: false, code: "invalid" });
+    expect(await query(f.nc, "get_context", { sessionId: "q-1", timeoutMs: 60_000 })).toMatchObject({
+      ok: false,
+      code: "invalid",
+    });
+    expect(await query(f.nc, "list_sessions", { cursor: "bm9wZQ" })).toEqual({
+      ok: false,
+      code: "invalid",
+      error: "invalid cursor",
+    });
+    for (const op of ["get_context", "get_tree", "get_branch", "export"] as const) {
+      expect(await query(f.nc, op, { sessionId: "nobody" })).toEqual({
+        ok: false,
+        code: "not_found",
+        error: "Session nobody not found",
+      });
+    }
+    expect(await query(f.nc, "get_entry", { sessionId: "q-1", entryId: "nope" })).toEqual({
+      ok: false,
+      code: "not_found",
+      error: "Entry nope not found",
+    });
+    expect(await query(f.nc, "get_context", { sessionId: "q-1", leafId: "nope" })).toEqual({
+      ok: false,
+      code: "not_found",
+      error: "Entry nope not found",
+    });
+    expect(await query(f.nc, "get_branch", { sessionId: "q-1", leafId: "nope" })).toEqual({
+      ok: false,
+      code: "not_found",
+      error: "Entry nope not found",
+    });
+    // Still serving.
+    const ok = await query(f.nc, "get_context", { sessionId: "q-1" });
+    expect(StoreReply.get_context.safeParse(ok).success).toBe(true);
+    expect(ok.ok).toBe(true);
+  });
+
+  it("gives an empty context at leafId null", async () => {
+    expect(await query(f.nc, "get_context", { sessionId: "q-1", leafId: null })).toMatchObject({
+      ok: true,
+      messages: [],
+      leafId: null,
+    });
+  });
+
+  it("times out a minSeq the projection does not reach", async () => {
+    const started = Date.now();
+    const reply = await query(f.nc, "get_context", { sessionId: "q-1", minSeq: 1_000_000, timeoutMs: 300 });
+    expect(reply).toEqual({
+      ok: false,
+      code: "timeout",
+      error: `timed out after 300 ms waiting for the projection to reach seq 1000000 (session at ${publisher.lastSeq.get("q-1")})`,
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+  });
+
+  it("waits for minSeq (read-your-writes) and answers once the event is applied", async () => {
+    const rest = events.slice(-3) as FleetEvent[];
+    const before = publisher.lastSeq.get("q-1") as number;
+    // The last three events get the next sequences of this single-session stream.
+    const target = before + rest.length;
+    const pending = query(f.nc, "get_tree", { sessionId: "q-1", minSeq: target });
+    await new Promise((r) => setTimeout(r, 100));
+    for (const e of rest) await publisher.publish(e);
+    const reply = await pending;
+    expect(reply.ok).toBe(true);
+    expect(reply.seq).toBe(target);
+    expect((reply.entries as unknown[]).length).toBeGreaterThan(0);
+  });
+
+  it("waits for a session that does not exist yet", async () => {
+    const other = syntheticEvents({ sessionId: "q-2", seed: 6, runs: 1 });
+    const pending = query(f.nc, "get_context", { sessionId: "q-2", minSeq: 1, timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    for (const e of other) await publisher.publish(e);
+    expect(await pending).toMatchObject({ ok: true, leafId: (other.at(-2) as { entry?: { id: string } }).entry?.id });
+  });
+});
