@@ -1,4 +1,5 @@
 import {
+  type AssistantStreamEvent,
   applyConfigPatch,
   buildContext,
   type CommandOf,
@@ -742,7 +743,10 @@ export class SessionActor {
         now: deps.now,
         newId: deps.newId,
         emit: (event) => this.emit(event),
-        streamFn: (context, options, signal) => this.streamFnFor(options.model.provider)(context, options, signal),
+        streamFn: (context, options, signal) =>
+          timeToFirstDelta(this.streamFnFor(options.model.provider)(context, options, signal), deps.now, (ms) =>
+            deps.metrics.timeToFirstToken.observe(ms / 1000),
+          ),
         executeTool: async (call, signal, onUpdate) => {
           const started = deps.now();
           const reg = deps.registry.get(call.toolName);
@@ -931,5 +935,22 @@ export class SessionActor {
       if (decoded.ok) tree = foldSessionTree(tree, decoded.value);
     }
     return tree;
+  }
+}
+
+/** Passes a stream through, reporting the time from the request to its first content delta. */
+async function* timeToFirstDelta(
+  stream: AsyncIterable<AssistantStreamEvent>,
+  now: () => number,
+  report: (ms: number) => void,
+): AsyncGenerator<AssistantStreamEvent> {
+  const started = now();
+  let first = true;
+  for await (const event of stream) {
+    if (first && event.type.endsWith("_delta")) {
+      first = false;
+      report(now() - started);
+    }
+    yield event;
   }
 }

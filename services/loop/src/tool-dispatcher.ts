@@ -59,7 +59,8 @@ export function createToolDispatcher(opts: {
 
   async function storedResult(sessionId: string, toolCallId: string): Promise<RemoteToolResult | null> {
     try {
-      const msg = await opts.jsm.streams.getMessage(STREAMS.toolResults.name, {
+      // Direct get (the results stream has allow_direct): records that landed before we subscribed.
+      const msg = await opts.jsm.direct.getMessage(STREAMS.toolResults.name, {
         last_by_subj: subjects.toolResult(sessionId, toolCallId),
       });
       if (!msg) return null;
