@@ -118,8 +118,8 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   }
 
   async function pass() {
-    await opts.kv.put(presenceKey, JSON.stringify({ workerId: opts.workerId, ts: now() }));
-    await renew();
+    // Renewals first and not behind the presence write: under load every KV round trip is slow.
+    await Promise.all([renew(), opts.kv.put(presenceKey, JSON.stringify({ workerId: opts.workerId, ts: now() }))]);
     const workers = await liveWorkers();
     const n = workers.length;
     const rank = workers.indexOf(opts.workerId);
