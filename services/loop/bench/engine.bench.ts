@@ -165,8 +165,9 @@ async function piRun(steps: ScriptTurnInput[]): Promise<void> {
 // ---- harness -----------------------------------------------------------------------------------
 // The machine may be shared. Both sides run interleaved in short rounds (alternating which goes
 // first), each round after a full GC, so load spikes and garbage hit both alike. Rates are total
-// runs / total time, wall clock and CPU time of this process. The target is judged on the median
-// of the per-round CPU-time ratios, which a burst of load on the machine cannot skew.
+// runs / total time, wall clock and CPU time of this process. The target (Fleet at least as fast as
+// pi) is judged on total CPU-time runs/s; the median of the per-round ratios is printed beside it as
+// a check that a burst of load on a shared machine did not decide the verdict.
 
 const ROUND = 100;
 
@@ -232,9 +233,9 @@ async function workload(name: string, runs: number, steps: () => ScriptTurnInput
   const total = piSpent.cpuMs / fleetSpent.cpuMs;
   const typical = median(ratios);
   console.log(
-    `  fleet / pi: ${typical.toFixed(2)}× (median of ${ratios.length} rounds, cpu), ${total.toFixed(2)}× (total cpu)  ${typical >= 1 ? "target met" : "BELOW TARGET"}`,
+    `  fleet / pi: ${total.toFixed(2)}× (total cpu runs/s), ${typical.toFixed(2)}× (median of ${ratios.length} rounds)  ${total >= 1 ? "target met" : "BELOW TARGET"}`,
   );
-  return typical >= 1;
+  return total >= 1;
 }
 
 const okA = await workload(`A. ${ONE_TURN_RUNS.toLocaleString("en-US")} one-turn runs`, ONE_TURN_RUNS, () => [
