@@ -2,11 +2,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KV_BUCKETS, partitionOf } from "@fleet/protocol";
-import { connectNats, LeaseValue } from "@fleet/runtime";
+import { connectNats, createLogger, LeaseValue } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createToolRunner, defineTool } from "../../services/tools/src/index.js";
 import { commander } from "../support/loop-harness.js";
 import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
 
@@ -125,5 +127,76 @@ describe("loop service / two workers and a crash", () => {
 
     await a.kill("SIGTERM");
     expect(a.proc.exitCode).toBe(0);
+  }, 60_000);
+});
+
+describe("loop service / a crash while a tool runs", () => {
+  it("the survivor resumes the run, reuses the runner's result (the tool runs once) and finishes", async () => {
+    let executions = 0;
+    const slow = defineTool({
+      name: "slowjob",
+      description: "takes a while",
+      parameters: z.object({ ms: z.number() }),
+      async execute(args) {
+        executions++;
+        await new Promise((r) => setTimeout(r, args.ms));
+        return { content: [{ type: "text", text: "job done" }] };
+      },
+    });
+    const runnerNc = await connectNats({ url: server.url, name: "crash-runner" });
+    const runner = createToolRunner({
+      nc: runnerNc,
+      tools: [slow],
+      workspaceRoot: dir,
+      logger: createLogger("t", { level: "silent" }),
+    });
+    await runner.start();
+    writeFileSync(
+      join(dir, "tool-script.json"),
+      JSON.stringify({
+        turns: [
+          { content: [{ type: "toolCall", id: "job", name: "slowjob", arguments: { ms: 2500 } }] },
+          { text: "all done" },
+        ],
+      }),
+    );
+    const scriptEnv = { ...env(), FLEET_SCRIPT: join(dir, "tool-script.json") };
+    const c = spawnLoop(scriptEnv, "loop-c");
+    const d = spawnLoop(scriptEnv, "loop-d");
+    procs.push(c, d);
+    try {
+      await waitForLog(c, "loop_started");
+      await waitForLog(d, "loop_started");
+      let held = new Map<number, string>();
+      for (let i = 0; i < 100; i++) {
+        held = await holders();
+        const ws = new Set(held.values());
+        if (held.size === 16 && ws.has("loop-c") && ws.has("loop-d") && !ws.has("loop-a")) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      let victim = "";
+      for (let i = 0; !victim; i++) if (held.get(partitionOf(`job-${i}`, 16)) === "loop-d") victim = `job-${i}`;
+      const cmd = commander(nc);
+      await cmd.send(victim, { type: "prompt", text: "run the job" });
+      await cmd.waitFor(victim, (ev) => ev.some((e) => e.type === "tool_execution_start"));
+      await d.kill("SIGKILL");
+      const events = await cmd.waitFor(victim, (ev) => ev.some((e) => e.type === "agent_end"), 20_000);
+      expect(executions).toBe(1);
+      const types = events.map((e) => e.type);
+      expect(types).toContain("run_resumed");
+      const end = events.find((e) => e.type === "tool_execution_end");
+      expect(end?.type === "tool_execution_end" && end.isError).toBe(false);
+      expect(end?.type === "tool_execution_end" && end.result.content).toEqual([{ type: "text", text: "job done" }]);
+      expect(events.filter((e) => e.type === "tool_execution_end")).toHaveLength(1);
+      const last = events.filter((e) => e.type === "message_end").at(-1);
+      expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.content).toEqual([
+        { type: "text", text: "all done" },
+      ]);
+      expect(events.filter((e) => e.type === "agent_end").at(-1)?.meta.producer).toBe("loop-c");
+    } finally {
+      await c.kill("SIGTERM");
+      await runner.stop({ graceMs: 0 });
+      await runnerNc.close();
+    }
   }, 60_000);
 });
