@@ -72,11 +72,15 @@ export const toolCallConsumer = (toolName: string, ackWaitMs = 30_000) => ({
   max_deliver: -1,
 });
 
-/** Durable consumer of the session store for partition `p` on FLEET_EVENTS. */
+/**
+ * Durable consumer of the session store for partition `p` on FLEET_EVENTS. `ack_policy: all`: one
+ * instance applies the partition in stream order and acks only the last message of each applied
+ * batch, which acknowledges everything before it.
+ */
 export const storeEventConsumer = (partition: number) => ({
   durable_name: `store-p${partition}`,
   filter_subject: `fleet.evt.${partition}.*`,
-  ack_policy: "explicit",
+  ack_policy: "all",
   deliver_policy: "all",
   ack_wait: ms(30_000),
   max_ack_pending: 10_000,

@@ -51,6 +51,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   const held = new Map<number, HeldLease>();
   const presenceKey = `${opts.role}.w.${opts.workerId}`;
   let timer: NodeJS.Timeout | undefined;
+  let renewTimer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
 
@@ -64,32 +65,54 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     return ids.sort();
   }
 
-  async function lose(partition: number, why: string) {
-    held.delete(partition);
-    opts.logger?.warn({ evt: "lease_lost", partition, why }, "partition lease lost");
-    await opts.onRelease(partition, "lost");
+  async function lose(lease: HeldLease, why: string) {
+    if (held.get(lease.partition) !== lease) return;
+    held.delete(lease.partition);
+    opts.logger?.warn({ evt: "lease_lost", partition: lease.partition, why }, "partition lease lost");
+    await opts.onRelease(lease.partition, "lost");
   }
 
   // Leases are renewed concurrently: one slow KV round trip must not push the others past the TTL.
-  async function renew() {
+  // `renewedAt` is when the update was sent: the server stored it later, so the entry outlives it by
+  // at least the TTL.
+  async function renewAll() {
     await Promise.all(
       [...held.values()].map(async (lease) => {
         const key = leaseKey(opts.role, lease.partition);
         if (now() - lease.renewedAt > opts.ttlMs) {
-          await lose(lease.partition, "not renewed within the TTL");
+          await lose(lease, "not renewed within the TTL");
           return;
         }
+        const sentAt = now();
         try {
           const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
-          held.set(lease.partition, { ...lease, revision, renewedAt: now() });
+          // Released or lost meanwhile: nothing to record.
+          if (held.get(lease.partition) === lease) held.set(lease.partition, { ...lease, revision, renewedAt: sentAt });
         } catch (err) {
-          await lose(lease.partition, (err as Error).message);
+          await lose(lease, (err as Error).message);
         }
       }),
     );
   }
 
+  /**
+   * One renewal of every held lease; concurrent callers share the one in flight, so a lease never has
+   * two updates of the same revision outstanding. Renewals run on their own timer as well as in every
+   * pass: a slow pass (claims, listing the workers) must not delay them past the TTL.
+   */
+  let renewing: Promise<void> | undefined;
+  function renew(): Promise<void> {
+    renewing ??= renewAll()
+      .catch((err) => opts.logger?.warn({ evt: "lease_renew_failed", err }, "lease renewal failed"))
+      .finally(() => {
+        renewing = undefined;
+      });
+    return renewing;
+  }
+
   async function release(partition: number, reason: ReleaseReason) {
+    // A renewal in flight would move the revision the delete below is guarded by.
+    if (renewing) await renewing;
     const lease = held.get(partition);
     if (!lease) return;
     await opts.onRelease(partition, reason);
@@ -107,8 +130,9 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     try {
       const revision = await opts.kv.create(key, value(0));
       // The create revision is unique and grows with every claim: it is the epoch.
+      const sentAt = now();
       const epochRevision = await opts.kv.update(key, value(revision), revision);
-      held.set(partition, { partition, epoch: revision, revision: epochRevision, renewedAt: now() });
+      held.set(partition, { partition, epoch: revision, revision: epochRevision, renewedAt: sentAt });
       opts.logger?.info({ evt: "lease_acquired", partition, epoch: revision }, "partition lease acquired");
       await opts.onAcquire(partition, revision);
       return true;
@@ -155,12 +179,20 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
       stopped = false;
       await tick();
       timer = setInterval(() => void tick(), Math.max(50, Math.floor(opts.ttlMs / 3)));
+      renewTimer = setInterval(
+        () => {
+          if (!stopped) void renew();
+        },
+        Math.max(50, Math.floor(opts.ttlMs / 4)),
+      );
     },
     tick,
     async stop() {
       stopped = true;
       if (timer) clearInterval(timer);
+      if (renewTimer) clearInterval(renewTimer);
       if (running) await running;
+      if (renewing) await renewing;
       for (const p of [...held.keys()]) await release(p, "shutdown");
       try {
         await opts.kv.delete(presenceKey);

@@ -12,16 +12,28 @@ export function storeConsumerConfig(
   return startSeq <= 1 ? base : { ...base, deliver_policy: "by_start_sequence", opt_start_seq: startSeq };
 }
 
-export type ConsumerPreparation = "reset" | "created" | "takeover" | "kept";
+export type ConsumerPreparation = "reset" | "created" | "takeover" | "drift" | "kept";
+
+/** The settings of `store-p<p>` that must match the protocol's (anything but where delivery starts). */
+const CHECKED = ["filter_subject", "ack_policy", "ack_wait", "max_ack_pending", "max_deliver"] as const;
+
+/** Names of the checked settings where `actual` differs from the protocol's config. */
+export function storeConsumerDrift(partition: number, actual: Record<string, unknown>): string[] {
+  const expected: Record<string, unknown> = storeEventConsumer(partition);
+  return CHECKED.filter((k) => actual[k] !== expected[k]);
+}
 
 /**
  * Makes `store-p<p>` ready for a new holder of partition `p`.
  * - `reset` (the active namespace has not been fed by this partition's consumer yet): recreate it to
  *   deliver from the namespace's `startSeq`.
  * - missing: create it from `startSeq`.
- * - messages still pending acknowledgement (a holder died or was deposed): recreate it from the ack
- *   floor + 1 so they are redelivered now rather than after `ack_wait`. Every redelivered event at or
- *   below a session's lastSeq is a no-op, so moving the start back never loses or doubles anything.
+ * - messages still pending acknowledgement (a holder died or was deposed, or a batch failed): recreate
+ *   it from the ack floor + 1 so they are redelivered now rather than after `ack_wait`.
+ * - `drift` (created with other settings, e.g. `ack_policy: explicit` before the store acked per
+ *   batch): recreate it from the ack floor + 1 with the protocol's settings.
+ * Every redelivered event at or below a session's lastSeq is a no-op, so moving the start back never
+ * loses or doubles anything.
  */
 export async function prepareStoreConsumer(
   jsm: JetStreamManager,
@@ -30,9 +42,14 @@ export async function prepareStoreConsumer(
 ): Promise<ConsumerPreparation> {
   const name = storeEventConsumer(partition).durable_name;
   const info = await jsm.consumers.info(STREAM, name).catch(() => null);
-  if (!opts.reset && info && info.num_ack_pending === 0) return "kept";
+  const drifted = info
+    ? storeConsumerDrift(partition, info.config as unknown as Record<string, unknown>).length > 0
+    : false;
+  if (!opts.reset && info && info.num_ack_pending === 0 && !drifted) return "kept";
   const startSeq = opts.reset || !info ? opts.startSeq : Math.max(opts.startSeq, info.ack_floor.stream_seq + 1);
   if (info) await jsm.consumers.delete(STREAM, name).catch(() => false);
   await jsm.consumers.add(STREAM, storeConsumerConfig(partition, startSeq));
-  return opts.reset ? "reset" : info ? "takeover" : "created";
+  if (opts.reset) return "reset";
+  if (!info) return "created";
+  return info.num_ack_pending > 0 ? "takeover" : "drift";
 }

@@ -1,4 +1,5 @@
 import {
+  EventMeta,
   emptyUsage,
   type FleetEvent,
   FleetEvent as FleetEventSchema,
@@ -6,7 +7,7 @@ import {
   foldSessionTreeEvents,
 } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { BODY_IGNORED_TYPES, decodeForProjection } from "./event-decoder.js";
+import { BODY_IGNORED_TYPES, decodeForProjection, plainMeta } from "./event-decoder.js";
 import { emptyProjectedSession, projectEvents } from "./session-state.js";
 import { syntheticEvents } from "./testing/synthetic-session.js";
 
@@ -76,5 +77,43 @@ describe("BODY_IGNORED_TYPES", () => {
       [...created, change as FleetEvent].map((event, i) => ({ seq: i + 1, event })),
     );
     expect(s.tree.config?.systemPrompt).toBe("new");
+  });
+});
+
+describe("plainMeta", () => {
+  const cases: unknown[] = [
+    meta,
+    { ...meta, runId: "r-1", extra: "dropped" },
+    { ...meta, v: 2 },
+    { ...meta, id: "" },
+    { ...meta, id: "x".repeat(129) },
+    { ...meta, sessionId: "bad id" },
+    { ...meta, sessionId: "s".repeat(129) },
+    { ...meta, ts: -1 },
+    { ...meta, ts: 1.5 },
+    { ...meta, ts: 2 ** 53 },
+    { ...meta, ts: "1" },
+    { ...meta, producer: "" },
+    { ...meta, runId: "" },
+    { ...meta, runId: 5 },
+    { ...meta, runId: undefined },
+    [meta],
+    null,
+    "meta",
+  ];
+
+  it("accepts exactly what EventMeta accepts, with the same stripped value", () => {
+    for (const c of cases) {
+      const parsed = EventMeta.safeParse(c);
+      expect(plainMeta(c)).toEqual(parsed.success ? parsed.data : null);
+    }
+    expect(cases.filter((c) => plainMeta(c) !== null)).toHaveLength(3);
+  });
+
+  it("still rejects a body-ignored event with a malformed meta, with the schema's error", () => {
+    const bad = { type: "message_update", deltas: [], meta: { ...meta, ts: -1 } };
+    const decoded = decodeForProjection(new TextEncoder().encode(JSON.stringify(bad)));
+    expect(decoded.ok).toBe(false);
+    expect(decoded.ok ? "" : decoded.error).toContain("meta.ts");
   });
 });

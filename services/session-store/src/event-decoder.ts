@@ -4,6 +4,7 @@ import {
   FleetEvent as FleetEventSchema,
   type FleetEventType,
   parseJson,
+  SESSION_ID_PATTERN,
   validate,
 } from "@fleet/protocol";
 import { z } from "zod";
@@ -44,11 +45,30 @@ export function decodeForProjection(data: Uint8Array): DecodedEvent {
   if (!json.ok) return { ok: false, error: json.error };
   const type = (json.value as { type?: unknown } | null)?.type;
   if (typeof type === "string" && BODY_IGNORED_TYPES.has(type as FleetEventType)) {
+    // Body dropped on purpose: no reader of the projection looks at it.
+    const meta = plainMeta((json.value as { meta?: unknown }).meta);
+    if (meta) return { ok: true, event: { type, meta } as unknown as FleetEvent };
     const envelope = validate(Envelope, json.value);
     if (!envelope.ok) return { ok: false, error: envelope.error };
-    // Body dropped on purpose: no reader of the projection looks at it.
     return { ok: true, event: { type: envelope.value.type, meta: envelope.value.meta } as unknown as FleetEvent };
   }
   const full = validate(FleetEventSchema, json.value);
   return full.ok ? { ok: true, event: full.value } : { ok: false, error: full.error };
+}
+
+const isEventId = (x: unknown): x is string => typeof x === "string" && x.length >= 1 && x.length <= 128;
+
+/**
+ * The hot path of `EventMeta` validation (most events are body-ignored deltas): accepts exactly what
+ * the schema accepts and returns the same stripped copy, or null for anything the schema must judge
+ * (then `validate` produces the error). `event-decoder.test.ts` checks both agree.
+ */
+export function plainMeta(m: unknown): EventMeta | null {
+  if (typeof m !== "object" || m === null || Array.isArray(m)) return null;
+  const { v, id, sessionId, ts, runId, producer } = m as Record<string, unknown>;
+  if (v !== 1 || !isEventId(id) || typeof sessionId !== "string" || !SESSION_ID_PATTERN.test(sessionId)) return null;
+  if (typeof ts !== "number" || !Number.isSafeInteger(ts) || ts < 0) return null;
+  if (typeof producer !== "string" || producer.length < 1) return null;
+  if (runId === undefined) return { v, id, sessionId, ts, producer };
+  return isEventId(runId) ? { v, id, sessionId, ts, runId, producer } : null;
 }

@@ -32,15 +32,45 @@ export interface PartitionWorker {
 }
 
 const PREV_SEQ_HEADER = "Nats-Expected-Last-Subject-Sequence";
+const PREV_SEQ_LINE = Buffer.from(`\r\n${PREV_SEQ_HEADER}:`, "latin1");
+
+/** The raw header block of a message as nats.js 3 keeps it, or undefined if its internals differ. */
+function rawHeaderBlock(m: JsMsg): Buffer | undefined {
+  const inner = (m as unknown as { msg?: { _rdata?: unknown; _msg?: { hdr?: unknown } } }).msg;
+  const data = inner?._rdata;
+  const hdr = inner?._msg?.hdr;
+  if (!(data instanceof Uint8Array) || typeof hdr !== "number" || hdr < 0 || hdr > data.byteLength) return undefined;
+  return Buffer.from(data.buffer, data.byteOffset, hdr);
+}
+
+/**
+ * `Nats-Expected-Last-Subject-Sequence` as a number. Read straight from the raw header block when
+ * the header is there in its canonical spelling (as every NATS client sends it): nats.js would
+ * otherwise decode every header of every message. Anything else goes through `m.headers`.
+ */
+export function prevSeqOf(m: JsMsg): number | undefined {
+  const block = rawHeaderBlock(m);
+  if (block) {
+    const at = block.indexOf(PREV_SEQ_LINE);
+    if (at >= 0) {
+      let i = at + PREV_SEQ_LINE.length;
+      while (block[i] === 0x20) i++;
+      let n = 0;
+      let digits = 0;
+      for (let c = block[i]; c !== undefined && c >= 0x30 && c <= 0x39; c = block[++i]) {
+        n = n * 10 + (c - 0x30);
+        digits++;
+      }
+      while (block[i] === 0x20) i++;
+      if (digits > 0 && digits <= 15 && block[i] === 0x0d) return n;
+    }
+  }
+  const prev = m.headers?.get(PREV_SEQ_HEADER);
+  return prev && /^[0-9]+$/.test(prev) ? Number(prev) : undefined;
+}
 
 export function toEventRecord(m: JsMsg): EventRecord {
-  const prev = m.headers?.get(PREV_SEQ_HEADER);
-  return {
-    seq: m.seq,
-    subject: m.subject,
-    data: m.data,
-    prevSeq: prev && /^[0-9]+$/.test(prev) ? Number(prev) : undefined,
-  };
+  return { seq: m.seq, subject: m.subject, data: m.data, prevSeq: prevSeqOf(m) };
 }
 
 /**
@@ -57,10 +87,12 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
   let messages: ConsumerMessages | undefined;
   let current: ActiveNamespace | undefined;
   let stopping = false;
+  let generation = 0;
 
   async function closeConsumer() {
     const m = messages;
     messages = undefined;
+    generation++;
     if (m) await m.close().catch(() => undefined);
     for (const msg of inbox.drain()) msg.nak();
   }
@@ -72,26 +104,23 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     if (reset) await opts.namespaces.markReset(active.ns, partition);
     logger.info({ evt: "store_consumer_ready", partition, ns: active.ns, how }, "partition consumer ready");
     const consumer = await opts.js.consumers.get(STREAMS.events.name, storeEventConsumer(partition).durable_name);
-    const opened = await consumer.consume({ max_messages: Math.min(maxBatch, 2000) });
+    // Callback mode: no async iteration per message. The inbox needs no backpressure of its own, as
+    // the server stops delivering at the consumer's max_ack_pending (10,000) unacknowledged messages.
+    const gen = ++generation;
+    const opened = await consumer.consume({
+      max_messages: Math.min(maxBatch, 2000),
+      callback: (m) => {
+        // Only messages of the consumer opened last: a closed one's stragglers would be stale.
+        if (generation === gen && !stopping) inbox.push(m);
+      },
+    });
     messages = opened;
     current = active;
-    void pump(opened);
-  }
-
-  /** Moves pulled messages to the inbox; stops pulling while the inbox holds two batches. */
-  async function pump(source: ConsumerMessages) {
-    try {
-      for await (const m of source) {
-        inbox.push(m);
-        if (inbox.length >= 2 * maxBatch) await inbox.below(maxBatch);
-        if (stopping || messages !== source) break;
-      }
-    } catch (err) {
-      logger.warn({ evt: "store_consume_failed", partition, err }, "consuming the partition failed");
-    } finally {
+    void opened.closed().then((err) => {
+      if (err) logger.warn({ evt: "store_consume_failed", partition, err }, "consuming the partition failed");
       // The consumer stopped delivering (deleted, closed): the loop opens it again.
-      if (messages === source && !stopping) messages = undefined;
-    }
+      if (messages === opened && !stopping) messages = undefined;
+    });
   }
 
   async function loop() {
@@ -106,18 +135,20 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
         const ns = (current as ActiveNamespace).ns;
         const records = batch.map(toEventRecord);
         await opts.slots.run(() => opts.projector.applyBatch(ns, records));
-        for (const m of batch) m.ack();
+        // `ack_policy: all`: acking the batch's last message acknowledges the whole batch (and
+        // nothing delivered after it).
+        (batch.at(-1) as JsMsg).ack();
         opts.onBatch?.(partition, batch.length, (batch.at(-1) as JsMsg).seq);
         failures = 0;
       } catch (err) {
-        for (const m of batch) m.nak();
         failures++;
         logger.warn({ evt: "store_batch_failed", partition, err, failures }, "applying a batch failed");
-        if (failures >= 3) {
-          // Start over from a fresh consumer (it may have been deleted or reset elsewhere).
-          current = undefined;
-          await closeConsumer();
-        }
+        // The next ack would also acknowledge this batch (`ack_policy: all`), so nothing delivered
+        // after it may be applied first: drop what was received and start over from a fresh consumer,
+        // which prepareStoreConsumer moves back to the ack floor + 1.
+        for (const m of batch) m.nak();
+        current = undefined;
+        await closeConsumer();
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** failures)));
       }
     }

@@ -48,6 +48,7 @@ export interface Projector {
 }
 
 const MAX_ATTEMPTS = 8;
+const FOLD_SLICE = 500;
 
 interface Decoded {
   seq: number;
@@ -159,7 +160,23 @@ export function createProjector(deps: ProjectorDeps): Projector {
         }
         group.events.push(decode(record, parsed.sessionId));
       }
-      const states = await Promise.all([...bySession].map(([sid, g]) => applySession(ns, sid, g.subject, g.events)));
+      // Sessions are folded in slices of about FOLD_SLICE events with a yield in between: a fold runs
+      // synchronously once its state is loaded, so without the yields one batch would hold the event
+      // loop (lease renewals, queries) for all of its sessions at once. The writes stay concurrent.
+      const pending: Array<Promise<ProjectedSession | null>> = [];
+      let folded = 0;
+      for (const [sid, g] of bySession) {
+        const applied = applySession(ns, sid, g.subject, g.events);
+        // Handled here so a rejection during a yield is not unhandled; Promise.all below reports it.
+        applied.catch(() => undefined);
+        pending.push(applied);
+        folded += g.events.length;
+        if (folded >= FOLD_SLICE) {
+          folded = 0;
+          await yieldToIo();
+        }
+      }
+      const states = await Promise.all(pending);
       const indexed = states.filter((s): s is ProjectedSession => s !== null);
       await Promise.all([
         deps.repo.touchIndex(ns, indexed),
