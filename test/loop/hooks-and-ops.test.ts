@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeToolRegistration, KV_BUCKETS } from "@fleet/protocol";
-import { connectNats, createLogger } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
+import type { NatsServer } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,18 +10,14 @@ import { z } from "zod";
 import { createScriptedProvider, type ScriptStep } from "../../services/loop/src/engine/index.js";
 import { loadPluginHooks } from "../../services/loop/src/hooks.js";
 import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
-import { createToolRunner, defineTool, type ToolRunner } from "../../services/tools/src/index.js";
-import { commander, startTestWorker, switchableProvider } from "../support/loop-harness.js";
+import { defineTool } from "../../services/tools/src/index.js";
+import { type commander, startLoopStack } from "../support/loop-harness.js";
 import { spawnLoop, waitForLog } from "../support/loop-process.js";
 
 let server: NatsServer;
 let worker: LoopWorker;
-let runner: ToolRunner;
 let nc: NatsConnection;
-let closeWorker: () => Promise<void>;
 let cmd: ReturnType<typeof commander>;
-let workspace: string;
-const scripted = switchableProvider();
 
 const echo = defineTool({
   name: "echo",
@@ -33,38 +28,17 @@ const echo = defineTool({
   },
 });
 
+let stack: Awaited<ReturnType<typeof startLoopStack>>;
 beforeAll(async () => {
-  server = await startNats();
-  nc = await connectNats({ url: server.url, name: "hooks-test" });
-  workspace = mkdtempSync(join(tmpdir(), "fleet-hooks-"));
-  runner = createToolRunner({
-    nc,
-    tools: [echo],
-    workspaceRoot: workspace,
-    logger: createLogger("t", { level: "silent" }),
-  });
-  await runner.start();
   const plugins = await loadPluginHooks(join(import.meta.dirname, "fixtures/plugin-block-rm.mjs"));
-  const started = await startTestWorker({
-    url: server.url,
-    providers: { scripted: scripted.streamFn },
-    toolPickupMs: 700,
-    pluginHooks: plugins,
-  });
-  worker = started.worker;
-  closeWorker = () => started.nc.close();
-  cmd = commander(started.nc);
+  stack = await startLoopStack({ tools: [echo], worker: { toolPickupMs: 700, pluginHooks: plugins } });
+  ({ server, worker, nc, cmd } = stack);
 });
 afterAll(async () => {
-  await worker?.stop();
-  await runner?.stop({ graceMs: 0 });
-  await closeWorker?.();
-  await nc?.close();
-  await server?.stop();
-  rmSync(workspace, { recursive: true, force: true });
+  await stack?.stop();
 });
 
-const script = (...steps: ScriptStep[]) => scripted.use(createScriptedProvider({ steps, now: () => 1 }).streamFn);
+const script = (...steps: ScriptStep[]) => stack.scripted.use(createScriptedProvider({ steps, now: () => 1 }).streamFn);
 const call = (id: string, name: string, args: Record<string, unknown>) => ({
   type: "toolCall" as const,
   id,

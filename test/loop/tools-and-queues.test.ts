@@ -1,25 +1,13 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type FleetEvent, foldAgentEvents } from "@fleet/protocol";
-import { connectNats, createLogger } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createScriptedProvider, type ScriptStep } from "../../services/loop/src/engine/index.js";
-import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
-import { createToolRunner, defineTool, type ToolRunner } from "../../services/tools/src/index.js";
-import { commander, notation, startTestWorker, switchableProvider } from "../support/loop-harness.js";
+import { realSleep } from "../../services/loop/src/scripted-stream-fn.js";
+import { defineTool } from "../../services/tools/src/index.js";
+import { type commander, notation, startLoopStack } from "../support/loop-harness.js";
 
-let server: NatsServer;
-let worker: LoopWorker;
-let runner: ToolRunner;
-let runnerNc: NatsConnection;
-let closeNc: () => Promise<void>;
+let stack: Awaited<ReturnType<typeof startLoopStack>>;
 let cmd: ReturnType<typeof commander>;
-let workspace: string;
-const scripted = switchableProvider();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const slow = defineTool({
@@ -50,42 +38,15 @@ const serial = defineTool({
 });
 
 beforeAll(async () => {
-  server = await startNats();
-  workspace = mkdtempSync(join(tmpdir(), "fleet-loop-ws-"));
-  runnerNc = await connectNats({ url: server.url, name: "runner" });
-  runner = createToolRunner({
-    nc: runnerNc,
-    tools: [slow, serial],
-    workspaceRoot: workspace,
-    updateIntervalMs: 0,
-    logger: createLogger("fleet-tools-test", { level: "silent" }),
-  });
-  const out = await runner.start();
-  expect(out).toMatchObject({ ok: true });
-  const started = await startTestWorker({ url: server.url, providers: { scripted: scripted.streamFn } });
-  worker = started.worker;
-  closeNc = () => started.nc.close();
-  cmd = commander(started.nc);
+  stack = await startLoopStack({ tools: [slow, serial] });
+  cmd = stack.cmd;
 });
 afterAll(async () => {
-  await worker?.stop();
-  await runner?.stop({ graceMs: 0 });
-  await runnerNc?.close();
-  await closeNc?.();
-  await server?.stop();
-  rmSync(workspace, { recursive: true, force: true });
+  await stack?.stop();
 });
 
-const rateSleep = (ms: number, signal: AbortSignal | undefined) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
 const script = (...steps: ScriptStep[]) =>
-  scripted.use(createScriptedProvider({ steps, now: () => 1_000, sleep: rateSleep, chunkChars: 8 }).streamFn);
+  stack.scripted.use(createScriptedProvider({ steps, now: () => 1_000, sleep: realSleep, chunkChars: 8 }).streamFn);
 const call = (id: string, name: string, args: Record<string, unknown>) => ({
   type: "toolCall" as const,
   id,

@@ -1,25 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { buildContext, emptySessionTree, type FleetEvent, foldSessionTreeEvents, getBranch } from "@fleet/protocol";
-import { connectNats, createLogger } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createScriptedProvider, type ScriptRequest } from "../../services/loop/src/engine/index.js";
-import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
-import { createToolRunner, defineTool, type ToolRunner } from "../../services/tools/src/index.js";
-import { commander, startTestWorker, switchableProvider } from "../support/loop-harness.js";
+import { defineTool } from "../../services/tools/src/index.js";
+import { type commander, startLoopStack } from "../support/loop-harness.js";
 
-let server: NatsServer;
-let worker: LoopWorker;
-let runner: ToolRunner;
-let runnerNc: NatsConnection;
-let closeNc: () => Promise<void>;
+let stack: Awaited<ReturnType<typeof startLoopStack>>;
 let cmd: ReturnType<typeof commander>;
-let workspace: string;
-const scripted = switchableProvider();
 let executions = 0;
 
 const danger = defineTool({
@@ -40,7 +27,7 @@ function responder(answer: (req: ScriptRequest) => string) {
       : { text: answer(req) };
 }
 const provider = (fn: (req: ScriptRequest) => string | object) =>
-  scripted.use(
+  stack.scripted.use(
     createScriptedProvider({
       steps: Array.from({ length: 50 }, () => (req: ScriptRequest) => {
         const r = fn(req);
@@ -51,32 +38,11 @@ const provider = (fn: (req: ScriptRequest) => string | object) =>
   );
 
 beforeAll(async () => {
-  server = await startNats();
-  workspace = mkdtempSync(join(tmpdir(), "fleet-tree-ws-"));
-  runnerNc = await connectNats({ url: server.url, name: "runner" });
-  runner = createToolRunner({
-    nc: runnerNc,
-    tools: [danger],
-    workspaceRoot: workspace,
-    logger: createLogger("t", { level: "silent" }),
-  });
-  await runner.start();
-  const started = await startTestWorker({
-    url: server.url,
-    providers: { scripted: scripted.streamFn },
-    approvalTools: ["danger"],
-  });
-  worker = started.worker;
-  closeNc = () => started.nc.close();
-  cmd = commander(started.nc);
+  stack = await startLoopStack({ tools: [danger], worker: { approvalTools: ["danger"] } });
+  cmd = stack.cmd;
 });
 afterAll(async () => {
-  await worker?.stop();
-  await runner?.stop({ graceMs: 0 });
-  await runnerNc?.close();
-  await closeNc?.();
-  await server?.stop();
-  rmSync(workspace, { recursive: true, force: true });
+  await stack?.stop();
 });
 
 const agentEnds = (n: number) => (ev: FleetEvent[]) => ev.filter((e) => e.type === "agent_end").length >= n;
@@ -259,7 +225,7 @@ describe("loop service / tree commands", () => {
   });
 
   it("an approval-gated tool call waits for approve_tool_call, and deny blocks it with the reason", async () => {
-    scripted.use(
+    stack.scripted.use(
       createScriptedProvider({
         steps: [
           { content: [{ type: "toolCall", id: "ap1", name: "danger", arguments: { what: "deploy" } }] },

@@ -1,5 +1,9 @@
 // Test support for the loop service: an in-process worker with swappable providers, command
 // publishing and event reading against a real nats-server.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   decodeEvent,
   encodeCommand,
@@ -10,11 +14,13 @@ import {
   subjects,
 } from "@fleet/protocol";
 import { connectNats, createLogger, newId, readSubject } from "@fleet/runtime";
+import { startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
 import type { StreamFn } from "../../services/loop/src/engine/index.js";
 import { type LoopWorker, startLoopWorker } from "../../services/loop/src/loop-worker.js";
+import { type AnyToolDefinition, createToolRunner } from "../../services/tools/src/index.js";
 
 export interface SwitchableProvider {
   streamFn: StreamFn;
@@ -164,4 +170,50 @@ export function notation(events: readonly FleetEvent[]): string[] {
     }
   }
   return out;
+}
+
+/**
+ * A whole stack for loop tests: a fresh nats-server, an in-process tool runner serving `tools` in a
+ * temp workspace, and one loop worker whose `scripted` provider the test swaps. `stop()` stops all of
+ * it and removes the workspace.
+ */
+export async function startLoopStack(opts: {
+  tools: readonly AnyToolDefinition[];
+  worker?: Omit<Parameters<typeof startTestWorker>[0], "url" | "providers">;
+  providers?: Record<string, StreamFn>;
+}) {
+  const server = await startNats();
+  const workspace = mkdtempSync(join(tmpdir(), "fleet-loop-ws-"));
+  const runnerNc = await connectNats({ url: server.url, name: "test-runner" });
+  const runner = createToolRunner({
+    nc: runnerNc,
+    tools: opts.tools,
+    workspaceRoot: workspace,
+    updateIntervalMs: 0,
+    logger: createLogger("fleet-tools-test", { level: "silent" }),
+  });
+  const started = await runner.start();
+  if (!started.ok) throw new Error(`tool runner did not start: ${JSON.stringify(started)}`);
+  const scripted = switchableProvider();
+  const { worker, nc } = await startTestWorker({
+    url: server.url,
+    providers: { scripted: scripted.streamFn, ...opts.providers },
+    ...opts.worker,
+  });
+  return {
+    server,
+    worker,
+    nc,
+    scripted,
+    workspace,
+    cmd: commander(nc),
+    async stop() {
+      await worker.stop();
+      await runner.stop({ graceMs: 0 });
+      await runnerNc.close();
+      await nc.close();
+      await server.stop();
+      rmSync(workspace, { recursive: true, force: true });
+    },
+  };
 }
