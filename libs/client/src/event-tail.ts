@@ -1,4 +1,5 @@
 // A resumable tail of one subject of a stream: the transport under `events()` and command outcomes.
+import { sleep } from "@fleet/runtime";
 import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
@@ -89,16 +90,4 @@ export async function* tailSubject(
       }
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }

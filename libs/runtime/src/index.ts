@@ -14,6 +14,7 @@ export {
   type ReleaseReason,
 } from "./partition-leases.js";
 export { atLeast, compareVersions } from "./semver.js";
+export { sleep } from "./sleep.js";
 export { lastSubjectSeq, readSubject, type StoredRecord } from "./subject-reader.js";
 export {
   type ApplyTopologyOptions,

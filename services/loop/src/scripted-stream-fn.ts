@@ -1,3 +1,4 @@
+import { sleep } from "@fleet/runtime";
 import {
   createScriptedProvider,
   type Script,
@@ -28,14 +29,5 @@ export function createScriptedStreamFn(script: Script, ports: { now: () => numbe
   };
 }
 
-export const realSleep: Sleep = (ms, signal) =>
-  new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
+/** The real-timer Sleep port (resolves early on abort). */
+export const realSleep: Sleep = (ms, signal) => sleep(ms, signal);

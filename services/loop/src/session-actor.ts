@@ -9,6 +9,7 @@ import {
   type EventBody,
   emptyMessageQueues,
   emptySessionTree,
+  emptyUsage,
   entryToContextMessage,
   type FleetCommand,
   type FleetEvent,
@@ -160,6 +161,7 @@ export class SessionActor {
       flush: async (deltas) => {
         await this.appendOrThrow({ type: "message_update", deltas }, { id: deps.newId(), runId: this.coalescedRunId });
       },
+      // A failed flush already killed the actor (appendOrThrow); message_end still carries the full message.
       onError: () => undefined,
     });
     if (this.tree.config) this.engine = this.createEngine();
@@ -235,7 +237,7 @@ export class SessionActor {
     if (!decoded.ok) {
       const commandId = delivery.hasMsgId ? delivery.commandRef : (decoded.commandId ?? delivery.commandRef);
       if (this.commandIds.has(commandId)) return this.ack(delivery);
-      await this.outcome(commandId, decoded.commandType, reject(decoded.code, decoded.error), delivery);
+      await this.outcome(commandId, decoded.commandType, reject(decoded.code, decoded.error));
       return this.ack(delivery);
     }
     const cmd = decoded.value;
@@ -251,16 +253,15 @@ export class SessionActor {
           "invalid",
           `sessionId ${JSON.stringify(cmd.sessionId)} differs from the subject's session ${JSON.stringify(this.sessionId)}`,
         ),
-        delivery,
       );
       return this.ack(delivery);
     }
     if (!this.tree.config && !CREATING.has(cmd.type)) {
-      await this.outcome(cmd.id, cmd.type, reject("not_found", `Session ${this.sessionId} not found`), delivery);
+      await this.outcome(cmd.id, cmd.type, reject("not_found", `Session ${this.sessionId} not found`));
       return this.ack(delivery);
     }
     try {
-      await this.dispatch(cmd, delivery);
+      await this.dispatch(cmd);
     } catch (err) {
       this.log.error({ err, commandId: cmd.id }, "command failed");
       if (this.dead) return;
@@ -274,12 +275,7 @@ export class SessionActor {
     this.deps.metrics.commandLag.observe(Math.max(0, this.deps.now() - delivery.time) / 1000);
   }
 
-  private async outcome(
-    commandId: string,
-    commandType: string,
-    out: Outcome,
-    _delivery?: CommandDelivery,
-  ): Promise<boolean> {
+  private async outcome(commandId: string, commandType: string, out: Outcome): Promise<boolean> {
     await this.announceOwner();
     if (out.ok) {
       await this.appendOrThrow({ type: "command_accepted", commandId, commandType }, { id: this.deps.newId() });
@@ -292,7 +288,7 @@ export class SessionActor {
     return false;
   }
 
-  private async dispatch(cmd: FleetCommand, delivery: CommandDelivery): Promise<void> {
+  private async dispatch(cmd: FleetCommand): Promise<void> {
     await this.settleEndedRun();
     switch (cmd.type) {
       case "create_session":
@@ -420,12 +416,7 @@ export class SessionActor {
       }
       default: {
         const unknown = cmd as { id: string; type: string };
-        await this.outcome(
-          unknown.id,
-          unknown.type,
-          reject("unsupported", `unsupported command type ${unknown.type}`),
-          delivery,
-        );
+        await this.outcome(unknown.id, unknown.type, reject("unsupported", `unsupported command type ${unknown.type}`));
       }
     }
   }
@@ -783,14 +774,7 @@ export class SessionActor {
           api: "unknown",
           provider,
           model: options.model.modelId,
-          usage: {
-            input: 0,
-            output: 0,
-            cacheRead: 0,
-            cacheWrite: 0,
-            totalTokens: 0,
-            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-          },
+          usage: emptyUsage(),
           stopReason: "error",
           errorMessage: `Unknown provider: ${provider}`,
           timestamp: now(),

@@ -116,7 +116,7 @@ class Scripted implements ScriptedProvider {
         const model = options.model ?? streamOptions.model.modelId;
         const message = base(this.api, model, options.now(), stopReasonOf(turn), turn.usage);
         const events = scriptEvents(turn, message, context, options.chunkChars);
-        return new EventsIterable(events, message, signal, options.now);
+        return { [Symbol.asyncIterator]: () => new EventsIterator(events, message, signal, options.now) };
       }
     }
     return this.play(request, step, signal);
@@ -210,29 +210,6 @@ function scriptEvents(
     events.push({ type: "done", reason: stopReason, message: final });
   }
   return events;
-}
-
-class EventsIterable implements AsyncIterable<AssistantStreamEvent> {
-  private readonly events: AssistantStreamEvent[];
-  private readonly message: AssistantMessage;
-  private readonly signal: AbortSignal | undefined;
-  private readonly now: () => number;
-
-  constructor(
-    events: AssistantStreamEvent[],
-    message: AssistantMessage,
-    signal: AbortSignal | undefined,
-    now: () => number,
-  ) {
-    this.events = events;
-    this.message = message;
-    this.signal = signal;
-    this.now = now;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<AssistantStreamEvent> {
-    return new EventsIterator(this.events, this.message, this.signal, this.now);
-  }
 }
 
 /**

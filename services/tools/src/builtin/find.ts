@@ -4,7 +4,8 @@ import { z } from "zod";
 import { defineTool, type ToolOutput } from "../define-tool.js";
 import { resolveInWorkspace } from "../workspace-path.js";
 import { throwIfAborted } from "./abort.js";
-import { DEFAULT_MAX_BYTES, formatSize, truncateHead } from "./truncate.js";
+import { listingResult } from "./listing-result.js";
+import { DEFAULT_MAX_BYTES } from "./truncate.js";
 import { walkFiles } from "./walk-files.js";
 
 const DEFAULT_LIMIT = 1000;
@@ -56,21 +57,15 @@ export function createFindTool() {
         found.push(entry.kind === "dir" ? `${entry.rel}/` : entry.rel);
       }
       if (found.length === 0) return { content: [{ type: "text", text: "No files found matching pattern" }] };
-      const truncation = truncateHead(found.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
-      const notices: string[] = [];
-      const details: Record<string, unknown> = {};
-      if (limitReached) {
-        notices.push(`${max} results limit reached. Use limit=${max * 2} for more, or refine pattern`);
-        details.resultLimitReached = max;
-      }
-      if (truncation.truncated) {
-        notices.push(`${formatSize(DEFAULT_MAX_BYTES)} limit reached`);
-        details.truncation = truncation;
-      }
-      const text = notices.length ? `${truncation.content}\n\n[${notices.join(". ")}]` : truncation.content;
-      return Object.keys(details).length
-        ? { content: [{ type: "text", text }], details }
-        : { content: [{ type: "text", text }] };
+      return listingResult(
+        found.join("\n"),
+        limitReached
+          ? {
+              text: `${max} results limit reached. Use limit=${max * 2} for more, or refine pattern`,
+              detail: ["resultLimitReached", max],
+            }
+          : undefined,
+      );
     },
   });
 }

@@ -5,7 +5,8 @@ import { defineTool, type ToolOutput } from "../define-tool.js";
 import { isInside, resolveInWorkspace } from "../workspace-path.js";
 import { throwIfAborted } from "./abort.js";
 import { globMatcher } from "./find.js";
-import { DEFAULT_MAX_BYTES, formatSize, GREP_MAX_LINE_LENGTH, truncateHead, truncateLine } from "./truncate.js";
+import { listingResult } from "./listing-result.js";
+import { DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncateLine } from "./truncate.js";
 import { walkFiles } from "./walk-files.js";
 
 const DEFAULT_LIMIT = 100;
@@ -86,25 +87,23 @@ export function createGrepTool() {
         }
       }
       if (matchCount === 0) return { content: [{ type: "text", text: "No matches found" }] };
-      const truncation = truncateHead(out.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
-      const notices: string[] = [];
-      const details: Record<string, unknown> = {};
-      if (matchCount >= max) {
-        notices.push(`${max} matches limit reached. Use limit=${max * 2} for more, or refine pattern`);
-        details.matchLimitReached = max;
-      }
-      if (truncation.truncated) {
-        notices.push(`${formatSize(DEFAULT_MAX_BYTES)} limit reached`);
-        details.truncation = truncation;
-      }
-      if (linesTruncated) {
-        notices.push(`Some lines truncated to ${GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines`);
-        details.linesTruncated = true;
-      }
-      const text = notices.length ? `${truncation.content}\n\n[${notices.join(". ")}]` : truncation.content;
-      return Object.keys(details).length
-        ? { content: [{ type: "text", text }], details }
-        : { content: [{ type: "text", text }] };
+      return listingResult(
+        out.join("\n"),
+        matchCount >= max
+          ? {
+              text: `${max} matches limit reached. Use limit=${max * 2} for more, or refine pattern`,
+              detail: ["matchLimitReached", max],
+            }
+          : undefined,
+        linesTruncated
+          ? [
+              {
+                text: `Some lines truncated to ${GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines`,
+                detail: ["linesTruncated", true],
+              },
+            ]
+          : [],
+      );
     },
   });
 }

@@ -4,7 +4,8 @@ import { z } from "zod";
 import { defineTool, type ToolOutput } from "../define-tool.js";
 import { resolveInWorkspace } from "../workspace-path.js";
 import { throwIfAborted } from "./abort.js";
-import { DEFAULT_MAX_BYTES, formatSize, truncateHead } from "./truncate.js";
+import { listingResult } from "./listing-result.js";
+import { DEFAULT_MAX_BYTES } from "./truncate.js";
 
 const DEFAULT_LIMIT = 500;
 
@@ -44,21 +45,12 @@ export function createLsTool() {
       }
       throwIfAborted(ctx.signal);
       if (lines.length === 0) return { content: [{ type: "text", text: "(empty directory)" }] };
-      const truncation = truncateHead(lines.join("\n"), { maxLines: Number.MAX_SAFE_INTEGER });
-      const notices: string[] = [];
-      const details: Record<string, unknown> = {};
-      if (limitReached) {
-        notices.push(`${max} entries limit reached. Use limit=${max * 2} for more`);
-        details.entryLimitReached = max;
-      }
-      if (truncation.truncated) {
-        notices.push(`${formatSize(DEFAULT_MAX_BYTES)} limit reached`);
-        details.truncation = truncation;
-      }
-      const text = notices.length ? `${truncation.content}\n\n[${notices.join(". ")}]` : truncation.content;
-      return Object.keys(details).length
-        ? { content: [{ type: "text", text }], details }
-        : { content: [{ type: "text", text }] };
+      return listingResult(
+        lines.join("\n"),
+        limitReached
+          ? { text: `${max} entries limit reached. Use limit=${max * 2} for more`, detail: ["entryLimitReached", max] }
+          : undefined,
+      );
     },
   });
 }
