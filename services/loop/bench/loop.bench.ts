@@ -3,7 +3,7 @@
 // Prints turns/s, events appended/s, prompt→agent_end latency, delta→subscriber latency and worker
 // RSS, next to same-run baselines on the same nats-server: sequential publish round trip and the
 // pipelined publish rate.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -55,6 +55,12 @@ async function baselines(url: string) {
   return { seqP50: pct(rtts, 50), seqP99: pct(rtts, 99), pipelined };
 }
 
+/** Child processes this bench started; killed when it exits, also after a failure. */
+const children: ChildProcess[] = [];
+process.on("exit", () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
 async function main() {
   const server = await startNats();
   const workspace = mkdtempSync(join(tmpdir(), "fleet-bench-ws-"));
@@ -75,6 +81,7 @@ async function main() {
       stdio: ["ignore", "ignore", "inherit"],
     },
   );
+  children.push(runner);
 
   // The scripted provider, decorated to record when each text delta left the "LLM".
   const sentAt = new Map<string, number>();
@@ -141,6 +148,7 @@ async function main() {
     ["--conditions=@fleet/source", "--import", "tsx", join(import.meta.dirname, "delta-subscriber.ts"), server.url],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
+  children.push(subscriber);
   let subscriberOut = "";
   subscriber.stdout?.on("data", (d) => (subscriberOut += d));
   for (let i = 0; i < 400 && !subscriberOut.includes("ready"); i++) await new Promise((r) => setTimeout(r, 25));
