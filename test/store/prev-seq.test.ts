@@ -2,7 +2,13 @@ import { STREAMS, subjects } from "@fleet/protocol";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prevSeqOf, toEventRecord } from "../../services/session-store/src/partition-worker.js";
+import {
+  ackReplyOf,
+  pendingOf,
+  prevSeqOf,
+  streamSeqOf,
+  toEventRecord,
+} from "../../services/session-store/src/partition-worker.js";
 import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import { type Fixture, Publisher, startFixture } from "./support.js";
 
@@ -55,5 +61,25 @@ describe("prevSeqOf", () => {
       data: (msgs[2] as (typeof msgs)[number]).data,
       prevSeq: 2,
     });
+  });
+
+  it("streamSeqOf reads the stream sequence from either reply-subject layout, as m.seq does", async () => {
+    const msgs = await readAll(7);
+    expect(msgs.map((m) => streamSeqOf(m))).toEqual(msgs.map((m) => m.seq));
+    const withReply = (reply: string) => ({ reply, seq: -1 }) as unknown as (typeof msgs)[number];
+    expect(streamSeqOf(withReply("$JS.ACK.FLEET_EVENTS.store-p0.1.4821.4821.1764450000000000000.0"))).toBe(4821);
+    expect(streamSeqOf(withReply("$JS.ACK.hub.ACCHASH.FLEET_EVENTS.store-p0.2.77.70.1764450000000000000.3.rnd"))).toBe(
+      77,
+    );
+    expect(msgs.map((m) => pendingOf(m))).toEqual(msgs.map((m) => m.info.pending));
+    expect(msgs.map((m) => ackReplyOf((m as unknown as { reply: string }).reply)?.seq)).toEqual(msgs.map((m) => m.seq));
+    expect(ackReplyOf("$JS.ACK.FLEET_EVENTS.store-p0.1.4821.4821.1764450000000000000.17")).toEqual({
+      seq: 4821,
+      pending: 17,
+    });
+    expect(ackReplyOf("$JS.ACK.S.C.1.2.3.4")).toBeNull();
+    // Anything else falls back to the client's own parsing.
+    expect(streamSeqOf(withReply("_INBOX.abc"))).toBe(-1);
+    expect(streamSeqOf(withReply("$JS.ACK.S.C.1.x.1.1.0"))).toBe(-1);
   });
 });

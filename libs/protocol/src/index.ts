@@ -142,6 +142,7 @@ export {
   type StreamingToolCall,
 } from "./reducers/apply-deltas.js";
 export {
+  applySettingsEntry,
   buildContextFromPath,
   type ContextDefaults,
   entryToContextMessage,

@@ -83,7 +83,7 @@ export const storeEventConsumer = (partition: number) => ({
   ack_policy: "all",
   deliver_policy: "all",
   ack_wait: ms(30_000),
-  max_ack_pending: 10_000,
+  max_ack_pending: 20_000,
   max_deliver: -1,
 });
 

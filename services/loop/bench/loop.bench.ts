@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeCommand, partitionOf, subjects } from "@fleet/protocol";
 import { connectNats, createLogger, newId } from "@fleet/runtime";
-import { startNats } from "@fleet/testkit";
+import { cpuSecondsOf, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Registry } from "prom-client";
 import { createScriptedProvider, type StreamFn } from "../src/engine/index.js";
@@ -171,6 +171,13 @@ async function main() {
   let peakRss = rss0;
   const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
   const appendedBefore = await eventsInStream(nc);
+  const cpuOf = () => ({
+    worker: cpuSecondsOf(process.pid),
+    runner: cpuSecondsOf(runner.pid),
+    subscriber: cpuSecondsOf(subscriber.pid),
+    nats: cpuSecondsOf(server.pid),
+  });
+  const cpu0 = cpuOf();
   const t0 = performance.now();
   let finished = 0;
   const progress = setInterval(() => console.error(`progress: ${finished} runs, ${events} events seen`), 5_000);
@@ -192,6 +199,7 @@ async function main() {
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
+  const cpu1 = cpuOf();
   clearInterval(progress);
   clearInterval(rssTimer);
   const appended = (await eventsInStream(nc)) - appendedBefore;
@@ -225,6 +233,12 @@ async function main() {
   );
   console.log(
     `  delta→subscriber            p50 ${fmt(pct(deltaLatency, 50), 2)} ms   p99 ${fmt(pct(deltaLatency, 99), 2)} ms  (${deltaLatency.length} deltas)`,
+  );
+  const cpuLine = (Object.keys(cpu0) as Array<keyof typeof cpu0>)
+    .map((k) => `${k} ${fmt(cpu1[k] - cpu0[k], 1)} s`)
+    .join(", ");
+  console.log(
+    `  CPU during the runs         ${cpuLine} (wall ${fmt(elapsed, 1)} s; the worker process also runs this bench's driver)`,
   );
   console.log(`  worker process RSS          start ${fmt(rss0 / 2 ** 20)} MiB, peak ${fmt(peakRss / 2 ** 20)} MiB`);
   console.log("\n  same-run baselines (same server, 400 B messages)");

@@ -1,11 +1,13 @@
 // `npm run bench:store`: projection and rebuild throughput, get_context latency over NATS, and the
 // same-run baselines (raw ordered-consumer read rate, raw Redis pipelined write rate).
 // Sizes: BENCH_EVENTS (default 1,000,000), BENCH_SESSIONS (10,000), BENCH_PARTITIONS (16),
-// BENCH_QUERIES (2,000), BENCH_VERIFY=1 (also run `verify` after the projection). Starts its own nats-server and redis-server (testkit). The store and the
+// BENCH_QUERIES (2,000), BENCH_STORE_INSTANCES (2: the projection is measured with one store instance
+// and then with this many splitting the partitions), BENCH_VERIFY=1 (also run `verify` on both
+// projections). Starts its own nats-server and redis-server (testkit). The store and the
 // rebuild run as their own processes, as deployed (`node --max-semi-space-size=64 --import tsx …`,
 // override with BENCH_NODE_FLAGS), so the bench process is only the client.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import {
   type AgentMessage,
@@ -16,16 +18,19 @@ import {
   subjects,
 } from "@fleet/protocol";
 import { applyTopology } from "@fleet/runtime";
-import { startNats, startRedis } from "@fleet/testkit";
+import { cpuSecondsOf, startNats, startRedis } from "@fleet/testkit";
 import { DeliverPolicy, type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
+import { storeConsumerConfig } from "../src/consumer-control.js";
+import { appliedKey, controlKey } from "../src/keys.js";
 import { SYNTHETIC_CONFIG, syntheticSession } from "../src/testing/synthetic-session.js";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000);
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 16);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 2_000);
+const INSTANCES = Number(process.env.BENCH_STORE_INSTANCES ?? 2);
 const PER_SESSION = Math.ceil(EVENTS / SESSIONS);
 const PREFIX = "bench:store";
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "--max-semi-space-size=64").split(" ").filter(Boolean);
@@ -55,15 +60,7 @@ function runStoreProcess(script: "main" | "cli", args: string[], env: Record<str
     started,
     exited,
     output: () => output,
-    /** CPU seconds (user + system) the process used so far, from /proc (Linux). */
-    cpuSeconds: () => {
-      try {
-        const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-        return (Number(fields[11]) + Number(fields[12])) / 100;
-      } catch {
-        return Number.NaN;
-      }
-    },
+    cpuSeconds: () => cpuSecondsOf(child.pid),
     stop: async () => {
       if (child.exitCode === null) child.kill("SIGTERM");
       await exited;
@@ -190,7 +187,7 @@ async function main() {
         next: () => (k++ < PER_SESSION ? g.next() : { done: true as const, value: undefined }),
       } as Iterator<FleetEvent>;
     });
-    const { published } = await publishRoundRobin(js, capped, EVENTS);
+    const { published, last: lastBySession } = await publishRoundRobin(js, capped, EVENTS);
     const publishMs = performance.now() - t;
     const streamInfo = await topology.jsm.streams.info(STREAMS.events.name);
     out(
@@ -199,6 +196,7 @@ async function main() {
     results.events = published;
 
     // 2. Baseline: raw ordered-consumer read rate over the same stream.
+    let natsCpu = cpuSecondsOf(nats.pid);
     t = performance.now();
     const oc = await js.consumers.get(STREAMS.events.name, {
       filter_subjects: subjects.eventsAll,
@@ -213,8 +211,39 @@ async function main() {
     await msgs.close();
     const readMs = performance.now() - t;
     results.orderedReadPerSec = rate(read, readMs);
+    const serverUs = (cpu: number, n: number) => ((cpu * 1e6) / Math.max(1, n)).toFixed(1);
     out(
-      `baseline ordered consumer: ${read} messages in ${(readMs / 1000).toFixed(1)} s = ${results.orderedReadPerSec}/s`,
+      `baseline ordered consumer: ${read} messages in ${(readMs / 1000).toFixed(1)} s = ${results.orderedReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, read)} µs CPU per message)`,
+    );
+
+    // 2b. Baseline: what the store's consumers cost the server. One filtered pull consumer per
+    // partition (ack_policy all, acked every 1,000): nats-server 2.9 finds a wildcard-filtered
+    // consumer's next message by scanning the stream, so every event is looked at once per partition.
+    natsCpu = cpuSecondsOf(nats.pid);
+    t = performance.now();
+    const perPartition = await Promise.all(
+      Array.from({ length: PARTITIONS }, async (_, p) => {
+        const config = { ...storeConsumerConfig(p, 1), durable_name: `bench-raw-p${p}` };
+        await topology.jsm.consumers.add(STREAMS.events.name, config);
+        const consumer = await js.consumers.get(STREAMS.events.name, config.durable_name);
+        if ((await consumer.info()).num_pending === 0) return 0;
+        const messages = await consumer.consume({ max_messages: 5_000 });
+        let n = 0;
+        for await (const m of messages) {
+          n++;
+          if (n % 1_000 === 0 || m.info.pending === 0) m.ack();
+          if (m.info.pending === 0) break;
+        }
+        await messages.close();
+        await topology.jsm.consumers.delete(STREAMS.events.name, config.durable_name);
+        return n;
+      }),
+    );
+    const filteredRead = perPartition.reduce((a, b) => a + b, 0);
+    const filteredMs = performance.now() - t;
+    results.filteredReadPerSec = rate(filteredRead, filteredMs);
+    out(
+      `baseline ${PARTITIONS} filtered consumers (the store's read path): ${filteredRead} messages in ${(filteredMs / 1000).toFixed(1)} s = ${results.filteredReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, filteredRead)} µs CPU per message)`,
     );
 
     // 3. Baseline: raw Redis pipelined writes (RPUSH of event-sized values, 1,000 per pipeline).
@@ -235,61 +264,91 @@ async function main() {
       await redis.del(...Array.from({ length: Math.min(1_000, SESSIONS - i) }, (_, k) => `raw:{s${i + k}}`));
     }
 
-    // 4. Projection: one store instance drains the whole log.
+    // 4. Projection: the whole log drained by one store instance, then (into a fresh key prefix, so
+    // from the start again) by INSTANCES instances splitting the partitions, as a deployment scales out.
     const lastSeq = streamInfo.state.last_seq;
-    const storeEnv = {
+    const envFor = (prefix: string) => ({
       NATS_URL: nats.url,
       REDIS_URL: redisServer.url,
-      FLEET_STORE_PREFIX: PREFIX,
+      FLEET_STORE_PREFIX: prefix,
       FLEET_PARTITIONS: String(PARTITIONS),
       FLEET_LEASE_TTL_MS: "5000",
       FLEET_STORE_CACHE_ENTRIES: "5000000",
       LOG_LEVEL: "info",
-    };
-    // Timed from the first lease acquired: process start-up (tsx compiling the sources) is excluded.
-    const store = runStoreProcess("main", [], { ...storeEnv, FLEET_WORKER_ID: "bench" }, /"evt":"lease_acquired"/);
-    await store.started;
-    t = performance.now();
-    const cpuAtStart = store.cpuSeconds();
-    const drained = async () => {
-      for (let p = 0; p < PARTITIONS; p++) {
-        const info = await topology.jsm.consumers
-          .info(STREAMS.events.name, storeEventConsumer(p).durable_name)
-          .catch(() => null);
-        if (!info || info.num_pending + info.num_ack_pending > 0) return false;
-      }
-      return true;
-    };
-    let lastReport = performance.now();
-    while (!(await drained())) {
-      await new Promise((r) => setTimeout(r, 100));
-      if (performance.now() - lastReport > 10_000) {
-        lastReport = performance.now();
-        const info = await topology.jsm.consumers.info(STREAMS.events.name, storeEventConsumer(0).durable_name);
-        out(`  projecting… p0 delivered ${info.delivered.stream_seq}/${lastSeq}`);
-      }
+    });
+    const storeEnv = envFor(PREFIX);
+    // Drained = every partition's applied mark in the prefix's active namespace has reached the
+    // partition's last event (a fresh prefix resets the consumers when its leases are taken).
+    const partitionLast = new Map<number, number>();
+    for (const [sid, seq] of lastBySession) {
+      const p = partitionOf(sid, PARTITIONS);
+      partitionLast.set(p, Math.max(partitionLast.get(p) ?? 0, seq));
     }
-    const projectMs = performance.now() - t;
-    results.projectionEventsPerSec = rate(published, projectMs);
-    out(
-      `projection: ${published} events in ${(projectMs / 1000).toFixed(1)} s = ${results.projectionEventsPerSec} events/s (target >= 50000)`,
-    );
-    const cpu = store.cpuSeconds() - cpuAtStart;
-    results.projectionEventsPerCpuSecond = rate(published, cpu * 1000);
-    out(
-      `  store process CPU after start-up: ${cpu.toFixed(1)} s = ${results.projectionEventsPerCpuSecond} events per CPU-second`,
-    );
-    if (process.env.BENCH_STORE_LOG) writeFileSync(process.env.BENCH_STORE_LOG, store.output());
-    const leaseLosses = (store.output().match(/"evt":"lease_lost"/g) ?? []).length;
-    if (leaseLosses > 0) out(`  (the store lost ${leaseLosses} partition leases while projecting)`);
-    await store.stop();
+    const drained = async (prefix: string) => {
+      const ns = await redis.hget(controlKey(prefix), "ns");
+      if (!ns) return false;
+      const applied = await redis.hgetall(appliedKey(prefix, ns));
+      return [...partitionLast].every(([p, seq]) => Number(applied[String(p)] ?? 0) >= seq);
+    };
+    const project = async (instances: number, prefix: string) => {
+      // Timed from the first lease acquired: process start-up (tsx compiling the sources) is excluded.
+      const stores = Array.from({ length: instances }, (_, i) =>
+        runStoreProcess("main", [], { ...envFor(prefix), FLEET_WORKER_ID: `bench-${i}` }, /"evt":"lease_acquired"/),
+      );
+      await Promise.race(stores.map((s) => s.started));
+      const started = performance.now();
+      const cpuAtStart = stores.map((s) => s.cpuSeconds());
+      const serversAtStart = [cpuSecondsOf(nats.pid), cpuSecondsOf(redisServer.pid)];
+      let lastReport = performance.now();
+      while (!(await drained(prefix))) {
+        await new Promise((r) => setTimeout(r, 100));
+        if (performance.now() - lastReport > 10_000) {
+          lastReport = performance.now();
+          const info = await topology.jsm.consumers.info(STREAMS.events.name, storeEventConsumer(0).durable_name);
+          out(`  projecting… p0 delivered ${info.delivered.stream_seq}/${lastSeq}`);
+        }
+      }
+      const ms = performance.now() - started;
+      const cpu = stores.reduce((sum, s, i) => sum + s.cpuSeconds() - (cpuAtStart[i] ?? 0), 0);
+      const natsCpu = cpuSecondsOf(nats.pid) - (serversAtStart[0] ?? 0);
+      const redisCpu = cpuSecondsOf(redisServer.pid) - (serversAtStart[1] ?? 0);
+      const leaseLosses = stores.reduce((sum, s) => sum + (s.output().match(/"evt":"lease_lost"/g) ?? []).length, 0);
+      if (process.env.BENCH_STORE_LOG)
+        writeFileSync(process.env.BENCH_STORE_LOG, stores.map((s) => s.output()).join(""));
+      await Promise.all(stores.map((s) => s.stop()));
+      return { ms, cpu, natsCpu, redisCpu, leaseLosses };
+    };
+    const report = (
+      label: string,
+      r: { ms: number; cpu: number; natsCpu: number; redisCpu: number; leaseLosses: number },
+    ) => {
+      const perSec = rate(published, r.ms);
+      out(
+        `projection, ${label}: ${published} events in ${(r.ms / 1000).toFixed(1)} s = ${perSec} events/s (target >= 50000)`,
+      );
+      out(
+        `  store CPU after start-up: ${r.cpu.toFixed(1)} s = ${rate(published, r.cpu * 1000)} events per CPU-second (nats-server ${r.natsCpu.toFixed(1)} s, redis-server ${r.redisCpu.toFixed(1)} s)${r.leaseLosses > 0 ? `; ${r.leaseLosses} partition leases lost` : ""}`,
+      );
+      return perSec;
+    };
+    const one = await project(1, PREFIX);
+    results.projectionOneInstanceEventsPerSec = report("1 instance", one);
+    results.projectionEventsPerCpuSecond = rate(published, one.cpu * 1000);
+    if (INSTANCES > 1) {
+      const many = await project(INSTANCES, `${PREFIX}:x${INSTANCES}`);
+      results.projectionEventsPerSec = report(`${INSTANCES} instances`, many);
+    } else {
+      results.projectionEventsPerSec = results.projectionOneInstanceEventsPerSec;
+    }
 
     // Optional: check the projection made under load (lease churn included) against a replay.
     if (process.env.BENCH_VERIFY) {
-      const verifyRun = runStoreProcess("cli", ["verify", "--wait-ms", "0"], storeEnv, /verify: /);
-      await verifyRun.started;
-      const code = await verifyRun.exited;
-      out(`verify: exit ${code}, ${/verify: .*/.exec(verifyRun.output())?.[0]}`);
+      for (const prefix of INSTANCES > 1 ? [PREFIX, `${PREFIX}:x${INSTANCES}`] : [PREFIX]) {
+        const verifyRun = runStoreProcess("cli", ["verify", "--wait-ms", "0"], envFor(prefix), /verify: /);
+        await verifyRun.started;
+        const code = await verifyRun.exited;
+        out(`verify ${prefix}: exit ${code}, ${/verify: .*/.exec(verifyRun.output())?.[0]}`);
+      }
     }
 
     // 5. Rebuild: the same events into a fresh namespace, then the switch (the CLI, as an operator runs it).

@@ -14,8 +14,8 @@ export const StoreEnv = z.object({
   FLEET_OPS_PORT: envInt(0, 0, 65_535),
   /** Upper bound of entries held by the in-memory tree cache. */
   FLEET_STORE_CACHE_ENTRIES: envInt(2_000_000, 1_000, 1_000_000_000),
-  /** Most events applied per batch and partition (at most the consumer's max_ack_pending, 10,000). */
-  FLEET_STORE_BATCH: envInt(5_000, 1, 10_000),
+  /** Most events applied per batch and partition (at most half the consumer's max_ack_pending, 20,000). */
+  FLEET_STORE_BATCH: envInt(10_000, 1, 10_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type StoreEnv = z.infer<typeof StoreEnv>;

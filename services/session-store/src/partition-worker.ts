@@ -25,6 +25,14 @@ export interface PartitionWorkerOptions {
 
 export interface PartitionWorker {
   readonly partition: number;
+  /**
+   * Events of the partition not applied yet, as the consumer last reported it: the server's pending
+   * count on the newest delivered message, plus what was delivered and not yet applied. Costs no
+   * request (a filtered consumer's info makes nats-server 2.9 scan the stream).
+   */
+  readonly pending: number;
+  /** Stream sequence of the last event applied by this worker (0 before its first batch). */
+  readonly appliedSeq: number;
   /** The namespace this worker feeds (undefined before the first batch loop). */
   readonly ns: string | undefined;
   /** Stops consuming, finishes the batch in progress, and naks what was received but not applied. */
@@ -69,8 +77,45 @@ export function prevSeqOf(m: JsMsg): number | undefined {
   return prev && /^[0-9]+$/.test(prev) ? Number(prev) : undefined;
 }
 
+/**
+ * The stream sequence and the consumer's pending count (messages not yet delivered) of a delivered
+ * message, read from its reply subject without building the whole delivery info (`m.info` does).
+ * Both layouts: `$JS.ACK.<stream>.<consumer>.<delivered>.<seq>.<dseq>.<ts>.<pending>` (9 tokens)
+ * and `$JS.ACK.<domain>.<hash>.<stream>.<consumer>.<delivered>.<seq>.<dseq>.<ts>.<pending>[.…]`
+ * (11 or more). Null for anything else.
+ */
+export function ackReplyOf(reply: string): { seq: number; pending: number } | null {
+  if (!reply.startsWith("$JS.ACK.")) return null;
+  const dots: number[] = [];
+  for (let i = reply.indexOf("."); i >= 0; i = reply.indexOf(".", i + 1)) dots.push(i);
+  const first = dots.length === 8 ? 5 : dots.length >= 10 ? 7 : -1;
+  if (first < 0) return null;
+  const token = (k: number) => Number(reply.slice((dots[k - 1] as number) + 1, dots[k] ?? reply.length));
+  const seq = token(first);
+  const pending = token(first + 3);
+  return Number.isSafeInteger(seq) && seq > 0 && Number.isSafeInteger(pending) && pending >= 0
+    ? { seq, pending }
+    : null;
+}
+
+/** The reply subject of a delivered message (nats.js 3 has it on JsMsg without typing it). */
+const replyOf = (m: JsMsg): string => {
+  const reply = (m as JsMsg & { reply?: unknown }).reply;
+  return typeof reply === "string" ? reply : "";
+};
+
+/** The stream sequence of a delivered message (the client's own parsing only as a fallback). */
+export function streamSeqOf(m: JsMsg): number {
+  return ackReplyOf(replyOf(m))?.seq ?? m.seq;
+}
+
+/** The consumer's pending count carried by a delivered message. */
+export function pendingOf(m: JsMsg): number {
+  return ackReplyOf(replyOf(m))?.pending ?? m.info.pending;
+}
+
 export function toEventRecord(m: JsMsg): EventRecord {
-  return { seq: m.seq, subject: m.subject, data: m.data, prevSeq: prevSeqOf(m) };
+  return { seq: streamSeqOf(m), subject: m.subject, data: m.data, prevSeq: prevSeqOf(m) };
 }
 
 /**
@@ -81,13 +126,16 @@ export function toEventRecord(m: JsMsg): EventRecord {
  */
 export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWorker {
   const { partition, logger } = opts;
-  const maxBatch = opts.maxBatch ?? 5000;
+  const maxBatch = opts.maxBatch ?? 10_000;
   const idleMs = opts.idleMs ?? 500;
   const inbox = createInbox<JsMsg>();
   let messages: ConsumerMessages | undefined;
   let current: ActiveNamespace | undefined;
   let stopping = false;
   let generation = 0;
+  let serverPending = 0;
+  let inFlight = 0;
+  let appliedSeq = 0;
 
   async function closeConsumer() {
     const m = messages;
@@ -105,13 +153,16 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     logger.info({ evt: "store_consumer_ready", partition, ns: active.ns, how }, "partition consumer ready");
     const consumer = await opts.js.consumers.get(STREAMS.events.name, storeEventConsumer(partition).durable_name);
     // Callback mode: no async iteration per message. The inbox needs no backpressure of its own, as
-    // the server stops delivering at the consumer's max_ack_pending (10,000) unacknowledged messages.
+    // the server stops delivering at the consumer's max_ack_pending (20,000) unacknowledged messages.
     const gen = ++generation;
     const opened = await consumer.consume({
-      max_messages: Math.min(maxBatch, 2000),
+      max_messages: Math.min(maxBatch, 5000),
       callback: (m) => {
         // Only messages of the consumer opened last: a closed one's stragglers would be stale.
-        if (generation === gen && !stopping) inbox.push(m);
+        if (generation === gen && !stopping) {
+          inbox.push(m);
+          serverPending = pendingOf(m);
+        }
       },
     });
     messages = opened;
@@ -134,11 +185,14 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
         if (batch.length === 0) continue;
         const ns = (current as ActiveNamespace).ns;
         const records = batch.map(toEventRecord);
+        inFlight = batch.length;
         await opts.slots.run(() => opts.projector.applyBatch(ns, records));
+        inFlight = 0;
+        appliedSeq = (records.at(-1) as EventRecord).seq;
         // `ack_policy: all`: acking the batch's last message acknowledges the whole batch (and
         // nothing delivered after it).
         (batch.at(-1) as JsMsg).ack();
-        opts.onBatch?.(partition, batch.length, (batch.at(-1) as JsMsg).seq);
+        opts.onBatch?.(partition, batch.length, appliedSeq);
         failures = 0;
       } catch (err) {
         failures++;
@@ -147,6 +201,7 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
         // after it may be applied first: drop what was received and start over from a fresh consumer,
         // which prepareStoreConsumer moves back to the ack floor + 1.
         for (const m of batch) m.nak();
+        inFlight = 0;
         current = undefined;
         await closeConsumer();
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** failures)));
@@ -157,6 +212,12 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
   const done = loop();
   return {
     partition,
+    get pending() {
+      return serverPending + inbox.length + inFlight;
+    },
+    get appliedSeq() {
+      return appliedSeq;
+    },
     get ns() {
       return current?.ns;
     },

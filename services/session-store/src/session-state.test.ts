@@ -1,4 +1,4 @@
-import { type FleetEvent, FleetEvent as FleetEventSchema, foldSessionTreeEvents } from "@fleet/protocol";
+import { buildContext, type FleetEvent, FleetEvent as FleetEventSchema, foldSessionTreeEvents } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
 import { decodeSession, encodeMeta, planWrite } from "./session-codec.js";
 import { emptyProjectedSession, type ProjectedSession, projectEvents, type StreamEvent } from "./session-state.js";
@@ -55,6 +55,35 @@ describe("projectEvents", () => {
       expect(state.updatedAt).toBe((events.at(-1) as FleetEvent).meta.ts);
       expect(state.status).toBe("idle");
     }
+  });
+
+  it("keeps the leaf's settings equal to buildContext's after every batch (incremental or walked)", () => {
+    const log = syntheticEvents({ sessionId: "s-2", seed: 9, runs: 150, branchRate: 0.3, settingsRate: 0.6 });
+    const all = stream(log);
+    const rnd = prng(11);
+    let checked = 0;
+    for (let trial = 0; trial < 5; trial++) {
+      let state = emptyProjectedSession("s-2");
+      for (let i = 0; i < all.length; ) {
+        const n = 1 + Math.floor(rnd() * 8);
+        state = projectEvents(state, all.slice(i, i + n));
+        i += n;
+        const ctx = buildContext(state.tree);
+        if (!ctx.ok) continue;
+        expect({
+          model: state.model,
+          thinkingLevel: state.thinkingLevel,
+          activeToolNames: state.activeToolNames,
+        }).toEqual({ model: ctx.model, thinkingLevel: ctx.thinkingLevel, activeToolNames: ctx.activeToolNames });
+        checked++;
+      }
+    }
+    // The log changes model, thinking level and tools, and moves the leaf.
+    const settingsTypes = new Set(log.map((e) => e.type));
+    for (const t of ["model_change", "thinking_level_change", "active_tools_change", "leaf"] as const) {
+      expect(settingsTypes.has(t)).toBe(true);
+    }
+    expect(checked).toBeGreaterThan(100);
   });
 
   it("is a no-op for redelivered events (seq at or below lastSeq)", () => {

@@ -1,10 +1,13 @@
 import {
+  applySettingsEntry,
   buildContext,
+  type ContextDefaults,
   contextDefaults,
   emptySessionTree,
   type FleetEvent,
   foldSessionTreeEvents,
   type ModelRef,
+  type SessionEntry,
   type SessionTree,
   type ThinkingLevel,
 } from "@fleet/protocol";
@@ -72,7 +75,7 @@ export function projectEvents(state: ProjectedSession, events: readonly StreamEv
     else if (event.type === "agent_end") status = "idle";
   }
   const tree = foldSessionTreeEvents(decoded, state.tree);
-  const settings = tree === state.tree ? state : settingsAtLeaf(tree);
+  const settings = tree === state.tree ? state : (settingsAfterAppends(state, tree) ?? settingsAtLeaf(tree));
   return {
     sessionId: state.sessionId,
     tree,
@@ -86,7 +89,41 @@ export function projectEvents(state: ProjectedSession, events: readonly StreamEv
   };
 }
 
-function settingsAtLeaf(tree: SessionTree): Pick<ProjectedSession, "model" | "thinkingLevel" | "activeToolNames"> {
+type LeafSettings = Pick<ProjectedSession, "model" | "thinkingLevel" | "activeToolNames">;
+
+/**
+ * The leaf's settings without walking the path, when the fold only appended entries along the old
+ * leaf (each new entry's parent is the one before it, starting at the old leaf, and the leaf is the
+ * last one) under the same config: then the path is the old one plus those entries. Undefined
+ * otherwise (a leaf move, a branch off elsewhere, a config change, the first entries).
+ */
+function settingsAfterAppends(state: ProjectedSession, tree: SessionTree): LeafSettings | undefined {
+  const before = state.tree;
+  if (tree.config !== before.config || before.config === null) return undefined;
+  let parent = before.leafId;
+  let settings: ContextDefaults = {
+    model: state.model,
+    thinkingLevel: state.thinkingLevel,
+    activeToolNames: state.activeToolNames,
+  };
+  for (let i = before.entries.length; i < tree.entries.length; i++) {
+    const entry = tree.entries[i] as SessionEntry;
+    if (entry.parentId !== parent) return undefined;
+    settings = applySettingsEntry(settings, entry);
+    parent = entry.id;
+  }
+  if (tree.leafId !== parent) return undefined;
+  return {
+    model: settings.model,
+    thinkingLevel: settings.thinkingLevel,
+    activeToolNames:
+      settings.activeToolNames === state.activeToolNames || settings.activeToolNames === null
+        ? (settings.activeToolNames as string[] | null)
+        : [...settings.activeToolNames],
+  };
+}
+
+function settingsAtLeaf(tree: SessionTree): LeafSettings {
   const ctx = buildContext(tree);
   if (ctx.ok) return { model: ctx.model, thinkingLevel: ctx.thinkingLevel, activeToolNames: ctx.activeToolNames };
   const defaults = contextDefaults(tree.config);

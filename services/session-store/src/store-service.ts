@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { STREAMS, storeEventConsumer } from "@fleet/protocol";
 import {
   applyTopology,
   checkServer,
@@ -141,14 +140,13 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       if (delay > 1) logger.warn({ evt: "store_event_loop_delay", p99Seconds: delay }, "event loop delayed");
       const active = await namespaces.peek();
       if (!active || workers.size === 0) return;
+      // One stream info (cheap); no consumer info, as that scans the stream for a filtered consumer.
       const last = await streamLastSeq(jsm);
-      for (const p of workers.keys()) {
-        const info = await jsm.consumers.info(STREAMS.events.name, storeEventConsumer(p).durable_name);
-        const pending = info.num_pending + info.num_ack_pending;
-        const partitionLast = info.num_pending === 0 ? info.delivered.stream_seq : last;
-        const appliedSeq = await repo.applied(active.ns, p);
+      for (const [p, worker] of workers) {
+        const pending = worker.pending;
+        const appliedSeq = pending === 0 ? 0 : Math.max(worker.appliedSeq, await repo.applied(active.ns, p));
         metrics.pending.set({ partition: String(p) }, pending);
-        metrics.lag.set({ partition: String(p) }, pending === 0 ? 0 : Math.max(0, partitionLast - appliedSeq));
+        metrics.lag.set({ partition: String(p) }, pending === 0 ? 0 : Math.max(0, last - appliedSeq));
       }
     } catch (err) {
       logger.debug({ evt: "store_lag_failed", err }, "lag update failed");

@@ -55,6 +55,24 @@ export function entryToContextMessage(entry: SessionEntry): ContextMessage | und
 }
 
 /**
+ * The settings after `entry`, given those before it (pi's rule, in path order): `thinking_level_change`
+ * sets the level, `model_change` and every assistant message set the model, `active_tools_change`
+ * sets the tools. Returns `settings` itself when the entry changes nothing.
+ */
+export function applySettingsEntry(settings: ContextDefaults, entry: SessionEntry): ContextDefaults {
+  if (entry.type === "thinking_level_change") return { ...settings, thinkingLevel: entry.thinkingLevel };
+  if (entry.type === "model_change")
+    return { ...settings, model: { provider: entry.provider, modelId: entry.modelId } };
+  if (entry.type === "message" && entry.message.role === "assistant") {
+    const { provider, model } = entry.message;
+    if (settings.model?.provider === provider && settings.model.modelId === model) return settings;
+    return { ...settings, model: { provider, modelId: model } };
+  }
+  if (entry.type === "active_tools_change") return { ...settings, activeToolNames: entry.toolNames };
+  return settings;
+}
+
+/**
  * Builds the context of a root→leaf `path` by pi's rules:
  * - settings: `thinking_level_change` sets the level, `model_change` and every assistant message set
  *   the model, `active_tools_change` sets the tools; later entries win; `defaults` otherwise;
@@ -68,18 +86,13 @@ export function buildContextFromPath(
   path: readonly SessionEntry[],
   defaults: ContextDefaults = NO_CONTEXT_DEFAULTS,
 ): PathContext {
-  let model = defaults.model;
-  let thinkingLevel = defaults.thinkingLevel;
-  let activeToolNames = defaults.activeToolNames;
+  let settings = defaults;
   let compactionIndex = -1;
   path.forEach((entry, index) => {
-    if (entry.type === "thinking_level_change") thinkingLevel = entry.thinkingLevel;
-    else if (entry.type === "model_change") model = { provider: entry.provider, modelId: entry.modelId };
-    else if (entry.type === "message" && entry.message.role === "assistant") {
-      model = { provider: entry.message.provider, modelId: entry.message.model };
-    } else if (entry.type === "active_tools_change") activeToolNames = entry.toolNames;
-    else if (entry.type === "compaction") compactionIndex = index;
+    settings = applySettingsEntry(settings, entry);
+    if (entry.type === "compaction") compactionIndex = index;
   });
+  const { model, thinkingLevel, activeToolNames } = settings;
 
   const messages: ContextMessage[] = [];
   const append = (entry: SessionEntry) => {

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNamespaceControl } from "../../services/session-store/src/namespace.js";
+import { startPartitionWorker } from "../../services/session-store/src/partition-worker.js";
+import type { EventRecord, Projector } from "../../services/session-store/src/projector.js";
+import { createSlots } from "../../services/session-store/src/slots.js";
+import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
+import { type Fixture, Publisher, silent, startFixture, waitFor } from "./support.js";
+
+let f: Fixture;
+
+beforeAll(async () => {
+  f = await startFixture({ partitions: 1 });
+});
+
+afterAll(async () => {
+  await f?.stop();
+});
+
+describe("a partition worker's pending count", () => {
+  it("counts undelivered plus unapplied events without asking the server, and reaches 0 once applied", async () => {
+    const publisher = new Publisher(f.js, f.partitions);
+    const events = syntheticEvents({ sessionId: "pending-1", seed: 5, runs: 30, streaming: true });
+    for (const e of events) await publisher.publish(e);
+    const lastSeq = publisher.lastSeq.get("pending-1") as number;
+
+    // A projector that holds every batch until released: the worker's own bookkeeping is under test.
+    const applied: EventRecord[] = [];
+    let release: () => void = () => undefined;
+    let gate = new Promise<void>((r) => (release = r));
+    const projector: Projector = {
+      stats: { applied: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 },
+      async applyBatch(_ns, records) {
+        await gate;
+        applied.push(...records);
+      },
+    };
+    const worker = startPartitionWorker({
+      partition: 0,
+      js: f.js,
+      jsm: f.jsm,
+      namespaces: createNamespaceControl(f.redis, "pending-test"),
+      projector,
+      slots: createSlots(1),
+      logger: silent,
+      maxBatch: 40,
+    });
+    try {
+      // Everything is pending while the first batch is held: delivered, queued or still on the server.
+      await waitFor("the first batch", async () => worker.pending === events.length && worker.appliedSeq === 0);
+      expect(worker.pending).toBe(events.length);
+      release();
+      gate = Promise.resolve();
+      await waitFor("every event applied", async () => worker.appliedSeq === lastSeq);
+      await waitFor("pending to reach 0", async () => worker.pending === 0);
+      expect(applied.map((r) => r.seq)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+    } finally {
+      await worker.stop();
+    }
+  });
+});
