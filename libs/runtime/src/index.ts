@@ -15,6 +15,16 @@ export {
 } from "./partition-leases.js";
 export { atLeast, compareVersions } from "./semver.js";
 export { sleep } from "./sleep.js";
+export {
+  createStreamPublisher,
+  NO_STREAM,
+  PUBLISH_FAILED,
+  PUBLISH_TIMEOUT,
+  type PublishAck,
+  type PublishOptions,
+  type StreamPublisher,
+  WRONG_LAST_SEQUENCE,
+} from "./stream-publisher.js";
 export { lastSubjectSeq, readSubject, type StoredRecord } from "./subject-reader.js";
 export {
   type ApplyTopologyOptions,

@@ -1,5 +1,5 @@
 import { decodeEvent, STREAMS, subjects } from "@fleet/protocol";
-import { applyTopology, connectNats, readSubject } from "@fleet/runtime";
+import { applyTopology, connectNats, createStreamPublisher, readSubject } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -24,7 +24,14 @@ describe("session appender (single writer, fenced by the log)", () => {
   it("two writers racing from the same position: exactly one wins, the other is fenced and stays fenced", async () => {
     const js = jetstream(nc);
     const mk = (producer: string) =>
-      createSessionAppender({ js, sessionId: "race-1", partition: 3, producer, lastSeq: 0, now: () => 1_000 });
+      createSessionAppender({
+        publisher: createStreamPublisher(nc),
+        sessionId: "race-1",
+        partition: 3,
+        producer,
+        lastSeq: 0,
+        now: () => 1_000,
+      });
     const a = mk("loop-a");
     const b = mk("loop-b");
     const [ra, rb] = await Promise.all([a.append(body("e-a"), { id: "e-a" }), b.append(body("e-b"), { id: "e-b" })]);
@@ -48,9 +55,8 @@ describe("session appender (single writer, fenced by the log)", () => {
   });
 
   it("a retried publish with the same event id is deduplicated, not appended twice", async () => {
-    const js = jetstream(nc);
     const a = createSessionAppender({
-      js,
+      publisher: createStreamPublisher(nc),
       sessionId: "dedup-1",
       partition: 0,
       producer: "p",
@@ -61,7 +67,7 @@ describe("session appender (single writer, fenced by the log)", () => {
     expect(first.ok).toBe(true);
     // A second appender that believes the subject is still empty re-sends the same msgID.
     const retry = createSessionAppender({
-      js,
+      publisher: createStreamPublisher(nc),
       sessionId: "dedup-1",
       partition: 0,
       producer: "p",
@@ -73,8 +79,14 @@ describe("session appender (single writer, fenced by the log)", () => {
   });
 
   it("rejects an event that fails the schema without publishing it", async () => {
-    const js = jetstream(nc);
-    const a = createSessionAppender({ js, sessionId: "bad-1", partition: 0, producer: "p", lastSeq: 0, now: () => 1 });
+    const a = createSessionAppender({
+      publisher: createStreamPublisher(nc),
+      sessionId: "bad-1",
+      partition: 0,
+      producer: "p",
+      lastSeq: 0,
+      now: () => 1,
+    });
     const out = await a.append({ type: "label", targetId: "", label: 3 } as never, { id: "x" });
     expect(out).toMatchObject({ ok: false, kind: "invalid" });
     expect(a.lastSeq).toBe(0);

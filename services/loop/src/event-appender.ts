@@ -1,8 +1,5 @@
 import { type EventBody, encodeEvent, type FleetEvent, subjects } from "@fleet/protocol";
-import type { JetStreamClient } from "@nats-io/jetstream";
-
-/** Error code nats-server returns when `expect.lastSubjectSequence` does not hold. */
-export const WRONG_LAST_SEQUENCE = 10071;
+import { type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
   | { ok: true; seq: number; event: FleetEvent }
@@ -29,7 +26,7 @@ export interface SessionAppender {
 }
 
 export function createSessionAppender(opts: {
-  js: JetStreamClient;
+  publisher: StreamPublisher;
   sessionId: string;
   partition: number;
   producer: string;
@@ -49,23 +46,23 @@ export function createSessionAppender(opts: {
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
     let lastError = "";
+    // A retry re-sends the same msgID: if the lost ack's publish was stored, the server acks it again.
     for (let attempt = 0; attempt <= (opts.retries ?? 3); attempt++) {
-      try {
-        const ack = await opts.js.publish(subject, encoded.bytes, {
-          msgID: event.meta.id,
-          expect: { lastSubjectSequence: lastSeq },
-          timeout: 5_000,
-        });
+      const ack = await opts.publisher.publish(subject, encoded.bytes, {
+        msgID: event.meta.id,
+        expectLastSubjectSequence: lastSeq,
+        timeoutMs: 5_000,
+      });
+      if (ack.ok) {
         lastSeq = ack.seq;
         opts.onAppended?.(event, ack.seq, opts.now() - started);
         return { ok: true, seq: ack.seq, event };
-      } catch (err) {
-        if (isWrongLastSequence(err)) {
-          fenced = true;
-          return { ok: false, kind: "fenced", error: (err as Error).message };
-        }
-        lastError = (err as Error).message;
       }
+      if (ack.code === WRONG_LAST_SEQUENCE) {
+        fenced = true;
+        return { ok: false, kind: "fenced", error: ack.error };
+      }
+      lastError = ack.error;
     }
     return { ok: false, kind: "failed", error: lastError };
   }
@@ -95,16 +92,4 @@ export function createSessionAppender(opts: {
       return next;
     },
   };
-}
-
-export function isWrongLastSequence(err: unknown): boolean {
-  const e = err as { code?: unknown; apiError?: () => { err_code?: number } } | undefined;
-  if (!e) return false;
-  if (e.code === WRONG_LAST_SEQUENCE) return true;
-  try {
-    if (typeof e.apiError === "function" && e.apiError()?.err_code === WRONG_LAST_SEQUENCE) return true;
-  } catch {
-    // not an API error
-  }
-  return /wrong last sequence/i.test(String((err as Error).message ?? ""));
 }

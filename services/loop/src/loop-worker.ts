@@ -1,5 +1,11 @@
 import { decodeEvent, type SessionConfig, STREAMS } from "@fleet/protocol";
-import { applyTopology, createLeaseManager, type LeaseManager, type Logger } from "@fleet/runtime";
+import {
+  applyTopology,
+  createLeaseManager,
+  createStreamPublisher,
+  type LeaseManager,
+  type Logger,
+} from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
@@ -56,6 +62,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   });
   const partitions = topology.partitions;
   const js = jetstream(opts.nc);
+  const publisher = createStreamPublisher(opts.nc);
   const jsm = topology.jsm;
   const metrics = createLoopMetrics(opts.registry);
   const tools = watchToolRegistry(topology.kv.tools, (key, error) =>
@@ -85,6 +92,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     const actor = SessionActor.load({
       nc: opts.nc,
       js,
+      publisher,
       jsm,
       sessionId,
       partition,
@@ -226,6 +234,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       );
       await leases.stop();
       tools.stop();
+      publisher.close();
     },
   };
 }

@@ -29,7 +29,7 @@ import {
   STREAMS,
   subjects,
 } from "@fleet/protocol";
-import { type Logger, readSubject } from "@fleet/runtime";
+import { type Logger, readSubject, type StreamPublisher } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
@@ -68,6 +68,8 @@ export interface ActorSettings {
 export interface ActorDeps {
   nc: NatsConnection;
   js: JetStreamClient;
+  /** Appends events (acks matched on one inbox; see @fleet/runtime createStreamPublisher). */
+  publisher: StreamPublisher;
   jsm: JetStreamManager;
   sessionId: string;
   partition: number;
@@ -135,7 +137,7 @@ export class SessionActor {
     this.log = deps.logger.child({ sessionId: deps.sessionId, partition: deps.partition });
     this.lastUsed = deps.now();
     this.appender = createSessionAppender({
-      js: deps.js,
+      publisher: deps.publisher,
       sessionId: deps.sessionId,
       partition: deps.partition,
       producer: deps.workerId,

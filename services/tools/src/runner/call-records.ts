@@ -6,14 +6,12 @@ import {
   type ToolResultRecord,
   toolCallMsgId,
 } from "@fleet/protocol";
+import { WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 
 /** Header on every record a runner writes: which runner wrote it (runner-lost detection reads it). */
 export const RUNNER_ID_HEADER = "Fleet-Runner-Id";
-
-/** JetStream's "wrong last sequence" (optimistic concurrency) error code. */
-export const WRONG_LAST_SEQUENCE = 10071;
 
 export const isWrongLastSequence = (err: unknown) =>
   (err as { code?: unknown } | undefined)?.code === WRONG_LAST_SEQUENCE ||

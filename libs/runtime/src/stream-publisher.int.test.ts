@@ -1,0 +1,84 @@
+import { type NatsServer, startNats } from "@fleet/testkit";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNats } from "./nats-connection.js";
+import {
+  createStreamPublisher,
+  NO_STREAM,
+  PUBLISH_FAILED,
+  PUBLISH_TIMEOUT,
+  WRONG_LAST_SEQUENCE,
+} from "./stream-publisher.js";
+
+let server: NatsServer;
+let nc: NatsConnection;
+const data = (s: string) => new TextEncoder().encode(s);
+
+beforeAll(async () => {
+  server = await startNats();
+  nc = await connectNats({ url: server.url, name: "publisher-test" });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: "PUB", subjects: ["pub.>"] });
+});
+afterAll(async () => {
+  await nc?.close();
+  await server?.stop();
+});
+
+describe("stream publisher", () => {
+  it("stores with the same sequence numbers, dedup and expectations as js.publish", async () => {
+    const p = createStreamPublisher(nc);
+    const first = await p.publish("pub.a", data("1"), { msgID: "m-1", expectLastSubjectSequence: 0 });
+    expect(first).toEqual({ ok: true, stream: "PUB", seq: 1, duplicate: false });
+    // A repeat of the msgID is acknowledged with the stored sequence, not stored again.
+    expect(await p.publish("pub.a", data("1"), { msgID: "m-1", expectLastSubjectSequence: 0 })).toEqual({
+      ok: true,
+      stream: "PUB",
+      seq: 1,
+      duplicate: true,
+    });
+    const stale = await p.publish("pub.a", data("2"), { msgID: "m-2", expectLastSubjectSequence: 0 });
+    expect(stale).toMatchObject({ ok: false, code: WRONG_LAST_SEQUENCE });
+    expect(stale.ok ? "" : stale.error).toMatch(/wrong last sequence: 1/);
+    expect(await p.publish("pub.a", data("2"), { msgID: "m-2", expectLastSubjectSequence: 1 })).toMatchObject({
+      ok: true,
+      seq: 2,
+    });
+    // Many in flight at once: every ack reaches its own publish.
+    const acks = await Promise.all(Array.from({ length: 500 }, (_, i) => p.publish(`pub.many.${i}`, data(`${i}`))));
+    expect(acks.every((a) => a.ok)).toBe(true);
+    expect(new Set(acks.map((a) => (a.ok ? a.seq : 0))).size).toBe(500);
+    const js = jetstream(nc);
+    const stored = await (await js.consumers.get("PUB", { filter_subjects: "pub.many.7" })).next();
+    expect(new TextDecoder().decode(stored?.data)).toBe("7");
+    expect(p.pending).toBe(0);
+    p.close();
+  });
+
+  it("reports a subject no stream captures, a missing ack and a closed connection as errors", async () => {
+    const p = createStreamPublisher(nc);
+    expect(await p.publish("nostream.x", data("x"))).toMatchObject({ ok: false, code: NO_STREAM });
+    // A plain subscriber that never answers: the publish is delivered but never acknowledged.
+    const silent = nc.subscribe("silent.x", { callback: () => undefined });
+    const started = Date.now();
+    expect(await p.publish("silent.x", data("x"), { timeoutMs: 300 })).toMatchObject({
+      ok: false,
+      code: PUBLISH_TIMEOUT,
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    silent.unsubscribe();
+
+    const sub = nc.subscribe("silent.y", { callback: () => undefined });
+    await nc.flush();
+    const other = await connectNats({ url: server.url, name: "publisher-closing" });
+    const q = createStreamPublisher(other);
+    const inFlight = q.publish("silent.y", data("y"), { timeoutMs: 30_000 });
+    await other.flush();
+    await other.close();
+    expect(await inFlight).toMatchObject({ ok: false, code: PUBLISH_FAILED });
+    expect(await q.publish("pub.after", data("z"))).toMatchObject({ ok: false, code: PUBLISH_FAILED });
+    sub.unsubscribe();
+    p.close();
+  });
+});

@@ -1,0 +1,154 @@
+import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+
+/** JetStream's "wrong last sequence" (optimistic concurrency) error code. */
+export const WRONG_LAST_SEQUENCE = 10071;
+/** `code` of a publish no stream answered (the server's 503 "no responders" status). */
+export const NO_STREAM = 503;
+/** `code` of a publish that got no acknowledgement in time (it may still have been stored). */
+export const PUBLISH_TIMEOUT = 408;
+/** `code` of a publish that could not be sent or whose connection closed before the ack. */
+export const PUBLISH_FAILED = 0;
+
+export type PublishAck =
+  | { ok: true; stream: string; seq: number; duplicate: boolean }
+  /** `code`: the JetStream API `err_code` (e.g. 10071), or NO_STREAM, PUBLISH_TIMEOUT, PUBLISH_FAILED. */
+  | { ok: false; code: number; error: string };
+
+export interface PublishOptions {
+  /** `Nats-Msg-Id`: the server drops a repeat within the stream's duplicate window (and acks it). */
+  msgID?: string;
+  /** `Nats-Expected-Last-Subject-Sequence`: stored only if the subject's last sequence is this (0 = empty). */
+  expectLastSubjectSequence?: number;
+  timeoutMs?: number;
+}
+
+/**
+ * JetStream publishing without a request object per message: one wildcard inbox subscription
+ * receives every ack, matched by reply token; timeouts are checked by one timer. Same wire protocol
+ * and headers as `js.publish`; errors are data (`ok: false`), never thrown. Acks resolve in the
+ * order the server sends them.
+ */
+export interface StreamPublisher {
+  publish(subject: string, data: Uint8Array, opts?: PublishOptions): Promise<PublishAck>;
+  /** Acks being waited for. */
+  readonly pending: number;
+  /** Fails every pending publish (PUBLISH_FAILED) and stops listening. */
+  close(): void;
+}
+
+interface Waiter {
+  resolve: (ack: PublishAck) => void;
+  deadline: number;
+}
+
+const decoder = new TextDecoder();
+
+export function createStreamPublisher(
+  nc: NatsConnection,
+  opts: { timeoutMs?: number; inboxPrefix?: string } = {},
+): StreamPublisher {
+  const defaultTimeout = opts.timeoutMs ?? 5_000;
+  // `_INBOX.<nuid>` by default: the prefix every service's NATS permissions allow (deploy/nats).
+  const prefix = createInbox(opts.inboxPrefix);
+  const waiting = new Map<string, Waiter>();
+  let counter = 0;
+  let sweeper: NodeJS.Timeout | undefined;
+  let closed = false;
+  let sub: Subscription | undefined;
+
+  const settle = (token: string, ack: PublishAck) => {
+    const w = waiting.get(token);
+    if (!w) return;
+    waiting.delete(token);
+    w.resolve(ack);
+    if (waiting.size === 0 && sweeper) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  };
+
+  const sweep = () => {
+    const now = Date.now();
+    for (const [token, w] of waiting) {
+      if (w.deadline <= now) settle(token, { ok: false, code: PUBLISH_TIMEOUT, error: "no acknowledgement in time" });
+    }
+  };
+
+  const onAck = (msg: Msg) => {
+    const token = msg.subject.slice(prefix.length + 1);
+    if (msg.headers?.code === 503) {
+      settle(token, { ok: false, code: NO_STREAM, error: "no stream captures the subject (no responders)" });
+      return;
+    }
+    settle(token, parseAck(msg.data));
+  };
+
+  const failAll = (error: string) => {
+    for (const token of [...waiting.keys()]) settle(token, { ok: false, code: PUBLISH_FAILED, error });
+  };
+
+  const ensureSubscribed = () => {
+    if (sub) return;
+    sub = nc.subscribe(`${prefix}.*`, { callback: (err, msg) => (err ? failAll(err.message) : onAck(msg)) });
+    void nc.closed().then(() => failAll("connection closed"));
+  };
+
+  return {
+    publish(subject, data, publishOpts = {}) {
+      if (closed || nc.isClosed()) {
+        return Promise.resolve({ ok: false, code: PUBLISH_FAILED, error: "connection closed" });
+      }
+      ensureSubscribed();
+      const token = (counter++).toString(36);
+      const h = headers();
+      if (publishOpts.msgID !== undefined) h.set("Nats-Msg-Id", publishOpts.msgID);
+      if (publishOpts.expectLastSubjectSequence !== undefined) {
+        h.set("Nats-Expected-Last-Subject-Sequence", String(publishOpts.expectLastSubjectSequence));
+      }
+      return new Promise<PublishAck>((resolve) => {
+        waiting.set(token, { resolve, deadline: Date.now() + (publishOpts.timeoutMs ?? defaultTimeout) });
+        if (!sweeper) {
+          sweeper = setInterval(sweep, 100);
+          sweeper.unref();
+        }
+        try {
+          nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h });
+        } catch (err) {
+          settle(token, { ok: false, code: PUBLISH_FAILED, error: (err as Error).message });
+        }
+      });
+    },
+    get pending() {
+      return waiting.size;
+    },
+    close() {
+      closed = true;
+      failAll("publisher closed");
+      sub?.unsubscribe();
+      sub = undefined;
+    },
+  };
+}
+
+function parseAck(data: Uint8Array): PublishAck {
+  let body: unknown;
+  try {
+    body = JSON.parse(decoder.decode(data));
+  } catch {
+    return { ok: false, code: PUBLISH_FAILED, error: "unreadable publish acknowledgement" };
+  }
+  const b = body as {
+    stream?: unknown;
+    seq?: unknown;
+    duplicate?: unknown;
+    error?: { err_code?: unknown; code?: unknown; description?: unknown };
+  };
+  if (b.error) {
+    const code = typeof b.error.err_code === "number" ? b.error.err_code : Number(b.error.code) || PUBLISH_FAILED;
+    return { ok: false, code, error: String(b.error.description ?? "publish rejected") };
+  }
+  if (typeof b.stream !== "string" || typeof b.seq !== "number" || !Number.isSafeInteger(b.seq)) {
+    return { ok: false, code: PUBLISH_FAILED, error: "malformed publish acknowledgement" };
+  }
+  return { ok: true, stream: b.stream, seq: b.seq, duplicate: b.duplicate === true };
+}
