@@ -1,4 +1,4 @@
-import { type FleetEvent, StoreReply, subjects } from "@fleet/protocol";
+import { buildContext, type FleetEvent, foldSessionTreeEvents, StoreReply, subjects } from "@fleet/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StoreService } from "../../services/session-store/src/store-service.js";
 import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
@@ -112,5 +112,32 @@ describe("query errors", () => {
     await new Promise((r) => setTimeout(r, 100));
     for (const e of other) await publisher.publish(e);
     expect(await pending).toMatchObject({ ok: true, leafId: (other.at(-2) as { entry?: { id: string } }).entry?.id });
+  });
+
+  it("answers a repeated get_context of an unchanged session the same, and follows every new event", async () => {
+    const log = syntheticEvents({ sessionId: "q-3", seed: 8, runs: 4, streaming: true });
+    const cut = log.findLastIndex((e) => e.type === "message_end") - 1;
+    for (const e of log.slice(0, cut)) await publisher.publish(e);
+    const at = publisher.lastSeq.get("q-3") as number;
+    const first = await query(f.nc, "get_context", { sessionId: "q-3", minSeq: at });
+    const again = await query(f.nc, "get_context", { sessionId: "q-3" });
+    expect(again).toEqual(first);
+    const expected = (events: FleetEvent[]) => {
+      const ctx = buildContext(foldSessionTreeEvents(events));
+      return ctx.ok ? { messages: ctx.messages, leafId: ctx.leafId } : ctx;
+    };
+    expect(first).toMatchObject({ ok: true, seq: at, ...expected(log.slice(0, cut)) });
+    for (const e of log.slice(cut)) await publisher.publish(e);
+    const end = publisher.lastSeq.get("q-3") as number;
+    const later = await query(f.nc, "get_context", { sessionId: "q-3", minSeq: end });
+    expect(later).toMatchObject({ ok: true, seq: end, ...expected(log) });
+    expect((later.messages as unknown[]).length).toBeGreaterThan((first.messages as unknown[]).length);
+    // Another leaf of the same unchanged session is its own reply.
+    expect(await query(f.nc, "get_context", { sessionId: "q-3", leafId: null })).toMatchObject({
+      ok: true,
+      messages: [],
+      leafId: null,
+    });
+    expect(await query(f.nc, "get_context", { sessionId: "q-3" })).toEqual(later);
   });
 });

@@ -5,6 +5,7 @@ import {
   getEntry,
   parseJson,
   partitionOf,
+  type SessionTree,
   type StoreOp,
   StoreRequest,
   validate,
@@ -32,6 +33,14 @@ export const MAX_MIN_SEQ_TIMEOUT_MS = 30_000;
 export const DEFAULT_LIST_LIMIT = 50;
 
 const fail = (code: StoreErrorReply["code"], error: string): StoreErrorReply => ({ ok: false, code, error });
+
+/**
+ * The last `get_context` reply per tree. Trees are immutable (every change makes a new one) and the
+ * key holds the session's lastSeq and the requested leaf, so a hit is exactly what would be built
+ * again: repeated reads of an unchanged session reuse the reply object (and the query server its
+ * encoded bytes). Entries go with their tree.
+ */
+const contextReplies = new WeakMap<SessionTree, { key: string; reply: QueryReply }>();
 
 type Read =
   | { kind: "missing" }
@@ -106,9 +115,12 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
       if (!req.ok) return fail("invalid", req.error);
       const s = await readAtLeast(ctx, req.value.sessionId, req.value.minSeq, req.value.timeoutMs);
       if ("ok" in s) return s;
+      const key = `${s.lastSeq}|${req.value.leafId === undefined ? "" : JSON.stringify(req.value.leafId)}`;
+      const memo = contextReplies.get(s.tree);
+      if (memo?.key === key) return memo.reply;
       const built = buildContext(s.tree, req.value.leafId);
       if (!built.ok) return built;
-      return {
+      const reply: QueryReply = {
         ok: true,
         messages: built.messages,
         model: built.model,
@@ -117,6 +129,8 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
         leafId: built.leafId,
         seq: s.lastSeq,
       };
+      contextReplies.set(s.tree, { key, reply });
+      return reply;
     }
     case "get_tree": {
       const req = validate(StoreRequest.get_tree, json.value);

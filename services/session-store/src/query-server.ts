@@ -5,6 +5,9 @@ import { handleQuery, type QueryContext, type QueryReply } from "./queries.js";
 
 const encoder = new TextEncoder();
 
+/** Encoded replies by reply object: a reply the handler hands out again (memoized) is not re-encoded. */
+const encodedReplies = new WeakMap<QueryReply, Uint8Array>();
+
 export interface QueryServer {
   close(): Promise<void>;
 }
@@ -46,7 +49,8 @@ export function startQueryServer(
       logger.warn({ evt: "store_query_failed", op, err }, "query failed");
       reply = { ok: false, code: "timeout", error: `store unavailable: ${(err as Error).message}` };
     }
-    let bytes = encoder.encode(JSON.stringify(reply));
+    let bytes = encodedReplies.get(reply) ?? encoder.encode(JSON.stringify(reply));
+    encodedReplies.set(reply, bytes);
     const max = nc.info?.max_payload ?? 1024 * 1024;
     if (bytes.byteLength > max) {
       bytes = encoder.encode(
