@@ -8,7 +8,7 @@ import {
   prevSeqOf,
   streamSeqOf,
   toEventRecord,
-} from "../../services/session-store/src/partition-worker.js";
+} from "../../services/session-store/src/delivered-message.js";
 import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import { type Fixture, Publisher, startFixture } from "./support.js";
 

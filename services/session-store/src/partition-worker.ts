@@ -2,6 +2,7 @@ import { STREAMS, storeEventConsumer } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { prepareStoreConsumer } from "./consumer-control.js";
+import { pendingOf, toEventRecord } from "./delivered-message.js";
 import { createInbox } from "./inbox.js";
 import type { ActiveNamespace, NamespaceControl } from "./namespace.js";
 import type { EventRecord, Projector } from "./projector.js";
@@ -39,85 +40,6 @@ export interface PartitionWorker {
   stop(): Promise<void>;
 }
 
-const PREV_SEQ_HEADER = "Nats-Expected-Last-Subject-Sequence";
-const PREV_SEQ_LINE = Buffer.from(`\r\n${PREV_SEQ_HEADER}:`, "latin1");
-
-/** The raw header block of a message as nats.js 3 keeps it, or undefined if its internals differ. */
-function rawHeaderBlock(m: JsMsg): Buffer | undefined {
-  const inner = (m as unknown as { msg?: { _rdata?: unknown; _msg?: { hdr?: unknown } } }).msg;
-  const data = inner?._rdata;
-  const hdr = inner?._msg?.hdr;
-  if (!(data instanceof Uint8Array) || typeof hdr !== "number" || hdr < 0 || hdr > data.byteLength) return undefined;
-  return Buffer.from(data.buffer, data.byteOffset, hdr);
-}
-
-/**
- * `Nats-Expected-Last-Subject-Sequence` as a number. Read straight from the raw header block when
- * the header is there in its canonical spelling (as every NATS client sends it): nats.js would
- * otherwise decode every header of every message. Anything else goes through `m.headers`.
- */
-export function prevSeqOf(m: JsMsg): number | undefined {
-  const block = rawHeaderBlock(m);
-  if (block) {
-    const at = block.indexOf(PREV_SEQ_LINE);
-    if (at >= 0) {
-      let i = at + PREV_SEQ_LINE.length;
-      while (block[i] === 0x20) i++;
-      let n = 0;
-      let digits = 0;
-      for (let c = block[i]; c !== undefined && c >= 0x30 && c <= 0x39; c = block[++i]) {
-        n = n * 10 + (c - 0x30);
-        digits++;
-      }
-      while (block[i] === 0x20) i++;
-      if (digits > 0 && digits <= 15 && block[i] === 0x0d) return n;
-    }
-  }
-  const prev = m.headers?.get(PREV_SEQ_HEADER);
-  return prev && /^[0-9]+$/.test(prev) ? Number(prev) : undefined;
-}
-
-/**
- * The stream sequence and the consumer's pending count (messages not yet delivered) of a delivered
- * message, read from its reply subject without building the whole delivery info (`m.info` does).
- * Both layouts: `$JS.ACK.<stream>.<consumer>.<delivered>.<seq>.<dseq>.<ts>.<pending>` (9 tokens)
- * and `$JS.ACK.<domain>.<hash>.<stream>.<consumer>.<delivered>.<seq>.<dseq>.<ts>.<pending>[.…]`
- * (11 or more). Null for anything else.
- */
-export function ackReplyOf(reply: string): { seq: number; pending: number } | null {
-  if (!reply.startsWith("$JS.ACK.")) return null;
-  const dots: number[] = [];
-  for (let i = reply.indexOf("."); i >= 0; i = reply.indexOf(".", i + 1)) dots.push(i);
-  const first = dots.length === 8 ? 5 : dots.length >= 10 ? 7 : -1;
-  if (first < 0) return null;
-  const token = (k: number) => Number(reply.slice((dots[k - 1] as number) + 1, dots[k] ?? reply.length));
-  const seq = token(first);
-  const pending = token(first + 3);
-  return Number.isSafeInteger(seq) && seq > 0 && Number.isSafeInteger(pending) && pending >= 0
-    ? { seq, pending }
-    : null;
-}
-
-/** The reply subject of a delivered message (nats.js 3 has it on JsMsg without typing it). */
-const replyOf = (m: JsMsg): string => {
-  const reply = (m as JsMsg & { reply?: unknown }).reply;
-  return typeof reply === "string" ? reply : "";
-};
-
-/** The stream sequence of a delivered message (the client's own parsing only as a fallback). */
-export function streamSeqOf(m: JsMsg): number {
-  return ackReplyOf(replyOf(m))?.seq ?? m.seq;
-}
-
-/** The consumer's pending count carried by a delivered message. */
-export function pendingOf(m: JsMsg): number {
-  return ackReplyOf(replyOf(m))?.pending ?? m.info.pending;
-}
-
-export function toEventRecord(m: JsMsg): EventRecord {
-  return { seq: streamSeqOf(m), subject: m.subject, data: m.data, prevSeq: prevSeqOf(m) };
-}
-
 /**
  * Feeds one held partition: pulls `store-p<p>`, applies batches to the active namespace, acks after
  * the writes. Before every batch it re-reads the active namespace; when that changed (a rebuild
@@ -141,6 +63,8 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     const m = messages;
     messages = undefined;
     generation++;
+    // Unknown until the next consumer delivers; if it has nothing to deliver, nothing is pending.
+    serverPending = 0;
     if (m) await m.close().catch(() => undefined);
     for (const msg of inbox.drain()) msg.nak();
   }

@@ -1,7 +1,7 @@
 import { STREAMS, subjects } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
-import { toEventRecord } from "./partition-worker.js";
+import { toEventRecord } from "./delivered-message.js";
 import type { EventRecord, GapReader, Projector } from "./projector.js";
 
 const STREAM = STREAMS.events.name;
