@@ -51,6 +51,7 @@ export async function startTestWorker(opts: {
   approvalTools?: string[];
   defaultProvider?: string;
   toolPickupMs?: number;
+  hookRecheckMs?: number;
   pluginHooks?: import("../../services/loop/src/engine/index.js").EngineHooks[];
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
   const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
@@ -69,6 +70,7 @@ export async function startTestWorker(opts: {
       coalesceMs: opts.coalesceMs ?? 0,
       coalesceDeltas: 64,
       hookTimeoutMs: 1_000,
+      hookRecheckMs: opts.hookRecheckMs ?? 0,
       toolTimeoutMs: 20_000,
       approvalTools: new Set(opts.approvalTools ?? []),
       defaults: {

@@ -1,14 +1,18 @@
-// A subscriber in its own process, as another service would be: it follows fleet.evt.> on core NATS
-// and records, for every text delta, when it arrived (epoch ms with sub-ms precision). On "dump" (stdin)
-// it prints {"<sessionId>|<turn>|<deltaIndex>": arrivedAt, …} and exits. Used by loop.bench.ts.
+// A subscriber in its own process, as another service would be: it follows fleet.evt.> on core NATS.
+// It records, for every text delta, when it arrived (epoch ms with sub-ms precision), into a flat
+// array indexed by (session, assistant turn, delta) like loop.bench.ts's send times, and reports
+// every agent_end at once as a line `end <session index>` on stdout. On "dump" (stdin) it prints
+// {"events": n, "arrived": [...]} (null where nothing arrived) and exits. Used by loop.bench.ts.
 import { connect } from "@nats-io/transport-node";
 
-const url = process.argv[2] ?? "nats://127.0.0.1:4222";
+const [url = "nats://127.0.0.1:4222", sessionsArg = "200", turnsArg = "10", deltasArg = "64"] = process.argv.slice(2);
+const TURNS = Number(turnsArg);
+const DELTAS = Number(deltasArg);
 const now = () => performance.timeOrigin + performance.now();
 const decoder = new TextDecoder();
-const arrived: Record<string, number> = {};
-const turn = new Map<string, number>();
-const index = new Map<string, number>();
+const arrived = new Float64Array(Number(sessionsArg) * TURNS * DELTAS).fill(Number.NaN);
+const turn = new Map<number, number>();
+const index = new Map<number, number>();
 let events = 0;
 
 const nc = await connect({ servers: url, name: "bench-delta-subscriber", noAsyncTraces: true });
@@ -22,17 +26,18 @@ nc.subscribe("fleet.evt.>", {
       deltas?: { type: string }[];
       meta: { sessionId: string };
     };
-    const sid = e.meta.sessionId;
-    if (e.type === "message_start" && e.message?.role === "assistant") index.set(sid, 0);
+    const s = Number(e.meta.sessionId.slice("bench-".length));
+    if (e.type === "message_start" && e.message?.role === "assistant") index.set(s, 0);
     else if (e.type === "message_update") {
-      const k = turn.get(sid) ?? 0;
+      const k = turn.get(s) ?? 0;
       for (const d of e.deltas ?? []) {
         if (d.type !== "text_delta") continue;
-        const i = index.get(sid) ?? 0;
-        index.set(sid, i + 1);
-        arrived[`${sid}|${k}|${i}`] = at;
+        const i = index.get(s) ?? 0;
+        index.set(s, i + 1);
+        if (k < TURNS && i < DELTAS) arrived[(s * TURNS + k) * DELTAS + i] = at;
       }
-    } else if (e.type === "message_end" && e.message?.role === "assistant") turn.set(sid, (turn.get(sid) ?? 0) + 1);
+    } else if (e.type === "message_end" && e.message?.role === "assistant") turn.set(s, (turn.get(s) ?? 0) + 1);
+    else if (e.type === "agent_end") process.stdout.write(`end ${s}\n`);
   },
 });
 await nc.flush();
@@ -40,6 +45,7 @@ process.stdout.write("ready\n");
 process.stdin.on("data", async (chunk) => {
   if (!chunk.toString().includes("dump")) return;
   await nc.close();
+  const out = JSON.stringify({ events, arrived: Array.from(arrived, (x) => (Number.isNaN(x) ? null : x)) });
   // Exit only once the (large) line is flushed into the pipe.
-  process.stdout.write(`${JSON.stringify({ events, arrived })}\n`, () => process.exit(0));
+  process.stdout.write(`dump ${out}\n`, () => process.exit(0));
 });

@@ -12,6 +12,7 @@ export const LoopEnv = z.object({
   FLEET_SHUTDOWN_GRACE_MS: envInt(10_000, 0, 600_000),
   FLEET_SESSION_IDLE_MS: envInt(300_000, 1_000, 86_400_000),
   FLEET_HOOK_TIMEOUT_MS: envInt(5_000, 1, 600_000),
+  FLEET_HOOK_RECHECK_MS: envInt(1_000, 0, 600_000),
   FLEET_TOOL_TIMEOUT_MS: envInt(180_000, 1, 86_400_000),
   FLEET_TOOL_PICKUP_MS: envInt(30_000, 1, 86_400_000),
   FLEET_PROVIDER: z.enum(["anthropic", "scripted"]).optional(),

@@ -77,34 +77,47 @@ async function ask<T>(
 }
 
 /**
- * Remote tool hooks over NATS request/reply. No responders means the hook is not installed. A
- * timeout or failure of `before_tool_call` blocks the call with a clear reason; of
- * `after_tool_call` keeps the result as it was.
+ * Asks remote hooks over NATS request/reply, for every session of a worker. "No responders" means the
+ * hook is not installed; that answer is kept for `recheckMs` (0: ask on every call), so a worker
+ * without remote hooks does not pay a request per tool call. A hook service that starts is used
+ * from the next check on, at most `recheckMs` later.
  */
-export function remoteToolHooks(nc: NatsConnection, sessionId: string, timeoutMs: number): EngineHooks {
+export interface RemoteHookClient {
+  forSession(sessionId: string): EngineHooks;
+}
+
+export function createRemoteHookClient(
+  nc: NatsConnection,
+  opts: { timeoutMs: number; recheckMs: number; now: () => number },
+): RemoteHookClient {
+  const absentUntil = new Map<string, number>();
+  async function askHook<T>(subject: string, payload: unknown, schema: z.ZodType<T>): Promise<RequestOutcome<T>> {
+    const until = absentUntil.get(subject);
+    if (until !== undefined && opts.now() < until) return { kind: "none" };
+    const out = await ask(nc, subject, payload, schema, opts.timeoutMs);
+    if (out.kind === "none" && opts.recheckMs > 0) absentUntil.set(subject, opts.now() + opts.recheckMs);
+    else absentUntil.delete(subject);
+    return out;
+  }
   return {
-    async beforeToolCall({ toolCall, args }) {
-      const out = await ask(
-        nc,
-        subjects.hook("before_tool_call"),
-        { sessionId, toolCall, args },
-        BeforeReply,
-        timeoutMs,
-      );
-      if (out.kind === "none") return undefined;
-      if (out.kind === "failed") return { block: true, reason: out.reason };
-      return out.value;
-    },
-    async afterToolCall({ toolCall, args, result, isError }) {
-      const out = await ask(
-        nc,
-        subjects.hook("after_tool_call"),
-        { sessionId, toolCall, args, result, isError },
-        AfterReply,
-        timeoutMs,
-      );
-      return out.kind === "reply" ? (out.value as AfterToolCallResult) : undefined;
-    },
+    // A timeout or failure of `before_tool_call` blocks the call with a clear reason; of
+    // `after_tool_call` keeps the result as it was.
+    forSession: (sessionId) => ({
+      async beforeToolCall({ toolCall, args }) {
+        const out = await askHook(subjects.hook("before_tool_call"), { sessionId, toolCall, args }, BeforeReply);
+        if (out.kind === "none") return undefined;
+        if (out.kind === "failed") return { block: true, reason: out.reason };
+        return out.value;
+      },
+      async afterToolCall({ toolCall, args, result, isError }) {
+        const out = await askHook(
+          subjects.hook("after_tool_call"),
+          { sessionId, toolCall, args, result, isError },
+          AfterReply,
+        );
+        return out.kind === "reply" ? (out.value as AfterToolCallResult) : undefined;
+      },
+    }),
   };
 }
 

@@ -10,6 +10,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
 import type { EngineHooks, StreamFn } from "./engine/index.js";
+import { createRemoteHookClient } from "./hooks.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
@@ -71,10 +72,15 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   await tools.ready;
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
-    js,
+    publisher,
     jsm,
     now,
     ...(opts.toolPickupMs !== undefined ? { pickupTimeoutMs: opts.toolPickupMs } : {}),
+  });
+  const remoteHooks = createRemoteHookClient(opts.nc, {
+    timeoutMs: opts.settings.hookTimeoutMs,
+    recheckMs: opts.settings.hookRecheckMs ?? 1_000,
+    now,
   });
   const actors = new Map<string, { partition: number; actor: Promise<SessionActor> }>();
   const intakes = new Map<number, PartitionIntake>();
@@ -84,6 +90,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
 
   const dropActor = (sessionId: string) => {
     actors.delete(sessionId);
+    dispatcher.forget(sessionId);
   };
 
   function actorFor(sessionId: string, partition: number): Promise<SessionActor> {
@@ -105,6 +112,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       dispatcher,
       registry: tools,
       pluginHooks: opts.pluginHooks ?? [],
+      remoteHooks,
       settings: opts.settings,
       logger: log,
       metrics,
@@ -234,6 +242,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       );
       await leases.stop();
       tools.stop();
+      dispatcher.close();
       publisher.close();
     },
   };

@@ -75,6 +75,7 @@ async function main() {
       coalesceMs: env.FLEET_COALESCE_MS,
       coalesceDeltas: env.FLEET_COALESCE_DELTAS,
       hookTimeoutMs: env.FLEET_HOOK_TIMEOUT_MS,
+      hookRecheckMs: env.FLEET_HOOK_RECHECK_MS,
       toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
       approvalTools: new Set(
         env.FLEET_APPROVAL_TOOLS.split(",")

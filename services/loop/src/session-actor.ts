@@ -1,6 +1,7 @@
 import {
   type AssistantStreamEvent,
   applyConfigPatch,
+  applyDeltas,
   buildContext,
   type CommandOf,
   convertToLlm,
@@ -27,6 +28,7 @@ import {
   type SessionEntry,
   type SessionTree,
   STREAMS,
+  type StreamDelta,
   subjects,
 } from "@fleet/protocol";
 import { type Logger, readSubject, type StreamPublisher } from "@fleet/runtime";
@@ -45,7 +47,7 @@ import {
 } from "./engine/index.js";
 import { entriesToEvents } from "./entries-to-events.js";
 import { type AppendOutcome, createSessionAppender, type SessionAppender } from "./event-appender.js";
-import { composeHooks, remoteToolHooks } from "./hooks.js";
+import { composeHooks, type RemoteHookClient } from "./hooks.js";
 import { messageFromInput } from "./message-input.js";
 import type { LoopMetrics } from "./metrics.js";
 import type { CommandDelivery } from "./partition-intake.js";
@@ -58,6 +60,8 @@ export interface ActorSettings {
   coalesceMs: number;
   coalesceDeltas: number;
   hookTimeoutMs: number;
+  /** How long "no responders" on a remote hook subject is trusted before asking again (0: never). */
+  hookRecheckMs?: number;
   toolTimeoutMs: number;
   /** Config of a session created without one (PROTOCOL "Defaults"). */
   defaults: SessionConfig;
@@ -84,6 +88,8 @@ export interface ActorDeps {
   dispatcher: ToolDispatcher;
   registry: ToolRegistry;
   pluginHooks: readonly EngineHooks[];
+  /** `fleet.hook.before_tool_call` / `after_tool_call`, shared by the worker's sessions. */
+  remoteHooks: RemoteHookClient;
   settings: ActorSettings;
   logger: Logger;
   metrics: LoopMetrics;
@@ -113,6 +119,11 @@ export class SessionActor {
   private readonly coalescer: UpdateCoalescer;
   private tree: SessionTree;
   private cursor: RunCursor;
+  /**
+   * `message_update` deltas of the streaming assistant message, not yet applied to `cursor.partial`:
+   * applied only when the partial message is read (a resume), dropped when `message_end` replaces it.
+   */
+  private streamedDeltas: StreamDelta[][] = [];
   private queues: MessageQueues;
   private readonly commandIds = new Set<string>();
   private readonly approvals = new Map<string, { approved: boolean; reason?: string | undefined }>();
@@ -121,6 +132,8 @@ export class SessionActor {
     (decision: { approved: boolean; reason?: string | undefined }) => void
   >();
   private readonly requestedApprovals = new Set<string>();
+  /** Tool calls of assistant messages this actor appended itself: nobody can have dispatched them yet. */
+  private readonly freshToolCalls = new Set<string>();
   private engine: SessionEngine | undefined;
   private ownerAnnounced: boolean;
   private coalescedRunId: string | undefined;
@@ -196,7 +209,7 @@ export class SessionActor {
   async resumeIfInterrupted(): Promise<void> {
     const engine = this.engine;
     if (!engine || engine.state.isStreaming) return;
-    const point = resumePointFromCursor(this.cursor, `worker ${this.deps.workerId} took over`);
+    const point = resumePointFromCursor(this.runCursor(), `worker ${this.deps.workerId} took over`);
     if (!point) return;
     this.log.info({ evt: "run_resume", runId: point.runId, at: point.at }, "resuming interrupted run");
     await this.announceOwner();
@@ -714,7 +727,7 @@ export class SessionActor {
       // pi coding-agent's conversion (summaries and custom messages become user text); plugins may replace it.
       { convertToLlm },
       ...deps.pluginHooks,
-      remoteToolHooks(deps.nc, this.sessionId, deps.settings.hookTimeoutMs),
+      deps.remoteHooks.forSession(this.sessionId),
       { beforeToolCall: (c, signal) => this.approvalGate(c.toolCall.id, c.toolCall.name, c.args, signal) },
     ]);
     return createSessionEngine({
@@ -751,6 +764,7 @@ export class SessionActor {
               toolName: call.toolName,
               args: call.args,
               timeoutMs: reg?.timeoutMs ?? deps.settings.toolTimeoutMs,
+              fresh: this.freshToolCalls.delete(call.toolCallId),
             },
             signal ?? new AbortController().signal,
             onUpdate,
@@ -843,6 +857,9 @@ export class SessionActor {
     }
     await this.coalescer.drain();
     await this.appendOrThrow(event.body, { id: event.id, runId: event.runId });
+    if (event.body.type === "message_end" && event.body.message.role === "assistant") {
+      for (const c of event.body.message.content) if (c.type === "toolCall") this.freshToolCalls.add(c.id);
+    } else if (event.body.type === "agent_end") this.freshToolCalls.clear();
   }
 
   private async announceOwner() {
@@ -879,9 +896,22 @@ export class SessionActor {
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
   }
 
+  /** The run cursor with every buffered delta applied. */
+  private runCursor(): RunCursor {
+    if (this.streamedDeltas.length > 0 && this.cursor.kind === "streaming") {
+      this.cursor = { ...this.cursor, partial: applyDeltas(this.cursor.partial, this.streamedDeltas.flat()) };
+    }
+    this.streamedDeltas = [];
+    return this.cursor;
+  }
+
   private fold(event: FleetEvent) {
     this.tree = foldSessionTree(this.tree, event);
-    this.cursor = foldRunCursor(this.cursor, event);
+    if (event.type === "message_update" && this.cursor.kind === "streaming") this.streamedDeltas.push(event.deltas);
+    else if (event.type === "message_end" || event.type === "agent_start") {
+      this.streamedDeltas = [];
+      this.cursor = foldRunCursor(this.cursor, event);
+    } else this.cursor = foldRunCursor(this.runCursor(), event);
     switch (event.type) {
       case "command_accepted":
       case "command_rejected":
@@ -924,19 +954,32 @@ export class SessionActor {
   }
 }
 
-/** Passes a stream through, reporting the time from the request to its first content delta. */
-async function* timeToFirstDelta(
+/**
+ * Passes a stream through, reporting the time from the request to its first content delta. A plain
+ * iterator rather than an async generator: after the first delta each item costs no extra promise.
+ */
+function timeToFirstDelta(
   stream: AsyncIterable<AssistantStreamEvent>,
   now: () => number,
   report: (ms: number) => void,
-): AsyncGenerator<AssistantStreamEvent> {
-  const started = now();
-  let first = true;
-  for await (const event of stream) {
-    if (first && event.type.endsWith("_delta")) {
-      first = false;
-      report(now() - started);
-    }
-    yield event;
-  }
+): AsyncIterable<AssistantStreamEvent> {
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = stream[Symbol.asyncIterator]();
+      const started = now();
+      let first = true;
+      const check = (r: IteratorResult<AssistantStreamEvent>) => {
+        if (first && !r.done && r.value.type.endsWith("_delta")) {
+          first = false;
+          report(now() - started);
+        }
+        return r;
+      };
+      return {
+        next: () => (first ? inner.next().then(check) : inner.next()),
+        return: (value?: unknown) => inner.return?.(value) ?? Promise.resolve({ done: true as const, value }),
+        throw: (err?: unknown) => inner.throw?.(err) ?? Promise.reject(err),
+      };
+    },
+  };
 }

@@ -7,8 +7,9 @@ import {
   toolCallMsgId,
   toolErrorText,
 } from "@fleet/protocol";
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { StreamPublisher } from "@fleet/runtime";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 
 export interface RemoteToolCall {
   sessionId: string;
@@ -17,6 +18,11 @@ export interface RemoteToolCall {
   toolName: string;
   args: unknown;
   timeoutMs: number;
+  /**
+   * The call's assistant message was appended by this worker's own run, so nobody can have
+   * dispatched it before: the stored-result lookup is skipped. False for calls of a resumed run.
+   */
+  fresh?: boolean;
 }
 
 export interface RemoteToolResult {
@@ -33,6 +39,9 @@ export interface ToolDispatcher {
    * FLEET_TOOL_RESULTS is returned without re-dispatch (crash resume).
    */
   execute(call: RemoteToolCall, signal: AbortSignal, onUpdate: (partial: unknown) => void): Promise<RemoteToolResult>;
+  /** Stops following a session's results (its actor was dropped). Calls still waiting keep waiting. */
+  forget(sessionId: string): void;
+  close(): void;
 }
 
 const errorResult = (text: string, details?: unknown): RemoteToolResult => ({
@@ -43,7 +52,8 @@ const errorResult = (text: string, details?: unknown): RemoteToolResult => ({
 
 export function createToolDispatcher(opts: {
   nc: NatsConnection;
-  js: JetStreamClient;
+  /** Dispatches calls (msgID `sessionId.toolCallId`); errors are data. */
+  publisher: StreamPublisher;
   jsm: JetStreamManager;
   now: () => number;
   /** How long to wait for the runner's own `Operation aborted` result after a cancel. */
@@ -71,9 +81,49 @@ export function createToolDispatcher(opts: {
     }
   }
 
+  // One subscription per session on `fleet.tool.result.<sid>.*`, open while the session has calls
+  // waiting; a record is routed to its call by the subject's last token. A SUB reaches the server
+  // before the PUB of the call sent after it on the same connection, so no record can be missed.
+  type Listener = (msg: Msg) => void;
+  const sessions = new Map<string, { sub: Subscription; calls: Map<string, Listener>; forgotten: boolean }>();
+  const unsubscribeIfDone = (sessionId: string) => {
+    const entry = sessions.get(sessionId);
+    if (!entry?.forgotten || entry.calls.size > 0) return;
+    sessions.delete(sessionId);
+    entry.sub.unsubscribe();
+  };
+  const follow = (sessionId: string, toolCallId: string, listener: Listener) => {
+    let entry = sessions.get(sessionId);
+    if (!entry) {
+      const calls = new Map<string, Listener>();
+      const sub = opts.nc.subscribe(subjects.toolResultsOfSession(sessionId), {
+        callback: (err, msg) => {
+          if (!err) calls.get(msg.subject.slice(msg.subject.lastIndexOf(".") + 1))?.(msg);
+        },
+      });
+      entry = { sub, calls, forgotten: false };
+      sessions.set(sessionId, entry);
+    }
+    entry.forgotten = false;
+    entry.calls.set(toolCallId, listener);
+    const calls = entry.calls;
+    return () => {
+      if (calls.get(toolCallId) === listener) calls.delete(toolCallId);
+      unsubscribeIfDone(sessionId);
+    };
+  };
+
   return {
+    forget(sessionId) {
+      const entry = sessions.get(sessionId);
+      if (entry) entry.forgotten = true;
+      unsubscribeIfDone(sessionId);
+    },
+    close() {
+      for (const { sub } of sessions.values()) sub.unsubscribe();
+      sessions.clear();
+    },
     async execute(call, signal, onUpdate) {
-      const resultSubject = subjects.toolResult(call.sessionId, call.toolCallId);
       let settle!: (r: RemoteToolResult) => void;
       const settled = new Promise<RemoteToolResult>((resolve) => {
         settle = resolve;
@@ -86,15 +136,12 @@ export function createToolDispatcher(opts: {
           settle(r);
         }
       };
-      const sub = opts.nc.subscribe(resultSubject, {
-        callback: (err, msg) => {
-          if (err) return;
-          const rec = decodeToolResultRecord(msg.data);
-          if (!rec.ok) return;
-          picked = true;
-          if (rec.value.kind === "update") onUpdate(rec.value.partialResult);
-          else if (rec.value.kind === "result") finish(fromFinal(rec.value));
-        },
+      const unfollow = follow(call.sessionId, call.toolCallId, (msg) => {
+        const rec = decodeToolResultRecord(msg.data);
+        if (!rec.ok) return;
+        picked = true;
+        if (rec.value.kind === "update") onUpdate(rec.value.partialResult);
+        else if (rec.value.kind === "result") finish(fromFinal(rec.value));
       });
       const timers: NodeJS.Timeout[] = [];
       const cancel = () => opts.nc.publish(subjects.toolCancel(call.sessionId, call.toolCallId));
@@ -103,9 +150,10 @@ export function createToolDispatcher(opts: {
         timers.push(setTimeout(() => finish(errorResult(toolErrorText.aborted)), cancelGrace));
       };
       try {
-        await opts.nc.flush();
-        const existing = await storedResult(call.sessionId, call.toolCallId);
-        if (existing) return existing;
+        if (!call.fresh) {
+          const existing = await storedResult(call.sessionId, call.toolCallId);
+          if (existing) return existing;
+        }
         if (signal.aborted) return errorResult(toolErrorText.aborted);
         const deadline = opts.now() + call.timeoutMs;
         const encoded = encodeToolCallRequest({
@@ -117,13 +165,10 @@ export function createToolDispatcher(opts: {
           deadline,
         });
         if (!encoded.ok) return errorResult(`Tool call could not be dispatched: ${encoded.error}`);
-        try {
-          await opts.js.publish(subjects.toolCall(call.toolName), encoded.bytes, {
-            msgID: toolCallMsgId(call.sessionId, call.toolCallId),
-          });
-        } catch (err) {
-          return errorResult(`Tool call could not be dispatched: ${(err as Error).message}`);
-        }
+        const ack = await opts.publisher.publish(subjects.toolCall(call.toolName), encoded.bytes, {
+          msgID: toolCallMsgId(call.sessionId, call.toolCallId),
+        });
+        if (!ack.ok) return errorResult(`Tool call could not be dispatched: ${ack.error}`);
         signal.addEventListener("abort", onAbort, { once: true });
         if (pickupTimeout < call.timeoutMs) {
           timers.push(
@@ -149,7 +194,7 @@ export function createToolDispatcher(opts: {
       } finally {
         signal.removeEventListener("abort", onAbort);
         for (const t of timers) clearTimeout(t);
-        sub.unsubscribe();
+        unfollow();
       }
     },
   };
