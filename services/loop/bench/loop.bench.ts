@@ -7,12 +7,18 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AssistantStreamEvent, encodeCommand, partitionOf, subjects } from "@fleet/protocol";
+import { type AssistantStreamEvent, encodeCommand, partitionOf, type SessionConfig, subjects } from "@fleet/protocol";
 import { connectNats, createLogger, createStreamPublisher, newId } from "@fleet/runtime";
 import { cpuSecondsOf, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Registry } from "prom-client";
-import { createScriptedProvider, type StreamFn } from "../src/engine/index.js";
+import {
+  createInProcessExecutor,
+  createScriptedProvider,
+  createSessionEngine,
+  type ScriptTurnInput,
+  type StreamFn,
+} from "../src/engine/index.js";
 import { startLoopWorker } from "../src/loop-worker.js";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
@@ -20,6 +26,15 @@ const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 5);
 const COALESCE_MS = Number(process.env.BENCH_COALESCE_MS ?? 25);
 const DELTAS = 64;
 const ROOT = join(import.meta.dirname, "..", "..", "..");
+const BENCH_CONFIG: SessionConfig = {
+  model: { provider: "scripted", modelId: "bench" },
+  thinkingLevel: "off",
+  systemPrompt: "bench",
+  activeTools: null,
+  steeringMode: "one-at-a-time",
+  followUpMode: "one-at-a-time",
+  toolExecution: "parallel",
+};
 
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return Number.NaN;
@@ -28,7 +43,7 @@ const pct = (xs: number[], p: number) => {
 };
 const fmt = (n: number, d = 1) => n.toLocaleString("en-US", { maximumFractionDigits: d });
 
-async function baselines(url: string) {
+async function baselines(url: string, serverPid: number | undefined) {
   const nc = await connectNats({ url, name: "bench-baseline" });
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: "BENCH", subjects: ["bench.>"], storage: "file" as never });
@@ -60,10 +75,80 @@ async function baselines(url: string) {
     await Promise.all(batch);
   }
   const pipelinedFleet = n2 / ((performance.now() - t1) / 1000);
+  // The floor of one event append as the loop does it: 200 subjects, each written in turn with a
+  // msgID and an expected last subject sequence. CPU per message of nats-server and of this client.
+  const perSubject = 150;
+  const serverCpu0 = cpuSecondsOf(serverPid);
+  const clientCpu0 = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: 200 }, async (_, s) => {
+      let last = 0;
+      for (let i = 0; i < perSubject; i++) {
+        const ack = await publisher.publish(`bench.append.${s}`, payload, {
+          msgID: `append-${s}-${i}`,
+          expectLastSubjectSequence: last,
+        });
+        if (!ack.ok) throw new Error(ack.error);
+        last = ack.seq;
+      }
+    }),
+  );
+  const clientCpu = process.cpuUsage(clientCpu0);
+  const appendServerUs = ((cpuSecondsOf(serverPid) - serverCpu0) * 1e6) / (200 * perSubject);
+  const appendClientUs = (clientCpu.user + clientCpu.system) / (200 * perSubject);
   publisher.close();
   await jsm.streams.delete("BENCH");
   await nc.close();
-  return { seqP50: pct(rtts, 50), seqP99: pct(rtts, 99), pipelined, pipelinedFleet };
+  return {
+    seqP50: pct(rtts, 50),
+    seqP99: pct(rtts, 99),
+    pipelined,
+    pipelinedFleet,
+    appendServerUs,
+    appendClientUs,
+  };
+}
+
+// The workload: 64 chunks of 4 characters per LLM turn; even turns (0, 2, …) also call `ls`.
+const TEXT = "abcd".repeat(DELTAS);
+const turnOf = (k: number): ScriptTurnInput =>
+  k % 2 === 0
+    ? {
+        content: [
+          { type: "text", text: TEXT },
+          { type: "toolCall", id: `ls-${k}`, name: "ls", arguments: { path: "." } },
+        ],
+      }
+    : { text: TEXT };
+
+/**
+ * The engine alone on the same prompts, in this process, with no I/O: the scripted provider, an
+ * in-process `ls` that answers at once, an emit port that drops events. CPU ms per prompt.
+ */
+async function engineFloor(sessions: number, prompts: number): Promise<number> {
+  const ls = createInProcessExecutor({ ls: () => ({ content: [{ type: "text" as const, text: "a\nb\nc" }] }) });
+  const run = async () => {
+    await Promise.all(
+      Array.from({ length: sessions }, async () => {
+        const provider = createScriptedProvider({ steps: [], now: Date.now, chunkChars: 4, recordRequests: false });
+        const engine = createSessionEngine({
+          ports: { streamFn: provider.streamFn, executeTool: ls, emit: () => undefined, now: Date.now, newId },
+          tools: [{ name: "ls", description: "ls", parameters: { type: "object", properties: {} } }],
+          init: { messages: [], leafId: null, config: BENCH_CONFIG },
+        });
+        for (let r = 0; r < prompts; r++) {
+          provider.append(turnOf(2 * r), turnOf(2 * r + 1));
+          const result = await engine.prompt(`prompt ${r}`);
+          if (result.status !== "completed") throw new Error(`engine run ${result.status}`);
+        }
+      }),
+    );
+  };
+  await run(); // warm-up
+  const cpu0 = process.cpuUsage();
+  await run();
+  const cpu = process.cpuUsage(cpu0);
+  return (cpu.user + cpu.system) / 1000 / (sessions * prompts);
 }
 
 /** Child processes this bench started; killed when it exits, also after a failure. */
@@ -75,7 +160,8 @@ process.on("exit", () => {
 async function main() {
   const server = await startNats();
   const workspace = mkdtempSync(join(tmpdir(), "fleet-bench-ws-"));
-  const base = await baselines(server.url);
+  const base = await baselines(server.url, server.pid);
+  const engineMs = await engineFloor(SESSIONS, PROMPTS_PER_SESSION);
 
   const runner = spawn(
     process.execPath,
@@ -100,16 +186,6 @@ async function main() {
   const TURNS = PROMPTS_PER_SESSION * 2;
   const sentAt = new Float64Array(SESSIONS * TURNS * DELTAS).fill(Number.NaN);
   const slot = (session: number, turn: number, delta: number) => (session * TURNS + turn) * DELTAS + delta;
-  const text = "abcd".repeat(DELTAS); // 64 chunks of 4 characters
-  const turnOf = (k: number) =>
-    k % 2 === 0
-      ? {
-          content: [
-            { type: "text" as const, text },
-            { type: "toolCall" as const, id: `ls-${k}`, name: "ls", arguments: { path: "." } },
-          ],
-        }
-      : { text };
   const scripted: StreamFn = (ctx, opts, signal) => {
     let k = 0;
     for (const m of ctx.messages) if (m.role === "assistant") k++;
@@ -150,15 +226,7 @@ async function main() {
       hookTimeoutMs: 1_000,
       toolTimeoutMs: 30_000,
       approvalTools: new Set(),
-      defaults: {
-        model: { provider: "scripted", modelId: "bench" },
-        thinkingLevel: "off",
-        systemPrompt: "bench",
-        activeTools: null,
-        steeringMode: "one-at-a-time",
-        followUpMode: "one-at-a-time",
-        toolExecution: "parallel",
-      },
+      defaults: BENCH_CONFIG,
     },
     logger: createLogger("bench-loop", { level: "warn" }),
     registry: new Registry(),
@@ -292,6 +360,15 @@ async function main() {
   );
   console.log(
     `  at the target rate          ${fmt(targetPrompts, 0)} prompts/s (${fmt(appended / runs)} events each) would need ${fmt((totalMs * targetPrompts) / 1000, 2)} cores (without the worker: ${fmt(((totalMs - perPromptMs.worker) * targetPrompts) / 1000, 2)}); this machine has ${availableParallelism()}`,
+  );
+  // The floor: only the engine's work (no I/O) and the bare appends of the events, nothing else.
+  const eventsPerPrompt = appended / runs;
+  const appendFloorMs = (eventsPerPrompt * (base.appendServerUs + base.appendClientUs)) / 1000;
+  console.log(
+    `  floor per prompt            engine alone (no I/O) ${fmt(engineMs, 2)} ms + ${fmt(eventsPerPrompt)} bare appends × (nats ${fmt(base.appendServerUs, 1)} + client ${fmt(base.appendClientUs, 1)} µs) = ${fmt(engineMs + appendFloorMs, 2)} ms`,
+  );
+  console.log(
+    `  the floor at the target     ${fmt(((engineMs + appendFloorMs) * targetPrompts) / 1000, 2)} cores, before the tool call, the runner, the commands and the subscriber`,
   );
   console.log("\n  targets");
   const ratio = appended / elapsed / base.pipelined;
