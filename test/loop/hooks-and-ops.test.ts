@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { encodeToolRegistration, KV_BUCKETS } from "@fleet/protocol";
+import { encodeToolRegistration, KV_BUCKETS, runnerPresenceKey, STREAMS } from "@fleet/protocol";
 import type { NatsServer } from "@fleet/testkit";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -107,20 +108,52 @@ describe("loop service / hooks", () => {
     }
   });
 
-  it("a registered tool that no runner picks up fails with an error naming the tool", async () => {
+  /** Registers a tool in KV `fleet_tools` and waits until the worker's registry shows it. */
+  async function register(name: string) {
     const kv = await new Kvm(nc).open(KV_BUCKETS.tools.name);
-    const reg = encodeToolRegistration({
-      name: "orphan",
-      description: "nobody serves me",
-      parameters: { type: "object" },
-    });
+    const reg = encodeToolRegistration({ name, description: "nobody runs me", parameters: { type: "object" } });
     if (!reg.ok) throw new Error(reg.error);
-    await kv.put("orphan", reg.bytes);
-    for (let i = 0; i < 50 && !worker.tools.get("orphan"); i++) await new Promise((r) => setTimeout(r, 20));
+    await kv.put(name, reg.bytes);
+    for (let i = 0; i < 50 && !worker.tools.get(name); i++) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  it("a registered tool no live runner serves fails at once, naming the tool, and is not dispatched", async () => {
+    await register("orphan");
     script({ content: [call("o1", "orphan", {})] }, { text: "ok" });
     await cmd.send("hooks-4", { type: "prompt", text: "go" });
     const events = await cmd.waitFor("hooks-4", ended);
-    expect(endTexts(events)).toEqual(["No tool runner picked up the call to orphan"]);
+    expect(endTexts(events)).toEqual(["No live tool runner serves orphan"]);
+    const jsm = await jetstreamManager(nc);
+    const calls = await jsm.streams.info(STREAMS.toolCalls.name, { subjects_filter: "fleet.tool.call.orphan" });
+    expect(calls.state.subjects ?? {}).toEqual({});
+  });
+
+  it("a call a live runner does not pick up fails after the pickup time, naming the tool", async () => {
+    await register("stuck");
+    // A runner that announces `stuck` (its presence kept fresh) but never pulls its calls.
+    const leases = await new Kvm(nc).open(KV_BUCKETS.leases.name);
+    const presence = () =>
+      leases.put(
+        runnerPresenceKey("silent-runner"),
+        JSON.stringify({
+          runnerId: "silent-runner",
+          tools: { stuck: { version: "1", schemaHash: "x" } },
+          startedAt: 1,
+          ts: Date.now(),
+        }),
+      );
+    await presence();
+    const beat = setInterval(() => void presence(), 300);
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      script({ content: [call("s1", "stuck", {})] }, { text: "ok" });
+      await cmd.send("hooks-5", { type: "prompt", text: "go" });
+      const events = await cmd.waitFor("hooks-5", ended);
+      expect(endTexts(events)).toEqual(["No tool runner picked up the call to stuck"]);
+    } finally {
+      clearInterval(beat);
+      await leases.delete(runnerPresenceKey("silent-runner"));
+    }
   });
 });
 

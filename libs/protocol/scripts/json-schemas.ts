@@ -4,6 +4,7 @@ import {
   COMMAND_TYPES,
   FleetCommand,
   FleetEvent,
+  RunnerPresence,
   SessionConfig,
   SessionEntry,
   STORE_OPS,
@@ -26,6 +27,7 @@ function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodTy
     { file: "tool-call-request", title: "ToolCallRequest", schema: ToolCallRequest },
     { file: "tool-result-record", title: "ToolResultRecord", schema: ToolResultRecord },
     { file: "tool-registration", title: "ToolRegistration", schema: ToolRegistration },
+    { file: "runner-presence", title: "RunnerPresence", schema: RunnerPresence },
     { file: "session-entry", title: "SessionEntry", schema: SessionEntry },
     { file: "session-config", title: "SessionConfig", schema: SessionConfig },
   ];

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { COMMAND_TYPES, CommandEnvelope, FleetCommand } from "./commands.js";
 import { FleetEvent } from "./events.js";
-import { ToolCallRequest, ToolRegistration, ToolResultRecord } from "./tool-records.js";
+import { RunnerPresence, ToolCallRequest, ToolRegistration, ToolResultRecord } from "./tool-records.js";
 
 /** Largest payload Fleet puts in one message (NATS default max_payload). */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -86,6 +86,7 @@ export const decodeToolResultRecord = decoderFor(ToolResultRecord);
 export const encodeToolResultRecord = encoderFor(ToolResultRecord);
 export const decodeToolRegistration = decoderFor(ToolRegistration);
 export const encodeToolRegistration = encoderFor(ToolRegistration);
+export const decodeRunnerPresence = decoderFor(RunnerPresence);
 export const encodeCommand = encoderFor(FleetCommand);
 
 export type CommandDecoded =

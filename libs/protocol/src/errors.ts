@@ -32,6 +32,7 @@ export const toolErrorText = {
   aborted: "Operation aborted",
   runnerLost: (name: string) => `Tool runner lost while executing ${name}`,
   noRunner: (name: string) => `No tool runner picked up the call to ${name}`,
+  noLiveRunner: (name: string) => `No live tool runner serves ${name}`,
   deadline: (name: string, ms: number) => `Tool ${name} exceeded its deadline of ${ms} ms`,
   lengthStop: (maxTokens?: number) =>
     `Tool call was not executed: the response hit the output-token limit${maxTokens ? ` (${maxTokens} tokens)` : ""} before the arguments were complete. Re-issue the call with shorter arguments.`,

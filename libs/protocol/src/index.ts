@@ -7,6 +7,7 @@ export {
   type DecodeIssue,
   decodeCommand,
   decodeEvent,
+  decodeRunnerPresence,
   decoderFor,
   decodeToolCallRequest,
   decodeToolRegistration,
@@ -245,6 +246,9 @@ export {
 } from "./subjects.js";
 export {
   BlobRef,
+  RUNNER_PRESENCE_KEYS,
+  RunnerPresence,
+  runnerPresenceKey,
   ToolCallRequest,
   ToolFinalRecord,
   ToolRegistration,

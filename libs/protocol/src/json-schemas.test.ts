@@ -29,6 +29,7 @@ describe("JSON Schemas", () => {
         "tool-call-request",
         "tool-result-record",
         "tool-registration",
+        "runner-presence",
         "session-entry",
         "session-config",
         ...["get-context", "get-tree", "get-branch", "get-entry", "list-sessions", "export"].flatMap((op) => [

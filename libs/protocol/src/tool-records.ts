@@ -60,3 +60,20 @@ export const BlobRef = z.object({
   mimeType: z.string().optional(),
 });
 export type BlobRef = z.infer<typeof BlobRef>;
+
+/**
+ * Runner presence: key `runner.<runnerId>` in KV `fleet_leases`, rewritten every TTL/3 and removed
+ * by the bucket's TTL when the runner dies (deleted on a clean stop). A runner is *live* while its key
+ * exists. The value lists the tools it serves with their version and schema hash.
+ */
+export const RunnerPresence = z.object({
+  runnerId: z.string(),
+  tools: z.record(z.string(), z.object({ version: z.string(), schemaHash: z.string() })),
+  startedAt: z.number(),
+  ts: z.number(),
+});
+export type RunnerPresence = z.infer<typeof RunnerPresence>;
+
+export const runnerPresenceKey = (runnerId: string) => `runner.${runnerId}`;
+/** KV key filter of every runner's presence. */
+export const RUNNER_PRESENCE_KEYS = "runner.>";

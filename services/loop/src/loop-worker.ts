@@ -13,6 +13,7 @@ import type { EngineHooks, StreamFn } from "./engine/index.js";
 import { createRemoteHookClient } from "./hooks.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
+import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import { createToolDispatcher } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
@@ -69,12 +70,16 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   const tools = watchToolRegistry(topology.kv.tools, (key, error) =>
     log.warn({ key, error }, "invalid tool registration"),
   );
-  await tools.ready;
+  // Runners heartbeat every TTL/3 of the bucket as it exists (whoever created it chose the TTL).
+  const presenceTtlMs = (await topology.kv.leases.status()).ttl || 15_000;
+  const runners = watchRunnerPresence(topology.kv.leases, { ttlMs: presenceTtlMs, now });
+  await Promise.all([tools.ready, runners.ready]);
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
     publisher,
     jsm,
     now,
+    runnerAvailable: (toolName) => runners.serves(toolName),
     ...(opts.toolPickupMs !== undefined ? { pickupTimeoutMs: opts.toolPickupMs } : {}),
   });
   const remoteHooks = createRemoteHookClient(opts.nc, {
@@ -242,6 +247,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       );
       await leases.stop();
       tools.stop();
+      runners.stop();
       dispatcher.close();
       publisher.close();
     },

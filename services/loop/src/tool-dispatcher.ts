@@ -63,6 +63,11 @@ export function createToolDispatcher(opts: {
    * the tool; a cancel is published so a runner that shows up later does not run it. Default 30 s.
    */
   pickupTimeoutMs?: number;
+  /**
+   * False when no live runner serves the tool: the call then fails at once, naming the tool, and is
+   * not dispatched. Without it every call waits up to the pickup time.
+   */
+  runnerAvailable?: (toolName: string) => boolean;
 }): ToolDispatcher {
   const cancelGrace = opts.cancelGraceMs ?? 2_000;
   const pickupTimeout = opts.pickupTimeoutMs ?? 30_000;
@@ -155,6 +160,9 @@ export function createToolDispatcher(opts: {
           if (existing) return existing;
         }
         if (signal.aborted) return errorResult(toolErrorText.aborted);
+        if (opts.runnerAvailable && !opts.runnerAvailable(call.toolName)) {
+          return errorResult(toolErrorText.noLiveRunner(call.toolName));
+        }
         const deadline = opts.now() + call.timeoutMs;
         const encoded = encodeToolCallRequest({
           sessionId: call.sessionId,

@@ -1,21 +1,9 @@
+import { decodeRunnerPresence, RunnerPresence, runnerPresenceKey } from "@fleet/protocol";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { z } from "zod";
 
-/**
- * Runner presence: key `runner.<runnerId>` in KV `fleet_leases`, rewritten every `heartbeatMs` and
- * removed by the bucket's TTL when the runner dies (deleted on a clean stop). A runner is *live*
- * while its key exists. The value lists the tools it serves with their version and schema hash.
- */
-export const RunnerPresence = z.object({
-  runnerId: z.string(),
-  tools: z.record(z.string(), z.object({ version: z.string(), schemaHash: z.string() })),
-  startedAt: z.number(),
-  ts: z.number(),
-});
-export type RunnerPresence = z.infer<typeof RunnerPresence>;
-
-export const presenceKey = (runnerId: string) => `runner.${runnerId}`;
+export { RunnerPresence };
+export const presenceKey = runnerPresenceKey;
 
 export interface PresenceHeartbeat {
   start(): Promise<void>;
@@ -80,18 +68,10 @@ export function createPresenceHeartbeat(opts: {
       for (const k of keys) {
         const entry = await opts.kv.get(k);
         if (entry?.operation !== "PUT") continue;
-        const parsed = RunnerPresence.safeParse(safeJson(entry.string()));
-        if (parsed.success) out.push(parsed.data);
+        const presence = decodeRunnerPresence(entry.value);
+        if (presence.ok) out.push(presence.value);
       }
       return out;
     },
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
