@@ -22,7 +22,7 @@ import {
 import { startLoopWorker } from "../src/loop-worker.js";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
-const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 5);
+const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 10);
 const COALESCE_MS = Number(process.env.BENCH_COALESCE_MS ?? 25);
 const DELTAS = 64;
 const ROOT = join(import.meta.dirname, "..", "..", "..");
