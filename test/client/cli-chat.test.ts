@@ -4,16 +4,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { applyTopology, connectNats } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsServer } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeLoop, startFakeLoop } from "./support/fake-loop.js";
+import { type FakeLoop, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 import { HAS_TMUX, startFleetInTmux, type TmuxPane } from "./support/tmux.js";
 
 describe.skipIf(!HAS_TMUX)("fleet chat (tmux, fake loop)", () => {
   let server: NatsServer;
-  let loopConn: NatsConnection;
+  let stack: FakeLoopServer;
   let loop: FakeLoop;
   let client: FleetClient;
   let dir: string;
@@ -21,19 +19,15 @@ describe.skipIf(!HAS_TMUX)("fleet chat (tmux, fake loop)", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "fleet-chat-"));
-    server = await startNats();
-    loopConn = await connectNats({ url: server.url, name: "fake-loop" });
-    await applyTopology(loopConn, { partitions: 4 });
-    loop = await startFakeLoop(loopConn, 4);
+    stack = await startFakeLoopServer();
+    ({ server, loop } = stack);
     client = await FleetClient.connect({ natsUrl: server.url });
   });
 
   afterAll(async () => {
     pane?.kill();
     await client?.close();
-    await loop?.stop();
-    await loopConn?.close();
-    await server?.stop();
+    await stack?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

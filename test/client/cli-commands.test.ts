@@ -3,15 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { applyTopology, connectNats } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsServer } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeLoop, startFakeLoop } from "./support/fake-loop.js";
+import { FAKE_RUN_TYPES, type FakeLoop, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
 
 let server: NatsServer;
-let loopConn: NatsConnection;
+let stack: FakeLoopServer;
 let loop: FakeLoop;
 let client: FleetClient;
 let dir: string;
@@ -21,35 +19,16 @@ const run = (args: string[]) =>
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "fleet-cli-commands-"));
-  server = await startNats();
-  loopConn = await connectNats({ url: server.url, name: "fake-loop" });
-  await applyTopology(loopConn, { partitions: 4 });
-  loop = await startFakeLoop(loopConn, 4);
+  stack = await startFakeLoopServer();
+  ({ server, loop } = stack);
   client = await FleetClient.connect({ natsUrl: server.url });
 });
 
 afterAll(async () => {
   await client?.close();
-  await loop?.stop();
-  await loopConn?.close();
-  await server?.stop();
+  await stack?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-
-const RUN_TYPES = [
-  "command_accepted",
-  "session_created",
-  "agent_start",
-  "turn_start",
-  "message_start",
-  "message_end",
-  "message_start",
-  "message_update",
-  "message_update",
-  "message_end",
-  "turn_end",
-  "agent_end",
-];
 
 describe("fleet prompt", () => {
   it("--json prints the run's raw events as NDJSON until agent_end", async () => {
@@ -59,7 +38,7 @@ describe("fleet prompt", () => {
       .trimEnd()
       .split("\n")
       .map((l) => JSON.parse(l) as { seq: number; event: { type: string } });
-    expect(lines.map((l) => l.event.type)).toEqual(RUN_TYPES);
+    expect(lines.map((l) => l.event.type)).toEqual(FAKE_RUN_TYPES);
     const stored = await client.replay("s-cli-json");
     expect(lines.map((l) => l.seq)).toEqual(Array.from({ length: 12 }, (_, i) => stored.seq - 11 + i));
     expect(loop.commands.find((c) => c.sessionId === "s-cli-json")).toMatchObject({
@@ -124,7 +103,7 @@ describe("fleet watch / replay / tree / fork", () => {
       .trimEnd()
       .split("\n")
       .map((l) => (JSON.parse(l) as { event: { type: string } }).event.type);
-    expect(types).toEqual(RUN_TYPES.slice(2));
+    expect(types).toEqual(FAKE_RUN_TYPES.slice(2));
   });
 
   it("replay --to a mid-run sequence shows the run in progress", async () => {

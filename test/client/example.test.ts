@@ -1,31 +1,24 @@
 // The README's runnable example (libs/client/examples/quickstart.ts) runs against a real server.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { applyTopology, connectNats } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsServer } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeLoop, startFakeLoop } from "./support/fake-loop.js";
+import { type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 import { cliEnv, collect } from "./support/run-cli.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../libs/client/examples/quickstart.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 let server: NatsServer;
-let loopConn: NatsConnection;
-let loop: FakeLoop;
+let stack: FakeLoopServer;
 
 beforeAll(async () => {
-  server = await startNats();
-  loopConn = await connectNats({ url: server.url, name: "fake-loop" });
-  await applyTopology(loopConn, { partitions: 4 });
-  loop = await startFakeLoop(loopConn, 4);
+  stack = await startFakeLoopServer();
+  ({ server } = stack);
 });
 
 afterAll(async () => {
-  await loop?.stop();
-  await loopConn?.close();
-  await server?.stop();
+  await stack?.stop();
 });
 
 describe("libs/client README example", () => {

@@ -1,28 +1,22 @@
 import { CommandRejectedError, FleetClient, type FleetError, isFleetError, type SessionEventItem } from "@fleet/client";
-import { applyTopology, connectNats } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsServer } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeLoop, startFakeLoop } from "./support/fake-loop.js";
+import { type FakeLoop, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 
 let server: NatsServer;
-let loopConn: NatsConnection;
+let stack: FakeLoopServer;
 let loop: FakeLoop;
 let client: FleetClient;
 
 beforeAll(async () => {
-  server = await startNats();
-  loopConn = await connectNats({ url: server.url, name: "fake-loop" });
-  await applyTopology(loopConn, { partitions: 4 });
-  loop = await startFakeLoop(loopConn, 4);
+  stack = await startFakeLoopServer();
+  ({ server, loop } = stack);
   client = await FleetClient.connect({ natsUrl: server.url, commandTimeoutMs: 10_000 });
 });
 
 afterAll(async () => {
   await client?.close();
-  await loop?.stop();
-  await loopConn?.close();
-  await server?.stop();
+  await stack?.stop();
 });
 
 async function collect(sessionId: string, from: number, until: (item: SessionEventItem) => boolean) {

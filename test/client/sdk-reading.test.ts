@@ -1,44 +1,22 @@
 import { FleetClient, type SessionEventItem } from "@fleet/client";
-import { applyTopology, connectNats } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsServer } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeLoop, startFakeLoop } from "./support/fake-loop.js";
+import { FAKE_RUN_TYPES, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 
 let server: NatsServer;
-let loopConn: NatsConnection;
-let loop: FakeLoop;
+let stack: FakeLoopServer;
 let client: FleetClient;
 
 beforeAll(async () => {
-  server = await startNats();
-  loopConn = await connectNats({ url: server.url, name: "fake-loop" });
-  await applyTopology(loopConn, { partitions: 4 });
-  loop = await startFakeLoop(loopConn, 4);
+  stack = await startFakeLoopServer();
+  ({ server } = stack);
   client = await FleetClient.connect({ natsUrl: server.url, commandTimeoutMs: 10_000 });
 });
 
 afterAll(async () => {
   await client?.close();
-  await loop?.stop();
-  await loopConn?.close();
-  await server?.stop();
+  await stack?.stop();
 });
-
-const RUN = [
-  "command_accepted",
-  "session_created",
-  "agent_start",
-  "turn_start",
-  "message_start",
-  "message_end",
-  "message_start",
-  "message_update",
-  "message_update",
-  "message_end",
-  "turn_end",
-  "agent_end",
-];
 
 async function take(sessionId: string, from: number | "start" | "new", count: number) {
   const items: SessionEventItem[] = [];
@@ -61,8 +39,8 @@ async function promptAndWait(sessionId: string, text: string) {
 describe("client / events", () => {
   it("delivers a session's events in stream order from the start and from a sequence", async () => {
     const accepted = await client.prompt("s-ev-1", "hello");
-    const all = await take("s-ev-1", "start", RUN.length);
-    expect(all.map((i) => i.event.type)).toEqual(RUN);
+    const all = await take("s-ev-1", "start", FAKE_RUN_TYPES.length);
+    expect(all.map((i) => i.event.type)).toEqual(FAKE_RUN_TYPES);
     expect(all[0]?.seq).toBe(accepted.seq);
     const tail = await take("s-ev-1", all[7]?.seq ?? 0, 5);
     expect(tail.map((i) => i.seq)).toEqual(all.slice(7).map((i) => i.seq));
@@ -106,7 +84,7 @@ describe("client / state", () => {
 describe("client / replay", () => {
   it("rebuilds the agent state and tree as they stood at a mid-run sequence", async () => {
     await promptAndWait("s-replay-1", "abcdef");
-    const events = await take("s-replay-1", "start", RUN.length);
+    const events = await take("s-replay-1", "start", FAKE_RUN_TYPES.length);
     const firstUpdate = events[7]?.seq as number;
     const mid = await client.replay("s-replay-1", { toSeq: firstUpdate });
     expect(mid.seq).toBe(firstUpdate);
@@ -139,10 +117,10 @@ describe("client / events across a server restart", () => {
     const reading = (async () => {
       for await (const item of client.events("s-restart-1", { from: "start" })) {
         received.push(item);
-        if (received.length === RUN.length * 2 - 1) break;
+        if (received.length === FAKE_RUN_TYPES.length * 2 - 1) break;
       }
     })();
-    await expect.poll(() => received.length, { timeout: 10_000 }).toBe(RUN.length);
+    await expect.poll(() => received.length, { timeout: 10_000 }).toBe(FAKE_RUN_TYPES.length);
     await server.restart();
     // Commands fail fast while the client reconnects; wait until JetStream answers again.
     await expect
@@ -160,7 +138,10 @@ describe("client / events across a server restart", () => {
     const seqs = received.map((i) => i.seq);
     expect(new Set(seqs).size).toBe(seqs.length);
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
-    expect(received.map((i) => i.event.type)).toEqual([...RUN, ...RUN.filter((t) => t !== "session_created")]);
+    expect(received.map((i) => i.event.type)).toEqual([
+      ...FAKE_RUN_TYPES,
+      ...FAKE_RUN_TYPES.filter((t) => t !== "session_created"),
+    ]);
     const replayed = await client.replay("s-restart-1");
     expect(replayed.events).toBe(received.length);
   });

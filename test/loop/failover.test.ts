@@ -117,6 +117,21 @@ describe("loop service / two workers and a crash", () => {
     expect(resumed?.type === "run_resumed" && resumed.runId).toBe(runId);
     expect(events.filter((e) => e.type === "agent_end").every((e) => e.meta.runId === runId)).toBe(true);
     expect(events.some((e) => e.type === "owner_change" && e.workerId === "loop-a")).toBe(true);
+    // The cut assistant message is closed with exactly the text its logged deltas carried.
+    const cut = types.indexOf("run_resumed");
+    const started = types.lastIndexOf("message_start", cut);
+    const streamed = events
+      .slice(started, cut)
+      .flatMap((e) => (e.type === "message_update" ? e.deltas : []))
+      .flatMap((d) => (d.type === "text_delta" ? [d.delta] : []))
+      .join("");
+    const closed = events.slice(cut).find((e) => e.type === "message_end" && e.message.role === "assistant");
+    const closedText =
+      closed?.type === "message_end" && closed.message.role === "assistant"
+        ? closed.message.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("")
+        : undefined;
+    expect(streamed.length).toBeGreaterThan(0);
+    expect(closedText).toBe(streamed);
 
     // New prompts to sessions of the dead worker's partitions succeed.
     let moved = "";

@@ -1,5 +1,6 @@
+import { runnerPresenceKey } from "@fleet/protocol";
 // Runners as real processes: SIGKILL mid-call (redelivery per retry policy), SIGTERM, exit codes.
-import { createToolRunner, defineTool, presenceKey } from "@fleet/tools";
+import { createToolRunner, defineTool } from "@fleet/tools";
 import { connect } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -105,7 +106,7 @@ describe("tool runner processes", () => {
   it("main.ts serves the FLEET_TOOLS selection and SIGTERM exits 0, removing its presence", async () => {
     const main = await spawnRunner(stack, "main-a", { entry: "main", env: { FLEET_TOOLS: "read,ls" } });
     procs.push(main);
-    const presence = (await stack.topo.kv.leases.get(presenceKey("main-a")))?.json() as {
+    const presence = (await stack.topo.kv.leases.get(runnerPresenceKey("main-a")))?.json() as {
       tools: Record<string, unknown>;
     };
     expect(Object.keys(presence.tools).sort()).toEqual(["ls", "read"]);
@@ -113,7 +114,7 @@ describe("tool runner processes", () => {
     expect(textOf(await waitForResult(stack, "s-main", "c1"))).toBe("(empty directory)");
     main.proc.kill("SIGTERM");
     expect(await main.exited).toBe(0);
-    expect((await stack.topo.kv.leases.get(presenceKey("main-a")))?.operation).toBe("DEL");
+    expect((await stack.topo.kv.leases.get(runnerPresenceKey("main-a")))?.operation).toBe("DEL");
     expect(main.output()).toContain('"evt":"runner_stopped"');
   });
 

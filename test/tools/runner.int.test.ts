@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { OBJECT_STORES, subjects } from "@fleet/protocol";
-import { builtinTools, createToolRunner, defineTool, presenceKey, type ToolRunner } from "@fleet/tools";
+import { OBJECT_STORES, runnerPresenceKey, subjects } from "@fleet/protocol";
+import { builtinTools, createToolRunner, defineTool, type ToolRunner } from "@fleet/tools";
 import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
@@ -73,7 +73,7 @@ describe("tool runner (in-process runners, real nats-server)", () => {
       runnerId: "reg-a",
     });
     expect((await stack.topo.kv.tools.get("bash"))?.json()).toMatchObject({ retry: "never" });
-    const presence = (await stack.topo.kv.leases.get(presenceKey("reg-a")))?.json() as {
+    const presence = (await stack.topo.kv.leases.get(runnerPresenceKey("reg-a")))?.json() as {
       tools: Record<string, unknown>;
     };
     expect(Object.keys(presence.tools).sort()).toEqual([
@@ -393,7 +393,7 @@ describe("tool runner (in-process runners, real nats-server)", () => {
       description: "Returns its text",
       version: "1",
     });
-    expect((await stack.topo.kv.leases.get(presenceKey("rival-b")))?.operation).toBe("DEL");
+    expect((await stack.topo.kv.leases.get(runnerPresenceKey("rival-b")))?.operation).toBe("DEL");
   });
 
   it("a new version replaces the schema (rolling upgrade) and logs it; a dead runner's registration is replaced", async () => {

@@ -32,7 +32,6 @@ export {
   type ToolRunner,
   type ToolRunnerOptions,
 } from "./runner/create-tool-runner.js";
-export { presenceKey, RunnerPresence } from "./runner/runner-presence.js";
 export { schemaHash } from "./runner/tool-registry.js";
 export { type ArgsValidation, validateToolArgs } from "./validate-args.js";
 export { ensureWorkspace, resolveInWorkspace, WorkspaceEscapeError } from "./workspace-path.js";

@@ -15,7 +15,8 @@ import {
   STREAMS,
   subjects,
 } from "@fleet/protocol";
-import { lastSubjectSeq } from "@fleet/runtime";
+import { applyTopology, connectNats, lastSubjectSeq } from "@fleet/runtime";
+import { type NatsServer, startNats } from "@fleet/testkit";
 import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
@@ -26,6 +27,51 @@ export interface FakeLoop {
   /** Every command received, decoded, in arrival order. */
   readonly commands: FleetCommand[];
   stop(): Promise<void>;
+}
+
+/** The events a `prompt` to a new session produces, in order: outcome, creation, a one-turn run. */
+export const FAKE_RUN_TYPES = [
+  "command_accepted",
+  "session_created",
+  "agent_start",
+  "turn_start",
+  "message_start",
+  "message_end",
+  "message_start",
+  "message_update",
+  "message_update",
+  "message_end",
+  "turn_end",
+  "agent_end",
+];
+
+export interface FakeLoopServer {
+  server: NatsServer;
+  loop: FakeLoop;
+  /** Stops the fake loop, its connection and the server. */
+  stop(): Promise<void>;
+}
+
+/** A fresh nats-server with Fleet's topology (4 partitions) and a fake loop consuming its commands. */
+export async function startFakeLoopServer(): Promise<FakeLoopServer> {
+  const server = await startNats();
+  try {
+    const nc = await connectNats({ url: server.url, name: "fake-loop" });
+    await applyTopology(nc, { partitions: 4 });
+    const loop = await startFakeLoop(nc, 4);
+    return {
+      server,
+      loop,
+      async stop() {
+        await loop.stop();
+        await nc.close();
+        await server.stop();
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 }
 
 const DEFAULT_CONFIG = {

@@ -1,9 +1,6 @@
-import { decodeRunnerPresence, RunnerPresence, runnerPresenceKey } from "@fleet/protocol";
+import { decodeRunnerPresence, RUNNER_PRESENCE_KEYS, type RunnerPresence, runnerPresenceKey } from "@fleet/protocol";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-
-export { RunnerPresence };
-export const presenceKey = runnerPresenceKey;
 
 export interface PresenceHeartbeat {
   start(): Promise<void>;
@@ -21,7 +18,7 @@ export function createPresenceHeartbeat(opts: {
   now: () => number;
   logger: Pick<Logger, "warn">;
 }): PresenceHeartbeat {
-  const key = presenceKey(opts.runnerId);
+  const key = runnerPresenceKey(opts.runnerId);
   const startedAt = opts.now();
   let timer: NodeJS.Timeout | undefined;
   let beating: Promise<unknown> | undefined;
@@ -58,13 +55,13 @@ export function createPresenceHeartbeat(opts: {
       await opts.kv.delete(key).catch(() => undefined);
     },
     async isLive(runnerId) {
-      const entry = await opts.kv.get(presenceKey(runnerId));
+      const entry = await opts.kv.get(runnerPresenceKey(runnerId));
       return entry !== null && entry.operation === "PUT";
     },
     async liveRunners() {
       const out: RunnerPresence[] = [];
       const keys: string[] = [];
-      for await (const k of await opts.kv.keys("runner.*")) keys.push(k);
+      for await (const k of await opts.kv.keys(RUNNER_PRESENCE_KEYS)) keys.push(k);
       for (const k of keys) {
         const entry = await opts.kv.get(k);
         if (entry?.operation !== "PUT") continue;

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
+import type { RunnerPresence } from "@fleet/protocol";
 import { decodeToolRegistration, encodeToolRegistration, type ToolRegistration } from "@fleet/protocol";
 import { compareVersions } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { type AnyToolDefinition, toRegistration } from "../define-tool.js";
-import type { RunnerPresence } from "./runner-presence.js";
 
 /** Hash of everything a registration promises the loop (description, schema, mode, retry, timeout). */
 export function schemaHash(
