@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KV_BUCKETS, partitionOf } from "@fleet/protocol";
-import { connectNats, createLogger, LeaseValue } from "@fleet/runtime";
+import { connectNats, createLogger, LeaseValue, readKvEntries } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -41,11 +41,9 @@ afterAll(async () => {
 async function holders(): Promise<Map<number, string>> {
   const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
   const out = new Map<number, string>();
-  for await (const key of await kv.keys("loop.p.*")) {
-    const entry = await kv.get(key);
-    if (entry?.operation !== "PUT") continue;
+  for (const entry of await readKvEntries(kv, "loop.p.*")) {
     const v = LeaseValue.safeParse(entry.json());
-    if (v.success) out.set(Number(key.split(".")[2]), v.data.workerId);
+    if (v.success) out.set(Number(entry.key.split(".")[2]), v.data.workerId);
   }
   return out;
 }

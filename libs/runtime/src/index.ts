@@ -2,6 +2,7 @@
 
 export { envBool, envInt, envString, loadEnvOrExit, parseEnv } from "./env-config.js";
 export { newId } from "./ids.js";
+export { readKvEntries } from "./kv-entries.js";
 export { followKv, type KvFollower } from "./kv-follow.js";
 export { createLogger, type Logger } from "./logger.js";
 export { type ConnectOptions, checkServer, connectNats, type ServerCapabilities } from "./nats-connection.js";

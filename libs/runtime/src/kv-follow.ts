@@ -1,4 +1,5 @@
 import type { KV } from "@nats-io/kv";
+import { readKvEntries } from "./kv-entries.js";
 
 export interface KvFollower {
   /** Resolves once every value written before the call is delivered (or reading them failed). */
@@ -29,12 +30,10 @@ export function followKv(
     const iter = await kv.watch(filter === undefined ? {} : { key: filter });
     stopWatch = () => iter.stop();
     void (async () => {
-      for await (const key of await kv.keys(filter)) {
-        const entry = await kv.get(key);
-        if (entry && entry.operation === "PUT" && !delivered.has(key)) {
-          delivered.add(key);
-          onEntry(key, entry.operation, entry.value);
-        }
+      for (const entry of await readKvEntries(kv, filter)) {
+        if (delivered.has(entry.key)) continue;
+        delivered.add(entry.key);
+        onEntry(entry.key, entry.operation, entry.value);
       }
     })()
       .catch(() => undefined)

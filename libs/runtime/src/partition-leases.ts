@@ -2,6 +2,7 @@ import { leaseKey } from "@fleet/protocol";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { readKvEntries } from "./kv-entries.js";
 
 export const LeaseValue = z.object({ workerId: z.string(), epoch: z.number().int().nonnegative() });
 export type LeaseValue = z.infer<typeof LeaseValue>;
@@ -59,8 +60,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
 
   async function liveWorkers(): Promise<string[]> {
     const prefix = `${opts.role}.w.`;
-    const ids: string[] = [];
-    for await (const key of await opts.kv.keys(`${prefix}*`)) ids.push(key.slice(prefix.length));
+    const ids = (await readKvEntries(opts.kv, `${prefix}*`)).map((e) => e.key.slice(prefix.length));
     if (!ids.includes(opts.workerId)) ids.push(opts.workerId);
     return ids.sort();
   }

@@ -10,7 +10,7 @@ import {
   storeEventConsumer,
   toolCallConsumer,
 } from "@fleet/protocol";
-import { diffConfig, LeaseValue } from "@fleet/runtime";
+import { diffConfig, LeaseValue, readKvEntries } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -183,12 +183,7 @@ async function readNumber(kv: KV, key: string): Promise<number | null> {
 async function readAll(kv: KV): Promise<Map<string, string>> {
   const values = new Map<string, string>();
   try {
-    const keys: string[] = [];
-    for await (const key of await kv.keys()) keys.push(key);
-    for (const key of keys) {
-      const entry = await kv.get(key);
-      if (entry?.operation === "PUT") values.set(key, entry.string());
-    }
+    for (const entry of await readKvEntries(kv)) values.set(entry.key, entry.string());
   } catch {
     // an unreadable bucket reads as empty
   }

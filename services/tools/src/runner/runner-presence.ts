@@ -1,4 +1,5 @@
 import { decodeRunnerPresence, RUNNER_PRESENCE_KEYS, type RunnerPresence, runnerPresenceKey } from "@fleet/protocol";
+import { readKvEntries } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 
@@ -60,11 +61,7 @@ export function createPresenceHeartbeat(opts: {
     },
     async liveRunners() {
       const out: RunnerPresence[] = [];
-      const keys: string[] = [];
-      for await (const k of await opts.kv.keys(RUNNER_PRESENCE_KEYS)) keys.push(k);
-      for (const k of keys) {
-        const entry = await opts.kv.get(k);
-        if (entry?.operation !== "PUT") continue;
+      for (const entry of await readKvEntries(opts.kv, RUNNER_PRESENCE_KEYS)) {
         const presence = decodeRunnerPresence(entry.value);
         if (presence.ok) out.push(presence.value);
       }
