@@ -1,5 +1,8 @@
 import { FleetClient, type SessionEventItem } from "@fleet/client";
+import { partitionOf, subjects } from "@fleet/protocol";
+import { connectNats } from "@fleet/runtime";
 import type { NatsServer } from "@fleet/testkit";
+import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_RUN_TYPES, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 
@@ -78,6 +81,30 @@ describe("client / state", () => {
     expect(done.tree.entries.map((e) => e.type)).toEqual(["message", "message", "message", "message"]);
     expect(done.tree.leafId).toBe(done.tree.entries[3]?.id);
     expect(seen.slice(0, 2)).toEqual(["command_accepted", "agent_start"]);
+  });
+});
+
+describe("client / an undecodable record at the end of a log", () => {
+  // The fake loop fences its appends, so nothing is prompted on this session after the junk.
+  it("state() catches up without waiting for a later event, and replay() lists the record as invalid", async () => {
+    const { endSeq } = await promptAndWait("s-junk-1", "one");
+    const nc = await connectNats({ url: server.url, name: "junk-writer" });
+    try {
+      const ack = await jetstream(nc).publish(subjects.event(partitionOf("s-junk-1", 4), "s-junk-1"), "{not json");
+      expect(ack.seq).toBeGreaterThan(endSeq);
+      const started = Date.now();
+      const live = await client.state("s-junk-1", { timeoutMs: 5_000 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(live.seq).toBe(endSeq);
+      expect(live.agent.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      live.close();
+
+      const replayed = await client.replay("s-junk-1", { toSeq: ack.seq });
+      expect(replayed.invalid.map((i) => i.seq)).toEqual([ack.seq]);
+      expect([replayed.seq, replayed.agent.messages.length]).toEqual([endSeq, 2]);
+    } finally {
+      await nc.close();
+    }
   });
 });
 

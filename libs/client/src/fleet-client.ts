@@ -24,7 +24,7 @@ import { tailSubject } from "./event-tail.js";
 import { newId, newSessionId } from "./ids.js";
 import { LiveSession } from "./live-session.js";
 import { type MessageInput, toMessageFields } from "./message-input.js";
-import { emptySessionView, foldSessionView, type SessionView } from "./session-view.js";
+import { emptySessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 import { type StoreResult, storeRequest } from "./store-request.js";
 
 export interface FleetClientOptions {
@@ -436,14 +436,41 @@ export class FleetClient {
     const abort = new AbortController();
     opts.signal?.addEventListener("abort", () => abort.abort(), { once: true });
     const live = new LiveSession(sessionId, abort);
-    const caughtUp = target === 0 ? Promise.resolve(live.view) : live.waitFor((v) => v.seq >= target, opts.timeoutMs);
+    // The events up to `target` are folded at once (linear in the log's length), later ones one by
+    // one. Reading `target`, or an undecodable record at or past it, ends the catch-up.
+    const backlog: SessionEventItem[] = [];
+    let caught = target === 0;
+    let settle: (err?: Error) => void = () => undefined;
+    const caughtUp = new Promise<void>((resolve, reject) => {
+      settle = (err) => (err ? reject(err) : resolve());
+    });
+    const catchUp = (seq: number) => {
+      if (caught || seq < target) return;
+      caught = true;
+      live.catchUp(backlog.splice(0));
+      settle();
+    };
+    if (caught) settle();
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const timer = setTimeout(
+      () => settle(new FleetError("timeout", "timeout", `session ${sessionId}: not caught up within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     void (async () => {
       try {
-        for await (const item of this.events(sessionId, { from: 1, signal: abort.signal })) {
-          live.apply(item.seq, item.event);
+        const items = this.events(sessionId, { from: 1, signal: abort.signal, onInvalid: (seq) => catchUp(seq) });
+        for await (const item of items) {
+          if (caught) live.apply(item.seq, item.event);
+          else {
+            backlog.push(item);
+            catchUp(item.seq);
+          }
         }
+        settle(new FleetError("unavailable", "closed", `session ${sessionId}: live state closed`));
       } catch (err) {
-        live.fail(err instanceof Error ? err : new Error(String(err)));
+        const error = err instanceof Error ? err : new Error(String(err));
+        live.fail(error);
+        settle(error);
       }
     })();
     try {
@@ -451,6 +478,8 @@ export class FleetClient {
     } catch (err) {
       live.close();
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
     return live;
   }
@@ -463,22 +492,17 @@ export class FleetClient {
     if (opts.toSeq !== undefined && (!Number.isInteger(opts.toSeq) || opts.toSeq < 0)) {
       throw new FleetError("invalid_input", "invalid", "replay: toSeq must be a non-negative integer");
     }
-    let view = emptySessionView();
-    let events = 0;
+    const applied: SessionEventItem[] = [];
     const invalid: { seq: number; error: string }[] = [];
-    if (opts.toSeq === 0) return { ...view, events, invalid };
+    if (opts.toSeq === 0) return { ...emptySessionView(), events: 0, invalid };
     try {
       const records = readSubject(this.js, this.jsm, STREAMS.events.name, this.eventSubject(sessionId), {
         ...(opts.toSeq !== undefined ? { toSeq: opts.toSeq } : {}),
       });
       for await (const record of records) {
         const decoded = decodeEvent(record.data);
-        if (!decoded.ok) {
-          invalid.push({ seq: record.seq, error: decoded.error });
-          continue;
-        }
-        view = foldSessionView(view, record.seq, decoded.value);
-        events++;
+        if (decoded.ok) applied.push({ seq: record.seq, event: decoded.value });
+        else invalid.push({ seq: record.seq, error: decoded.error });
       }
     } catch (err) {
       if (isFleetError(err)) throw err;
@@ -486,7 +510,7 @@ export class FleetClient {
         cause: err,
       });
     }
-    return { ...view, events, invalid };
+    return { ...foldSessionViewEvents(emptySessionView(), applied), events: applied.length, invalid };
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -16,5 +16,5 @@ export {
 export { newId, newSessionId } from "./ids.js";
 export { LiveSession, type SessionChangeListener } from "./live-session.js";
 export type { MessageInput } from "./message-input.js";
-export { emptySessionView, foldSessionView, type SessionView } from "./session-view.js";
+export { emptySessionView, foldSessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 export type { StoreResult } from "./store-request.js";

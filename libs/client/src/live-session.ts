@@ -1,7 +1,7 @@
 // `state()`: a session's agent state and tree, folded live from its event subject.
 import type { FleetEvent } from "@fleet/protocol";
 import { FleetError } from "./errors.js";
-import { emptySessionView, foldSessionView, type SessionView } from "./session-view.js";
+import { emptySessionView, foldSessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 
 /** One applied event and the view right after it. */
 export type SessionChangeListener = (view: SessionView, event: FleetEvent) => void;
@@ -80,6 +80,11 @@ export class LiveSession {
   close(): void {
     this.#closed = true;
     this.#abort.abort();
+  }
+
+  /** @internal The events that existed when `state()` was called, folded at once (before any listener). */
+  catchUp(records: readonly { seq: number; event: FleetEvent }[]): void {
+    this.#view = foldSessionViewEvents(this.#view, records);
   }
 
   /** @internal */

@@ -4,8 +4,10 @@ import {
   buildContext,
   emptySessionTree,
   type FleetEvent,
+  foldAgentEvents,
   foldAgentState,
   foldSessionTree,
+  foldSessionTreeInPlace,
   initialAgentState,
   type SessionTree,
   withMessages,
@@ -40,5 +42,40 @@ export function foldSessionView(view: SessionView, seq: number, event: FleetEven
     const context = buildContext(tree);
     if (context.ok) agent = withMessages(agent, context.messages);
   }
+  return { seq, agent, tree };
+}
+
+/**
+ * Folds many events at once; same result as `foldSessionView` in a loop, in linear time: the tree
+ * is copied at its first change and then folded in place, and the transcript is appended to in
+ * place (`foldAgentEvents`). The views in between are never made.
+ */
+export function foldSessionViewEvents(
+  view: SessionView,
+  records: Iterable<{ seq: number; event: FleetEvent }>,
+): SessionView {
+  let { seq, agent, tree } = view;
+  let ownsTree = false;
+  let pending: FleetEvent[] = [];
+  for (const record of records) {
+    seq = record.seq;
+    const event = record.event;
+    let changed: boolean;
+    if (ownsTree) changed = foldSessionTreeInPlace(tree, event);
+    else {
+      const next = foldSessionTree(tree, event);
+      changed = next !== tree;
+      ownsTree = changed;
+      tree = next;
+    }
+    pending.push(event);
+    if (RESETS_TRANSCRIPT.has(event.type) && changed) {
+      agent = foldAgentEvents(pending, agent);
+      pending = [];
+      const context = buildContext(tree);
+      if (context.ok) agent = withMessages(agent, context.messages);
+    }
+  }
+  agent = foldAgentEvents(pending, agent);
   return { seq, agent, tree };
 }

@@ -202,6 +202,7 @@ export {
   entryFromEvent,
   foldSessionTree,
   foldSessionTreeEvents,
+  foldSessionTreeInPlace,
   getBranch,
   getEntry,
   getTree,

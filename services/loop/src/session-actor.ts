@@ -9,14 +9,14 @@ import {
   decodeEvent,
   type EventBody,
   emptyMessageQueues,
-  emptySessionTree,
   emptyUsage,
   entryToContextMessage,
   type FleetCommand,
   type FleetEvent,
   findRunCursor,
   foldRunCursor,
-  foldSessionTree,
+  foldSessionTreeEvents,
+  foldSessionTreeInPlace,
   getBranch,
   getEntry,
   type MessageQueues,
@@ -161,12 +161,12 @@ export class SessionActor {
         deps.metrics.appendLatency.observe(ms / 1000);
       },
     });
-    this.tree = emptySessionTree();
+    this.tree = foldSessionTreeEvents(events);
     this.cursor = findRunCursor([]);
     this.queues = emptyMessageQueues();
     let lastOwner: { workerId: string; epoch: number } | undefined;
     for (const event of events) {
-      this.fold(event);
+      this.foldState(event);
       if (event.type === "owner_change") lastOwner = { workerId: event.workerId, epoch: event.epoch };
     }
     this.ownerAnnounced = lastOwner?.workerId === deps.workerId && lastOwner.epoch === deps.epoch;
@@ -906,7 +906,12 @@ export class SessionActor {
   }
 
   private fold(event: FleetEvent) {
-    this.tree = foldSessionTree(this.tree, event);
+    foldSessionTreeInPlace(this.tree, event);
+    this.foldState(event);
+  }
+
+  /** Everything but the tree (which a log is folded into at once: see `foldSessionTreeEvents`). */
+  private foldState(event: FleetEvent) {
     if (event.type === "message_update" && this.cursor.kind === "streaming") this.streamedDeltas.push(event.deltas);
     else if (event.type === "message_end" || event.type === "agent_start") {
       this.streamedDeltas = [];
@@ -944,13 +949,13 @@ export class SessionActor {
   }
 
   private async readTree(sessionId: string): Promise<SessionTree> {
-    let tree = emptySessionTree();
+    const events: FleetEvent[] = [];
     const subject = subjects.event(partitionOf(sessionId, this.deps.partitions), sessionId);
     for await (const rec of readSubject(this.deps.js, this.deps.jsm, STREAMS.events.name, subject)) {
       const decoded = decodeEvent(rec.data);
-      if (decoded.ok) tree = foldSessionTree(tree, decoded.value);
+      if (decoded.ok) events.push(decoded.value);
     }
-    return tree;
+    return foldSessionTreeEvents(events);
   }
 }
 

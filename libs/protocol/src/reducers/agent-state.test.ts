@@ -3,6 +3,7 @@ import {
   assistantMessage,
   CONFIG,
   createLogBuilder,
+  deepFreeze,
   startOf,
   textOf,
   toolCall,
@@ -11,14 +12,6 @@ import {
 } from "../../fixtures/builders.js";
 import type { FleetEvent } from "../events.js";
 import { type AgentState, foldAgentEvents, foldAgentState, initialAgentState, withMessages } from "./agent-state.js";
-
-const deepFreeze = <T>(value: T): T => {
-  if (typeof value === "object" && value !== null && !(value instanceof Set)) {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
-};
 
 /** Folds `events` and returns the state after each one. */
 const statesOf = (events: FleetEvent[], from: AgentState = initialAgentState()) => {
@@ -169,6 +162,31 @@ describe("agent state / errors", () => {
     log.add({ type: "message_start", message: startOf(a2) });
     log.add({ type: "agent_end", messages: [] });
     expect(foldAgentEvents(log.events).streamingMessage).toBeUndefined();
+  });
+
+  it("the batch fold equals the step fold and leaves the starting state (and its transcript) as it was", () => {
+    const log = createLogBuilder(6);
+    log.add({ type: "session_created", config: CONFIG });
+    for (let i = 0; i < 3; i++) {
+      log.add({ type: "agent_start" });
+      log.add({ type: "message_end", message: user });
+      log.add({ type: "message_start", message: startOf(a1) });
+      log.add({ type: "message_end", message: a1 });
+      log.add({ type: "tool_execution_start", toolCallId: "toolu_1", toolName: "read", args: {} });
+      log.add({ type: "tool_execution_end", toolCallId: "toolu_1", toolName: "read", result: r1, isError: false });
+      log.add({ type: "message_end", message: r1 });
+      log.add({ type: "message_end", message: a2 });
+      log.add({ type: "agent_end", messages: [] });
+    }
+    const from = deepFreeze(withMessages(initialAgentState(), [userMessage("earlier")]));
+    const batch = foldAgentEvents(log.events, from);
+    expect(batch).toEqual(statesOf(log.events, from).at(-1));
+    expect(batch.messages).toHaveLength(1 + 3 * 4);
+    expect(from.messages).toEqual([userMessage("earlier")]);
+    const half = foldAgentEvents(log.events.slice(0, 9), from);
+    const halfMessages = half.messages.slice();
+    expect(foldAgentEvents(log.events.slice(9), half)).toEqual(batch);
+    expect(half.messages).toEqual(halfMessages);
   });
 
   it("ignores a message_update with no streaming assistant message", () => {

@@ -94,7 +94,7 @@ export function foldAgentState(state: AgentState, event: FleetEvent): AgentState
       return { ...state, streamingMessage: applyDeltas(current, event.deltas) };
     }
     case "message_end":
-      return { ...state, streamingMessage: undefined, messages: [...state.messages, event.message] };
+      return endMessage(state, [...state.messages, event.message]);
     case "tool_execution_start": {
       const pendingToolCalls = new Set(state.pendingToolCalls);
       pendingToolCalls.add(event.toolCallId);
@@ -149,10 +149,29 @@ export function foldAgentState(state: AgentState, event: FleetEvent): AgentState
   }
 }
 
-/** Folds events in order from `state` (default: `initialAgentState()`). */
+const endMessage = (state: AgentState, messages: readonly ContextMessage[]): AgentState => ({
+  ...state,
+  streamingMessage: undefined,
+  messages,
+});
+
+/**
+ * Folds events in order from `state` (default: `initialAgentState()`); same result as
+ * `foldAgentState` in a loop. The transcript is copied once and then appended to in place, so a long
+ * log folds in linear time (the states in between are never handed out).
+ */
 export function foldAgentEvents(events: Iterable<FleetEvent>, state: AgentState = initialAgentState()): AgentState {
   let current = state;
-  for (const event of events) current = foldAgentState(current, event);
+  let owned: ContextMessage[] | undefined;
+  for (const event of events) {
+    if (event.type !== "message_end") {
+      current = foldAgentState(current, event);
+      continue;
+    }
+    if (current.messages !== owned) owned = current.messages.slice();
+    owned.push(event.message);
+    current = endMessage(current, owned);
+  }
   return current;
 }
 

@@ -17,6 +17,7 @@ import {
   entryFromEvent,
   foldSessionTree,
   foldSessionTreeEvents,
+  foldSessionTreeInPlace,
   getBranch,
   getEntry,
   getTree,
@@ -193,6 +194,31 @@ describe("session tree / idempotency and persistence", () => {
     const half = JSON.parse(JSON.stringify(fold(events.slice(0, 6)))) as SessionTree;
     expect(JSON.stringify(foldSessionTreeEvents(events.slice(6), half))).toBe(stepwise);
     expect(JSON.parse(stepwise)).toEqual(fold(events));
+  });
+
+  it("the in-place fold gives the step fold's tree, and a redelivered event changes nothing", () => {
+    const events = richLog();
+    const tree = emptySessionTree();
+    const changed = events.map((e) => foldSessionTreeInPlace(tree, e));
+    expect(JSON.stringify(tree)).toBe(JSON.stringify(fold(events)));
+    expect(changed.every(Boolean)).toBe(true);
+    expect(events.map((e) => foldSessionTreeInPlace(tree, e)).some(Boolean)).toBe(false);
+    expect(JSON.stringify(tree)).toBe(JSON.stringify(fold(events)));
+  });
+
+  it("the in-place fold of an older version keeps the newer version's lookups right", () => {
+    const log = createLogBuilder(23);
+    const x = log.add({ type: "message_end", message: userMessage("x") });
+    const y = log.add({ type: "message_end", message: userMessage("y") });
+    const z = log.add({ type: "message_end", message: userMessage("z") }, { parentId: x.meta.id });
+    const base = foldSessionTree(emptySessionTree(), x);
+    const withY = foldSessionTree(base, y);
+    expect(foldSessionTreeInPlace(base, z)).toBe(true);
+    expect(ids(base)).toEqual([x.meta.id, z.meta.id]);
+    expect(getEntry(base, z.meta.id)).toMatchObject({ ok: true, entry: { id: z.meta.id } });
+    expect(getEntry(base, y.meta.id).ok).toBe(false);
+    expect(getEntry(withY, z.meta.id).ok).toBe(false);
+    expect(getEntry(withY, y.meta.id)).toMatchObject({ ok: true, entry: { id: y.meta.id } });
   });
 
   it("folding an older version again keeps every version's lookups right", () => {

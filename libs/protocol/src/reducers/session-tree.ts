@@ -95,7 +95,8 @@ export function entryFromEvent(event: FleetEvent): SessionEntry | undefined {
  * (idempotent by `meta.id` / entry id). The fold does not validate: a `leaf` to an unknown id is
  * recorded, and lookups at it report `not_found`.
  * Contract: never throws; `tree` is not modified. Cost: a changing event copies the entry list
- * (copy-on-write), so replay long logs with `foldSessionTreeEvents`. Id lookups use an index cached
+ * (copy-on-write), so replay long logs with `foldSessionTreeEvents`, and a single owner of a long-lived
+ * tree folds with `foldSessionTreeInPlace`. Id lookups use an index cached
  * outside the tree (rebuilt on first use for a tree read back from JSON).
  */
 export function foldSessionTree(tree: SessionTree, event: FleetEvent): SessionTree {
@@ -103,6 +104,19 @@ export function foldSessionTree(tree: SessionTree, event: FleetEvent): SessionTr
   const draft = cloneTree(tree);
   applyInPlace(draft, event);
   return draft;
+}
+
+/**
+ * Applies one event to `tree` itself, with `foldSessionTree`'s rules; returns whether it changed.
+ * For a single owner that never hands the tree (or its `entries`, `labels`, `leafEventIds`) to
+ * anyone who keeps it across a fold: it costs O(1) per event where `foldSessionTree` copies the
+ * entry list.
+ */
+export function foldSessionTreeInPlace(tree: SessionTree, event: FleetEvent): boolean {
+  if (!changes(tree, event)) return false;
+  if (indexOf(tree.entries).tip !== tree.entries.length) entryIndexes.delete(tree.entries); // a longer array shares it
+  applyInPlace(tree, event);
+  return true;
 }
 
 /** Folds many events with one copy of `tree` (default: empty); same result as `foldSessionTree` in a loop. */
