@@ -30,4 +30,4 @@ export function createScriptedStreamFn(script: Script, ports: { now: () => numbe
 }
 
 /** The real-timer Sleep port (resolves early on abort). */
-export const realSleep: Sleep = (ms, signal) => sleep(ms, signal);
+export const realSleep: Sleep = sleep;

@@ -1,10 +1,12 @@
 // Reads what a deployment looks like on NATS: config, streams and drift, leases, tools and runners, lags.
 import {
   CONFIG_KEYS,
+  decodeRunnerPresence,
   decodeToolRegistration,
   KV_BUCKETS,
   leaseKey,
   loopCommandConsumer,
+  runnerPresenceKey,
   STREAMS,
   type StreamSpec,
   storeEventConsumer,
@@ -103,12 +105,11 @@ export async function inspectDeployment(nc: NatsConnection, jsm: JetStreamManage
   });
   const keysWith = (prefix: string) =>
     [...leaseEntries.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+  // A runner whose presence value does not decode is listed, serving nothing.
   const runnerTools = new Map<string, string[]>();
-  for (const runnerId of keysWith("runner.")) {
-    const value = safeJson(leaseEntries.get(`runner.${runnerId}`) ?? "") as
-      | { tools?: Record<string, unknown> }
-      | undefined;
-    runnerTools.set(runnerId, Object.keys(value?.tools ?? {}));
+  for (const runnerId of keysWith(runnerPresenceKey(""))) {
+    const presence = decodeRunnerPresence(leaseEntries.get(runnerPresenceKey(runnerId)) ?? "");
+    runnerTools.set(runnerId, presence.ok ? Object.keys(presence.value.tools) : []);
   }
 
   const toolsKv = await openKv(kvm, KV_BUCKETS.tools.name);

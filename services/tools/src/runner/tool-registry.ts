@@ -1,6 +1,10 @@
 import { createHash } from "node:crypto";
-import type { RunnerPresence } from "@fleet/protocol";
-import { decodeToolRegistration, encodeToolRegistration, type ToolRegistration } from "@fleet/protocol";
+import {
+  decodeToolRegistration,
+  encodeToolRegistration,
+  type RunnerPresence,
+  type ToolRegistration,
+} from "@fleet/protocol";
 import { compareVersions } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
