@@ -1,3 +1,5 @@
+import type { LoopWorker } from "@fleet/loop";
+import { createAnthropicStreamFn } from "@fleet/loop";
 import {
   type FakeAnthropic,
   fakeHttpError,
@@ -10,8 +12,6 @@ import {
   startNats,
 } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
-import { createAnthropicStreamFn } from "../../services/loop/src/providers/index.js";
 import { commander, notation, startTestWorker } from "../support/loop-harness.js";
 
 let server: NatsServer;

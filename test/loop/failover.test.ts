@@ -4,11 +4,11 @@ import { join } from "node:path";
 import { KV_BUCKETS, partitionOf } from "@fleet/protocol";
 import { connectNats, createLogger, LeaseValue, readKvEntries } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
+import { createToolRunner, defineTool } from "@fleet/tools";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createToolRunner, defineTool } from "../../services/tools/src/index.js";
 import { commander } from "../support/loop-harness.js";
 import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
 

@@ -1,17 +1,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { LoopWorker } from "@fleet/loop";
+import { createScriptedProvider, loadPluginHooks, type ScriptStep } from "@fleet/loop";
 import { encodeToolRegistration, KV_BUCKETS, runnerPresenceKey, STREAMS } from "@fleet/protocol";
 import type { NatsServer } from "@fleet/testkit";
+import { defineTool } from "@fleet/tools";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createScriptedProvider, type ScriptStep } from "../../services/loop/src/engine/index.js";
-import { loadPluginHooks } from "../../services/loop/src/hooks.js";
-import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
-import { defineTool } from "../../services/tools/src/index.js";
 import { type commander, startLoopStack } from "../support/loop-harness.js";
 import { spawnLoop, waitForLog } from "../support/loop-process.js";
 

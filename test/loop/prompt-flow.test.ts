@@ -1,8 +1,8 @@
+import type { LoopWorker } from "@fleet/loop";
+import { createScriptedProvider } from "@fleet/loop";
 import { foldAgentEvents } from "@fleet/protocol";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createScriptedProvider } from "../../services/loop/src/engine/index.js";
-import type { LoopWorker } from "../../services/loop/src/loop-worker.js";
 import { commander, notation, startTestWorker, switchableProvider } from "../support/loop-harness.js";
 
 let server: NatsServer;

@@ -1,9 +1,9 @@
+import { createScriptedProvider, type ScriptStep } from "@fleet/loop";
 import { type FleetEvent, foldAgentEvents } from "@fleet/protocol";
+import { sleep as realSleep } from "@fleet/runtime";
+import { defineTool } from "@fleet/tools";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createScriptedProvider, type ScriptStep } from "../../services/loop/src/engine/index.js";
-import { realSleep } from "../../services/loop/src/scripted-stream-fn.js";
-import { defineTool } from "../../services/tools/src/index.js";
 import { type commander, notation, startLoopStack } from "../support/loop-harness.js";
 
 let stack: Awaited<ReturnType<typeof startLoopStack>>;

@@ -1,8 +1,8 @@
+import { createScriptedProvider, type ScriptRequest } from "@fleet/loop";
 import { buildContext, emptySessionTree, type FleetEvent, foldSessionTreeEvents, getBranch } from "@fleet/protocol";
+import { defineTool } from "@fleet/tools";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createScriptedProvider, type ScriptRequest } from "../../services/loop/src/engine/index.js";
-import { defineTool } from "../../services/tools/src/index.js";
 import { type commander, startLoopStack } from "../support/loop-harness.js";
 
 let stack: Awaited<ReturnType<typeof startLoopStack>>;

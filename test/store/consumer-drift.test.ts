@@ -1,8 +1,7 @@
 import { STREAMS, storeEventConsumer } from "@fleet/protocol";
+import { prepareStoreConsumer, storeConsumerDrift, syntheticEvents } from "@fleet/session-store/testing";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareStoreConsumer, storeConsumerDrift } from "../../services/session-store/src/consumer-control.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import { type Fixture, Publisher, startFixture } from "./support.js";
 
 const STREAM = STREAMS.events.name;

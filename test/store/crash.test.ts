@@ -1,6 +1,6 @@
 import type { FleetEvent } from "@fleet/protocol";
+import { syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import {
   canonicalTree,
   expectedTree,

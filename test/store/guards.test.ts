@@ -1,11 +1,14 @@
 import { type FleetEvent, STREAMS } from "@fleet/protocol";
+import {
+  createNamespaceControl,
+  createProjector,
+  createSessionCache,
+  createSessionRepo,
+  type EventRecord,
+  streamGapReader,
+  syntheticEvents,
+} from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNamespaceControl } from "../../services/session-store/src/namespace.js";
-import { createProjector, type EventRecord } from "../../services/session-store/src/projector.js";
-import { streamGapReader } from "../../services/session-store/src/replay.js";
-import { createSessionCache } from "../../services/session-store/src/session-cache.js";
-import { createSessionRepo } from "../../services/session-store/src/session-repo.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import { canonicalTree, expectedTree, type Fixture, Publisher, startFixture, storedTree } from "./support.js";
 
 let f: Fixture;

@@ -1,7 +1,7 @@
 import { type FleetEvent, KV_BUCKETS, leaseKey } from "@fleet/protocol";
+import { syntheticEvents } from "@fleet/session-store/testing";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import {
   canonicalTree,
   expectedTree,

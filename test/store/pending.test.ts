@@ -1,9 +1,11 @@
+import type { EventRecord, Projector } from "@fleet/session-store/testing";
+import {
+  createNamespaceControl,
+  createSlots,
+  startPartitionWorker,
+  syntheticEvents,
+} from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNamespaceControl } from "../../services/session-store/src/namespace.js";
-import { startPartitionWorker } from "../../services/session-store/src/partition-worker.js";
-import type { EventRecord, Projector } from "../../services/session-store/src/projector.js";
-import { createSlots } from "../../services/session-store/src/slots.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import { type Fixture, Publisher, silent, startFixture, waitFor } from "./support.js";
 
 let f: Fixture;

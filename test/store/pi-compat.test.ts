@@ -9,10 +9,10 @@ import {
   piJsonlToImportCommand,
   StoreReply,
 } from "@fleet/protocol";
+import type { StoreService } from "@fleet/session-store";
+import { syntheticEvents } from "@fleet/session-store/testing";
 import { buildSessionContext, SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StoreService } from "../../services/session-store/src/store-service.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import { type Fixture, Publisher, query, startFixture, startStore, waitProjected } from "./support.js";
 
 let f: Fixture;

@@ -1,15 +1,15 @@
 import { STREAMS, subjects } from "@fleet/protocol";
-import { DeliverPolicy } from "@nats-io/jetstream";
-import { headers } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ackReplyOf,
   pendingOf,
   prevSeqOf,
   streamSeqOf,
+  syntheticEvents,
   toEventRecord,
-} from "../../services/session-store/src/delivered-message.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
+} from "@fleet/session-store/testing";
+import { DeliverPolicy } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Fixture, Publisher, startFixture } from "./support.js";
 
 let f: Fixture;

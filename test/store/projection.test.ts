@@ -1,7 +1,7 @@
 import { buildContext, type FleetEvent, foldSessionTreeEvents, getBranch, StoreReply } from "@fleet/protocol";
+import type { StoreService } from "@fleet/session-store";
+import { syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StoreService } from "../../services/session-store/src/store-service.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
 import {
   canonicalTree,
   expectedTree,

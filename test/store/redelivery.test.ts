@@ -1,12 +1,14 @@
 import { type FleetEvent, partitionOf, STREAMS, storeEventConsumer, subjects } from "@fleet/protocol";
+import type { StoreService } from "@fleet/session-store";
+import {
+  createProjector,
+  createSessionCache,
+  createSessionRepo,
+  snapshotSession,
+  streamGapReader,
+  syntheticEvents,
+} from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProjector } from "../../services/session-store/src/projector.js";
-import { streamGapReader } from "../../services/session-store/src/replay.js";
-import { createSessionCache } from "../../services/session-store/src/session-cache.js";
-import { createSessionRepo } from "../../services/session-store/src/session-repo.js";
-import type { StoreService } from "../../services/session-store/src/store-service.js";
-import { syntheticEvents } from "../../services/session-store/src/testing/synthetic-session.js";
-import { snapshotSession } from "../../services/session-store/src/verify.js";
 import {
   canonicalTree,
   expectedTree,

@@ -12,12 +12,12 @@ import {
   subjects,
 } from "@fleet/protocol";
 import { applyTopology, createLogger } from "@fleet/runtime";
+import { type StoreService, startStoreService } from "@fleet/session-store";
+import { createSessionRepo } from "@fleet/session-store/testing";
 import { type NatsServer, type RedisServer, startNats, startRedis } from "@fleet/testkit";
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
-import { createSessionRepo } from "../../services/session-store/src/session-repo.js";
-import { type StoreService, startStoreService } from "../../services/session-store/src/store-service.js";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const silent = createLogger("store-test", { level: "silent" });

@@ -4,6 +4,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { StreamFn } from "@fleet/loop";
+import { type LoopWorker, startLoopWorker } from "@fleet/loop";
 import {
   decodeEvent,
   encodeCommand,
@@ -11,16 +13,15 @@ import {
   type FleetEvent,
   partitionOf,
   STREAMS,
+  sessionConfigWith,
   subjects,
 } from "@fleet/protocol";
 import { connectNats, createLogger, newId, readSubject } from "@fleet/runtime";
 import { startNats } from "@fleet/testkit";
+import { type AnyToolDefinition, createToolRunner } from "@fleet/tools";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
-import type { StreamFn } from "../../services/loop/src/engine/index.js";
-import { type LoopWorker, startLoopWorker } from "../../services/loop/src/loop-worker.js";
-import { type AnyToolDefinition, createToolRunner } from "../../services/tools/src/index.js";
 
 export interface SwitchableProvider {
   streamFn: StreamFn;
@@ -52,7 +53,7 @@ export async function startTestWorker(opts: {
   defaultProvider?: string;
   toolPickupMs?: number;
   hookRecheckMs?: number;
-  pluginHooks?: import("../../services/loop/src/engine/index.js").EngineHooks[];
+  pluginHooks?: import("@fleet/loop").EngineHooks[];
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
   const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
   const nc = await connectNats({ url: opts.url, name: workerId });
@@ -73,15 +74,10 @@ export async function startTestWorker(opts: {
       hookRecheckMs: opts.hookRecheckMs ?? 0,
       toolTimeoutMs: 20_000,
       approvalTools: new Set(opts.approvalTools ?? []),
-      defaults: {
+      defaults: sessionConfigWith({
         model: { provider: opts.defaultProvider ?? "scripted", modelId: "test-model" },
-        thinkingLevel: "off",
         systemPrompt: "You are a test agent.",
-        activeTools: null,
-        steeringMode: "one-at-a-time",
-        followUpMode: "one-at-a-time",
-        toolExecution: "parallel",
-      },
+      }),
     },
     logger: createLogger("fleet-loop-test", { level: process.env.LOG_LEVEL ?? "silent" }),
     registry: new Registry(),

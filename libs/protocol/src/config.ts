@@ -38,3 +38,22 @@ export function applyConfigPatch(base: SessionConfig, patch: SessionConfigPatch)
   }
   return next;
 }
+
+/**
+ * The one default session config (PROTOCOL "Defaults"): pi's Agent defaults (thinking off, both
+ * queues one-at-a-time, parallel tools, every registered tool active) with an Anthropic model and an
+ * empty system prompt. Services and tests derive theirs with `applyConfigPatch`.
+ */
+export const DEFAULT_SESSION_CONFIG: Readonly<SessionConfig> = Object.freeze({
+  model: { provider: "anthropic", modelId: "claude-sonnet-5" },
+  thinkingLevel: "off",
+  systemPrompt: "",
+  activeTools: null,
+  steeringMode: "one-at-a-time",
+  followUpMode: "one-at-a-time",
+  toolExecution: "parallel",
+});
+
+/** `DEFAULT_SESSION_CONFIG` with the fields of `patch` in place (see `applyConfigPatch`). */
+export const sessionConfigWith = (patch: SessionConfigPatch = {}): SessionConfig =>
+  applyConfigPatch(DEFAULT_SESSION_CONFIG, patch);

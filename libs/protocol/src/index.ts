@@ -33,10 +33,12 @@ export {
 } from "./commands.js";
 export {
   applyConfigPatch,
+  DEFAULT_SESSION_CONFIG,
   ModelRef,
   QueueMode,
   SessionConfig,
   SessionConfigPatch,
+  sessionConfigWith,
   ToolExecutionMode,
 } from "./config.js";
 export {

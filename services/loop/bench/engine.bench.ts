@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import type { AssistantMessage, SessionConfig } from "@fleet/protocol";
+import { type AssistantMessage, type SessionConfig, sessionConfigWith } from "@fleet/protocol";
 import { Agent, type AgentTool } from "@mariozechner/pi-agent-core";
 import {
   type AssistantMessageEvent,
@@ -50,15 +50,10 @@ const toolTurn: ScriptTurnInput = {
 
 // ---- Fleet -------------------------------------------------------------------------------------
 
-const config: SessionConfig = {
+const config: SessionConfig = sessionConfigWith({
   model: { provider: "scripted", modelId: "scripted-1" },
-  thinkingLevel: "off",
   systemPrompt: "You are a benchmark.",
-  activeTools: null,
-  steeringMode: "one-at-a-time",
-  followUpMode: "one-at-a-time",
-  toolExecution: "parallel",
-};
+});
 const executeTool = createInProcessExecutor({ echo: (args) => echoResult((args as { text: string }).text) });
 let nextId = 0;
 const newId = () => `id-${++nextId}`;

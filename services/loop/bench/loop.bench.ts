@@ -7,7 +7,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AssistantStreamEvent, encodeCommand, partitionOf, type SessionConfig, subjects } from "@fleet/protocol";
+import {
+  type AssistantStreamEvent,
+  encodeCommand,
+  partitionOf,
+  type SessionConfig,
+  sessionConfigWith,
+  subjects,
+} from "@fleet/protocol";
 import { connectNats, createLogger, createStreamPublisher, newId } from "@fleet/runtime";
 import { cpuSecondsOf, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -26,15 +33,10 @@ const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 10);
 const COALESCE_MS = Number(process.env.BENCH_COALESCE_MS ?? 25);
 const DELTAS = 64;
 const ROOT = join(import.meta.dirname, "..", "..", "..");
-const BENCH_CONFIG: SessionConfig = {
+const BENCH_CONFIG: SessionConfig = sessionConfigWith({
   model: { provider: "scripted", modelId: "bench" },
-  thinkingLevel: "off",
   systemPrompt: "bench",
-  activeTools: null,
-  steeringMode: "one-at-a-time",
-  followUpMode: "one-at-a-time",
-  toolExecution: "parallel",
-};
+});
 
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return Number.NaN;

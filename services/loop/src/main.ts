@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
+import { sessionConfigWith } from "@fleet/protocol";
 import { checkServer, connectNats, createLogger, loadEnvOrExit, newId, startOpsServer } from "@fleet/runtime";
 import { Registry } from "prom-client";
 import { LoopEnv } from "./config.js";
@@ -82,15 +83,10 @@ async function main() {
           .map((s) => s.trim())
           .filter(Boolean),
       ),
-      defaults: {
+      defaults: sessionConfigWith({
         model: { provider, modelId: provider === "scripted" ? "scripted-demo" : env.FLEET_DEFAULT_MODEL },
-        thinkingLevel: "off",
         systemPrompt: env.FLEET_SYSTEM_PROMPT,
-        activeTools: null,
-        steeringMode: "one-at-a-time",
-        followUpMode: "one-at-a-time",
-        toolExecution: "parallel",
-      },
+      }),
     },
     logger,
     registry,

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { builtinTools } from "./builtin/index.js";
 import type { AnyToolDefinition } from "./define-tool.js";
-import { createHarness, type Harness } from "./test-support/tool-harness.js";
+import { createHarness, type Harness } from "./testing/tool-harness.js";
 import { ensureWorkspace, resolveInWorkspace, WorkspaceEscapeError } from "./workspace-path.js";
 
 const tool = (name: string) => builtinTools.find((t) => t.name === name) as AnyToolDefinition;

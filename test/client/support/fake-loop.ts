@@ -13,6 +13,7 @@ import {
   type FleetEvent,
   parseCommandSubject,
   STREAMS,
+  sessionConfigWith,
   subjects,
 } from "@fleet/protocol";
 import { applyTopology, connectNats, lastSubjectSeq } from "@fleet/runtime";
@@ -74,15 +75,10 @@ export async function startFakeLoopServer(): Promise<FakeLoopServer> {
   }
 }
 
-const DEFAULT_CONFIG = {
+const DEFAULT_CONFIG = sessionConfigWith({
   model: { provider: "anthropic", modelId: "fake-model" },
-  thinkingLevel: "off",
   systemPrompt: "You are a test.",
-  activeTools: null,
-  steeringMode: "one-at-a-time",
-  followUpMode: "one-at-a-time",
-  toolExecution: "parallel",
-} as const;
+});
 
 /**
  * Behaviour: `create_session` of an existing session → `conflict`; `prompt` with text `reject me` →

@@ -1,6 +1,12 @@
 // Deterministic synthetic session logs for tests and the benchmark: what the loop would write, with
 // branches, compactions, labels, leaf moves and settings changes. Ids and time come from the options.
-import type { AgentMessage, EventBody, FleetEvent, SessionConfig } from "@fleet/protocol";
+import {
+  type AgentMessage,
+  type EventBody,
+  type FleetEvent,
+  type SessionConfig,
+  sessionConfigWith,
+} from "@fleet/protocol";
 
 export interface SyntheticOptions {
   sessionId: string;
@@ -32,15 +38,10 @@ export function prng(seed: number): () => number {
   };
 }
 
-export const SYNTHETIC_CONFIG: SessionConfig = {
+export const SYNTHETIC_CONFIG: SessionConfig = sessionConfigWith({
   model: { provider: "anthropic", modelId: "claude-sonnet-5" },
-  thinkingLevel: "off",
   systemPrompt: "You are a synthetic assistant.",
-  activeTools: null,
-  steeringMode: "one-at-a-time",
-  followUpMode: "one-at-a-time",
-  toolExecution: "parallel",
-};
+});
 
 const usage = {
   input: 10,

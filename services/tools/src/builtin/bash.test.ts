@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createHarness, type Harness, textOf } from "../test-support/tool-harness.js";
+import { createHarness, type Harness, textOf } from "../testing/tool-harness.js";
 import { createBashTool } from "./bash.js";
 import { isProcessAlive as alive } from "./process-group.js";
 

@@ -1,7 +1,7 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createHarness, type Harness } from "../test-support/tool-harness.js";
+import { createHarness, type Harness } from "../testing/tool-harness.js";
 import { createEditTool } from "./edit.js";
 
 describe("edit", () => {

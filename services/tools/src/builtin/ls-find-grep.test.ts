@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createHarness, type Harness, textOf } from "../test-support/tool-harness.js";
+import { createHarness, type Harness, textOf } from "../testing/tool-harness.js";
 import { createFindTool } from "./find.js";
 import { createGrepTool } from "./grep.js";
 import { createLsTool } from "./ls.js";

@@ -1,5 +1,5 @@
 // Test fixtures for the engine: fixed clock and ids, an event recorder, compact traces.
-import type { AgentMessage, SessionConfig } from "@fleet/protocol";
+import { type AgentMessage, type SessionConfig, sessionConfigWith } from "@fleet/protocol";
 import { createInProcessExecutor, type ToolHandler } from "../in-process-tools.js";
 import { createScriptedProvider, type ScriptedProvider, type ScriptStep, type Sleep } from "../scripted-provider.js";
 import { SessionEngine, type SessionEngineInit, type SessionEngineOptions } from "../session-engine.js";
@@ -135,16 +135,12 @@ export const echoTool: ToolDefinition = {
   parameters: objectSchema({ text: { type: "string" } }, ["text"]),
 };
 
-export const defaultConfig = (patch: Partial<SessionConfig> = {}): SessionConfig => ({
-  model: { provider: "scripted", modelId: "scripted-1" },
-  thinkingLevel: "off",
-  systemPrompt: "You are a test.",
-  activeTools: null,
-  steeringMode: "one-at-a-time",
-  followUpMode: "one-at-a-time",
-  toolExecution: "parallel",
-  ...patch,
-});
+export const defaultConfig = (patch: Partial<SessionConfig> = {}): SessionConfig =>
+  sessionConfigWith({
+    model: { provider: "scripted", modelId: "scripted-1" },
+    systemPrompt: "You are a test.",
+    ...patch,
+  });
 
 /** A promise with its resolve function. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {

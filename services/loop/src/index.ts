@@ -1,0 +1,17 @@
+// Public surface of @fleet/loop: the loop worker, its LLM providers, plugin hooks and the engine.
+
+export {
+  createScriptedProvider,
+  type EngineHooks,
+  parseScript,
+  type ScriptedProvider,
+  type ScriptRequest,
+  type ScriptStep,
+  type StreamFn,
+  type ToolDefinition,
+} from "./engine/index.js";
+export { loadPluginHooks } from "./hooks.js";
+export { type LoopWorker, type LoopWorkerOptions, startLoopWorker } from "./loop-worker.js";
+export { createAnthropicStreamFn } from "./providers/index.js";
+export { createScriptedStreamFn } from "./scripted-stream-fn.js";
+export type { ActorSettings } from "./session-actor.js";

@@ -1,0 +1,20 @@
+// Test entry of @fleet/session-store (`@fleet/session-store/testing`, sources only, not built): the
+// store's parts that integration tests drive one by one, and synthetic session logs.
+
+export { prepareStoreConsumer, storeConsumerDrift } from "../consumer-control.js";
+export { ackReplyOf, pendingOf, prevSeqOf, streamSeqOf, toEventRecord } from "../delivered-message.js";
+export { createNamespaceControl } from "../namespace.js";
+export { startPartitionWorker } from "../partition-worker.js";
+export { createProjector, type EventRecord, type Projector } from "../projector.js";
+export { streamGapReader } from "../replay.js";
+export { createSessionCache } from "../session-cache.js";
+export { createSessionRepo } from "../session-repo.js";
+export { createSlots } from "../slots.js";
+export { snapshotSession } from "../verify.js";
+export {
+  prng,
+  SYNTHETIC_CONFIG,
+  type SyntheticOptions,
+  syntheticEvents,
+  syntheticSession,
+} from "./synthetic-session.js";
