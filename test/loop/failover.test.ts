@@ -10,7 +10,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { commander } from "../support/loop-harness.js";
-import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
+import { type LoopProcess, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
 
 const TTL = 1_000;
 let server: NatsServer;
@@ -48,15 +48,7 @@ async function holders(): Promise<Map<number, string>> {
   return out;
 }
 
-const env = () => ({
-  NATS_URL: server.url,
-  FLEET_PROVIDER: "scripted",
-  FLEET_SCRIPT: join(dir, "script.json"),
-  FLEET_LEASE_TTL_MS: String(TTL),
-  FLEET_COALESCE_MS: "10",
-  FLEET_SHUTDOWN_GRACE_MS: "500",
-  FLEET_OPS_PORT: "0",
-});
+const env = () => scriptedLoopEnv(server.url, join(dir, "script.json"), TTL);
 
 describe("loop service / two workers and a crash", () => {
   it("two workers share 16 partitions, each session is owned by exactly one; SIGKILL moves partitions within TTL + 1 s and resumes the run", async () => {

@@ -46,3 +46,21 @@ export async function waitForLog(p: LoopProcess, evt: string, timeoutMs = 20_000
   }
   throw new Error(`no ${evt} within ${timeoutMs} ms: ${p.output()}`);
 }
+
+/** The environment of a scripted loop worker for crash tests: short lease, fast coalescing, ops on a free port. */
+export function scriptedLoopEnv(
+  natsUrl: string,
+  script: string,
+  leaseTtlMs: number,
+  graceMs = 500,
+): Record<string, string> {
+  return {
+    NATS_URL: natsUrl,
+    FLEET_PROVIDER: "scripted",
+    FLEET_SCRIPT: script,
+    FLEET_LEASE_TTL_MS: String(leaseTtlMs),
+    FLEET_COALESCE_MS: "10",
+    FLEET_SHUTDOWN_GRACE_MS: String(graceMs),
+    FLEET_OPS_PORT: "0",
+  };
+}

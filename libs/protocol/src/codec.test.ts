@@ -117,6 +117,16 @@ function eventSamples(): Record<FleetEventType, FleetEvent> {
   add(log.add({ type: "tool_approval_requested", toolCallId: "toolu_1", toolName: "bash", args: { command: "rm x" } }));
   add(log.add({ type: "tool_approval_resolved", toolCallId: "toolu_1", approved: false, reason: "not on prod" }));
   add(log.add({ type: "config_change", systemPrompt: "be brief", steeringMode: "all" }));
+  add(
+    log.add({
+      type: "pending_write",
+      commandId: "cmd-7",
+      write: { type: "model_change", provider: "anthropic", modelId: "claude-opus-4-5" },
+      eventId: "0193a001-0000-7000-8000-0000000000ff",
+    }),
+  );
+  add(log.add({ type: "compaction_start", reason: "threshold" }));
+  add(log.add({ type: "compaction_end", reason: "overflow", aborted: false, willRetry: true }));
   return samples as Record<FleetEventType, FleetEvent>;
 }
 

@@ -5,7 +5,11 @@ import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages.js";
 
-/** On every event. `runId` is present on every event from `agent_start` through `agent_end` of a run. */
+/**
+ * On every event. `runId` is on every event appended while a run is open, from its `agent_start`
+ * through its `agent_end`, whatever caused the event (a command accepted mid-run, an ownership
+ * change): so a session whose last event carries a `runId` and is not `agent_end` has an open run.
+ */
 export const EventMeta = z.object({
   v: z.literal(1),
   id: EventId,
@@ -13,6 +17,12 @@ export const EventMeta = z.object({
   ts: z.number().int().nonnegative(),
   runId: EventId.optional(),
   producer: z.string().min(1),
+  /**
+   * On the events a command's acceptance appended after its `command_accepted` (a queue update, a
+   * pending write, an approval decision, a compaction start, a leaf move, the entries of a fork or
+   * an import): a worker that gets the command again counts them and appends only what is missing.
+   */
+  commandId: z.string().min(1).max(256).optional(),
 });
 export type EventMeta = z.infer<typeof EventMeta>;
 
@@ -117,6 +127,55 @@ export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
   approved: z.boolean(),
   reason: z.string().optional(),
 });
+/**
+ * A session write (settings, label, name, custom entry, message) that arrives while a run (or a
+ * compaction) is in progress. pi defers such writes to the next flush point; Fleet records them at
+ * acceptance, so a write accepted mid-run is in the log even if the worker dies before the flush.
+ */
+export const SessionWrite = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("model_change"), provider: z.string().min(1), modelId: z.string().min(1) }),
+  z.object({ type: z.literal("thinking_level_change"), thinkingLevel: ThinkingLevel }),
+  z.object({ type: z.literal("active_tools_change"), toolNames: z.array(ToolName) }),
+  z.object({ type: z.literal("label"), targetId: EventId, label: z.string().nullable() }),
+  z.object({ type: z.literal("session_info"), name: z.string() }),
+  z.object({ type: z.literal("custom"), customType: z.string().min(1), data: z.unknown() }),
+  /** A message appended to the transcript outside the queues: `message_start` + `message_end`. */
+  z.object({ type: z.literal("message"), message: AgentMessage }),
+]);
+export type SessionWrite = z.infer<typeof SessionWrite>;
+
+/**
+ * Fleet addition: a write accepted during a run or a compaction, waiting for the next flush point
+ * (after `turn_end`, before `agent_end`, after `compaction_end`). The flush appends the write's
+ * event(s); the one that creates its entry has `meta.id = eventId`, which settles it.
+ */
+export const PendingWriteEvent = ev("pending_write", {
+  commandId: z.string().min(1),
+  write: SessionWrite,
+  eventId: EventId,
+});
+export const CompactionReason = z.enum(["manual", "threshold", "overflow"]);
+export type CompactionReason = z.infer<typeof CompactionReason>;
+/**
+ * pi coding-agent's event: a compaction began (the `compaction` entry and `compaction_end` follow).
+ * Fleet addition: `instructions`, the focus a `compact` command asked for, so that whoever finishes
+ * the compaction (a new owner after a crash) summarises with them.
+ */
+export const CompactionStartEvent = ev("compaction_start", {
+  reason: CompactionReason,
+  instructions: z.string().optional(),
+});
+/**
+ * pi coding-agent's event: the compaction is over. On success the `compaction` entry comes just
+ * before it (pi's `result`); `aborted` when it was cancelled; `errorMessage` when it failed;
+ * `willRetry` when the LLM call that overflowed is retried after it.
+ */
+export const CompactionEndEvent = ev("compaction_end", {
+  reason: CompactionReason,
+  aborted: z.boolean(),
+  willRetry: z.boolean(),
+  errorMessage: z.string().optional(),
+});
 export const ToolApprovalRequestedEvent = ev("tool_approval_requested", {
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
@@ -152,6 +211,9 @@ export const FleetEvent = z.discriminatedUnion("type", [
   ToolApprovalRequestedEvent,
   ToolApprovalResolvedEvent,
   ConfigChangeEvent,
+  PendingWriteEvent,
+  CompactionStartEvent,
+  CompactionEndEvent,
 ]);
 export type FleetEvent = z.infer<typeof FleetEvent>;
 export type FleetEventType = FleetEvent["type"];
@@ -159,6 +221,10 @@ export type EventOf<T extends FleetEventType> = Extract<FleetEvent, { type: T }>
 
 /** An event before the producer stamps `meta` (what the engine emits). */
 export type EventBody<E extends FleetEvent = FleetEvent> = E extends FleetEvent ? Omit<E, "meta"> : never;
+
+/** An event body before its `entry` is filled in (the writer sets it from the leaf when appending). */
+export type EventDraft = DistributiveOmit<EventBody, "entry">;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** The types whose events create a tree entry (and so carry `entry`). */
 export const ENTRY_EVENT_TYPES = [

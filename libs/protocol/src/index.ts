@@ -53,17 +53,20 @@ export {
 export { ErrorCode, ErrorInfo, ensureError, toolErrorText } from "./errors.js";
 export {
   AGENT_EVENT_TYPES,
+  CompactionReason,
   ENTRY_EVENT_TYPES,
   type EntryEvent,
   type EntryEventType,
   EntryRef,
   type EventBody,
+  type EventDraft,
   EventMeta,
   type EventOf,
   FleetEvent,
   type FleetEventType,
   isEntryEvent,
   RejectionCode,
+  SessionWrite,
   ToolExecutionResult,
 } from "./events.js";
 export {
@@ -130,11 +133,13 @@ export {
   toPiEntry,
 } from "./pi-jsonl.js";
 export {
-  type AgentQueues,
   type AgentState,
+  type AgentStatus,
   foldAgentEvents,
   foldAgentState,
+  foldAgentStatus,
   initialAgentState,
+  initialAgentStatus,
   withMessages,
 } from "./reducers/agent-state.js";
 export {
@@ -191,11 +196,27 @@ export {
   findRunCursor,
   foldRunCursor,
   idleRunCursor,
+  RUN_TRIGGER_COMMANDS,
   type RunCursor,
   type RunCursorKind,
   type RunProgress,
 } from "./reducers/run-cursor.js";
 export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/serialize-conversation.js";
+export {
+  type ApprovalRecord,
+  type CommandRecord,
+  evolveSession,
+  foldSessionEvents,
+  initialSessionState,
+  type OpenCompaction,
+  openOperationId,
+  type PendingWrite,
+  runCursorOf,
+  type SessionActivity,
+  type SessionState,
+  sessionActivity,
+  streamingMessageOf,
+} from "./reducers/session-state.js";
 export {
   applyConfigChange,
   buildContext,

@@ -51,12 +51,17 @@ export type StreamKey = keyof typeof STREAMS;
 export type StreamSpec = (typeof STREAMS)[StreamKey];
 
 /** Durable consumer of partition `p` on FLEET_COMMANDS. One filter subject (2.9). */
-export const loopCommandConsumer = (partition: number) => ({
+/**
+ * Durable consumer of one partition's commands. `ackWaitMs` is the partition lease's TTL: a command
+ * pulled by a worker that died is redelivered to the next owner about when the lease has moved; a
+ * live worker marks every command it holds as in progress well within it.
+ */
+export const loopCommandConsumer = (partition: number, ackWaitMs = 5_000) => ({
   durable_name: `loop-p${partition}`,
   filter_subject: `fleet.cmd.${partition}.*`,
   ack_policy: "explicit",
   deliver_policy: "all",
-  ack_wait: ms(30_000),
+  ack_wait: ms(ackWaitMs),
   max_ack_pending: 1000,
   max_deliver: -1,
 });

@@ -2,13 +2,10 @@ import { describe, expect, it } from "vitest";
 import { hasContainerRuntime, resolveBackend } from "./container-runtime.js";
 
 describe("testkit / container runtime detection", () => {
-  it("answers within about a second and caches the answer", async () => {
-    const startedAt = performance.now();
-    const first = await hasContainerRuntime();
-    expect(performance.now() - startedAt).toBeLessThan(1500);
-    const again = performance.now();
-    expect(await hasContainerRuntime()).toBe(first);
-    expect(performance.now() - again).toBeLessThan(5);
+  it("probes once: every caller shares the first probe's answer", async () => {
+    const first = hasContainerRuntime();
+    expect(hasContainerRuntime()).toBe(first);
+    expect(typeof (await first)).toBe("boolean");
   });
 
   it("names the apt package when a binary is missing and the process backend is required", async () => {

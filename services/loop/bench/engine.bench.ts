@@ -20,6 +20,7 @@ import type { ScriptTurnInput } from "../src/engine/script.js";
 import { createScriptedProvider } from "../src/engine/scripted-provider.js";
 import { SessionEngine } from "../src/engine/session-engine.js";
 import type { ToolDefinition } from "../src/engine/types.js";
+import { inMemorySession } from "./in-memory-session.js";
 
 const ONE_TURN_RUNS = 10_000;
 const TOOL_RUNS = 1_000;
@@ -58,7 +59,7 @@ const executeTool = createInProcessExecutor({ echo: (args) => echoResult((args a
 let nextId = 0;
 const newId = () => `id-${++nextId}`;
 
-/** A listener / emit port that does nothing (the same function on both sides). */
+/** pi's listener that does nothing (Fleet's emit port folds each event, as the service does). */
 const ignore = (): void => {};
 
 /** One provider per process, as in the service; each run appends its responses. */
@@ -66,10 +67,11 @@ const provider = createScriptedProvider({ steps: [], now: Date.now, recordReques
 
 async function fleetRun(steps: ScriptTurnInput[]): Promise<void> {
   provider.append(...steps);
+  const { session, emit } = inMemorySession(newId(), config);
   const engine = new SessionEngine({
-    ports: { streamFn: provider.streamFn, executeTool, emit: ignore, now: Date.now, newId },
+    ports: { streamFn: provider.streamFn, executeTool, emit, now: Date.now, newId },
     tools: [echo],
-    init: { messages: [], leafId: null, config },
+    session,
   });
   const result = await engine.prompt("hi");
   if (result.status !== "completed") throw new Error(`fleet run ${result.status}`);

@@ -27,6 +27,7 @@ import {
   type StreamFn,
 } from "../src/engine/index.js";
 import { startLoopWorker } from "../src/loop-worker.js";
+import { inMemorySession } from "./in-memory-session.js";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 10);
@@ -133,10 +134,11 @@ async function engineFloor(sessions: number, prompts: number): Promise<number> {
     await Promise.all(
       Array.from({ length: sessions }, async () => {
         const provider = createScriptedProvider({ steps: [], now: Date.now, chunkChars: 4, recordRequests: false });
+        const { session, emit } = inMemorySession(newId(), BENCH_CONFIG);
         const engine = createSessionEngine({
-          ports: { streamFn: provider.streamFn, executeTool: ls, emit: () => undefined, now: Date.now, newId },
+          ports: { streamFn: provider.streamFn, executeTool: ls, emit, now: Date.now, newId },
           tools: [{ name: "ls", description: "ls", parameters: { type: "object", properties: {} } }],
-          init: { messages: [], leafId: null, config: BENCH_CONFIG },
+          session,
         });
         for (let r = 0; r < prompts; r++) {
           provider.append(turnOf(2 * r), turnOf(2 * r + 1));

@@ -1,4 +1,4 @@
-import { type EventBody, encodeEvent, type FleetEvent, subjects } from "@fleet/protocol";
+import { encodeEvent, type FleetEvent, subjects } from "@fleet/protocol";
 import { type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
@@ -6,12 +6,6 @@ export type AppendOutcome =
   | { ok: false; kind: "fenced"; error: string }
   | { ok: false; kind: "invalid"; error: string }
   | { ok: false; kind: "failed"; error: string };
-
-export interface StampInput {
-  id: string;
-  runId?: string | undefined;
-  ts?: number;
-}
 
 /**
  * The single-writer append path of one session subject. Appends are serialised: each carries
@@ -22,14 +16,14 @@ export interface SessionAppender {
   readonly sessionId: string;
   readonly lastSeq: number;
   readonly fenced: boolean;
-  append(body: EventBody, stamp: StampInput): Promise<AppendOutcome>;
+  /** Appends `event` as it is (the writer stamped its `meta`). */
+  append(event: FleetEvent): Promise<AppendOutcome>;
 }
 
 export function createSessionAppender(opts: {
   publisher: StreamPublisher;
   sessionId: string;
   partition: number;
-  producer: string;
   lastSeq: number;
   now: () => number;
   retries?: number;
@@ -75,18 +69,7 @@ export function createSessionAppender(opts: {
     get fenced() {
       return fenced;
     },
-    append(body, stamp) {
-      const event = {
-        ...body,
-        meta: {
-          v: 1,
-          id: stamp.id,
-          sessionId: opts.sessionId,
-          ts: stamp.ts ?? opts.now(),
-          ...(stamp.runId ? { runId: stamp.runId } : {}),
-          producer: opts.producer,
-        },
-      } as FleetEvent;
+    append(event) {
       const next = chain.then(() => publishOnce(event));
       chain = next.catch(() => undefined);
       return next;

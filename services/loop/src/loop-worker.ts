@@ -1,4 +1,4 @@
-import { decodeEvent, type SessionConfig, STREAMS } from "@fleet/protocol";
+import { decodeEvent, type SessionConfig, STREAMS, subjects } from "@fleet/protocol";
 import {
   applyTopology,
   createLeaseManager,
@@ -15,6 +15,7 @@ import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
+import { mayNeedRecovery } from "./takeover-scan.js";
 import { createToolDispatcher } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
 
@@ -126,9 +127,17 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         dropActor(sid);
       },
     });
-    actors.set(sessionId, { partition, actor });
-    actor.catch(() => dropActor(sessionId));
-    return actor;
+    // A loaded session first finishes what its log shows as begun (a run, a compaction, writes).
+    const ready = actor.then(async (a) => {
+      await a.recover();
+      return a;
+    });
+    actors.set(sessionId, { partition, actor: ready });
+    ready.catch((err) => {
+      log.warn({ err, sessionId }, "session load failed");
+      dropActor(sessionId);
+    });
+    return ready;
   }
 
   async function handle(delivery: CommandDelivery) {
@@ -143,22 +152,25 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     await actor.handle(delivery);
   }
 
-  /** Finds sessions of `partition` whose last event is inside a run, and resumes them. */
-  async function resumeInterrupted(partition: number) {
-    const info = await jsm.streams.info(STREAMS.events.name, { subjects_filter: `fleet.evt.${partition}.*` });
+  /**
+   * Loads every session of `partition` whose log may hold unfinished work (`mayNeedRecovery` of its
+   * last event); loading one finishes that work (`SessionActor.recover`).
+   */
+  async function recoverPartition(partition: number) {
+    const info = await jsm.streams.info(STREAMS.events.name, {
+      subjects_filter: subjects.eventsOfPartition(partition),
+    });
     const subjectsMap = (info.state.subjects ?? {}) as Record<string, number>;
     for (const subject of Object.keys(subjectsMap)) {
       if (stopping || !intakes.has(partition)) return;
       const last = await jsm.streams.getMessage(STREAMS.events.name, { last_by_subj: subject }).catch(() => null);
       if (!last) continue;
       const event = decodeEvent(last.data);
-      if (!event.ok || !event.value.meta.runId || event.value.type === "agent_end") continue;
-      const sessionId = subject.split(".")[3] as string;
+      if (!event.ok || !mayNeedRecovery(event.value)) continue;
       try {
-        const actor = await actorFor(sessionId, partition);
-        await actor.resumeIfInterrupted();
+        await actorFor(event.value.meta.sessionId, partition);
       } catch (err) {
-        log.warn({ err, sessionId }, "resume failed");
+        log.warn({ err, subject }, "recovery failed");
       }
     }
   }
@@ -194,6 +206,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         jsm,
         partition,
         partitions,
+        ackWaitMs: opts.leaseTtlMs,
         handle,
         onUndeliverable: (subject) => {
           metrics.undeliverableCommands.inc();
@@ -202,7 +215,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
       });
       intakes.set(partition, intake);
-      void resumeInterrupted(partition).catch((err) => log.warn({ err, partition }, "resume scan failed"));
+      void recoverPartition(partition).catch((err) => log.warn({ err, partition }, "recovery scan failed"));
     },
     onRelease: async (partition, reason) => {
       metrics.leasesHeld.dec();

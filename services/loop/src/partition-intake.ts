@@ -31,14 +31,30 @@ export async function startPartitionIntake(opts: {
   jsm: JetStreamManager;
   partition: number;
   partitions: number;
+  /** The consumer's `ack_wait` (the lease TTL); commands held are marked in progress every third of it. */
+  ackWaitMs: number;
   handle: (delivery: CommandDelivery) => Promise<void>;
   onUndeliverable: (subject: string) => void;
   onError: (err: unknown, delivery: CommandDelivery) => void;
 }): Promise<PartitionIntake> {
-  await ensureConsumer(opts.jsm, STREAMS.commands.name, loopCommandConsumer(opts.partition));
-  const consumer = await opts.js.consumers.get(STREAMS.commands.name, `loop-p${opts.partition}`);
+  const config = loopCommandConsumer(opts.partition, opts.ackWaitMs);
+  const drift = await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
+  if (drift.length > 0) {
+    // A consumer made with another ack_wait (an older version, another TTL): take this worker's.
+    await opts.jsm.consumers.update(STREAMS.commands.name, config.durable_name, { ack_wait: config.ack_wait });
+  }
+  const consumer = await opts.js.consumers.get(STREAMS.commands.name, config.durable_name);
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
   const chains = new Map<string, Promise<void>>();
+  // Every command pulled and not yet handled, waiting in its session's chain or being handled.
+  const held = new Set<JsMsg>();
+  const heartbeat = setInterval(
+    () => {
+      for (const msg of held) msg.working();
+    },
+    Math.max(100, Math.floor(opts.ackWaitMs / 3)),
+  );
+  heartbeat.unref();
 
   const loop = (async () => {
     for await (const msg of messages) {
@@ -63,11 +79,13 @@ export async function startPartitionIntake(opts: {
         time: Math.floor(msg.info.timestampNanos / 1_000_000),
         msg,
       };
+      held.add(msg);
       const previous = chains.get(parsed.sessionId) ?? Promise.resolve();
       const next = previous
         .then(() => opts.handle(delivery))
         .catch((err) => opts.onError(err, delivery))
         .finally(() => {
+          held.delete(msg);
           if (chains.get(parsed.sessionId) === next) chains.delete(parsed.sessionId);
         });
       chains.set(parsed.sessionId, next);
@@ -77,6 +95,7 @@ export async function startPartitionIntake(opts: {
   return {
     partition: opts.partition,
     async stop() {
+      clearInterval(heartbeat);
       await messages.close().catch(() => undefined);
       await loop.catch(() => undefined);
       await Promise.allSettled([...chains.values()]);

@@ -1,39 +1,28 @@
 import {
-  type AssistantStreamEvent,
-  applyConfigPatch,
-  applyDeltas,
-  buildContext,
-  type CommandOf,
   convertToLlm,
-  decodeCommand,
   decodeEvent,
-  type EventBody,
-  emptyMessageQueues,
-  emptyUsage,
-  entryToContextMessage,
-  type FleetCommand,
   type FleetEvent,
-  findRunCursor,
-  foldRunCursor,
+  foldSessionEvents,
   foldSessionTreeEvents,
-  foldSessionTreeInPlace,
   getBranch,
-  getEntry,
-  type MessageQueues,
   partitionOf,
   prepareCompaction,
-  type RejectionCode,
-  type RunCursor,
+  runCursorOf,
   type SessionConfig,
-  type SessionEntry,
+  type SessionState,
   type SessionTree,
   STREAMS,
-  type StreamDelta,
   subjects,
 } from "@fleet/protocol";
 import { type Logger, readSubject, type StreamPublisher } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { commandInput } from "./decide/command-input.js";
+import { decideCommand } from "./decide/decide-command.js";
+import { decideRedelivered } from "./decide/decide-redelivered.js";
+import type { DecideContext, Decision, Effect } from "./decide/decision.js";
+import type { DraftEvent } from "./decide/drafts.js";
+import { stampDraft } from "./decide/stamp-draft.js";
 import {
   type BeforeToolCallResult,
   createSessionEngine,
@@ -45,13 +34,13 @@ import {
   type StreamFn,
   type ToolDefinition,
 } from "./engine/index.js";
-import { entriesToEvents } from "./entries-to-events.js";
-import { type AppendOutcome, createSessionAppender, type SessionAppender } from "./event-appender.js";
+import { createSessionAppender, type SessionAppender } from "./event-appender.js";
 import { composeHooks, type RemoteHookClient } from "./hooks.js";
-import { messageFromInput } from "./message-input.js";
 import type { LoopMetrics } from "./metrics.js";
 import type { CommandDelivery } from "./partition-intake.js";
+import { streamFnFor } from "./provider-port.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
+import { timeToFirstDelta } from "./time-to-first-delta.js";
 import type { ToolDispatcher } from "./tool-dispatcher.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { createUpdateCoalescer, type UpdateCoalescer } from "./update-coalescer.js";
@@ -97,19 +86,21 @@ export interface ActorDeps {
   onDead: (sessionId: string, why: string) => void;
 }
 
-type Outcome = { ok: true } | { ok: false; code: RejectionCode; reason: string };
-const reject = (code: RejectionCode, reason: string): Outcome => ({ ok: false, code, reason });
-const accept: Outcome = { ok: true };
+type ApprovalDecision = { approved: boolean; reason?: string | undefined };
 
-/** Commands that may create a session that does not exist yet. */
-const CREATING = new Set(["create_session", "prompt", "import_session"]);
+const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
 
 /**
- * One session on its owning worker: folds the session's log, turns commands into engine calls, and
- * appends the engine's events through the single-writer appender. Contract: `handle` never throws
- * for bad input; every command ends in exactly one `command_accepted` or `command_rejected`,
- * appended before any event the command causes; the command message is acked once that outcome
- * (and, for run-starting commands, the run's first message) is durable.
+ * One session on its owning worker, as a thin shell around the session decider: it loads and folds
+ * the session's log (`SessionState`, the protocol's one fold), decides each command
+ * (`decideCommand`), appends the decided events through the fenced single-writer appender, folding
+ * each once it is durable, and runs the decided effects (a run in the engine, which reads the same
+ * fold; a compaction; an abort). It keeps nothing the log does not hold, except what is in flight
+ * (the engine's run, a compaction's LLM call, the gates waiting on the log).
+ * Contract: `handle` never throws for bad input; every command ends in exactly one
+ * `command_accepted` or `command_rejected`, appended before any event the command causes; the
+ * command message is acked once its acceptance is durable (for a run-starting command, once the
+ * run's first message is).
  */
 export class SessionActor {
   readonly sessionId: string;
@@ -117,31 +108,20 @@ export class SessionActor {
   private readonly appender: SessionAppender;
   private readonly log: Logger;
   private readonly coalescer: UpdateCoalescer;
-  private tree: SessionTree;
-  private cursor: RunCursor;
-  /**
-   * `message_update` deltas of the streaming assistant message, not yet applied to `cursor.partial`:
-   * applied only when the partial message is read (a resume), dropped when `message_end` replaces it.
-   */
-  private streamedDeltas: StreamDelta[][] = [];
-  private queues: MessageQueues;
-  private readonly commandIds = new Set<string>();
-  private readonly approvals = new Map<string, { approved: boolean; reason?: string | undefined }>();
-  private readonly approvalWaiters = new Map<
-    string,
-    (decision: { approved: boolean; reason?: string | undefined }) => void
-  >();
-  private readonly requestedApprovals = new Set<string>();
+  /** The session's one fold: every appended event, folded once it is durable. */
+  private readonly state: SessionState;
+  private readonly engine: SessionEngine;
+  /** Approval gates waiting for a decision in the log, by tool call id. */
+  private readonly approvalWaiters = new Map<string, (decision: ApprovalDecision) => void>();
   /** Tool calls of assistant messages this actor appended itself: nobody can have dispatched them yet. */
   private readonly freshToolCalls = new Set<string>();
-  private engine: SessionEngine | undefined;
-  private ownerAnnounced: boolean;
+  /** The standalone compaction this actor is running (its LLM call). */
+  private compaction: { abort: AbortController; done: Promise<void> } | undefined;
   private coalescedRunId: string | undefined;
-  /** The engine handed over its `agent_end`: observers may already see the run as over. */
-  private runEnding = false;
   private messageEndWaiters: Array<() => void> = [];
   private dead = false;
   private detached = false;
+  private readonly detachedSignal = new AbortController();
   lastUsed: number;
 
   private constructor(deps: ActorDeps, events: FleetEvent[], lastSeq: number) {
@@ -153,7 +133,6 @@ export class SessionActor {
       publisher: deps.publisher,
       sessionId: deps.sessionId,
       partition: deps.partition,
-      producer: deps.workerId,
       lastSeq,
       now: deps.now,
       onAppended: (event, _seq, ms) => {
@@ -161,25 +140,16 @@ export class SessionActor {
         deps.metrics.appendLatency.observe(ms / 1000);
       },
     });
-    this.tree = foldSessionTreeEvents(events);
-    this.cursor = findRunCursor([]);
-    this.queues = emptyMessageQueues();
-    let lastOwner: { workerId: string; epoch: number } | undefined;
-    for (const event of events) {
-      this.foldState(event);
-      if (event.type === "owner_change") lastOwner = { workerId: event.workerId, epoch: event.epoch };
-    }
-    this.ownerAnnounced = lastOwner?.workerId === deps.workerId && lastOwner.epoch === deps.epoch;
+    this.state = foldSessionEvents(events);
     this.coalescer = createUpdateCoalescer({
       windowMs: deps.settings.coalesceMs,
       maxDeltas: deps.settings.coalesceDeltas,
-      flush: async (deltas) => {
-        await this.appendOrThrow({ type: "message_update", deltas }, { id: deps.newId(), runId: this.coalescedRunId });
-      },
-      // A failed flush already killed the actor (appendOrThrow); message_end still carries the full message.
+      flush: (deltas) =>
+        this.appendDraft({ id: deps.newId(), body: { type: "message_update", deltas } }, this.coalescedRunId),
+      // A failed flush already killed the actor (appendDraft); message_end still carries the full message.
       onError: () => undefined,
     });
-    if (this.tree.config) this.engine = this.createEngine();
+    this.engine = this.createEngine();
   }
 
   /** Reads the session's log and folds it. */
@@ -201,43 +171,65 @@ export class SessionActor {
     return this.dead;
   }
 
+  /** A run or a compaction is in flight on this actor. */
   get isRunning(): boolean {
-    return this.engine?.state.isStreaming ?? false;
+    return this.engine.state.isStreaming || this.compaction !== undefined;
   }
 
-  /** Resumes a run the log shows as interrupted (after a takeover). */
-  async resumeIfInterrupted(): Promise<void> {
-    const engine = this.engine;
-    if (!engine || engine.state.isStreaming) return;
-    const point = resumePointFromCursor(this.runCursor(), `worker ${this.deps.workerId} took over`);
-    if (!point) return;
-    this.log.info({ evt: "run_resume", runId: point.runId, at: point.at }, "resuming interrupted run");
-    await this.announceOwner();
-    this.trackRun(engine.resume(point));
+  /**
+   * Finishes what the log shows as begun and not done (after a takeover, a crash or a restart), at
+   * the point where pi would: an open run carries on from its cursor (aborted, if an abort was
+   * accepted), an open compaction is redone or closed, and writes still pending are flushed.
+   * Approvals need nothing: the resumed run's gates read their requests and decisions from the log.
+   */
+  async recover(reason = `worker ${this.deps.workerId} took over`): Promise<void> {
+    if (this.dead || this.isRunning || !this.state.tree.config) return;
+    const open = this.state.compaction;
+    if (open && !open.runId) {
+      this.log.info({ evt: "compaction_resume", compactionId: open.id }, "finishing an interrupted compaction");
+      await this.announceOwner();
+      this.startCompaction(open.id);
+      return;
+    }
+    const point = resumePointFromCursor(runCursorOf(this.state), reason);
+    if (point) {
+      this.log.info({ evt: "run_resume", runId: point.runId, at: point.at }, "resuming interrupted run");
+      await this.announceOwner();
+      // Not awaited past the start: a resumed run may wait at an approval gate for a command.
+      void this.startRun(() => this.engine.resume(point));
+      return;
+    }
+    if (this.state.pendingWrites.length > 0) {
+      await this.announceOwner();
+      await this.engine.flushWrites().catch(() => undefined);
+    }
   }
 
-  /** Resolves once no run is active (or after `ms`). */
+  /** Resolves once no run or compaction is in flight (or after `ms`). */
   async waitForIdle(ms: number): Promise<boolean> {
-    const engine = this.engine;
-    if (!engine?.state.isStreaming) return true;
+    if (!this.isRunning) return true;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
     });
-    const idle = engine.waitForIdle().then(() => true);
+    const idle = Promise.all([this.engine.waitForIdle(), this.compaction?.done]).then(() => true);
     const result = await Promise.race([idle, timeout]);
     clearTimeout(timer);
     return result;
   }
 
   /**
-   * Stops this actor without writing anything more: the run in flight (if any) is cut, and the next
-   * owner resumes it from the log.
+   * Stops this actor without writing anything more. What is in flight is left as the log shows it:
+   * tool calls are not cancelled (a call belongs to the session; the next owner waits for its
+   * result), and the next owner resumes the run or the compaction from the log.
    */
   detach(): void {
+    if (this.detached) return;
     this.detached = true;
+    this.detachedSignal.abort();
     this.coalescer.dispose();
-    this.engine?.abort();
+    this.engine.abort();
+    this.compaction?.abort.abort();
   }
 
   // ---- commands ---------------------------------------------------------------------------------
@@ -248,40 +240,59 @@ export class SessionActor {
       delivery.msg.nak(500);
       return;
     }
-    const decoded = decodeCommand(delivery.data);
-    if (!decoded.ok) {
-      const commandId = delivery.hasMsgId ? delivery.commandRef : (decoded.commandId ?? delivery.commandRef);
-      if (this.commandIds.has(commandId)) return this.ack(delivery);
-      await this.outcome(commandId, decoded.commandType, reject(decoded.code, decoded.error));
-      return this.ack(delivery);
-    }
-    const cmd = decoded.value;
-    if (this.commandIds.has(cmd.id)) {
-      await this.restartUnstartedRun(cmd);
-      return this.ack(delivery);
-    }
-    if (cmd.sessionId !== this.sessionId) {
-      await this.outcome(
-        cmd.id,
-        cmd.type,
-        reject(
-          "invalid",
-          `sessionId ${JSON.stringify(cmd.sessionId)} differs from the subject's session ${JSON.stringify(this.sessionId)}`,
-        ),
-      );
-      return this.ack(delivery);
-    }
-    if (!this.tree.config && !CREATING.has(cmd.type)) {
-      await this.outcome(cmd.id, cmd.type, reject("not_found", `Session ${this.sessionId} not found`));
-      return this.ack(delivery);
-    }
+    const input = commandInput(delivery);
+    const commandId = input.ok ? input.command.id : input.commandId;
     try {
-      await this.dispatch(cmd);
+      // The log is the truth: once `agent_end` is appended the run is over for every observer,
+      // even while the engine settles in memory; the command is decided after it settled.
+      if (this.engine.state.isStreaming && !this.state.status.isStreaming) await this.engine.waitForIdle();
+      const ctx = this.decideContext();
+      // Deciding and appending happen between two of the engine's deliveries, on the fold of
+      // everything appended so far; fetching a fork source or a summary happens outside.
+      const decideAndAppend = () =>
+        this.engine.exclusive(async (): Promise<Decision> => {
+          const decision = this.state.commands.has(commandId)
+            ? input.ok
+              ? decideRedelivered(this.state, input.command, ctx)
+              : NOTHING
+            : decideCommand(this.state, this.sessionId, input, ctx);
+          if (decision.kind !== "decided") return decision;
+          if (decision.events.length > 0) await this.announceOwner();
+          for (const draft of decision.events) await this.appendDraft(draft);
+          return decision;
+        });
+      let decision = await decideAndAppend();
+      while (decision.kind !== "decided") {
+        if (decision.kind === "needs_fork_source") {
+          const source = await this.readTree(decision.sessionId);
+          ctx.forkSource = source.config ? source : null;
+        } else {
+          ctx.branchSummary = await summarizeBranch({
+            streamFn: this.streamFn(decision.model.provider),
+            model: decision.model,
+            thinkingLevel: decision.thinkingLevel,
+            messages: decision.messages,
+            instructions: decision.instructions,
+            now: this.deps.now,
+          });
+        }
+        decision = await decideAndAppend();
+      }
+      for (const effect of decision.effects) await this.runEffect(effect);
     } catch (err) {
-      this.log.error({ err, commandId: cmd.id }, "command failed");
+      this.log.error({ err, commandId }, "command failed");
       if (this.dead) return;
     }
     this.ack(delivery);
+  }
+
+  private decideContext(): DecideContext {
+    return {
+      now: this.deps.now(),
+      newId: this.deps.newId,
+      defaults: this.deps.settings.defaults,
+      isKnownTool: (name) => this.deps.registry.get(name) !== undefined,
+    };
   }
 
   private ack(delivery: CommandDelivery) {
@@ -290,408 +301,33 @@ export class SessionActor {
     this.deps.metrics.commandLag.observe(Math.max(0, this.deps.now() - delivery.time) / 1000);
   }
 
-  private async outcome(commandId: string, commandType: string, out: Outcome): Promise<boolean> {
-    await this.announceOwner();
-    if (out.ok) {
-      await this.appendOrThrow({ type: "command_accepted", commandId, commandType }, { id: this.deps.newId() });
-      return true;
-    }
-    await this.appendOrThrow(
-      { type: "command_rejected", commandId, commandType, code: out.code, reason: out.reason },
-      { id: this.deps.newId() },
-    );
-    return false;
-  }
-
-  private async dispatch(cmd: FleetCommand): Promise<void> {
-    await this.settleEndedRun();
-    switch (cmd.type) {
-      case "create_session":
-        return this.createSession(cmd);
-      case "import_session":
-        return this.importSession(cmd);
-      case "prompt":
-        return this.prompt(cmd);
-      case "steer":
-      case "follow_up":
-      case "next_turn": {
-        await this.outcome(cmd.id, cmd.type, accept);
-        const message = messageFromInput(cmd, this.deps.now());
-        const engine = this.requireEngine();
-        if (cmd.type === "steer") await engine.steer(message);
-        else if (cmd.type === "follow_up") await engine.followUp(message);
-        else await engine.nextTurn(message);
+  private async runEffect(effect: Effect): Promise<void> {
+    switch (effect.type) {
+      case "start_run": {
+        this.engine.setTools(this.toolDefinitions());
+        const messages = effect.kind === "prompt" ? effect.messages : undefined;
+        await this.startRun(() => (messages ? this.engine.prompt(messages) : this.engine.continue()));
         return;
       }
-      case "continue": {
-        const engine = this.requireEngine();
-        this.refreshTools(engine);
-        const refused = engine.checkContinue();
-        if (refused) {
-          await this.outcome(cmd.id, cmd.type, reject(refused.code, refused.reason));
-          return;
-        }
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.startRun(() => engine.continue());
+      case "abort_run":
+        this.engine.abort();
+        return;
+      case "approval_decided": {
+        const decision = this.state.approvals.get(effect.toolCallId)?.decision;
+        const waiter = this.approvalWaiters.get(effect.toolCallId);
+        if (decision && waiter) waiter(decision);
         return;
       }
-      case "abort":
-        await this.outcome(cmd.id, cmd.type, accept);
-        this.engine?.abort();
-        for (const [id, waiter] of this.approvalWaiters) {
-          this.approvalWaiters.delete(id);
-          waiter({ approved: false, reason: "Operation aborted" });
-        }
-        return;
-      case "set_model":
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.requireEngine().setModel({ provider: cmd.provider, modelId: cmd.modelId });
-        return;
-      case "set_thinking_level":
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.requireEngine().setThinkingLevel(cmd.level);
-        return;
-      case "set_active_tools": {
-        const unknown = cmd.toolNames.filter((n) => !this.deps.registry.get(n));
-        if (unknown.length > 0) {
-          await this.outcome(
-            cmd.id,
-            cmd.type,
-            reject("not_found", `Unknown tool${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`),
-          );
-          return;
-        }
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.requireEngine().setActiveTools(cmd.toolNames);
-        return;
-      }
-      case "configure":
-        return this.configure(cmd);
       case "compact":
-        return this.compact(cmd);
-      case "navigate":
-        return this.navigate(cmd);
-      case "label": {
-        if (!getEntry(this.tree, cmd.targetId).ok) {
-          await this.outcome(cmd.id, cmd.type, reject("not_found", `Entry ${cmd.targetId} not found`));
-          return;
-        }
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.requireEngine().setLabel(cmd.targetId, cmd.label);
+        this.startCompaction(effect.compactionId);
         return;
-      }
-      case "set_name":
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.requireEngine().setName(cmd.name);
+      case "abort_compaction":
+        this.compaction?.abort.abort();
         return;
-      case "append_custom":
-        await this.outcome(cmd.id, cmd.type, accept);
-        await this.requireEngine().appendCustom(cmd.customType, cmd.data);
+      case "config_changed":
+        this.engine.noteConfigured({ systemPrompt: effect.systemPrompt });
         return;
-      case "append_message": {
-        const engine = this.requireEngine();
-        if (cmd.deliverAs) {
-          await this.outcome(cmd.id, cmd.type, accept);
-          if (cmd.deliverAs === "steer") await engine.steer(cmd.message);
-          else if (cmd.deliverAs === "followUp") await engine.followUp(cmd.message);
-          else await engine.nextTurn(cmd.message);
-          return;
-        }
-        if (cmd.triggerTurn && !engine.state.isStreaming) {
-          await this.outcome(cmd.id, cmd.type, accept);
-          this.refreshTools(engine);
-          await this.startRun(() => engine.prompt(cmd.message));
-          return;
-        }
-        await this.outcome(cmd.id, cmd.type, accept);
-        await engine.appendMessage(cmd.message);
-        return;
-      }
-      case "approve_tool_call":
-      case "deny_tool_call": {
-        const waiter = this.approvalWaiters.get(cmd.toolCallId);
-        if (!waiter) {
-          await this.outcome(
-            cmd.id,
-            cmd.type,
-            reject("not_found", `No tool call ${cmd.toolCallId} is waiting for approval`),
-          );
-          return;
-        }
-        await this.outcome(cmd.id, cmd.type, accept);
-        const decision =
-          cmd.type === "approve_tool_call" ? { approved: true } : { approved: false, reason: cmd.reason };
-        await this.appendOrThrow(
-          { type: "tool_approval_resolved", toolCallId: cmd.toolCallId, ...decision },
-          { id: this.deps.newId(), runId: this.engine?.state.runId },
-        );
-        this.approvalWaiters.delete(cmd.toolCallId);
-        waiter(decision);
-        return;
-      }
-      default: {
-        const unknown = cmd as { id: string; type: string };
-        await this.outcome(unknown.id, unknown.type, reject("unsupported", `unsupported command type ${unknown.type}`));
-      }
     }
-  }
-
-  /**
-   * The log is the truth: once `agent_end` is appended the run is over for every observer, even if
-   * the engine is still settling in memory. A command that follows it waits for that, instead of
-   * seeing a stale `busy`.
-   */
-  private async settleEndedRun() {
-    const engine = this.engine;
-    if (engine?.state.isStreaming && (this.cursor.kind === "idle" || this.runEnding)) await engine.waitForIdle();
-  }
-
-  private async createSession(cmd: CommandOf<"create_session">) {
-    if (this.tree.config) {
-      await this.outcome(cmd.id, cmd.type, reject("conflict", `Session ${this.sessionId} already exists`));
-      return;
-    }
-    let forkEntries: SessionEntry[] = [];
-    if (cmd.forkFrom) {
-      const source = await this.readTree(cmd.forkFrom.sessionId);
-      if (!source.config) {
-        await this.outcome(cmd.id, cmd.type, reject("not_found", `Session ${cmd.forkFrom.sessionId} not found`));
-        return;
-      }
-      const branch = getBranch(source, cmd.forkFrom.entryId);
-      if (!branch.ok) {
-        await this.outcome(cmd.id, cmd.type, reject("not_found", branch.error));
-        return;
-      }
-      forkEntries = branch.entries;
-      const config = applyConfigPatch(source.config, cmd.config ?? {});
-      await this.outcome(cmd.id, cmd.type, accept);
-      await this.appendOrThrow(
-        { type: "session_created", config, forkedFrom: cmd.forkFrom },
-        { id: this.deps.newId() },
-      );
-      await this.appendEntries(forkEntries, undefined);
-      return;
-    }
-    await this.outcome(cmd.id, cmd.type, accept);
-    const config = applyConfigPatch(this.deps.settings.defaults, cmd.config ?? {});
-    await this.appendOrThrow({ type: "session_created", config }, { id: this.deps.newId() });
-    this.engine = this.createEngine();
-  }
-
-  private async importSession(cmd: CommandOf<"import_session">) {
-    if (this.tree.config) {
-      await this.outcome(cmd.id, cmd.type, reject("conflict", `Session ${this.sessionId} already exists`));
-      return;
-    }
-    const ids = new Set<string>();
-    for (const e of cmd.entries) {
-      if (ids.has(e.id)) {
-        await this.outcome(cmd.id, cmd.type, reject("invalid", `duplicate entry id ${e.id}`));
-        return;
-      }
-      if (e.parentId !== null && !ids.has(e.parentId)) {
-        await this.outcome(cmd.id, cmd.type, reject("invalid", `entry ${e.id} comes before its parent ${e.parentId}`));
-        return;
-      }
-      ids.add(e.id);
-    }
-    if (cmd.leafId && !ids.has(cmd.leafId)) {
-      await this.outcome(cmd.id, cmd.type, reject("not_found", `Entry ${cmd.leafId} not found`));
-      return;
-    }
-    await this.outcome(cmd.id, cmd.type, accept);
-    const config = applyConfigPatch(this.deps.settings.defaults, cmd.config ?? {});
-    await this.appendOrThrow({ type: "session_created", config }, { id: this.deps.newId() });
-    await this.appendEntries(cmd.entries, cmd.leafId);
-  }
-
-  /** Appends a copied tree as entry events (fresh ids), moves the leaf, and rebuilds the engine. */
-  private async appendEntries(entries: readonly SessionEntry[], leafId: string | null | undefined) {
-    const { events, idMap } = entriesToEvents(entries, this.deps.newId);
-    for (const e of events) await this.appendOrThrow(e.body, { id: e.id, ts: e.ts });
-    const wantedLeaf = leafId === undefined ? undefined : leafId === null ? null : (idMap.get(leafId) ?? null);
-    if (wantedLeaf !== undefined && wantedLeaf !== this.tree.leafId) {
-      await this.appendOrThrow({ type: "leaf", targetId: wantedLeaf }, { id: this.deps.newId() });
-    }
-    this.engine = this.createEngine();
-  }
-
-  private async prompt(cmd: CommandOf<"prompt">) {
-    const engine = this.engine;
-    if (engine?.state.isStreaming) {
-      const busy = engine.checkPrompt();
-      await this.outcome(cmd.id, cmd.type, reject("busy", busy?.reason ?? "busy"));
-      return;
-    }
-    await this.outcome(cmd.id, cmd.type, accept);
-    if (!this.tree.config) {
-      await this.appendOrThrow(
-        { type: "session_created", config: this.deps.settings.defaults },
-        { id: this.deps.newId() },
-      );
-      this.engine = this.createEngine();
-    }
-    const current = this.requireEngine();
-    this.refreshTools(current);
-    const message = messageFromInput(cmd, this.deps.now());
-    await this.startRun(() => current.prompt(message));
-  }
-
-  /** A run-starting command that was accepted before a crash but whose run never began. */
-  private async restartUnstartedRun(cmd: FleetCommand) {
-    const engine = this.engine;
-    if (!engine || engine.state.isStreaming) return;
-    if (this.cursor.kind !== "idle" || this.cursor.pendingTrigger?.commandId !== cmd.id) return;
-    this.refreshTools(engine);
-    if (cmd.type === "prompt") await this.startRun(() => engine.prompt(messageFromInput(cmd, this.deps.now())));
-    else if (cmd.type === "continue" && !engine.checkContinue()) await this.startRun(() => engine.continue());
-  }
-
-  private async configure(cmd: CommandOf<"configure">) {
-    const engine = this.requireEngine();
-    if (cmd.activeTools) {
-      const unknown = cmd.activeTools.filter((n) => !this.deps.registry.get(n));
-      if (unknown.length > 0) {
-        await this.outcome(cmd.id, cmd.type, reject("not_found", `Unknown tools: ${unknown.join(", ")}`));
-        return;
-      }
-    }
-    await this.outcome(cmd.id, cmd.type, accept);
-    if (cmd.model) await engine.setModel(cmd.model);
-    if (cmd.thinkingLevel) await engine.setThinkingLevel(cmd.thinkingLevel);
-    if (cmd.activeTools) await engine.setActiveTools(cmd.activeTools);
-    const patch = {
-      ...(cmd.systemPrompt !== undefined ? { systemPrompt: cmd.systemPrompt } : {}),
-      ...(cmd.steeringMode ? { steeringMode: cmd.steeringMode } : {}),
-      ...(cmd.followUpMode ? { followUpMode: cmd.followUpMode } : {}),
-      ...(cmd.toolExecution ? { toolExecution: cmd.toolExecution } : {}),
-    };
-    if (Object.keys(patch).length > 0) {
-      await this.appendOrThrow(
-        { type: "config_change", ...patch },
-        { id: this.deps.newId(), runId: engine.state.runId },
-      );
-      engine.configure(patch);
-    }
-  }
-
-  private async compact(cmd: CommandOf<"compact">) {
-    const engine = this.requireEngine();
-    if (engine.state.isStreaming) {
-      await this.outcome(cmd.id, cmd.type, reject("busy", "Cannot compact while a run is active"));
-      return;
-    }
-    const branch = getBranch(this.tree, this.tree.leafId);
-    if (!branch.ok) {
-      await this.outcome(cmd.id, cmd.type, reject("not_found", branch.error));
-      return;
-    }
-    const plan = prepareCompaction(branch.entries);
-    if (!plan.ok) {
-      await this.outcome(cmd.id, cmd.type, reject("conflict", plan.error));
-      return;
-    }
-    const state = engine.state;
-    // Summarising causes no event, so it runs before the outcome: a failed summary is a rejection.
-    const summary = await summarizeForCompaction({
-      streamFn: this.streamFnFor(state.model.provider),
-      model: state.model,
-      thinkingLevel: state.thinkingLevel,
-      plan,
-      instructions: cmd.instructions,
-      now: this.deps.now,
-    });
-    if (!summary.ok) {
-      await this.outcome(cmd.id, cmd.type, reject("conflict", summary.error));
-      return;
-    }
-    await this.outcome(cmd.id, cmd.type, accept);
-    const id = this.deps.newId();
-    await this.appendOrThrow(
-      {
-        type: "compaction",
-        summary: summary.summary,
-        firstKeptEntryId: plan.firstKeptEntryId,
-        tokensBefore: plan.tokensBefore,
-        details: { readFiles: plan.readFiles, modifiedFiles: plan.modifiedFiles },
-        entry: { id, parentId: this.tree.leafId },
-      },
-      { id },
-    );
-    this.syncEngineContext();
-  }
-
-  private async navigate(cmd: CommandOf<"navigate">) {
-    const engine = this.requireEngine();
-    if (engine.state.isStreaming) {
-      await this.outcome(cmd.id, cmd.type, reject("busy", "Cannot navigate while a run is active"));
-      return;
-    }
-    let newLeaf: string | null = null;
-    if (cmd.targetId !== null) {
-      const target = getEntry(this.tree, cmd.targetId);
-      if (!target.ok) {
-        await this.outcome(cmd.id, cmd.type, reject("not_found", target.error));
-        return;
-      }
-      const t = target.entry;
-      // pi: navigating to a user message (or custom message) re-opens it for editing: leaf = its parent.
-      newLeaf = (t.type === "message" && t.message.role === "user") || t.type === "custom_message" ? t.parentId : t.id;
-    }
-    const oldLeaf = this.tree.leafId;
-    let summary: string | undefined;
-    if (cmd.summarize && oldLeaf !== null && newLeaf !== oldLeaf) {
-      const messages = this.entriesLeft(oldLeaf, newLeaf)
-        .map((e) => entryToContextMessage(e))
-        .filter((m): m is NonNullable<typeof m> => m !== undefined && m.role !== "toolResult");
-      const state = engine.state;
-      const result = await summarizeBranch({
-        streamFn: this.streamFnFor(state.model.provider),
-        model: state.model,
-        thinkingLevel: state.thinkingLevel,
-        messages,
-        instructions: cmd.instructions,
-        now: this.deps.now,
-      });
-      if (!result.ok) {
-        await this.outcome(cmd.id, cmd.type, reject("conflict", result.error));
-        return;
-      }
-      summary = result.summary;
-    }
-    await this.outcome(cmd.id, cmd.type, accept);
-    if (newLeaf === oldLeaf && summary === undefined) {
-      if (cmd.label && cmd.targetId) await engine.setLabel(cmd.targetId, cmd.label);
-      return;
-    }
-    let labelTarget: string | null = cmd.targetId;
-    if (summary !== undefined) {
-      const id = this.deps.newId();
-      await this.appendOrThrow(
-        { type: "branch_summary", fromId: newLeaf ?? "root", summary, entry: { id, parentId: newLeaf } },
-        { id },
-      );
-      labelTarget = id;
-    } else {
-      await this.appendOrThrow({ type: "leaf", targetId: newLeaf }, { id: this.deps.newId() });
-    }
-    this.syncEngineContext();
-    if (cmd.label && labelTarget) await engine.setLabel(labelTarget, cmd.label);
-  }
-
-  /** Entries on the old branch below the deepest common ancestor with the new leaf, oldest first. */
-  private entriesLeft(oldLeaf: string, newLeaf: string | null): SessionEntry[] {
-    const oldPath = getBranch(this.tree, oldLeaf);
-    const newPath = getBranch(this.tree, newLeaf);
-    if (!oldPath.ok || !newPath.ok) return [];
-    const common = new Set(newPath.entries.map((e) => e.id));
-    return oldPath.entries.filter((e) => !common.has(e.id));
-  }
-
-  private syncEngineContext() {
-    const ctx = buildContext(this.tree, this.tree.leafId);
-    if (ctx.ok) this.engine?.replaceContext(ctx.messages, this.tree.leafId);
   }
 
   // ---- runs -------------------------------------------------------------------------------------
@@ -699,13 +335,8 @@ export class SessionActor {
   /** Starts a run and resolves once its first message is durable (or the run settled). */
   private async startRun(start: () => Promise<RunResult>): Promise<void> {
     const firstMessage = new Promise<void>((resolve) => this.messageEndWaiters.push(resolve));
-    const run = this.trackRun(start());
-    await Promise.race([firstMessage, run]);
-  }
-
-  private trackRun(run: Promise<RunResult>): Promise<void> {
     this.deps.metrics.activeRuns.inc();
-    return run
+    const run = start()
       .then(async (result) => {
         if (result.status === "emit_failed" && !this.detached) this.kill(`write failed: ${result.error.message}`);
         await this.coalescer.drain().catch(() => undefined);
@@ -714,16 +345,15 @@ export class SessionActor {
       .finally(() => {
         this.deps.metrics.activeRuns.dec();
         this.lastUsed = this.deps.now();
+        this.freshToolCalls.clear();
         for (const w of this.messageEndWaiters.splice(0)) w();
       });
+    await Promise.race([firstMessage, run]);
   }
 
   private createEngine(): SessionEngine {
-    const config = this.tree.config as SessionConfig;
-    const ctx = buildContext(this.tree, this.tree.leafId);
-    const messages = ctx.ok ? ctx.messages : [];
     const deps = this.deps;
-    const engineHooks = composeHooks([
+    const hooks = composeHooks([
       // pi coding-agent's conversion (summaries and custom messages become user text); plugins may replace it.
       { convertToLlm },
       ...deps.pluginHooks,
@@ -732,71 +362,70 @@ export class SessionActor {
     ]);
     return createSessionEngine({
       sessionId: this.sessionId,
+      session: this.state,
       tools: this.toolDefinitions(),
-      hooks: engineHooks,
-      init: {
-        messages,
-        leafId: this.tree.leafId,
-        config: {
-          ...config,
-          model: (ctx.ok ? ctx.model : null) ?? config.model,
-          thinkingLevel: ctx.ok ? ctx.thinkingLevel : config.thinkingLevel,
-          activeTools: ctx.ok ? ctx.activeToolNames : config.activeTools,
-        },
-        queues: this.queues,
-      },
+      hooks,
       ports: {
         now: deps.now,
         newId: deps.newId,
         emit: (event) => this.emit(event),
         streamFn: (context, options, signal) =>
-          timeToFirstDelta(this.streamFnFor(options.model.provider)(context, options, signal), deps.now, (ms) =>
+          timeToFirstDelta(this.streamFn(options.model.provider)(context, options, signal), deps.now, (ms) =>
             deps.metrics.timeToFirstToken.observe(ms / 1000),
           ),
-        executeTool: async (call, signal, onUpdate) => {
-          const started = deps.now();
-          const reg = deps.registry.get(call.toolName);
-          const result = await deps.dispatcher.execute(
-            {
-              sessionId: this.sessionId,
-              runId: this.engine?.state.runId ?? "",
-              toolCallId: call.toolCallId,
-              toolName: call.toolName,
-              args: call.args,
-              timeoutMs: reg?.timeoutMs ?? deps.settings.toolTimeoutMs,
-              fresh: this.freshToolCalls.delete(call.toolCallId),
-            },
-            signal ?? new AbortController().signal,
-            onUpdate,
-          );
-          deps.metrics.toolLatency.observe({ tool: call.toolName }, (deps.now() - started) / 1000);
-          return result;
-        },
+        executeTool: (call, signal, onUpdate) => this.executeTool(call, signal, onUpdate),
       },
     });
   }
 
-  private streamFnFor(provider: string): StreamFn {
-    const fn = this.deps.providers[provider];
-    if (fn) return fn;
-    const now = this.deps.now;
-    return async function* unknownProvider(_ctx, options) {
-      yield {
-        type: "error",
-        reason: "error",
-        error: {
-          role: "assistant",
-          content: [],
-          api: "unknown",
-          provider,
-          model: options.model.modelId,
-          usage: emptyUsage(),
-          stopReason: "error",
-          errorMessage: `Unknown provider: ${provider}`,
-          timestamp: now(),
-        },
-      };
+  /**
+   * Runs a call on the tool runners. The run's abort cancels it; a detach (lease lost, eviction,
+   * shutdown) only stops waiting: the call goes on, and its result is the next owner's.
+   */
+  private async executeTool(
+    call: { toolCallId: string; toolName: string; args: unknown },
+    signal: AbortSignal | undefined,
+    onUpdate: (partial: unknown) => void,
+  ) {
+    const deps = this.deps;
+    const started = deps.now();
+    const cancel = new AbortController();
+    const onAbort = () => {
+      if (!this.detached) cancel.abort();
     };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    const detached = new Promise<never>((_, reject) => {
+      const stop = () => reject(new Error("actor detached"));
+      if (this.detachedSignal.signal.aborted) stop();
+      else this.detachedSignal.signal.addEventListener("abort", stop, { once: true });
+    });
+    try {
+      const result = await Promise.race([
+        deps.dispatcher.execute(
+          {
+            sessionId: this.sessionId,
+            runId: this.engine.state.runId ?? "",
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            args: call.args,
+            timeoutMs: deps.registry.get(call.toolName)?.timeoutMs ?? deps.settings.toolTimeoutMs,
+            fresh: this.freshToolCalls.delete(call.toolCallId),
+          },
+          cancel.signal,
+          onUpdate,
+        ),
+        detached,
+      ]);
+      deps.metrics.toolLatency.observe({ tool: call.toolName }, (deps.now() - started) / 1000);
+      return result;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private streamFn(provider: string): StreamFn {
+    return streamFnFor(this.deps.providers, provider, this.deps.now);
   }
 
   private toolDefinitions(): ToolDefinition[] {
@@ -808,11 +437,10 @@ export class SessionActor {
     }));
   }
 
-  private refreshTools(engine: SessionEngine) {
-    engine.setTools(this.toolDefinitions());
-  }
-
-  /** Calls of approval-gated tools wait for a person's decision, recorded in the log. */
+  /**
+   * Calls of approval-gated tools wait for a person's decision, read from the log: a decision
+   * already logged (a resumed run) is used at once; a request already logged is not made again.
+   */
   private async approvalGate(
     toolCallId: string,
     toolName: string,
@@ -820,68 +448,152 @@ export class SessionActor {
     signal: AbortSignal | undefined,
   ): Promise<BeforeToolCallResult | undefined> {
     if (!this.deps.settings.approvalTools.has(toolName)) return undefined;
-    const decided = this.approvals.get(toolCallId);
+    const logged = this.state.approvals.get(toolCallId);
     const decision =
-      decided ??
-      (await new Promise<{ approved: boolean; reason?: string | undefined }>((resolve) => {
+      logged?.decision ??
+      (await new Promise<ApprovalDecision>((resolve) => {
         this.approvalWaiters.set(toolCallId, resolve);
-        signal?.addEventListener("abort", () => resolve({ approved: false, reason: "Operation aborted" }), {
-          once: true,
-        });
-        if (!this.requestedApprovals.has(toolCallId)) {
-          void this.coalescer
-            .drain()
-            .then(() =>
-              this.appendOrThrow(
-                { type: "tool_approval_requested", toolCallId, toolName, args },
-                { id: this.deps.newId(), runId: this.engine?.state.runId },
-              ),
-            )
-            .catch(() => resolve({ approved: false, reason: "approval request could not be recorded" }));
-        }
+        const aborted = () => resolve({ approved: false, reason: "Operation aborted" });
+        if (signal?.aborted) return aborted();
+        signal?.addEventListener("abort", aborted, { once: true });
+        if (logged) return;
+        void this.coalescer
+          .drain()
+          .then(() =>
+            this.appendDraft(
+              { id: this.deps.newId(), body: { type: "tool_approval_requested", toolCallId, toolName, args } },
+              this.engine.state.runId,
+            ),
+          )
+          .catch(() => resolve({ approved: false, reason: "approval request could not be recorded" }));
       }));
     this.approvalWaiters.delete(toolCallId);
     return decision.approved ? undefined : { block: true, reason: decision.reason ?? "Tool call denied" };
   }
 
+  // ---- compaction -------------------------------------------------------------------------------
+
+  /**
+   * Carries out the standalone compaction whose `compaction_start` (id `compactionId`) is in the
+   * log: summarise the branch, append the `compaction` entry and `compaction_end`, then flush the
+   * writes it deferred. A compaction whose entry is already logged only gets its `compaction_end`;
+   * one an accepted `abort` cancelled ends with `compaction_end {aborted: true}`.
+   */
+  private startCompaction(compactionId: string): void {
+    const abort = new AbortController();
+    const done = this.compact(compactionId, abort.signal)
+      .catch((err) => {
+        if (!this.detached) this.log.warn({ err, compactionId }, "compaction failed to record");
+      })
+      .finally(() => {
+        if (this.compaction?.abort === abort) this.compaction = undefined;
+        this.lastUsed = this.deps.now();
+      });
+    this.compaction = { abort, done };
+  }
+
+  private async compact(compactionId: string, signal: AbortSignal) {
+    const open = this.state.compaction;
+    if (!open || open.id !== compactionId) return;
+    const end = (fields: { aborted: boolean; errorMessage?: string }) =>
+      this.appendDraft({
+        id: this.deps.newId(),
+        body: { type: "compaction_end", reason: open.reason, willRetry: false, ...fields },
+      });
+    if (open.entryId === undefined && !open.abortRequested) {
+      const branch = getBranch(this.state.tree, this.state.tree.leafId);
+      const plan = branch.ok ? prepareCompaction(branch.entries) : branch;
+      if (!plan.ok) {
+        await end({ aborted: false, errorMessage: `Compaction failed: ${plan.error}` });
+        return this.flushDeferred();
+      }
+      const settings = this.engine.state;
+      const summary = await summarizeForCompaction({
+        streamFn: this.streamFn(settings.model.provider),
+        model: settings.model,
+        thinkingLevel: settings.thinkingLevel,
+        plan,
+        instructions: open.instructions,
+        signal,
+        now: this.deps.now,
+      });
+      if (this.detached) return;
+      if (signal.aborted || this.state.compaction?.abortRequested) {
+        await end({ aborted: true });
+        return this.flushDeferred();
+      }
+      if (!summary.ok) {
+        await end({ aborted: false, errorMessage: `Compaction failed: ${summary.error}` });
+        return this.flushDeferred();
+      }
+      await this.appendDraft({
+        id: this.deps.newId(),
+        body: {
+          type: "compaction",
+          summary: summary.summary,
+          firstKeptEntryId: plan.firstKeptEntryId,
+          tokensBefore: plan.tokensBefore,
+          details: { readFiles: plan.readFiles, modifiedFiles: plan.modifiedFiles },
+        },
+      });
+      await end({ aborted: false });
+    } else {
+      await end({ aborted: open.entryId === undefined });
+    }
+    return this.flushDeferred();
+  }
+
+  private async flushDeferred() {
+    if (this.state.pendingWrites.length > 0 && !this.engine.state.isStreaming) await this.engine.flushWrites();
+  }
+
   // ---- the write path ---------------------------------------------------------------------------
 
+  /** The engine's port: deltas are coalesced; every other event is appended after them. */
   private async emit(event: EngineEvent): Promise<void> {
     if (this.detached) throw new Error("actor detached");
-    if (event.body.type === "agent_start" || event.body.type === "run_resumed") this.runEnding = false;
-    else if (event.body.type === "agent_end") this.runEnding = true;
     if (event.body.type === "message_update") {
       this.coalescedRunId = event.runId;
       this.coalescer.push(event.body.deltas);
       return;
     }
     await this.coalescer.drain();
-    await this.appendOrThrow(event.body, { id: event.id, runId: event.runId });
-    if (event.body.type === "message_end" && event.body.message.role === "assistant") {
-      for (const c of event.body.message.content) if (c.type === "toolCall") this.freshToolCalls.add(c.id);
-    } else if (event.body.type === "agent_end") this.freshToolCalls.clear();
+    const body = event.body;
+    await this.appendEvent(this.stamp({ id: event.id, body }, event.runId));
+    if (body.type === "message_end" && body.message.role === "assistant") {
+      for (const c of body.message.content) if (c.type === "toolCall") this.freshToolCalls.add(c.id);
+    }
   }
 
   private async announceOwner() {
-    if (this.ownerAnnounced) return;
-    this.ownerAnnounced = true;
-    await this.appendOrThrow(
-      { type: "owner_change", workerId: this.deps.workerId, partition: this.deps.partition, epoch: this.deps.epoch },
-      { id: this.deps.newId() },
-    );
+    const owner = this.state.owner;
+    if (owner?.workerId === this.deps.workerId && owner.epoch === this.deps.epoch) return;
+    const { workerId, partition, epoch } = this.deps;
+    await this.appendDraft({ id: this.deps.newId(), body: { type: "owner_change", workerId, partition, epoch } });
+  }
+
+  private stamp(draft: DraftEvent, runId?: string): FleetEvent {
+    return stampDraft(this.state, draft, {
+      sessionId: this.sessionId,
+      producer: this.deps.workerId,
+      now: this.deps.now(),
+      runId,
+    });
+  }
+
+  private appendDraft(draft: DraftEvent, runId?: string): Promise<void> {
+    return this.appendEvent(this.stamp(draft, runId));
   }
 
   /**
-   * Appends one event and folds it into the actor's view. Throws when the append failed; a fenced
-   * writer kills the actor.
+   * Appends one event and folds it into the session's state. Throws when the append failed; a
+   * fenced writer kills the actor. Every append goes through here, and the first one of this
+   * owner is its `owner_change`.
    */
-  private async appendOrThrow(
-    body: EventBody,
-    stamp: { id: string; runId?: string | undefined; ts?: number },
-  ): Promise<void> {
+  private async appendEvent(event: FleetEvent): Promise<void> {
     if (this.detached) throw new Error("actor detached");
-    if (!this.ownerAnnounced && body.type !== "owner_change") await this.announceOwner();
-    const out: AppendOutcome = await this.appender.append(body, stamp);
+    if (event.type !== "owner_change") await this.announceOwner();
+    const out = await this.appender.append(event);
     if (!out.ok) {
       if (out.kind === "fenced") {
         this.deps.metrics.fencedSessions.inc();
@@ -890,62 +602,17 @@ export class SessionActor {
       } else if (out.kind === "failed") {
         this.kill(`append failed: ${out.error}`);
       }
-      throw new Error(`append of ${body.type} failed (${out.kind}): ${out.error}`);
+      throw new Error(`append of ${event.type} failed (${out.kind}): ${out.error}`);
     }
-    this.fold(out.event);
+    foldSessionEvents([out.event], this.state);
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
-  }
-
-  /** The run cursor with every buffered delta applied. */
-  private runCursor(): RunCursor {
-    if (this.streamedDeltas.length > 0 && this.cursor.kind === "streaming") {
-      this.cursor = { ...this.cursor, partial: applyDeltas(this.cursor.partial, this.streamedDeltas.flat()) };
-    }
-    this.streamedDeltas = [];
-    return this.cursor;
-  }
-
-  private fold(event: FleetEvent) {
-    foldSessionTreeInPlace(this.tree, event);
-    this.foldState(event);
-  }
-
-  /** Everything but the tree (which a log is folded into at once: see `foldSessionTreeEvents`). */
-  private foldState(event: FleetEvent) {
-    if (event.type === "message_update" && this.cursor.kind === "streaming") this.streamedDeltas.push(event.deltas);
-    else if (event.type === "message_end" || event.type === "agent_start") {
-      this.streamedDeltas = [];
-      this.cursor = foldRunCursor(this.cursor, event);
-    } else this.cursor = foldRunCursor(this.runCursor(), event);
-    switch (event.type) {
-      case "command_accepted":
-      case "command_rejected":
-        this.commandIds.add(event.commandId);
-        break;
-      case "queue_update":
-        this.queues = { steer: event.steer, followUp: event.followUp, nextTurn: event.nextTurn };
-        break;
-      case "tool_approval_requested":
-        this.requestedApprovals.add(event.toolCallId);
-        break;
-      case "tool_approval_resolved":
-        this.approvals.set(event.toolCallId, { approved: event.approved, reason: event.reason });
-        break;
-    }
   }
 
   private kill(why: string) {
     if (this.dead) return;
     this.dead = true;
-    this.detached = true;
-    this.coalescer.dispose();
-    this.engine?.abort();
+    this.detach();
     this.deps.onDead(this.sessionId, why);
-  }
-
-  private requireEngine(): SessionEngine {
-    if (!this.engine) this.engine = this.createEngine();
-    return this.engine;
   }
 
   private async readTree(sessionId: string): Promise<SessionTree> {
@@ -957,34 +624,4 @@ export class SessionActor {
     }
     return foldSessionTreeEvents(events);
   }
-}
-
-/**
- * Passes a stream through, reporting the time from the request to its first content delta. A plain
- * iterator rather than an async generator: after the first delta each item costs no extra promise.
- */
-function timeToFirstDelta(
-  stream: AsyncIterable<AssistantStreamEvent>,
-  now: () => number,
-  report: (ms: number) => void,
-): AsyncIterable<AssistantStreamEvent> {
-  return {
-    [Symbol.asyncIterator]() {
-      const inner = stream[Symbol.asyncIterator]();
-      const started = now();
-      let first = true;
-      const check = (r: IteratorResult<AssistantStreamEvent>) => {
-        if (first && !r.done && r.value.type.endsWith("_delta")) {
-          first = false;
-          report(now() - started);
-        }
-        return r;
-      };
-      return {
-        next: () => (first ? inner.next().then(check) : inner.next()),
-        return: (value?: unknown) => inner.return?.(value) ?? Promise.resolve({ done: true as const, value }),
-        throw: (err?: unknown) => inner.throw?.(err) ?? Promise.reject(err),
-      };
-    },
-  };
 }

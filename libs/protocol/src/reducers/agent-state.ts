@@ -3,19 +3,14 @@ import type { ModelRef, QueueMode, ToolExecutionMode } from "../config.js";
 import type { FleetEvent } from "../events.js";
 import type { AgentMessage, ContextMessage, ThinkingLevel } from "../messages.js";
 import { applyDeltas } from "./apply-deltas.js";
-
-/** The three message queues, as the last `queue_update` reported them. */
-export interface AgentQueues {
-  steer: readonly AgentMessage[];
-  followUp: readonly AgentMessage[];
-  nextTurn: readonly AgentMessage[];
-}
+import type { MessageQueues } from "./message-queues.js";
 
 /**
- * What pi's `Agent.state` holds, plus the session settings and queues Fleet records as events.
- * Immutable: `foldAgentState` returns a new object when anything changes, and never modifies the old one.
+ * What pi's `Agent.state` holds apart from the transcript, plus the session settings and queues
+ * Fleet records as events. Immutable: `foldAgentStatus` returns a new object when anything changes,
+ * and never modifies the old one.
  */
-export interface AgentState {
+export interface AgentStatus {
   /** From `session_created.config`; `""` before it. */
   systemPrompt: string;
   /** From the config, then `model_change`; `null` before `session_created`. */
@@ -26,11 +21,6 @@ export interface AgentState {
   steeringMode: QueueMode;
   followUpMode: QueueMode;
   toolExecution: ToolExecutionMode;
-  /**
-   * The transcript: grows by one message on every `message_end` and on nothing else in this fold.
-   * Typed as context messages because, as in pi, `withMessages` may put summary messages in it.
-   */
-  messages: readonly ContextMessage[];
   /** `true` from `agent_start` until `agent_end`. */
   isStreaming: boolean;
   /**
@@ -42,13 +32,23 @@ export interface AgentState {
   pendingToolCalls: ReadonlySet<string>;
   /** The last `turn_end` assistant's `errorMessage` in this run; cleared by `agent_start`. */
   errorMessage: string | undefined;
-  queues: AgentQueues;
+  /** As the last `queue_update` reported them (messages polled but not yet injected still count). */
+  queues: MessageQueues;
   /** `meta.runId` of the run in progress (from `agent_start`); `undefined` when idle. */
   runId: string | undefined;
 }
 
+/** `AgentStatus` plus pi's transcript. */
+export interface AgentState extends AgentStatus {
+  /**
+   * The transcript: grows by one message on every `message_end` and on nothing else in this fold.
+   * Typed as context messages because, as in pi, `withMessages` may put summary messages in it.
+   */
+  messages: readonly ContextMessage[];
+}
+
 /** pi's Agent defaults: empty prompt, thinking off, one-at-a-time queues, parallel tools. */
-export function initialAgentState(): AgentState {
+export function initialAgentStatus(): AgentStatus {
   return {
     systemPrompt: "",
     model: null,
@@ -57,7 +57,6 @@ export function initialAgentState(): AgentState {
     steeringMode: "one-at-a-time",
     followUpMode: "one-at-a-time",
     toolExecution: "parallel",
-    messages: [],
     isStreaming: false,
     streamingMessage: undefined,
     pendingToolCalls: new Set(),
@@ -65,6 +64,10 @@ export function initialAgentState(): AgentState {
     queues: { steer: [], followUp: [], nextTurn: [] },
     runId: undefined,
   };
+}
+
+export function initialAgentState(): AgentState {
+  return { ...initialAgentStatus(), messages: [] };
 }
 
 /**
@@ -77,6 +80,16 @@ export function initialAgentState(): AgentState {
  * `withMessages(state, buildContext(tree).messages)`.
  */
 export function foldAgentState(state: AgentState, event: FleetEvent): AgentState {
+  if (event.type === "message_end") return endMessage(state, [...state.messages, event.message]);
+  return foldAgentStatus(state, event);
+}
+
+/**
+ * `foldAgentState` without the transcript: a `message_end` only clears `streamingMessage`. Keeps
+ * every other field of `state` (so it also folds an `AgentState`, leaving its `messages` alone).
+ * Contract: never throws; events that do not touch the status return `state` itself.
+ */
+export function foldAgentStatus<S extends AgentStatus>(state: S, event: FleetEvent): S {
   switch (event.type) {
     case "agent_start":
       return {
@@ -94,7 +107,7 @@ export function foldAgentState(state: AgentState, event: FleetEvent): AgentState
       return { ...state, streamingMessage: applyDeltas(current, event.deltas) };
     }
     case "message_end":
-      return endMessage(state, [...state.messages, event.message]);
+      return state.streamingMessage === undefined ? state : { ...state, streamingMessage: undefined };
     case "tool_execution_start": {
       const pendingToolCalls = new Set(state.pendingToolCalls);
       pendingToolCalls.add(event.toolCallId);

@@ -41,6 +41,7 @@ describe("run cursor / a run with two parallel tools", () => {
       trigger: { commandId: "cmd-prompt", commandType: "prompt" },
       messages: [],
       turns: 0,
+      abortRequested: false,
     });
     expect(at(isType("turn_start"))).toMatchObject({ kind: "awaiting_llm", turns: 1, openMessage: null });
     const userStart = events[indexOf(events, isType("message_start", role("user")))] as FleetEvent & {

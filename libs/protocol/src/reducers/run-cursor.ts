@@ -14,7 +14,12 @@ export interface RunProgress {
   messages: AgentMessage[];
   /** `turn_start` events seen in this run. */
   turns: number;
+  /** An `abort` was accepted during the run: a resumer carries the run on as aborted. */
+  abortRequested: boolean;
 }
+
+/** Commands whose acceptance while idle leads to a run (`pendingTrigger`). */
+export const RUN_TRIGGER_COMMANDS: ReadonlySet<string> = new Set(["prompt", "continue", "append_message"]);
 
 /** A tool call's `tool_execution_end`, as recorded. */
 export interface EndedToolCall {
@@ -69,25 +74,41 @@ export type RunCursorKind = RunCursor["kind"];
 export const idleRunCursor = (): RunCursor => ({ kind: "idle", lastRunId: null, pendingTrigger: null });
 
 function progressOf(cursor: Exclude<RunCursor, { kind: "idle" }>): RunProgress {
-  return { runId: cursor.runId, trigger: cursor.trigger, messages: cursor.messages, turns: cursor.turns };
+  return {
+    runId: cursor.runId,
+    trigger: cursor.trigger,
+    messages: cursor.messages,
+    turns: cursor.turns,
+    abortRequested: cursor.abortRequested,
+  };
 }
 
 /**
- * Advances the cursor by one event. Outside a run only `command_accepted` and `agent_start` matter;
- * an `agent_start` inside a run (a run that never ended) starts the new run. Contract: never
+ * Advances the cursor by one event. Outside a run only `command_accepted` of a run-starting command
+ * (`RUN_TRIGGER_COMMANDS`) and `agent_start` matter; an `agent_start` inside a run (a run that never
+ * ended) starts the new run; an accepted `abort` inside a run sets `abortRequested`. Contract: never
  * throws; events that do not fit the position (a tool event with no assistant message) are ignored.
  */
 export function foldRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
   if (event.type === "agent_start") {
     const trigger = cursor.kind === "idle" ? cursor.pendingTrigger : null;
-    return { kind: "run_started", runId: event.meta.runId ?? event.meta.id, trigger, messages: [], turns: 0 };
+    return {
+      kind: "run_started",
+      runId: event.meta.runId ?? event.meta.id,
+      trigger,
+      messages: [],
+      turns: 0,
+      abortRequested: false,
+    };
   }
   if (cursor.kind === "idle") {
-    if (event.type !== "command_accepted") return cursor;
+    if (event.type !== "command_accepted" || !RUN_TRIGGER_COMMANDS.has(event.commandType)) return cursor;
     return { ...cursor, pendingTrigger: { commandId: event.commandId, commandType: event.commandType } };
   }
   const progress = progressOf(cursor);
   switch (event.type) {
+    case "command_accepted":
+      return event.commandType === "abort" && !cursor.abortRequested ? { ...cursor, abortRequested: true } : cursor;
     case "agent_end":
       return { kind: "idle", lastRunId: cursor.runId, pendingTrigger: null };
     case "turn_start":

@@ -52,15 +52,13 @@ describe("event sink", () => {
     expect(log).toEqual(["e1@1", "e2@1", "e3@1"]);
   });
 
-  it("fills entry for entry events only and moves the leaf", async () => {
+  it("fills entry for entry events only and moves its own leaf (stateless loop)", async () => {
     const events: EngineEvent[] = [];
     const sink = new EventSink({ newId: sequentialIds("x"), leafId: "root", emit: (e) => void events.push(e) });
     sink.runId = "r";
     await sink.emit({ type: "session_info", name: "a" });
     await sink.emit({ type: "turn_start" });
     await sink.emit({ type: "custom", customType: "c", data: null });
-    sink.moveLeaf("elsewhere");
-    await sink.emit({ type: "label", targetId: "x1", label: "l" });
     expect(events).toEqual([
       { id: "x1", runId: "r", body: { type: "session_info", name: "a", entry: { id: "x1", parentId: "root" } } },
       { id: "x2", runId: "r", body: { type: "turn_start" } },
@@ -69,13 +67,32 @@ describe("event sink", () => {
         runId: "r",
         body: { type: "custom", customType: "c", data: null, entry: { id: "x3", parentId: "x1" } },
       },
-      {
-        id: "x4",
-        runId: "r",
-        body: { type: "label", targetId: "x1", label: "l", entry: { id: "x4", parentId: "elsewhere" } },
-      },
     ]);
-    expect(sink.leafId).toBe("x4");
+    expect(sink.leafId).toBe("x3");
+  });
+
+  it("reads the leaf from the session's fold when an entry event is delivered, and takes a given id", async () => {
+    let leaf: string | null = "root";
+    const events: EngineEvent[] = [];
+    let release: () => void = () => {};
+    const sink = new EventSink({
+      newId: sequentialIds("x"),
+      leafId: () => leaf,
+      emit: async (e) => {
+        events.push(e);
+        if (e.id === "x1") await new Promise<void>((resolve) => (release = resolve));
+        if ("entry" in e.body) leaf = e.id; // the shell folds the appended event
+      },
+    });
+    const first = sink.emit({ type: "session_info", name: "a" });
+    const second = sink.emit({ type: "label", targetId: "x1", label: "l" }, "given");
+    leaf = "moved-by-the-fold"; // ignored: the first event's delivery is still in flight
+    release();
+    await Promise.all([first, second]);
+    expect(events.map((e) => [e.id, "entry" in e.body ? e.body.entry : null])).toEqual([
+      ["x1", { id: "x1", parentId: "root" }],
+      ["given", { id: "given", parentId: "x1" }],
+    ]);
   });
 
   it("after the port throws, every later emit rejects with the same error and nothing more is sent", async () => {
@@ -84,7 +101,7 @@ describe("event sink", () => {
     const sink = new EventSink({
       newId: sequentialIds(),
       leafId: null,
-      observer: { onEvent: () => {}, onFailure: (e) => failures.push(e) },
+      onFailure: (e) => failures.push(e),
       emit: (e) => {
         if (e.id === "e2") throw new Error("wrong last sequence");
         sent.push(e.id);

@@ -8,6 +8,12 @@ import { validateToolArguments } from "./validate-tool-arguments.js";
 
 /** What is already known about a call when a resumed run re-enters a batch. */
 export interface PriorToolCall {
+  /**
+   * Its `tool_execution_start` is in the log: it gets no second one. Its preflight runs again (the
+   * lookup, validation and `beforeToolCall` hooks, which find a logged approval decision), then it is
+   * awaited: the tool port finds a stored result, or dispatches it again under the same call id.
+   */
+  started?: boolean;
   /** Its `tool_execution_end` outcome: the call is not run again and gets no execution events. */
   outcome?: ToolExecutionOutcome;
   /** Its toolResult message, already ended: nothing is emitted for the call. */
@@ -65,7 +71,7 @@ export async function executeToolBatch(
       call: block,
       outcome: known?.outcome ?? (known?.message ? outcomeOf(known.message) : undefined),
       message: known?.message,
-      started: false,
+      started: known?.started === true,
       prepared: undefined,
       accepting: true,
       dropped: false,
@@ -198,7 +204,7 @@ async function runParallel(
       if (slot.outcome) continue;
       slot.accepting = false;
       slot.dropped = true;
-      if (!slot.started) await emitStart(slot, run);
+      await emitStart(slot, run);
       slot.outcome = abortedOutcome();
       await emitEnd(slot, run);
     }
@@ -328,6 +334,7 @@ function normalizeOutput(output: ToolOutput): ToolExecutionOutcome {
 }
 
 function emitStart(slot: Slot, run: RunScope): Promise<void> {
+  if (slot.started) return RESOLVED;
   slot.started = true;
   const { call } = slot;
   return run.sink.emit({

@@ -100,8 +100,9 @@ describe("hooks", () => {
     });
     expect(provider.requests[1]?.context.systemPrompt).toBe("swapped");
     expect(provider.requests[1]?.context.messages.map((m) => m.role)).toEqual(["assistant", "toolResult"]);
-    // the run's own model changes; the session's configured model does not
-    expect(engine.state.model).toEqual({ provider: "scripted", modelId: "scripted-1" });
+    // the run's own model changes are not session writes; the session's model follows its last
+    // assistant message (pi's buildSessionContext), as any worker that loads the log sees it
+    expect(engine.state.model).toEqual({ provider: "scripted", modelId: "big" });
   });
 
   it("prepareNextTurn is not called after an error turn", async () => {

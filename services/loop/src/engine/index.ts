@@ -1,6 +1,6 @@
 // Public surface of the loop engine (pi's agent loop as a pure core; README.md describes it).
 
-export { EventSink, type EventSinkObserver, type EventSinkOptions } from "./event-sink.js";
+export { EventSink, type EventSinkOptions } from "./event-sink.js";
 export { createInProcessExecutor, type ToolHandler } from "./in-process-tools.js";
 export { defaultConvertToLlm } from "./messages.js";
 export { interruptedErrorMessage, type ResumePoint, resumePointFromCursor } from "./resume-point.js";
@@ -30,17 +30,16 @@ export {
   scriptedProviderFromScript,
 } from "./scripted-provider.js";
 export {
+  continueRefusal,
   createSessionEngine,
   ENGINE_ERROR_TEXT,
   type PromptInput,
   type Rejection,
   type RunResult,
   SessionEngine,
-  type SessionEngineInit,
   type SessionEngineOptions,
   type SessionEngineState,
 } from "./session-engine.js";
-export type { SessionWrite } from "./session-writes.js";
 export { STREAM_ENDED_EARLY } from "./stream-assistant.js";
 export type {
   AfterToolCallContext,

@@ -10,6 +10,8 @@ interface ResumeCommon {
   reason: string;
   /** Messages the run ended before the interruption, in order (`agent_end.messages` starts with them). */
   runMessages?: readonly AgentMessage[];
+  /** An abort was accepted before the interruption: the run carries on aborted. */
+  aborted?: boolean;
 }
 
 /**
@@ -19,9 +21,10 @@ interface ResumeCommon {
  *   (stopReason `error`, errorMessage naming the interruption) and `turn_end`; then a new turn
  *   calls the LLM again (providers drop error messages when replaying).
  * - `tools_pending`: the assistant message ended with tool calls, `turn_end` missing. Calls with a
- *   recorded outcome are not run again; the others run (the service dedups by toolCallId);
- *   toolResult messages missing from `finishedResults` are emitted; then `turn_end` and the loop
- *   carries on as pi would.
+ *   recorded outcome are not run again; calls already started (`startedIds`) get no second
+ *   `tool_execution_start` and are awaited (the service finds their result or dedups the dispatch
+ *   by toolCallId); the others run; toolResult messages missing from `finishedResults` are
+ *   emitted; then `turn_end` and the loop carries on as pi would.
  * - `awaiting_turn_end`: the assistant message ended with nothing to run: `turn_end`, then (error /
  *   aborted) `agent_end`, else the queues are polled.
  * - `between_turns`: after `turn_end`: poll steering (and follow-ups when the run would stop) and
@@ -38,6 +41,8 @@ export type ResumePoint = ResumeCommon &
         endedResults?: ReadonlyMap<string, ToolExecutionOutcome>;
         /** toolResult messages already ended. */
         finishedResults?: readonly ToolResultMessage[];
+        /** Calls with a `tool_execution_start` in the log. */
+        startedIds?: readonly string[];
       }
     | { at: "awaiting_turn_end"; assistantMessage: AssistantMessage }
     | { at: "between_turns"; lastAssistant: AssistantMessage; hasMoreToolCalls?: boolean }
@@ -49,7 +54,7 @@ export const interruptedErrorMessage = (reason: string): string => `Run interrup
 /** Maps the protocol's run cursor to a resume point; `undefined` for `idle` (nothing to resume). */
 export function resumePointFromCursor(cursor: RunCursor, reason: string): ResumePoint | undefined {
   if (cursor.kind === "idle") return undefined;
-  const common = { runId: cursor.runId, reason, runMessages: cursor.messages };
+  const common = { runId: cursor.runId, reason, runMessages: cursor.messages, aborted: cursor.abortRequested };
   switch (cursor.kind) {
     case "run_started":
       return { ...common, at: "awaiting_llm", turnOpen: false };
@@ -66,6 +71,7 @@ export function resumePointFromCursor(cursor: RunCursor, reason: string): Resume
           cursor.endedResults.map((r) => [r.toolCallId, { result: r.result, isError: r.isError }] as const),
         ),
         finishedResults: cursor.finishedResults,
+        startedIds: cursor.startedToolCallIds,
       };
     case "awaiting_turn_end":
       return { ...common, at: "awaiting_turn_end", assistantMessage: cursor.assistantMessage };

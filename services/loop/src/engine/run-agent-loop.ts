@@ -3,7 +3,7 @@
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "@fleet/protocol";
 import { EventSink } from "./event-sink.js";
 import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
-import { failureMessage, finishedContent } from "./messages.js";
+import { abortedAssistant, failureMessage, finishedContent } from "./messages.js";
 import { interruptedErrorMessage, type ResumePoint } from "./resume-point.js";
 import { AbortWatch, isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
 import { streamAssistantResponse } from "./stream-assistant.js";
@@ -81,21 +81,28 @@ export function runResumed(point: ResumePoint, loop: LoopState, run: RunScope): 
         return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: point.turnOpen });
       }
       case "streaming": {
-        const closed: AssistantMessage = {
-          ...point.partial,
-          content: finishedContent(point.partial.content),
-          stopReason: "error",
-          errorMessage: interruptedErrorMessage(point.reason),
-        };
+        // An abort accepted before the interruption lands where it would have: the message ends aborted.
+        const aborted = run.signal?.aborted === true;
+        const closed: AssistantMessage = aborted
+          ? abortedAssistant(point.partial, run.ports.now())
+          : {
+              ...point.partial,
+              content: finishedContent(point.partial.content),
+              stopReason: "error",
+              errorMessage: interruptedErrorMessage(point.reason),
+            };
         await run.sink.emit({ type: "message_end", message: closed });
         loop.context.messages.push(closed);
         loop.newMessages.push(closed);
-        await run.sink.emit({ type: "turn_end", message: closed, toolResults: [] });
-        return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: false });
+        // A turn boundary like any other: writes flushed at it and steering apply to the retried call.
+        const pending = await completeTurn(closed, [], loop, run);
+        if (pending === "ended") return;
+        return drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: false });
       }
       case "tools_pending": {
         const prior = new Map<string, PriorToolCall>();
-        for (const [id, outcome] of point.endedResults ?? []) prior.set(id, { outcome });
+        for (const id of point.startedIds ?? []) prior.set(id, { started: true });
+        for (const [id, outcome] of point.endedResults ?? []) prior.set(id, { ...prior.get(id), outcome });
         for (const message of point.finishedResults ?? []) {
           prior.set(message.toolCallId, { ...prior.get(message.toolCallId), message });
         }

@@ -1,34 +1,34 @@
-// The stateful per-session shell: pi's Agent (state, queues, abort, continue) with the 0.75
-// harness overlay (nextTurn before the prompt, pending session writes, settings refreshed between
-// turns). Built from a folded state so the service can rebuild it from the log at any time.
+// The per-session run driver: pi's Agent (runs, queues, abort, continue) with the 0.75 harness
+// overlay (nextTurn before the prompt, pending session writes flushed at turn_end, settings
+// refreshed between turns). It keeps no session state of its own: settings, context, queues and
+// pending writes are read from the session's one fold, which the shell updates from the log.
 import {
   type AgentMessage,
-  applyDeltas,
-  type ContextMessage,
-  drainMessageQueue,
-  emptyMessageQueues,
+  buildContext,
+  DEFAULT_SESSION_CONFIG,
   enqueueMessage,
   type ImageContent,
   type MessageQueues,
   type ModelRef,
   type QueueKind,
   type SessionConfig,
-  type StreamDelta,
+  type SessionState,
+  type SessionWrite,
+  streamingMessageOf,
   type ThinkingLevel,
 } from "@fleet/protocol";
-import { EventSink, type EventSinkObserver } from "./event-sink.js";
+import { type DraftEvent, queueUpdate, queueUpdateDraft, writeDrafts } from "../decide/drafts.js";
+import { affectsNextTurn, decideSessionWrite } from "../decide/session-write.js";
+import { EventSink } from "./event-sink.js";
 import { createUserMessage } from "./messages.js";
 import type { ResumePoint } from "./resume-point.js";
 import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
 import { AbortWatch, type LoopState, RESOLVED, type RunScope, type Sink } from "./run-scope.js";
-import { affectsNextTurn, type SessionWrite, writeEvents } from "./session-writes.js";
 import type {
-  EngineEvent,
   EngineHooks,
   EngineModel,
   EnginePorts,
   LoopConfig,
-  LoopContext,
   LoopEventBody,
   NextTurnUpdate,
   ToolDefinition,
@@ -59,21 +59,16 @@ export type RunResult =
   /** `emit` threw: nothing more was emitted after the failed event; rebuild the shell from the log. */
   | { status: "emit_failed"; runId: string; error: Error };
 
-/** The folded state the shell starts from. */
-export interface SessionEngineInit {
-  /** The current context (built from the session tree at `leafId`). */
-  messages: readonly ContextMessage[];
-  /** Parent of the next entry; `null` for an empty session. */
-  leafId: string | null;
-  config: SessionConfig;
-  queues?: MessageQueues;
-}
-
 export interface SessionEngineOptions {
   ports: EnginePorts;
-  /** Every registered tool; `config.activeTools` selects the ones the LLM sees (null = all). */
+  /**
+   * The session's one fold (`@fleet/protocol` `evolveSession`), owned by the shell. Contract: every
+   * event `emit` accepted is folded into it before `emit` resolves (a `message_update` may be folded
+   * later). The engine reads it and never modifies it.
+   */
+  session: SessionState;
+  /** Every registered tool; the session's active tools select the ones the LLM sees (null = all). */
   tools: readonly ToolDefinition[];
-  init: SessionEngineInit;
   hooks?: EngineHooks;
   /** pi's `model.api` for assistant messages the engine synthesises. Default: the provider. */
   modelApi?: (model: ModelRef) => string;
@@ -81,9 +76,10 @@ export interface SessionEngineOptions {
   sessionId?: string;
 }
 
-/** A read-only view of the shell's state (pi's `AgentState` plus the session fields). */
+/** A read-only view of the session as the engine sees it (pi's `AgentState` plus the session fields). */
 export interface SessionEngineState {
-  readonly messages: readonly ContextMessage[];
+  /** The context at the leaf (pi's `state.messages` after a compaction or navigation). */
+  readonly messages: readonly import("@fleet/protocol").ContextMessage[];
   readonly leafId: string | null;
   readonly model: ModelRef;
   readonly thinkingLevel: ThinkingLevel;
@@ -94,12 +90,13 @@ export interface SessionEngineState {
   readonly toolExecution: SessionConfig["toolExecution"];
   /** As last reported by `queue_update` (messages polled but not yet injected still count). */
   readonly queues: MessageQueues;
+  /** A run is in progress in this engine. */
   readonly isStreaming: boolean;
   readonly streamingMessage: AgentMessage | undefined;
   readonly pendingToolCalls: ReadonlySet<string>;
   readonly errorMessage: string | undefined;
   readonly runId: string | undefined;
-  /** Session writes buffered until the next flush point. */
+  /** `pending_write`s not flushed yet. */
   readonly pendingWrites: number;
 }
 
@@ -113,82 +110,99 @@ interface ActiveRun {
   idle: (() => void)[] | undefined;
 }
 
+/** Settings and context of the session at its leaf, from the fold. */
+interface SessionSettings {
+  config: SessionConfig;
+  messages: import("@fleet/protocol").ContextMessage[];
+  model: ModelRef;
+  thinkingLevel: ThinkingLevel;
+  activeTools: readonly string[] | null;
+}
+
 const NONE: AgentMessage[] = [];
-/** Shared empty queues (never modified: queue objects are always replaced). */
-const NO_QUEUES: MessageQueues = Object.freeze({ steer: NONE, followUp: NONE, nextTurn: NONE });
+const NOTHING_POLLED: Readonly<Record<QueueKind, number>> = Object.freeze({ steer: 0, followUp: 0, nextTurn: 0 });
 
 const rejected = (code: Rejection["code"], reason: string): Rejection => ({ status: "rejected", code, reason });
 
-export class SessionEngine implements EventSinkObserver {
+export class SessionEngine {
   private readonly ports: EnginePorts;
+  private readonly session: SessionState;
   private readonly sink: EventSink;
   private readonly hooks: EngineHooks;
   private readonly modelApi: ((model: ModelRef) => string) | undefined;
   private readonly maxTokens: number | undefined;
   private readonly sessionId: string | undefined;
   private tools: readonly ToolDefinition[];
-  private config: SessionConfig;
-  private messages: ContextMessage[];
-  /** Messages not yet polled. */
-  private queues: MessageQueues;
-  /** Polled but not injected yet: still reported as queued until their injection's `queue_update`. */
-  private inFlight: MessageQueues = NO_QUEUES;
   private active: ActiveRun | undefined;
-  private pendingWrites: SessionWrite[] = [];
+  /**
+   * Messages at the head of each queue that the run polled and has not injected yet (their drain's
+   * `queue_update` is not out). Run-local: after a crash they are simply still queued in the log.
+   */
+  private polled: Record<QueueKind, number> = { ...NOTHING_POLLED };
   /** Writes flushed during the run since the last `prepareNextTurn`. */
   private runDirty = false;
   private flushedMessages: AgentMessage[] = [];
-  private streamingBase: AgentMessage | undefined;
-  private streamingDeltas: StreamDelta[] = [];
-  private pendingToolCalls: ReadonlySet<string> = new Set();
-  private errorMessage: string | undefined;
   private readonly runSink: Sink;
 
   constructor(options: SessionEngineOptions) {
     this.ports = options.ports;
+    this.session = options.session;
     this.hooks = options.hooks ?? {};
     this.modelApi = options.modelApi;
     this.maxTokens = options.maxTokens;
     this.sessionId = options.sessionId;
     this.tools = options.tools;
-    this.config = { ...options.init.config };
-    this.messages = options.init.messages.slice();
-    this.queues = options.init.queues ?? NO_QUEUES;
     this.sink = new EventSink({
       emit: options.ports.emit,
       newId: options.ports.newId,
-      leafId: options.init.leafId,
-      observer: this,
+      leafId: () => this.session.tree.leafId,
+      onFailure: () => this.abort(),
     });
     this.runSink = new RunSink(this.sink, this);
   }
 
-  /** @internal EventSinkObserver: a write to the log failed; stop the run. */
-  onFailure(): void {
-    this.abort();
-  }
-
   get state(): SessionEngineState {
-    const engine = this;
+    const session = this.session;
+    let settings: SessionSettings | undefined;
+    const read = () => {
+      settings ??= this.settings();
+      return settings;
+    };
     return {
-      messages: this.messages,
-      leafId: this.sink.leafId,
-      model: this.config.model,
-      thinkingLevel: this.config.thinkingLevel,
-      systemPrompt: this.config.systemPrompt,
-      activeTools: this.config.activeTools,
-      steeringMode: this.config.steeringMode,
-      followUpMode: this.config.followUpMode,
-      toolExecution: this.config.toolExecution,
-      queues: this.reportedQueues(),
+      get messages() {
+        return read().messages;
+      },
+      leafId: session.tree.leafId,
+      get model() {
+        return read().model;
+      },
+      get thinkingLevel() {
+        return read().thinkingLevel;
+      },
+      get activeTools() {
+        return read().activeTools;
+      },
+      get systemPrompt() {
+        return read().config.systemPrompt;
+      },
+      get steeringMode() {
+        return read().config.steeringMode;
+      },
+      get followUpMode() {
+        return read().config.followUpMode;
+      },
+      get toolExecution() {
+        return read().config.toolExecution;
+      },
+      queues: session.status.queues,
       isStreaming: this.active !== undefined,
       get streamingMessage() {
-        return engine.currentStreamingMessage();
+        return streamingMessageOf(session);
       },
-      pendingToolCalls: this.pendingToolCalls,
-      errorMessage: this.errorMessage,
+      pendingToolCalls: session.status.pendingToolCalls,
+      errorMessage: session.status.errorMessage,
       runId: this.active?.runId,
-      pendingWrites: this.pendingWrites.length,
+      pendingWrites: session.pendingWrites.length,
     };
   }
 
@@ -202,12 +216,7 @@ export class SessionEngine implements EventSinkObserver {
   /** pi's `continue()` decision table, without side effects. */
   checkContinue(): Rejection | undefined {
     if (this.active) return rejected("busy", ENGINE_ERROR_TEXT.continueBusy);
-    const last = this.messages.at(-1);
-    if (!last) return rejected("conflict", ENGINE_ERROR_TEXT.noMessages);
-    if (last.role === "assistant" && this.queues.steer.length === 0 && this.queues.followUp.length === 0) {
-      return rejected("conflict", ENGINE_ERROR_TEXT.assistantTail);
-    }
-    return undefined;
+    return continueRefusal(this.settings().messages, this.session.status.queues);
   }
 
   /**
@@ -234,23 +243,32 @@ export class SessionEngine implements EventSinkObserver {
   continue(options: { runId?: string } = {}): Promise<RunResult> {
     const refused = this.checkContinue();
     if (refused) return Promise.resolve(refused);
-    if (this.messages.at(-1)?.role === "assistant") {
-      const steering = this.poll("steer", this.config.steeringMode);
+    const settings = this.settings();
+    if (settings.messages.at(-1)?.role === "assistant") {
+      const steering = this.poll("steer", settings.config.steeringMode);
       if (steering.length > 0) {
         return this.startRun(options.runId, (loop, run) =>
           runPrompt(steering, loop, run, { skipInitialSteeringPoll: true }),
         );
       }
-      const followUps = this.poll("followUp", this.config.followUpMode);
+      const followUps = this.poll("followUp", settings.config.followUpMode);
       return this.startRun(options.runId, (loop, run) => runPrompt(followUps, loop, run));
     }
     return this.startRun(options.runId, (loop, run) => runContinuation(loop, run));
   }
 
-  /** Carries on an interrupted run (the shell must hold the log's state up to the interruption). */
+  /**
+   * Carries on an interrupted run from the log's position (`resumePointFromCursor`). A run whose
+   * abort was accepted before the interruption carries on aborted.
+   */
   resume(point: ResumePoint): Promise<RunResult> {
     if (this.active) return Promise.resolve(rejected("busy", ENGINE_ERROR_TEXT.busy));
-    return this.startRun(point.runId, (loop, run) => runResumed(point, loop, run), point.runMessages ?? []);
+    return this.startRun(
+      point.runId,
+      (loop, run) => runResumed(point, loop, run),
+      point.runMessages ?? [],
+      point.aborted === true,
+    );
   }
 
   /** Aborts the active run (no-op when idle). Queues are left as they are (pi 0.73 Agent). */
@@ -289,14 +307,16 @@ export class SessionEngine implements EventSinkObserver {
 
   /** Empties the given queues (default all three); emits `queue_update` when anything changed. */
   async clearQueues(kinds: readonly QueueKind[] = ["steer", "followUp", "nextTurn"]): Promise<MessageQueues> {
-    const cleared = emptyMessageQueues();
+    const queues = this.session.status.queues;
+    const cleared: MessageQueues = { steer: [], followUp: [], nextTurn: [] };
+    const next: MessageQueues = { ...queues };
     let changed = false;
     for (const kind of kinds) {
-      cleared[kind] = this.queues[kind];
-      changed ||= this.queues[kind].length > 0;
-      this.queues = { ...this.queues, [kind]: [] };
+      cleared[kind] = queues[kind].slice(this.polled[kind]);
+      changed ||= cleared[kind].length > 0;
+      next[kind] = queues[kind].slice(0, this.polled[kind]);
     }
-    if (changed) await this.emitQueueUpdate();
+    if (changed) await this.emitDrafts([queueUpdateDraft(this.ports.newId(), next)]);
     return cleared;
   }
 
@@ -331,16 +351,21 @@ export class SessionEngine implements EventSinkObserver {
     return this.write({ type: "message", message });
   }
 
-  // ---- configuration ----------------------------------------------------------------------------
-
   /**
-   * Settings that are not tree entries. Queue modes apply at the next poll, `toolExecution` at the
-   * next run, `systemPrompt` at the next turn.
+   * Settings that are not tree entries (`config_change`). Queue modes apply at the next poll,
+   * `toolExecution` at the next run, `systemPrompt` at the next turn.
    */
-  configure(patch: Partial<Pick<SessionConfig, "systemPrompt" | "steeringMode" | "followUpMode" | "toolExecution">>) {
-    for (const [key, value] of Object.entries(patch)) {
-      if (value !== undefined) (this.config as Record<string, unknown>)[key] = value;
-    }
+  async configure(
+    patch: Partial<Pick<SessionConfig, "systemPrompt" | "steeringMode" | "followUpMode" | "toolExecution">>,
+  ): Promise<void> {
+    const present = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+    if (Object.keys(present).length === 0) return;
+    await this.emitDrafts([{ id: this.ports.newId(), body: { type: "config_change", ...present } }]);
+    this.noteConfigured(patch);
+  }
+
+  /** The shell appended a `config_change` itself: a new system prompt applies from the next turn. */
+  noteConfigured(patch: { systemPrompt?: string | undefined }): void {
     if (patch.systemPrompt !== undefined && this.active) this.runDirty = true;
   }
 
@@ -350,39 +375,56 @@ export class SessionEngine implements EventSinkObserver {
     if (this.active) this.runDirty = true;
   }
 
-  /** Replaces the transcript and leaf, e.g. after a navigation or compaction the service applied. Idle only. */
-  replaceContext(messages: readonly ContextMessage[], leafId: string | null): Rejection | undefined {
-    if (this.active) return rejected("busy", ENGINE_ERROR_TEXT.busy);
-    this.messages = messages.slice();
-    this.sink.moveLeaf(leafId);
-    return undefined;
-  }
-
   // ---- internals --------------------------------------------------------------------------------
+
+  private settings(): SessionSettings {
+    const config = this.session.tree.config ?? DEFAULT_SESSION_CONFIG;
+    const ctx = buildContext(this.session.tree);
+    if (!ctx.ok) {
+      return {
+        config,
+        messages: [],
+        model: config.model,
+        thinkingLevel: config.thinkingLevel,
+        activeTools: config.activeTools,
+      };
+    }
+    return {
+      config,
+      messages: ctx.messages,
+      model: ctx.model ?? config.model,
+      thinkingLevel: ctx.thinkingLevel,
+      activeTools: ctx.activeToolNames,
+    };
+  }
 
   private async startRun(
     runId: string | undefined,
     body: (loop: LoopState, run: RunScope) => Promise<AgentMessage[]>,
     runMessages: readonly AgentMessage[] = NONE,
+    aborted = false,
   ): Promise<RunResult> {
     const id = runId ?? this.ports.newId();
     const controller = new AbortController();
+    if (aborted) controller.abort();
     const abort = new AbortWatch(controller.signal, { attach: false });
     const active: ActiveRun = { runId: id, controller, abort, idle: undefined };
     this.active = active;
     this.sink.runId = id;
-    this.streamingBase = undefined;
-    if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
-    this.errorMessage = undefined;
     this.runDirty = false;
     this.flushedMessages.length = 0;
 
-    const model = this.engineModel();
+    const settings = this.settings();
+    const model = this.engineModel(settings.model);
     const loop: LoopState = {
-      context: this.currentContext(),
-      config: new ShellLoopConfig(this, this.hooks, model, this.config, this.maxTokens, this.sessionId),
+      context: {
+        systemPrompt: settings.config.systemPrompt,
+        messages: settings.messages.slice(),
+        tools: this.activeTools(settings.activeTools),
+      },
+      config: new ShellLoopConfig(this, this.hooks, model, settings, this.maxTokens, this.sessionId),
       model,
-      thinkingLevel: this.config.thinkingLevel,
+      thinkingLevel: settings.thinkingLevel,
       newMessages: runMessages.slice(),
     };
     const run: RunScope = { ports: this.ports, sink: this.runSink, signal: controller.signal, abort };
@@ -392,9 +434,11 @@ export class SessionEngine implements EventSinkObserver {
     } catch (error) {
       result = { status: "emit_failed", runId: id, error: this.sink.failure ?? (error as Error) };
     }
-    this.finishRun();
+    this.active = undefined;
+    this.sink.runId = undefined;
+    this.polled = { ...NOTHING_POLLED };
     if (active.idle) for (const resolve of active.idle) resolve();
-    if (this.pendingWrites.length > 0 && !this.sink.failure) {
+    if (this.session.pendingWrites.length > 0 && !this.sink.failure && !this.session.status.isStreaming) {
       try {
         await this.flushWrites();
       } catch {
@@ -404,32 +448,20 @@ export class SessionEngine implements EventSinkObserver {
     return result;
   }
 
-  private finishRun(): void {
-    this.active = undefined;
-    this.sink.runId = undefined;
-    this.streamingBase = undefined;
-    if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
-    this.pendingToolCalls = new Set();
-    for (const kind of ["steer", "followUp", "nextTurn"] as const) {
-      if (this.inFlight[kind].length > 0)
-        this.queues = { ...this.queues, [kind]: [...this.inFlight[kind], ...this.queues[kind]] };
-    }
-    this.inFlight = NO_QUEUES;
-  }
-
   /** @internal Harness `prepareNextTurn`: settings and messages flushed since the last turn apply from now on; then the user hook. */
   prepareNextTurn(turn: TurnContext): NextTurnUpdate | undefined | Promise<NextTurnUpdate | undefined> {
     let update: NextTurnUpdate | undefined;
     if (this.runDirty) {
       this.runDirty = false;
+      const settings = this.settings();
       update = {
         context: {
-          systemPrompt: this.config.systemPrompt,
+          systemPrompt: settings.config.systemPrompt,
           messages: [...turn.context.messages, ...this.flushedMessages],
-          tools: this.activeTools(),
+          tools: this.activeTools(settings.activeTools),
         },
-        model: this.engineModel(),
-        thinkingLevel: this.config.thinkingLevel,
+        model: this.engineModel(settings.model),
+        thinkingLevel: settings.thinkingLevel,
       };
       this.flushedMessages.length = 0;
     }
@@ -448,159 +480,128 @@ export class SessionEngine implements EventSinkObserver {
 
   /** @internal */
   pollSteering(): AgentMessage[] {
-    return this.poll("steer", this.config.steeringMode);
+    return this.poll("steer", this.configNow().steeringMode);
   }
 
   /** @internal */
   pollFollowUp(): AgentMessage[] {
-    return this.poll("followUp", this.config.followUpMode);
+    return this.poll("followUp", this.configNow().followUpMode);
   }
 
-  private currentContext(): LoopContext {
-    return { systemPrompt: this.config.systemPrompt, messages: this.messages.slice(), tools: this.activeTools() };
+  private configNow(): SessionConfig {
+    return this.session.tree.config ?? DEFAULT_SESSION_CONFIG;
   }
 
-  private activeTools(): readonly ToolDefinition[] {
-    const names = this.config.activeTools;
+  private activeTools(names: readonly string[] | null): readonly ToolDefinition[] {
     if (names === null) return this.tools;
     return this.tools.filter((t) => names.includes(t.name));
   }
 
-  private engineModel(): EngineModel {
-    const model = this.config.model;
+  private engineModel(model: ModelRef): EngineModel {
     return this.modelApi ? { ...model, api: this.modelApi(model) } : { ...model };
   }
 
-  private async enqueue(kind: QueueKind, message: AgentMessage): Promise<void> {
-    this.queues = enqueueMessage(this.queues, kind, message);
-    await this.emitQueueUpdate();
+  private enqueue(kind: QueueKind, message: AgentMessage): Promise<void> {
+    return this.sink.emit(
+      () => queueUpdate(enqueueMessage(this.session.status.queues, kind, message)) as LoopEventBody,
+    );
   }
 
-  /** Removes messages from a queue; they stay reported as queued until `announceDrain`. */
+  /**
+   * Takes messages from the head of a queue, past the ones already polled; they stay reported as
+   * queued (in the log's queues) until `announceDrain`.
+   */
   private poll(kind: QueueKind, mode: SessionConfig["steeringMode"]): AgentMessage[] {
-    if (this.queues[kind].length === 0) return NONE;
-    const { queues, drained } = drainMessageQueue(this.queues, kind, mode);
-    if (drained.length === 0) return drained;
-    this.queues = queues;
-    this.inFlight = { ...this.inFlight, [kind]: [...this.inFlight[kind], ...drained] };
+    const available = this.session.status.queues[kind].slice(this.polled[kind]);
+    if (available.length === 0) return NONE;
+    const drained = mode === "all" ? available : available.slice(0, 1);
+    this.polled[kind] += drained.length;
     return drained;
   }
 
-  /** The drain's `queue_update`, just before the injected messages' first `message_start`. */
-  /** @internal */
+  /**
+   * @internal The drain's `queue_update`, just before the injected messages' first `message_start`:
+   * the queues as they are at delivery, without the drained heads (messages queued meanwhile stay).
+   */
   announceDrain(): Promise<void> | undefined {
-    const moved = this.inFlight.steer.length + this.inFlight.followUp.length + this.inFlight.nextTurn.length;
-    if (moved === 0) return undefined;
-    this.inFlight = NO_QUEUES;
-    return this.emitQueueUpdate();
-  }
-
-  private reportedQueues(): MessageQueues {
-    const f = this.inFlight;
-    const q = this.queues;
-    if (f.steer.length + f.followUp.length + f.nextTurn.length === 0) return q;
-    return {
-      steer: [...f.steer, ...q.steer],
-      followUp: [...f.followUp, ...q.followUp],
-      nextTurn: [...f.nextTurn, ...q.nextTurn],
-    };
-  }
-
-  private emitQueueUpdate(): Promise<void> {
-    const q = this.reportedQueues();
-    return this.sink.emit({
-      type: "queue_update",
-      steer: q.steer.slice(),
-      followUp: q.followUp.slice(),
-      nextTurn: q.nextTurn.slice(),
+    const polled = this.polled;
+    if (polled.steer + polled.followUp + polled.nextTurn === 0) return undefined;
+    this.polled = { ...NOTHING_POLLED };
+    return this.sink.emit(() => {
+      const queues = this.session.status.queues;
+      return queueUpdate({
+        steer: queues.steer.slice(polled.steer),
+        followUp: queues.followUp.slice(polled.followUp),
+        nextTurn: queues.nextTurn.slice(polled.nextTurn),
+      }) as LoopEventBody;
     });
   }
 
-  private async write(write: SessionWrite): Promise<"emitted" | "buffered"> {
-    if (this.active) {
-      this.pendingWrites.push(write);
-      return "buffered";
-    }
-    await this.emitWrite(write);
-    return "emitted";
+  /**
+   * Runs `fn` between two of the engine's deliveries (see `EventSink.exclusive`): the shell decides
+   * and appends a command's events this way, on a fold that holds every event emitted before.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.sink.exclusive(fn);
   }
 
-  private async emitWrite(write: SessionWrite): Promise<void> {
-    if (this.active && affectsNextTurn(write)) {
-      this.runDirty = true;
-      if (write.type === "message") this.flushedMessages.push(write.message);
-    }
-    for (const body of writeEvents(write)) await this.sink.emit(body);
+  private async write(write: SessionWrite): Promise<"emitted" | "buffered"> {
+    const deferred = this.active !== undefined || this.session.status.isStreaming || this.session.compaction !== null;
+    const drafts = decideSessionWrite(this.session, write, `engine:${write.type}`, this.ports.newId, deferred);
+    await this.emitDrafts(drafts);
+    return deferred ? "buffered" : "emitted";
+  }
+
+  private async emitDrafts(drafts: readonly DraftEvent[]): Promise<void> {
+    for (const draft of drafts) await this.sink.emit(draft.body as LoopEventBody, draft.id);
   }
 
   /** @internal */
   hasPendingWrites(): boolean {
-    return this.pendingWrites.length > 0;
+    return this.session.pendingWrites.length > 0;
   }
 
-  /** @internal Emits buffered writes in FIFO order (writes buffered meanwhile are flushed too). */
+  /**
+   * @internal Carries out the log's pending writes in acceptance order (writes deferred meanwhile
+   * are flushed too). Each is settled by its entry event, whose id the `pending_write` named.
+   */
   async flushWrites(): Promise<void> {
-    while (this.pendingWrites.length > 0) {
-      const write = this.pendingWrites.shift() as SessionWrite;
-      await this.emitWrite(write);
-    }
-  }
-
-  private currentStreamingMessage(): AgentMessage | undefined {
-    const base = this.streamingBase;
-    if (base?.role === "assistant" && this.streamingDeltas.length > 0) {
-      this.streamingBase = applyDeltas(base, this.streamingDeltas);
-      if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
-    }
-    return this.streamingBase;
-  }
-
-  /** @internal EventSinkObserver: pi's `processEvents` reductions, applied when an event is queued. */
-  onEvent(event: EngineEvent): void {
-    const body = event.body;
-    switch (body.type) {
-      case "message_start":
-        this.streamingBase = body.message;
-        if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
-        break;
-      case "message_update":
-        for (const delta of body.deltas) this.streamingDeltas.push(delta);
-        break;
-      case "message_end":
-        this.streamingBase = undefined;
-        if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
-        this.messages.push(body.message);
-        break;
-      case "tool_execution_start": {
-        const next = new Set(this.pendingToolCalls);
-        next.add(body.toolCallId);
-        this.pendingToolCalls = next;
-        break;
+    while (this.session.pendingWrites.length > 0) {
+      const pending = this.session.pendingWrites[0];
+      if (!pending) break;
+      const write = pending.write;
+      const started =
+        write.type === "message" && sameMessage(streamingMessageOf(this.session), write.message)
+          ? undefined
+          : this.ports.newId();
+      if (this.active && affectsNextTurn(write)) {
+        this.runDirty = true;
+        if (write.type === "message") this.flushedMessages.push(write.message);
       }
-      case "tool_execution_end": {
-        const next = new Set(this.pendingToolCalls);
-        next.delete(body.toolCallId);
-        this.pendingToolCalls = next;
-        break;
-      }
-      case "turn_end":
-        if (body.message.errorMessage) this.errorMessage = body.message.errorMessage;
-        break;
-      case "agent_end":
-        this.streamingBase = undefined;
-        if (this.streamingDeltas.length > 0) this.streamingDeltas = [];
-        break;
-      case "model_change":
-        this.config = { ...this.config, model: { provider: body.provider, modelId: body.modelId } };
-        break;
-      case "thinking_level_change":
-        this.config = { ...this.config, thinkingLevel: body.thinkingLevel };
-        break;
-      case "active_tools_change":
-        this.config = { ...this.config, activeTools: body.toolNames.slice() };
-        break;
+      await this.emitDrafts(
+        writeDrafts(write, { eventId: pending.eventId, startId: write.type === "message" ? started : undefined }),
+      );
+      if (this.session.pendingWrites[0] === pending) break; // the shell did not fold the settling event
     }
   }
+}
+
+/** pi's `continue()` refusals, from the context and the queues. */
+export function continueRefusal(
+  messages: readonly import("@fleet/protocol").ContextMessage[],
+  queues: MessageQueues,
+): Rejection | undefined {
+  const last = messages.at(-1);
+  if (!last) return rejected("conflict", ENGINE_ERROR_TEXT.noMessages);
+  if (last.role === "assistant" && queues.steer.length === 0 && queues.followUp.length === 0) {
+    return rejected("conflict", ENGINE_ERROR_TEXT.assistantTail);
+  }
+  return undefined;
+}
+
+/** True when a logged `message_start` (read back from the log) is the message of a write. */
+function sameMessage(a: AgentMessage | undefined, b: AgentMessage): boolean {
+  return a !== undefined && a.role === b.role && a.timestamp === b.timestamp && JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** A run's loop config: the session's settings and hooks, with the queue and turn callbacks of the shell. */
@@ -621,14 +622,14 @@ class ShellLoopConfig implements LoopConfig {
     engine: SessionEngine,
     hooks: EngineHooks,
     model: EngineModel,
-    config: SessionConfig,
+    settings: SessionSettings,
     maxTokens: number | undefined,
     sessionId: string | undefined,
   ) {
     this.engine = engine;
     this.model = model;
-    this.thinkingLevel = config.thinkingLevel;
-    this.toolExecution = config.toolExecution;
+    this.thinkingLevel = settings.thinkingLevel;
+    this.toolExecution = settings.config.toolExecution;
     this.maxTokens = maxTokens;
     this.sessionId = sessionId;
     this.transformContext = hooks.transformContext;

@@ -1,7 +1,8 @@
-// Session writes: immediate when idle, buffered during a run and flushed FIFO at turn_end / agent_end.
+// Session writes: immediate when idle; during a run recorded as `pending_write` events and flushed
+// FIFO at turn_end / agent_end (the flush reads them from the session's fold).
 import type { AgentMessage } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { echoTool, testEngine, trace } from "./testing/harness.js";
+import { echoTool, T0, testEngine, trace } from "./testing/harness.js";
 
 const custom = (text: string): AgentMessage => ({
   role: "custom",
@@ -66,7 +67,8 @@ describe("session writes", () => {
       thinkingLevel: "high",
       activeTools: ["echo"],
       leafId: "e8",
-      messages: [custom("hello")],
+      // the context is built from the tree: a custom message entry is timestamped by its event
+      messages: [{ ...custom("hello"), timestamp: T0 }],
     });
   });
 
@@ -104,6 +106,8 @@ describe("session writes", () => {
       "message_start:assistant(…)",
       "message_end:assistant(toolUse)",
       "tool_execution_start:t1",
+      "pending_write(thinking_level_change)",
+      "pending_write(message)",
       "tool_execution_end:t1",
       "message_start:toolResult(t1)",
       "message_end:toolResult(t1)",
@@ -133,6 +137,10 @@ describe("session writes", () => {
     const toolResultEnd = t.rec.events.filter((e) => e.body.type === "message_end")[3];
     expect(level?.runId).toBe("e2");
     expect(level?.body).toMatchObject({ entry: { parentId: toolResultEnd?.id } });
+    // each flushed event has the id its pending_write named, which settles it
+    const pending = t.rec.events.find((e) => e.body.type === "pending_write")?.body;
+    expect(pending).toMatchObject({ write: { type: "thinking_level_change" }, eventId: level?.id });
+    expect(t.engine.state.pendingWrites).toBe(0);
   });
 
   it("writes after the last turn_end are flushed before agent_end; model and tool changes reach the next turn", async () => {
@@ -155,7 +163,7 @@ describe("session writes", () => {
       },
     });
     await t.engine.prompt("go");
-    expect(trace(t.rec.events).slice(-9)).toEqual([
+    expect(trace(t.rec.events).slice(-10)).toEqual([
       "turn_end[t1]",
       "model_change(p2/m2)",
       "active_tools_change(other)",
@@ -163,6 +171,7 @@ describe("session writes", () => {
       "message_start:assistant(…)",
       "message_end:assistant(stop)",
       "turn_end[]",
+      "pending_write(session_info)",
       "session_info(named late)",
       "agent_end(4)",
     ]);
@@ -179,6 +188,7 @@ describe("session writes", () => {
     const last = t.rec.events.at(-1);
     expect(last?.body).toMatchObject({ type: "label", targetId: "x", label: null });
     expect(last?.runId).toBeUndefined();
+    expect(t.rec.events.at(-2)?.body.type).toBe("pending_write");
     expect(t.engine.state.pendingWrites).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
-// Test entry of @fleet/loop (`@fleet/loop/testing`, sources only, not built): the engine's in-memory
+// Test entry of @fleet/loop (`@fleet/loop/testing`, sources only, not built): the decider's
+// given/when/then spec helper, and the engine's in-memory
 // test harness (fixed clock and ids, recorders, deferreds).
 
 export {
@@ -16,3 +17,17 @@ export {
   trace,
   user,
 } from "../engine/testing/harness.js";
+export {
+  command,
+  type Given,
+  given,
+  givenLog,
+  HELLO,
+  HI,
+  ONE_RUN,
+  type Outcome,
+  SPEC_DEFAULTS,
+  SPEC_TOOLS,
+  type SpecEvent,
+  withoutMeta,
+} from "./decider-spec.js";

@@ -1,8 +1,18 @@
 // Test fixtures for the engine: fixed clock and ids, an event recorder, compact traces.
-import { type AgentMessage, type SessionConfig, sessionConfigWith } from "@fleet/protocol";
+import {
+  type AgentMessage,
+  type ContextMessage,
+  evolveSession,
+  type FleetEvent,
+  initialSessionState,
+  type MessageQueues,
+  type SessionConfig,
+  type SessionState,
+  sessionConfigWith,
+} from "@fleet/protocol";
 import { createInProcessExecutor, type ToolHandler } from "../in-process-tools.js";
 import { createScriptedProvider, type ScriptedProvider, type ScriptStep, type Sleep } from "../scripted-provider.js";
-import { SessionEngine, type SessionEngineInit, type SessionEngineOptions } from "../session-engine.js";
+import { SessionEngine, type SessionEngineOptions } from "../session-engine.js";
 import type { Emit, EngineEvent, EnginePorts, ToolDefinition } from "../types.js";
 
 export const T0 = 1_000;
@@ -99,6 +109,9 @@ export function trace(events: readonly EngineEvent[], options: { updates?: boole
       case "run_resumed":
         out.push(`run_resumed(${body.reason})`);
         break;
+      case "pending_write":
+        out.push(`pending_write(${body.write.type})`);
+        break;
       default:
         out.push(body.type);
     }
@@ -175,11 +188,62 @@ export async function flush(rounds = 3): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
+/** Where a test session starts (the fold is built from it without recording events). */
+export interface SessionInit {
+  /** The context: becomes a chain of message entries (`init-1`, … or `leafId` for the last). */
+  messages?: readonly ContextMessage[];
+  /** The leaf: the last message's entry id, or an id the tree does not hold (a leaf with no context). */
+  leafId?: string | null;
+  config?: SessionConfig;
+  queues?: MessageQueues;
+}
+
+export const TEST_SESSION_ID = "s-test";
+
+/** Wire meta of an engine event (what the service's appender stamps). */
+export function toFleetEvent(event: EngineEvent): FleetEvent {
+  return {
+    ...event.body,
+    meta: {
+      v: 1,
+      id: event.id,
+      sessionId: TEST_SESSION_ID,
+      ts: T0,
+      ...(event.runId ? { runId: event.runId } : {}),
+      producer: "test",
+    },
+  } as FleetEvent;
+}
+
+/** A session's fold at `init`, as the shell would hold it after loading such a log. */
+export function sessionAt(init: SessionInit, config: SessionConfig = defaultConfig()): SessionState {
+  const state = initialSessionState();
+  const stamp = (id: string) => ({ v: 1 as const, id, sessionId: TEST_SESSION_ID, ts: T0, producer: "test" });
+  evolveSession(state, { type: "session_created", config: init.config ?? config, meta: stamp("init-0") });
+  const messages = init.messages ?? [];
+  let parentId: string | null = null;
+  messages.forEach((message, i) => {
+    const id = i === messages.length - 1 && init.leafId ? init.leafId : `init-${i + 1}`;
+    evolveSession(state, {
+      type: "message_end",
+      message: message as AgentMessage,
+      entry: { id, parentId },
+      meta: stamp(id),
+    });
+    parentId = id;
+  });
+  if (init.leafId !== undefined && messages.length === 0) state.tree.leafId = init.leafId;
+  if (init.queues) evolveSession(state, { type: "queue_update", ...init.queues, meta: stamp("init-q") } as FleetEvent);
+  return state;
+}
+
 export interface TestEngine {
   engine: SessionEngine;
   rec: Recorder;
   provider: ScriptedProvider;
   ports: EnginePorts;
+  /** The session's fold, updated from every recorded event (as the service's shell does). */
+  session: SessionState;
 }
 
 export function testEngine(options: {
@@ -187,7 +251,7 @@ export function testEngine(options: {
   tools?: ToolDefinition[];
   /** Handlers, or a function of the recorder (to wait for emitted events). */
   handlers?: Record<string, ToolHandler> | ((rec: Recorder) => Record<string, ToolHandler>);
-  init?: Partial<SessionEngineInit>;
+  init?: SessionInit;
   config?: Partial<SessionConfig>;
   hooks?: SessionEngineOptions["hooks"];
   sleep?: Sleep;
@@ -198,6 +262,11 @@ export function testEngine(options: {
   wrapEmit?: (emit: Emit) => Emit;
 }): TestEngine {
   const rec = recorder();
+  const session = sessionAt(options.init ?? {}, defaultConfig(options.config));
+  const folding: Emit = (event) => {
+    evolveSession(session, toFleetEvent(event));
+    return rec.emit(event);
+  };
   const provider = createScriptedProvider({
     steps: options.steps ?? [],
     now: () => T0,
@@ -210,16 +279,16 @@ export function testEngine(options: {
     executeTool: createInProcessExecutor(
       typeof options.handlers === "function" ? options.handlers(rec) : (options.handlers ?? {}),
     ),
-    emit: options.wrapEmit ? options.wrapEmit(rec.emit) : rec.emit,
+    emit: options.wrapEmit ? options.wrapEmit(folding) : folding,
     now: () => T0,
     newId: sequentialIds(),
   };
   const engine = new SessionEngine({
     ports,
+    session,
     tools: options.tools ?? [],
-    init: { messages: [], leafId: null, config: defaultConfig(options.config), ...options.init },
     ...(options.hooks ? { hooks: options.hooks } : {}),
     ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
   });
-  return { engine, rec, provider, ports };
+  return { engine, rec, provider, ports, session };
 }

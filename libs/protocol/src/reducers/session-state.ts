@@ -1,0 +1,243 @@
+// The one fold of a session for its single writer (the loop worker that owns it): the tree, pi's
+// agent status, the run cursor, and everything the log says is still to be done.
+
+import type { StreamDelta } from "../assistant-stream.js";
+import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
+import { type AgentStatus, foldAgentStatus, initialAgentStatus } from "./agent-state.js";
+import { applyDeltas } from "./apply-deltas.js";
+import { foldRunCursor, idleRunCursor, type RunCursor } from "./run-cursor.js";
+import { emptySessionTree, foldSessionTreeInPlace, type SessionTree } from "./session-tree.js";
+
+/** A `pending_write` not yet settled by its flush (see `PendingWriteEvent`). */
+export interface PendingWrite {
+  commandId: string;
+  /** `meta.id` of the event that will create the write's entry. */
+  eventId: string;
+  write: SessionWrite;
+}
+
+/** What the log holds of one command. */
+export interface CommandRecord {
+  type: string;
+  outcome: "accepted" | "rejected";
+  /** Events with this `meta.commandId` (the acceptance's own events after `command_accepted`). */
+  events: number;
+}
+
+/** A tool call that asked for a person's approval, and the decision once one is logged. */
+export interface ApprovalRecord {
+  toolName: string;
+  args: unknown;
+  decision: { approved: boolean; reason?: string | undefined } | undefined;
+}
+
+/** A compaction between `compaction_start` and `compaction_end`. */
+export interface OpenCompaction {
+  /** `meta.id` of its `compaction_start`. */
+  id: string;
+  reason: CompactionReason;
+  /** The run it belongs to (automatic compaction inside a run); `undefined` for a standalone one. */
+  runId: string | undefined;
+  /** An `abort` was accepted while it was open. */
+  abortRequested: boolean;
+  /** The focus a `compact` command asked for. */
+  instructions: string | undefined;
+  /** The `compaction` entry it appended, once appended (then only its `compaction_end` is missing). */
+  entryId: string | undefined;
+}
+
+/**
+ * Everything a session's writer needs to decide, derived only from the session's events (so a new
+ * owner derives the same from the log). Mutable, for a single owner: `evolveSession` updates it in
+ * place, O(1) per event (the tree with `foldSessionTreeInPlace`, the rest with the protocol's
+ * reducers). Hand out `tree` or `status` only to code that does not keep them across a fold.
+ */
+export interface SessionState {
+  tree: SessionTree;
+  /** pi's agent status (`foldAgentStatus`): settings, queues, run id, streaming message, pending calls. */
+  status: AgentStatus;
+  /** Where the last run stands. Read it with `runCursorOf` while an assistant message streams. */
+  cursor: RunCursor;
+  /**
+   * Command id → its logged outcome, and how many events its acceptance appended after the outcome
+   * (`meta.commandId`). A command id is handled once for the session's whole life.
+   */
+  commands: Map<string, CommandRecord>;
+  /** Writes accepted during a run or compaction and not flushed yet, in acceptance order. */
+  pendingWrites: PendingWrite[];
+  /** Tool call id → approval request and decision. */
+  approvals: Map<string, ApprovalRecord>;
+  compaction: OpenCompaction | null;
+  /** The last `owner_change`. */
+  owner: { workerId: string; epoch: number } | null;
+  /** `message_update` deltas not yet applied to the cursor and the streaming message (applied on read). */
+  streamDeltas: StreamDelta[][];
+  /** Events folded. */
+  events: number;
+}
+
+export function initialSessionState(): SessionState {
+  return {
+    tree: emptySessionTree(),
+    status: initialAgentStatus(),
+    cursor: idleRunCursor(),
+    commands: new Map(),
+    pendingWrites: [],
+    approvals: new Map(),
+    compaction: null,
+    owner: null,
+    streamDeltas: [],
+    events: 0,
+  };
+}
+
+/**
+ * Applies one event in place. Redelivered events change nothing that the tree's id checks cover;
+ * the single writer never folds an event twice. Contract: never throws.
+ * `message_update` costs O(1): its deltas are applied only when the partial message is read
+ * (`runCursorOf`, `streamingMessageOf`), and dropped when `message_end` replaces it.
+ */
+export function evolveSession(state: SessionState, event: FleetEvent): void {
+  state.events++;
+  const byCommand = event.meta.commandId ? state.commands.get(event.meta.commandId) : undefined;
+  if (byCommand) byCommand.events++;
+  if (event.type === "message_update") {
+    if (state.cursor.kind === "streaming") state.streamDeltas.push(event.deltas);
+    return;
+  }
+  if (event.type === "message_end" || event.type === "agent_start") state.streamDeltas = [];
+  else settleStream(state);
+  foldSessionTreeInPlace(state.tree, event);
+  state.status = foldAgentStatus(state.status, event);
+  state.cursor = foldRunCursor(state.cursor, event);
+  switch (event.type) {
+    case "command_accepted":
+      if (!state.commands.has(event.commandId)) {
+        state.commands.set(event.commandId, { type: event.commandType, outcome: "accepted", events: 0 });
+      }
+      if (event.commandType === "abort" && state.compaction && !state.compaction.runId) {
+        state.compaction.abortRequested = true;
+      }
+      break;
+    case "command_rejected":
+      if (!state.commands.has(event.commandId)) {
+        state.commands.set(event.commandId, { type: event.commandType, outcome: "rejected", events: 0 });
+      }
+      break;
+    case "pending_write":
+      state.pendingWrites.push({ commandId: event.commandId, eventId: event.eventId, write: event.write });
+      break;
+    case "tool_approval_requested":
+      if (!state.approvals.has(event.toolCallId)) {
+        state.approvals.set(event.toolCallId, { toolName: event.toolName, args: event.args, decision: undefined });
+      }
+      break;
+    case "tool_approval_resolved": {
+      const record = state.approvals.get(event.toolCallId);
+      const decision = { approved: event.approved, ...(event.reason !== undefined ? { reason: event.reason } : {}) };
+      if (record) record.decision ??= decision;
+      else state.approvals.set(event.toolCallId, { toolName: "", args: undefined, decision });
+      break;
+    }
+    case "compaction_start":
+      state.compaction = {
+        id: event.meta.id,
+        reason: event.reason,
+        runId: state.status.runId,
+        abortRequested: false,
+        instructions: event.instructions,
+        entryId: undefined,
+      };
+      break;
+    case "compaction":
+      if (state.compaction) state.compaction.entryId = event.entry.id;
+      break;
+    case "compaction_end":
+      state.compaction = null;
+      break;
+    case "owner_change":
+      state.owner = { workerId: event.workerId, epoch: event.epoch };
+      break;
+  }
+  if (state.pendingWrites.length > 0) {
+    const settled = state.pendingWrites.findIndex((w) => w.eventId === event.meta.id);
+    if (settled >= 0) state.pendingWrites.splice(settled, 1);
+  }
+}
+
+/** Folds `events` in order from `state` (default: the initial state), in place. */
+export function foldSessionEvents(events: Iterable<FleetEvent>, state = initialSessionState()): SessionState {
+  for (const event of events) evolveSession(state, event);
+  return state;
+}
+
+/** Applies buffered `message_update` deltas to the cursor and the streaming message. */
+function settleStream(state: SessionState): void {
+  if (state.streamDeltas.length === 0) return;
+  const deltas = state.streamDeltas.flat();
+  state.streamDeltas = [];
+  if (state.cursor.kind === "streaming") {
+    state.cursor = { ...state.cursor, partial: applyDeltas(state.cursor.partial, deltas) };
+  }
+  const streaming = state.status.streamingMessage;
+  if (streaming?.role === "assistant") {
+    state.status = { ...state.status, streamingMessage: applyDeltas(streaming, deltas) };
+  }
+}
+
+/** The run cursor with every streamed delta applied. */
+export function runCursorOf(state: SessionState): RunCursor {
+  settleStream(state);
+  return state.cursor;
+}
+
+/** pi's `streamingMessage`, with every streamed delta applied. */
+export function streamingMessageOf(state: SessionState): AgentStatus["streamingMessage"] {
+  settleStream(state);
+  return state.status.streamingMessage;
+}
+
+/**
+ * The id to stamp as `meta.runId` on an event appended now: the open run's, else an open standalone
+ * compaction's (its `compaction_start` id); `undefined` when nothing is open. See `EventMeta`.
+ */
+export function openOperationId(state: SessionState): string | undefined {
+  return state.status.runId ?? state.compaction?.id;
+}
+
+/** What the session is doing, as the log says: the states a command is decided in. */
+export type SessionActivity =
+  | "none"
+  | "idle"
+  | "compacting"
+  | "streaming"
+  | "tools_pending"
+  | "awaiting_approval"
+  | "running";
+
+/**
+ * - `none`: no `session_created` yet;
+ * - `compacting`: a compaction is open (inside a run or not);
+ * - `awaiting_approval`: a tool call waits for a person's decision;
+ * - `tools_pending`: tool calls of the last assistant message have not all ended;
+ * - `streaming`: an assistant message has started and not ended;
+ * - `running`: a run is open at any other position (between turns, before the first LLM call);
+ * - `idle`: none of the above.
+ */
+export function sessionActivity(state: SessionState): SessionActivity {
+  if (!state.tree.config) return "none";
+  if (state.compaction) return "compacting";
+  const cursor = state.cursor;
+  switch (cursor.kind) {
+    case "idle":
+      return "idle";
+    case "streaming":
+      return "streaming";
+    case "tools_pending":
+      return cursor.awaitingApprovalIds.some((id) => !state.approvals.get(id)?.decision)
+        ? "awaiting_approval"
+        : "tools_pending";
+    default:
+      return "running";
+  }
+}

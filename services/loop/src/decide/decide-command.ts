@@ -1,0 +1,490 @@
+// The session decider: for a command and the session's fold, the outcome, the events its
+// acceptance appends and the effects to start. Pure: time and ids come in through the context.
+import {
+  applyConfigPatch,
+  buildContext,
+  type CommandOf,
+  entryToContextMessage,
+  type FleetCommand,
+  getBranch,
+  getEntry,
+  prepareCompaction,
+  type QueueKind,
+  type RejectionCode,
+  type SessionActivity,
+  type SessionEntry,
+  type SessionState,
+  type SessionTree,
+  type SessionWrite,
+  sessionActivity,
+} from "@fleet/protocol";
+import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
+import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
+import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
+import { entriesToDrafts } from "./entries-to-drafts.js";
+import { messageFromInput } from "./message-input.js";
+import { decideSessionWrite } from "./session-write.js";
+
+/** Commands that may create a session that does not exist yet. */
+const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "import_session"]);
+
+/** Rejection texts of the decider's own (pi's are in `ENGINE_ERROR_TEXT`). */
+export const DECIDER_TEXT = {
+  compacting: "A compaction is in progress",
+  compactBusy: "Cannot compact while a run is active",
+  navigateBusy: "Cannot navigate while a run is active",
+  notWaiting: (toolCallId: string) => `No tool call ${toolCallId} is waiting for approval`,
+  notFound: (sessionId: string) => `Session ${sessionId} not found`,
+  exists: (sessionId: string) => `Session ${sessionId} already exists`,
+  unknownTools: (names: readonly string[]) => `Unknown tool${names.length > 1 ? "s" : ""}: ${names.join(", ")}`,
+} as const;
+
+const isRunning = (activity: SessionActivity): boolean =>
+  activity === "streaming" ||
+  activity === "tools_pending" ||
+  activity === "awaiting_approval" ||
+  activity === "running";
+
+/**
+ * Decides one command against the log's fold. Contract: never throws; every command that is not a
+ * duplicate gets exactly one outcome event, first; the acceptance's own events follow it, marked
+ * with the command id. A command whose id already has an outcome is `decideRedelivered`'s.
+ */
+export function decideCommand(
+  state: SessionState,
+  sessionId: string,
+  input: CommandInput,
+  decideCtx: DecideContext,
+): Decision {
+  const ctx: OutcomeContext = { ...decideCtx, outcomeId: decideCtx.newId() };
+  if (!input.ok) return rejected(ctx, input.commandId, input.commandType, input.code, input.reason);
+  const cmd = input.command;
+  if (cmd.sessionId !== sessionId) {
+    return rejected(
+      ctx,
+      cmd.id,
+      cmd.type,
+      "invalid",
+      `sessionId ${JSON.stringify(cmd.sessionId)} differs from the subject's session ${JSON.stringify(sessionId)}`,
+    );
+  }
+  const activity = sessionActivity(state);
+  if (activity === "none" && !CREATING.has(cmd.type)) {
+    return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notFound(sessionId));
+  }
+  switch (cmd.type) {
+    case "create_session":
+      return decideCreate(state, sessionId, cmd, ctx);
+    case "import_session":
+      return decideImport(state, sessionId, cmd, ctx);
+    case "prompt": {
+      const refused = busy(ctx, cmd, activity, ENGINE_ERROR_TEXT.promptBusy);
+      if (refused) return refused;
+      const created: DraftEvent[] =
+        activity === "none" ? [{ id: ctx.newId(), body: { type: "session_created", config: ctx.defaults } }] : [];
+      return accepted(ctx, cmd, created, [
+        { type: "start_run", kind: "prompt", messages: [messageFromInput(cmd, ctx.now)] },
+      ]);
+    }
+    case "steer":
+    case "follow_up":
+    case "next_turn":
+      return accepted(ctx, cmd, [
+        enqueueDraft(ctx.newId(), state.status.queues, QUEUE_OF[cmd.type], messageFromInput(cmd, ctx.now)),
+      ]);
+    case "continue": {
+      const occupied = busy(ctx, cmd, activity, ENGINE_ERROR_TEXT.continueBusy);
+      if (occupied) return occupied;
+      const refused = continueRefusal(contextMessages(state.tree), state.status.queues);
+      if (refused) return rejected(ctx, cmd.id, cmd.type, refused.code, refused.reason);
+      return accepted(ctx, cmd, [], [{ type: "start_run", kind: "continue" }]);
+    }
+    case "abort": {
+      const effects: Effect[] = [];
+      if (state.compaction && !state.compaction.runId) effects.push({ type: "abort_compaction" });
+      else if (state.status.isStreaming) effects.push({ type: "abort_run" });
+      return accepted(ctx, cmd, [], effects);
+    }
+    case "set_model":
+    case "set_thinking_level":
+    case "set_name":
+    case "append_custom":
+      return accepted(ctx, cmd, writes(state, cmd, ctx));
+    case "set_active_tools": {
+      const unknown = cmd.toolNames.filter((n) => !ctx.isKnownTool(n));
+      if (unknown.length > 0) return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.unknownTools(unknown));
+      return accepted(ctx, cmd, writes(state, cmd, ctx));
+    }
+    case "label": {
+      const target = getEntry(state.tree, cmd.targetId);
+      if (!target.ok) return rejected(ctx, cmd.id, cmd.type, "not_found", target.error);
+      return accepted(ctx, cmd, writes(state, cmd, ctx));
+    }
+    case "configure": {
+      const unknown = (cmd.activeTools ?? []).filter((n) => !ctx.isKnownTool(n));
+      if (unknown.length > 0) return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.unknownTools(unknown));
+      const effects: Effect[] = configPatchOf(cmd) ? [{ type: "config_changed", systemPrompt: cmd.systemPrompt }] : [];
+      return accepted(ctx, cmd, writes(state, cmd, ctx), effects);
+    }
+    case "append_message": {
+      if (cmd.deliverAs) {
+        return accepted(ctx, cmd, [
+          enqueueDraft(ctx.newId(), state.status.queues, DELIVER_AS[cmd.deliverAs], cmd.message),
+        ]);
+      }
+      if (cmd.triggerTurn && activity === "idle") {
+        return accepted(ctx, cmd, [], [{ type: "start_run", kind: "prompt", messages: [cmd.message] }]);
+      }
+      return accepted(ctx, cmd, writes(state, cmd, ctx));
+    }
+    case "approve_tool_call":
+    case "deny_tool_call": {
+      if (!isAwaitingApproval(state, cmd.toolCallId)) {
+        return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notWaiting(cmd.toolCallId));
+      }
+      return accepted(ctx, cmd, [approvalDraft(ctx, cmd)], [{ type: "approval_decided", toolCallId: cmd.toolCallId }]);
+    }
+    case "compact":
+      return decideCompact(state, cmd, activity, ctx);
+    case "navigate":
+      return decideNavigate(state, cmd, activity, ctx);
+    default: {
+      const unknown = cmd as { id: string; type: string };
+      return rejected(ctx, unknown.id, unknown.type, "unsupported", `unsupported command type ${unknown.type}`);
+    }
+  }
+}
+
+// ---- outcomes -----------------------------------------------------------------------------------
+
+/** The decide context with the outcome event's id, drawn first so the outcome has the first id. */
+export interface OutcomeContext extends DecideContext {
+  readonly outcomeId: string;
+}
+
+function rejected(
+  ctx: OutcomeContext,
+  commandId: string,
+  commandType: string,
+  code: RejectionCode,
+  reason: string,
+): Decision {
+  return {
+    kind: "decided",
+    events: [{ id: ctx.outcomeId, body: { type: "command_rejected", commandId, commandType, code, reason } }],
+    effects: [],
+  };
+}
+
+/** `busy` while a compaction is open, or (with `duringRun`) while a run is. */
+function busy(ctx: OutcomeContext, cmd: FleetCommand, activity: SessionActivity, duringRun: string) {
+  if (activity === "compacting") return rejected(ctx, cmd.id, cmd.type, "busy", DECIDER_TEXT.compacting);
+  if (isRunning(activity)) return rejected(ctx, cmd.id, cmd.type, "busy", duringRun);
+  return undefined;
+}
+
+function accepted(
+  ctx: OutcomeContext,
+  cmd: FleetCommand,
+  events: readonly DraftEvent[],
+  effects: Effect[] = [],
+): Decision {
+  return {
+    kind: "decided",
+    events: [
+      { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type } },
+      ...ofCommand(cmd.id, events),
+    ],
+    effects,
+  };
+}
+
+// ---- queues, writes, approvals ------------------------------------------------------------------
+
+const QUEUE_OF: Record<"steer" | "follow_up" | "next_turn", QueueKind> = {
+  steer: "steer",
+  follow_up: "followUp",
+  next_turn: "nextTurn",
+};
+const DELIVER_AS: Record<"steer" | "followUp" | "nextTurn", QueueKind> = {
+  steer: "steer",
+  followUp: "followUp",
+  nextTurn: "nextTurn",
+};
+
+type WriteCommand = CommandOf<
+  | "set_model"
+  | "set_thinking_level"
+  | "set_active_tools"
+  | "label"
+  | "set_name"
+  | "append_custom"
+  | "append_message"
+  | "configure"
+>;
+
+/** The session writes a command asks for, in order (a `configure` may ask for three). */
+export function commandWrites(cmd: WriteCommand): SessionWrite[] {
+  switch (cmd.type) {
+    case "set_model":
+      return [{ type: "model_change", provider: cmd.provider, modelId: cmd.modelId }];
+    case "set_thinking_level":
+      return [{ type: "thinking_level_change", thinkingLevel: cmd.level }];
+    case "set_active_tools":
+      return [{ type: "active_tools_change", toolNames: cmd.toolNames.slice() }];
+    case "label":
+      return [{ type: "label", targetId: cmd.targetId, label: cmd.label }];
+    case "set_name":
+      return [{ type: "session_info", name: cmd.name }];
+    case "append_custom":
+      return [{ type: "custom", customType: cmd.customType, data: cmd.data }];
+    case "append_message":
+      return [{ type: "message", message: cmd.message }];
+    case "configure": {
+      const out: SessionWrite[] = [];
+      if (cmd.model) out.push({ type: "model_change", provider: cmd.model.provider, modelId: cmd.model.modelId });
+      if (cmd.thinkingLevel) out.push({ type: "thinking_level_change", thinkingLevel: cmd.thinkingLevel });
+      if (cmd.activeTools) out.push({ type: "active_tools_change", toolNames: cmd.activeTools.slice() });
+      return out;
+    }
+  }
+}
+
+/** The `config_change` of a `configure` (settings that are not tree entries), if it sets any. */
+function configPatchOf(cmd: CommandOf<"configure">) {
+  const patch = {
+    ...(cmd.systemPrompt !== undefined ? { systemPrompt: cmd.systemPrompt } : {}),
+    ...(cmd.steeringMode ? { steeringMode: cmd.steeringMode } : {}),
+    ...(cmd.followUpMode ? { followUpMode: cmd.followUpMode } : {}),
+    ...(cmd.toolExecution ? { toolExecution: cmd.toolExecution } : {}),
+  };
+  return Object.keys(patch).length > 0 ? patch : undefined;
+}
+
+/**
+ * The events of a write command: each write carried out now, or recorded as `pending_write` while a
+ * run or compaction is open; a `configure`'s `config_change` is appended at once either way.
+ */
+export function writes(state: SessionState, cmd: WriteCommand, ctx: DecideContext): DraftEvent[] {
+  const drafts = commandWrites(cmd).flatMap((w) => decideSessionWrite(state, w, cmd.id, ctx.newId));
+  if (cmd.type === "configure") {
+    const patch = configPatchOf(cmd);
+    if (patch) drafts.push({ id: ctx.newId(), body: { type: "config_change", ...patch } });
+  }
+  return drafts;
+}
+
+/** A tool call waits at its approval gate: requested, not ended, no decision logged. */
+export function isAwaitingApproval(state: SessionState, toolCallId: string): boolean {
+  const cursor = state.cursor;
+  return (
+    cursor.kind === "tools_pending" &&
+    cursor.awaitingApprovalIds.includes(toolCallId) &&
+    state.approvals.get(toolCallId)?.decision === undefined
+  );
+}
+
+function approvalDraft(ctx: DecideContext, cmd: CommandOf<"approve_tool_call" | "deny_tool_call">): DraftEvent {
+  return {
+    id: ctx.newId(),
+    body:
+      cmd.type === "approve_tool_call"
+        ? { type: "tool_approval_resolved", toolCallId: cmd.toolCallId, approved: true }
+        : {
+            type: "tool_approval_resolved",
+            toolCallId: cmd.toolCallId,
+            approved: false,
+            ...(cmd.reason !== undefined ? { reason: cmd.reason } : {}),
+          },
+  };
+}
+
+// ---- session lifecycle --------------------------------------------------------------------------
+
+function decideCreate(
+  state: SessionState,
+  sessionId: string,
+  cmd: CommandOf<"create_session">,
+  ctx: OutcomeContext,
+): Decision {
+  if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
+  if (!cmd.forkFrom) {
+    const config = applyConfigPatch(ctx.defaults, cmd.config ?? {});
+    return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "session_created", config } }]);
+  }
+  const fork = forkDrafts(cmd, ctx);
+  if (!fork.ok) return fork.decision;
+  return accepted(ctx, cmd, fork.drafts);
+}
+
+/** `session_created {forkedFrom}` and the copied root→entry path of the source. */
+export function forkDrafts(
+  cmd: CommandOf<"create_session">,
+  ctx: OutcomeContext,
+  assignedEntryIds: readonly string[] = [],
+): { ok: true; drafts: DraftEvent[] } | { ok: false; decision: Decision } {
+  const from = cmd.forkFrom as NonNullable<typeof cmd.forkFrom>;
+  if (ctx.forkSource === undefined)
+    return { ok: false, decision: { kind: "needs_fork_source", sessionId: from.sessionId } };
+  const source = ctx.forkSource;
+  if (!source?.config) {
+    return { ok: false, decision: rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notFound(from.sessionId)) };
+  }
+  const branch = getBranch(source, from.entryId);
+  if (!branch.ok) return { ok: false, decision: rejected(ctx, cmd.id, cmd.type, "not_found", branch.error) };
+  const config = applyConfigPatch(source.config, cmd.config ?? {});
+  const created: DraftEvent = { id: ctx.newId(), body: { type: "session_created", config, forkedFrom: from } };
+  const copied = entriesToDrafts(branch.entries, ctx.newId, assignedEntryIds).drafts;
+  return { ok: true, drafts: [created, ...copied] };
+}
+
+function decideImport(
+  state: SessionState,
+  sessionId: string,
+  cmd: CommandOf<"import_session">,
+  ctx: OutcomeContext,
+): Decision {
+  if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
+  const ids = new Set<string>();
+  for (const e of cmd.entries) {
+    if (ids.has(e.id)) return rejected(ctx, cmd.id, cmd.type, "invalid", `duplicate entry id ${e.id}`);
+    if (e.parentId !== null && !ids.has(e.parentId)) {
+      return rejected(ctx, cmd.id, cmd.type, "invalid", `entry ${e.id} comes before its parent ${e.parentId}`);
+    }
+    ids.add(e.id);
+  }
+  if (cmd.leafId && !ids.has(cmd.leafId)) {
+    return rejected(ctx, cmd.id, cmd.type, "not_found", `Entry ${cmd.leafId} not found`);
+  }
+  return accepted(ctx, cmd, importDrafts(cmd, ctx));
+}
+
+/** `session_created`, the imported entries and, when the leaf is not the last entry, a `leaf` event. */
+export function importDrafts(
+  cmd: CommandOf<"import_session">,
+  ctx: DecideContext,
+  assignedEntryIds: readonly string[] = [],
+): DraftEvent[] {
+  const config = applyConfigPatch(ctx.defaults, cmd.config ?? {});
+  const created: DraftEvent = { id: ctx.newId(), body: { type: "session_created", config } };
+  const { drafts, idMap } = entriesToDrafts(cmd.entries, ctx.newId, assignedEntryIds);
+  const out = [created, ...drafts];
+  const lastId = drafts.at(-1)?.id ?? null;
+  if (cmd.leafId !== undefined) {
+    const wanted = cmd.leafId === null ? null : (idMap.get(cmd.leafId) ?? null);
+    if (wanted !== lastId) out.push({ id: ctx.newId(), body: { type: "leaf", targetId: wanted } });
+  }
+  return out;
+}
+
+// ---- compaction and navigation ------------------------------------------------------------------
+
+function decideCompact(
+  state: SessionState,
+  cmd: CommandOf<"compact">,
+  activity: SessionActivity,
+  ctx: OutcomeContext,
+): Decision {
+  const occupied = busy(ctx, cmd, activity, DECIDER_TEXT.compactBusy);
+  if (occupied) return occupied;
+  const branch = getBranch(state.tree, state.tree.leafId);
+  if (!branch.ok) return rejected(ctx, cmd.id, cmd.type, "not_found", branch.error);
+  const plan = prepareCompaction(branch.entries);
+  if (!plan.ok) return rejected(ctx, cmd.id, cmd.type, "conflict", plan.error);
+  const start: DraftEvent = {
+    id: ctx.newId(),
+    body: {
+      type: "compaction_start",
+      reason: "manual",
+      ...(cmd.instructions !== undefined ? { instructions: cmd.instructions } : {}),
+    },
+  };
+  return accepted(ctx, cmd, [start], [{ type: "compact", compactionId: start.id }]);
+}
+
+function decideNavigate(
+  state: SessionState,
+  cmd: CommandOf<"navigate">,
+  activity: SessionActivity,
+  ctx: OutcomeContext,
+): Decision {
+  const occupied = busy(ctx, cmd, activity, DECIDER_TEXT.navigateBusy);
+  if (occupied) return occupied;
+  const move = navigationTarget(state.tree, cmd.targetId);
+  if (!move.ok) return rejected(ctx, cmd.id, cmd.type, "not_found", move.error);
+  const newLeaf = move.leafId;
+  const oldLeaf = state.tree.leafId;
+  let summary: string | undefined;
+  if (cmd.summarize && oldLeaf !== null && newLeaf !== oldLeaf) {
+    if (!ctx.branchSummary) {
+      const settings = sessionModel(state.tree);
+      return {
+        kind: "needs_branch_summary",
+        messages: entriesLeft(state.tree, oldLeaf, newLeaf)
+          .map((e) => entryToContextMessage(e))
+          .filter((m): m is NonNullable<typeof m> => m !== undefined && m.role !== "toolResult"),
+        instructions: cmd.instructions,
+        model: settings.model,
+        thinkingLevel: settings.thinkingLevel,
+      };
+    }
+    if (!ctx.branchSummary.ok) return rejected(ctx, cmd.id, cmd.type, "conflict", ctx.branchSummary.error);
+    summary = ctx.branchSummary.summary;
+  }
+  const events: DraftEvent[] = [];
+  let labelTarget: string | null = cmd.targetId;
+  if (summary !== undefined) {
+    const id = ctx.newId();
+    events.push({ id, body: { type: "branch_summary", fromId: newLeaf ?? "root", summary }, parentId: newLeaf });
+    labelTarget = id;
+  } else if (newLeaf !== oldLeaf) {
+    events.push({ id: ctx.newId(), body: { type: "leaf", targetId: newLeaf } });
+  }
+  if (cmd.label && labelTarget) {
+    events.push(
+      ...decideSessionWrite(state, { type: "label", targetId: labelTarget, label: cmd.label }, cmd.id, ctx.newId),
+    );
+  }
+  return accepted(ctx, cmd, events);
+}
+
+/**
+ * Where `navigate` moves the leaf: the target, or (pi: re-open a user or custom message for
+ * editing) its parent.
+ */
+export function navigationTarget(
+  tree: SessionTree,
+  targetId: string | null,
+): { ok: true; leafId: string | null } | { ok: false; error: string } {
+  if (targetId === null) return { ok: true, leafId: null };
+  const target = getEntry(tree, targetId);
+  if (!target.ok) return target;
+  const t = target.entry;
+  const reopen = (t.type === "message" && t.message.role === "user") || t.type === "custom_message";
+  return { ok: true, leafId: reopen ? t.parentId : t.id };
+}
+
+/** Entries on the old branch below the deepest common ancestor with the new leaf, oldest first. */
+function entriesLeft(tree: SessionTree, oldLeaf: string, newLeaf: string | null): SessionEntry[] {
+  const oldPath = getBranch(tree, oldLeaf);
+  const newPath = getBranch(tree, newLeaf);
+  if (!oldPath.ok || !newPath.ok) return [];
+  const common = new Set(newPath.entries.map((e) => e.id));
+  return oldPath.entries.filter((e) => !common.has(e.id));
+}
+
+/** The context at the leaf (pi's `state.messages`). */
+export function contextMessages(tree: SessionTree) {
+  const ctx = buildContext(tree);
+  return ctx.ok ? ctx.messages : [];
+}
+
+/** The model and thinking level the session would call now (tree settings, then the config). */
+export function sessionModel(tree: SessionTree) {
+  const ctx = buildContext(tree);
+  const config = tree.config;
+  return {
+    model: (ctx.ok ? ctx.model : null) ?? config?.model ?? { provider: "anthropic", modelId: "unknown" },
+    thinkingLevel: ctx.ok ? ctx.thinkingLevel : (config?.thinkingLevel ?? "off"),
+  };
+}

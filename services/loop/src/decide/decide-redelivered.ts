@@ -1,0 +1,133 @@
+// A command whose id already has an outcome in the log (a redelivery after a crash, or a client
+// re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
+import type { FleetCommand, SessionState } from "@fleet/protocol";
+import {
+  commandWrites,
+  decideCommand,
+  forkDrafts,
+  importDrafts,
+  isAwaitingApproval,
+  writes,
+} from "./decide-command.js";
+import type { DecideContext, Decision, Effect } from "./decision.js";
+import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
+import { messageFromInput } from "./message-input.js";
+
+const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
+
+/**
+ * The rest of an accepted command's acceptance: the events of it that are not in the log yet (the
+ * log counts them by `meta.commandId`), and the effect a crash kept from starting (a prompt whose run
+ * never began). A rejected command, or a complete acceptance, decides nothing.
+ */
+export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: DecideContext): Decision {
+  const record = state.commands.get(cmd.id);
+  if (record?.outcome !== "accepted") return NOTHING;
+  const done = record.events;
+  const rest = (drafts: readonly DraftEvent[], effects: Effect[] = []): Decision => ({
+    kind: "decided",
+    events: ofCommand(cmd.id, drafts.slice(done)),
+    effects,
+  });
+  switch (cmd.type) {
+    case "prompt":
+    case "continue":
+    case "append_message": {
+      if (cmd.type === "append_message" && cmd.deliverAs) {
+        const kind = cmd.deliverAs;
+        return done > 0 ? NOTHING : rest([enqueueDraft(ctx.newId(), state.status.queues, kind, cmd.message)]);
+      }
+      const created: DraftEvent[] =
+        cmd.type === "prompt" && !state.tree.config
+          ? [{ id: ctx.newId(), body: { type: "session_created", config: ctx.defaults } }]
+          : [];
+      const cursor = state.cursor;
+      const unstarted = cursor.kind === "idle" && cursor.pendingTrigger?.commandId === cmd.id;
+      if (!unstarted) {
+        if (cmd.type === "append_message" && !cmd.triggerTurn) return rest(writes(state, cmd, ctx));
+        return NOTHING;
+      }
+      const effect: Effect =
+        cmd.type === "continue"
+          ? { type: "start_run", kind: "continue" }
+          : {
+              type: "start_run",
+              kind: "prompt",
+              messages: [cmd.type === "prompt" ? messageFromInput(cmd, ctx.now) : cmd.message],
+            };
+      return { kind: "decided", events: ofCommand(cmd.id, created), effects: [effect] };
+    }
+    case "steer":
+    case "follow_up":
+    case "next_turn": {
+      if (done > 0) return NOTHING;
+      const kind = cmd.type === "steer" ? "steer" : cmd.type === "follow_up" ? "followUp" : "nextTurn";
+      return rest([enqueueDraft(ctx.newId(), state.status.queues, kind, messageFromInput(cmd, ctx.now))]);
+    }
+    case "set_model":
+    case "set_thinking_level":
+    case "set_active_tools":
+    case "label":
+    case "set_name":
+    case "append_custom":
+    case "configure":
+      return done >= plannedWrites(cmd) ? NOTHING : rest(writes(state, cmd, ctx));
+    case "approve_tool_call":
+    case "deny_tool_call": {
+      if (!isAwaitingApproval(state, cmd.toolCallId)) return NOTHING;
+      const body =
+        cmd.type === "approve_tool_call"
+          ? { type: "tool_approval_resolved" as const, toolCallId: cmd.toolCallId, approved: true }
+          : {
+              type: "tool_approval_resolved" as const,
+              toolCallId: cmd.toolCallId,
+              approved: false,
+              ...(cmd.reason !== undefined ? { reason: cmd.reason } : {}),
+            };
+      return {
+        kind: "decided",
+        events: ofCommand(cmd.id, [{ id: ctx.newId(), body }]),
+        effects: [{ type: "approval_decided", toolCallId: cmd.toolCallId }],
+      };
+    }
+    case "abort":
+      return state.status.isStreaming ? { kind: "decided", events: [], effects: [{ type: "abort_run" }] } : NOTHING;
+    case "compact":
+    case "navigate":
+      // Nothing of it appended yet: decide it again (a started compaction is the takeover's to
+      // finish; a navigation that moved the leaf is done, a label it asked for aside).
+      return done > 0 ? NOTHING : acceptanceAgain(state, cmd, ctx);
+    case "create_session": {
+      if (!cmd.forkFrom) {
+        const config = { type: "session_created" as const, config: ctx.defaults };
+        return state.tree.config ? NOTHING : rest([{ id: ctx.newId(), body: config }]);
+      }
+      const fork = forkDrafts(cmd, { ...ctx, outcomeId: "" }, copiedIds(state));
+      if (!fork.ok) return fork.decision.kind === "decided" ? NOTHING : fork.decision;
+      return rest(fork.drafts);
+    }
+    case "import_session":
+      return rest(importDrafts(cmd, ctx, copiedIds(state)));
+    default:
+      return NOTHING;
+  }
+}
+
+/** The ids of the entries a cut fork or import already appended (the new session holds only those). */
+const copiedIds = (state: SessionState): string[] => state.tree.entries.map((e) => e.id);
+
+/** The command decided again on the current log, without its outcome (already logged). */
+function acceptanceAgain(state: SessionState, cmd: FleetCommand, ctx: DecideContext): Decision {
+  const again = decideCommand(state, cmd.sessionId, { ok: true, command: cmd }, ctx);
+  if (again.kind !== "decided") return again;
+  if (again.events[0]?.body.type !== "command_accepted") return NOTHING;
+  return { kind: "decided", events: again.events.slice(1), effects: again.effects };
+}
+
+/** How many events a write command's acceptance appends, at least (a message write may take two). */
+function plannedWrites(cmd: Parameters<typeof commandWrites>[0]): number {
+  const n = commandWrites(cmd).length;
+  if (cmd.type !== "configure") return n;
+  const configured = cmd.systemPrompt !== undefined || cmd.steeringMode || cmd.followUpMode || cmd.toolExecution;
+  return n + (configured ? 1 : 0);
+}

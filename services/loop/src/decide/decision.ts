@@ -1,0 +1,70 @@
+// What deciding a command yields: the events to append and the effects to start, or what the
+// shell must fetch first. Plain data; the decider that makes it has no I/O.
+import type {
+  AgentMessage,
+  ContextMessage,
+  ModelRef,
+  RejectionCode,
+  SessionConfig,
+  SessionTree,
+  ThinkingLevel,
+} from "@fleet/protocol";
+import type { DraftEvent } from "./drafts.js";
+
+/** Something the shell starts once the decision's events are appended. */
+export type Effect =
+  /** A prompt run: the engine drains `nextTurn` first (harness order), then injects `messages`. */
+  | { type: "start_run"; kind: "prompt"; messages: AgentMessage[] }
+  /** pi's `continue()` (its decision table was checked against the log). */
+  | { type: "start_run"; kind: "continue" }
+  /** Abort the session's run: the LLM stream and the tool calls in flight are cancelled. */
+  | { type: "abort_run" }
+  /** A tool call's approval decision is in the log: the run waiting at its gate goes on. */
+  | { type: "approval_decided"; toolCallId: string }
+  /**
+   * Carry out the compaction whose `compaction_start` (id `compactionId`) is in the log: summarise
+   * the branch, append the `compaction` entry and `compaction_end` (a new owner does the same from
+   * the log alone).
+   */
+  | { type: "compact"; compactionId: string }
+  /** Cancel the open compaction: it ends with `compaction_end {aborted: true}`. */
+  | { type: "abort_compaction" }
+  /** A `config_change` was appended: a running run takes a new system prompt at its next turn. */
+  | { type: "config_changed"; systemPrompt: string | undefined };
+
+export type Decision =
+  /** The outcome and the acceptance's events, in append order, then the effects. */
+  | { kind: "decided"; events: DraftEvent[]; effects: Effect[] }
+  /** `create_session {forkFrom}`: decide again with the source session's tree (`forkSource`). */
+  | { kind: "needs_fork_source"; sessionId: string }
+  /**
+   * `navigate {summarize}`: decide again with the summary of `messages` (`branchSummary`). The
+   * summary is made before the outcome, so a failed one is a rejection.
+   */
+  | {
+      kind: "needs_branch_summary";
+      messages: ContextMessage[];
+      instructions: string | undefined;
+      model: ModelRef;
+      thinkingLevel: ThinkingLevel;
+    };
+
+/** What the decider needs besides the log: time, ids, the worker's settings and fetched inputs. */
+export interface DecideContext {
+  /** ms since the epoch (message timestamps). */
+  now: number;
+  newId: () => string;
+  /** Config of a session created without one (PROTOCOL "Defaults"). */
+  defaults: SessionConfig;
+  /** True when a registered tool has this name. */
+  isKnownTool: (name: string) => boolean;
+  /** The fork source's tree (`null`: no such session), once the shell fetched it. */
+  forkSource?: SessionTree | null | undefined;
+  /** The branch summary, once the shell made it. */
+  branchSummary?: { ok: true; summary: string } | { ok: false; error: string } | undefined;
+}
+
+/** A command as the shell got it: decoded, or undecodable with the rejection it earned. */
+export type CommandInput =
+  | { ok: true; command: import("@fleet/protocol").FleetCommand }
+  | { ok: false; commandId: string; commandType: string; code: RejectionCode; reason: string };

@@ -1,0 +1,168 @@
+// Commands accepted during a run are carried out even when their worker dies: real loop processes,
+// SIGKILL and SIGSTOP, a real nats-server. What was accepted is in the log at acceptance; the next
+// owner finishes it where pi would. A paused owner that lost its lease appends nothing more.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FleetEvent } from "@fleet/protocol";
+import { connectNats } from "@fleet/runtime";
+import { type NatsServer, startNats } from "@fleet/testkit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { commander } from "../support/loop-harness.js";
+import { type LoopProcess, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
+
+const TTL = 1_000;
+let server: NatsServer;
+let nc: NatsConnection;
+let dir: string;
+const procs: LoopProcess[] = [];
+
+beforeAll(async () => {
+  server = await startNats();
+  nc = await connectNats({ url: server.url, name: "crash-acceptance-test" });
+  dir = mkdtempSync(join(tmpdir(), "fleet-crash-acceptance-"));
+  // Turn 0 streams for seconds (a run is in flight when its worker dies); the others answer at once.
+  writeFileSync(
+    join(dir, "script.json"),
+    JSON.stringify({
+      chunkChars: 4,
+      turns: [{ text: "z".repeat(400), tokensPerSecond: 40 }, { text: "one" }, { text: "two" }, { text: "three" }],
+    }),
+  );
+});
+afterAll(async () => {
+  for (const p of procs) await p.kill("SIGKILL");
+  await nc?.close();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const env = () => scriptedLoopEnv(server.url, join(dir, "script.json"), TTL, 200);
+
+function start(workerId: string): LoopProcess {
+  const p = spawnLoop(env(), workerId);
+  procs.push(p);
+  return p;
+}
+
+const outcomes = (events: FleetEvent[], id: string) =>
+  events.filter((e) => (e.type === "command_accepted" || e.type === "command_rejected") && e.commandId === id);
+const text = (e: FleetEvent | undefined) => (e?.type === "message_end" ? JSON.stringify(e.message.content) : undefined);
+
+describe("loop service / commands accepted mid-run survive their worker", () => {
+  it("set_model, label, set_name, steer and follow_up accepted during a run are carried out by the next owner after a SIGKILL", async () => {
+    const a = start("acc-a");
+    await waitForLog(a, "loop_started");
+    const cmd = commander(nc);
+    const sid = "mid-run-1";
+    const prompt = await cmd.send(sid, { type: "prompt", text: "stream a lot" });
+    let events = await cmd.waitFor(sid, (ev) => ev.filter((e) => e.type === "message_update").length >= 2);
+    const userEntry = events.find((e) => e.type === "message_end" && e.message.role === "user");
+    const userId = userEntry && "entry" in userEntry ? userEntry.entry.id : "";
+    const ids = {
+      model: await cmd.send(sid, { type: "set_model", provider: "scripted", modelId: "after-crash" }),
+      label: await cmd.send(sid, { type: "label", targetId: userId, label: "the ask" }),
+      name: await cmd.send(sid, { type: "set_name", name: "renamed mid-run" }),
+      steer: await cmd.send(sid, { type: "steer", text: "steer me" }),
+      follow: await cmd.send(sid, { type: "follow_up", text: "follow me" }),
+    };
+    events = await cmd.waitFor(
+      sid,
+      (ev) =>
+        Object.values(ids).every((id) => outcomes(ev, id).length === 1) &&
+        ev.filter((e) => e.type === "pending_write").length === 3,
+    );
+    // Accepted, and recorded in the log, while the first turn still streams.
+    expect(events.some((e) => e.type === "turn_end")).toBe(false);
+    expect(Object.values(ids).map((id) => outcomes(events, id)[0]?.type)).toEqual(Array(5).fill("command_accepted"));
+    expect(events.filter((e) => e.type === "queue_update").at(-1)).toMatchObject({
+      steer: [{ role: "user" }],
+      followUp: [{ role: "user" }],
+    });
+    await a.kill("SIGKILL");
+
+    const b = start("acc-b");
+    events = await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "agent_end"), 30_000);
+    await b.kill("SIGTERM");
+
+    // Every command has exactly one outcome; the run is one run, resumed once, ended once.
+    for (const id of [prompt, ...Object.values(ids)]) expect(outcomes(events, id)).toHaveLength(1);
+    expect(events.filter((e) => e.type === "agent_start")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "run_resumed")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "agent_end")).toHaveLength(1);
+    const runId = events.find((e) => e.type === "agent_start")?.meta.runId;
+    const runStart = events.findIndex((e) => e.type === "agent_start");
+    expect(events.slice(runStart).every((e) => e.meta.runId === runId)).toBe(true);
+
+    // Each pending write was flushed once, by the new owner, as the event its pending_write named.
+    for (const pending of events.filter((e) => e.type === "pending_write")) {
+      if (pending.type !== "pending_write") continue;
+      const settled = events.filter((e) => e.meta.id === pending.eventId);
+      expect(settled).toHaveLength(1);
+      expect(settled[0]?.type).toBe(pending.write.type);
+      expect(settled[0]?.meta.producer).toBe("acc-b");
+    }
+    expect(events.find((e) => e.type === "label")).toMatchObject({ targetId: userId, label: "the ask" });
+    expect(events.find((e) => e.type === "session_info")).toMatchObject({ name: "renamed mid-run" });
+
+    // The steer, then the follow-up, reached the model, which was the new one by then.
+    const users = events.filter((e) => e.type === "message_end" && e.message.role === "user").map(text);
+    expect(users).toEqual([
+      JSON.stringify([{ type: "text", text: "stream a lot" }]),
+      JSON.stringify([{ type: "text", text: "steer me" }]),
+      JSON.stringify([{ type: "text", text: "follow me" }]),
+    ]);
+    const modelChange = events.findIndex((e) => e.type === "model_change");
+    const later = events
+      .slice(modelChange)
+      .filter((e) => e.type === "message_end" && e.message.role === "assistant")
+      .map((e) => (e.type === "message_end" && e.message.role === "assistant" ? e.message.model : ""));
+    expect(later.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(later)).toEqual(new Set(["after-crash"]));
+    expect(events.filter((e) => e.type === "queue_update").at(-1)).toMatchObject({
+      steer: [],
+      followUp: [],
+      nextTurn: [],
+    });
+  }, 60_000);
+
+  it("an owner paused past its lease is fenced when it wakes: it appends nothing, and the run ends once", async () => {
+    const c = start("acc-c");
+    await waitForLog(c, "loop_started");
+    const d = start("acc-d");
+    await waitForLog(d, "loop_started");
+    const cmd = commander(nc);
+    // a session on a partition that acc-c holds
+    let sid = "";
+    for (let i = 0; !sid; i++) {
+      const candidate = `paused-${i}`;
+      await cmd.send(candidate, { type: "create_session" });
+      const ev = await cmd.waitFor(candidate, (e) => e.some((x) => x.type === "session_created"));
+      if (ev.some((e) => e.type === "owner_change" && e.workerId === "acc-c")) sid = candidate;
+      expect(i).toBeLessThan(40);
+    }
+    await cmd.send(sid, { type: "prompt", text: "stream a lot" });
+    await cmd.waitFor(sid, (ev) => ev.filter((e) => e.type === "message_update").length >= 2);
+    c.proc.kill("SIGSTOP");
+    const takenOver = await cmd.waitFor(
+      sid,
+      (ev) => ev.some((e) => e.type === "owner_change" && e.workerId === "acc-d"),
+      TTL * 6,
+    );
+    const handover = takenOver.findIndex((e) => e.type === "owner_change" && e.workerId === "acc-d");
+    c.proc.kill("SIGCONT");
+    const events = await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "agent_end"), 30_000);
+    await waitForLog(c, "fenced").catch(() => undefined);
+    // Give the woken owner time to try whatever it still had in flight.
+    await new Promise((r) => setTimeout(r, 500));
+    const final = await cmd.events(sid);
+    expect(final.slice(handover).filter((e) => e.meta.producer === "acc-c")).toEqual([]);
+    expect(final.filter((e) => e.type === "agent_end")).toHaveLength(1);
+    expect(final.filter((e) => e.type === "run_resumed")).toHaveLength(1);
+    expect(events.at(-1)?.meta.producer).toBe("acc-d");
+    expect(c.proc.exitCode).toBeNull();
+    await c.kill("SIGTERM");
+    await d.kill("SIGTERM");
+  }, 60_000);
+});
