@@ -5,10 +5,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FleetEvent } from "@fleet/protocol";
-import { connectNats } from "@fleet/runtime";
+import { connectNats, createLogger } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
+import { createToolRunner, defineTool, type ToolRunner } from "@fleet/tools";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { commander } from "../support/loop-harness.js";
 import { type LoopProcess, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
 
@@ -17,6 +19,19 @@ let server: NatsServer;
 let nc: NatsConnection;
 let dir: string;
 const procs: LoopProcess[] = [];
+let runnerNc: NatsConnection;
+let runner: ToolRunner;
+/** Runs of `countjob`, by tool call id. */
+const runs = new Map<string, number>();
+const countjob = defineTool({
+  name: "countjob",
+  description: "counts its runs",
+  parameters: z.object({}),
+  async execute(_args, ctx) {
+    runs.set(ctx.toolCallId, (runs.get(ctx.toolCallId) ?? 0) + 1);
+    return { content: [{ type: "text", text: "counted" }] };
+  },
+});
 
 beforeAll(async () => {
   server = await startNats();
@@ -30,9 +45,31 @@ beforeAll(async () => {
       turns: [{ text: "z".repeat(400), tokensPerSecond: 40 }, { text: "one" }, { text: "two" }, { text: "three" }],
     }),
   );
+  // Every turn streams for seconds (an abort always finds the run streaming, whoever owns it).
+  writeFileSync(
+    join(dir, "slow.json"),
+    JSON.stringify({ chunkChars: 4, turns: [{ text: "s".repeat(400), tokensPerSecond: 40 }] }),
+  );
+  // A tool call that needs approval, then an answer.
+  writeFileSync(
+    join(dir, "approval.json"),
+    JSON.stringify({
+      turns: [{ content: [{ type: "toolCall", id: "job", name: "countjob", arguments: {} }] }, { text: "all done" }],
+    }),
+  );
+  runnerNc = await connectNats({ url: server.url, name: "crash-acceptance-runner" });
+  runner = createToolRunner({
+    nc: runnerNc,
+    tools: [countjob],
+    workspaceRoot: dir,
+    logger: createLogger("t", { level: "silent" }),
+  });
+  await runner.start();
 });
 afterAll(async () => {
   for (const p of procs) await p.kill("SIGKILL");
+  await runner?.stop({ graceMs: 0 });
+  await runnerNc?.close();
   await nc?.close();
   await server?.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -40,8 +77,8 @@ afterAll(async () => {
 
 const env = () => scriptedLoopEnv(server.url, join(dir, "script.json"), TTL, 200);
 
-function start(workerId: string): LoopProcess {
-  const p = spawnLoop(env(), workerId);
+function start(workerId: string, extra: Record<string, string> = {}): LoopProcess {
+  const p = spawnLoop({ ...env(), ...extra }, workerId);
   procs.push(p);
   return p;
 }
@@ -164,5 +201,60 @@ describe("loop service / commands accepted mid-run survive their worker", () => 
     expect(c.proc.exitCode).toBeNull();
     await c.kill("SIGTERM");
     await d.kill("SIGTERM");
+  }, 60_000);
+
+  // The two tests below kill the owner right after the command is sent: it may die before or after
+  // accepting it, or after accepting and before carrying it out. Each outcome must read the same.
+  it("an approval decision sent as its owner is SIGKILLed: the call runs exactly once and the run finishes", async () => {
+    const approval = { FLEET_SCRIPT: join(dir, "approval.json"), FLEET_APPROVAL_TOOLS: "countjob" };
+    const e = start("acc-e", approval);
+    await waitForLog(e, "loop_started");
+    const cmd = commander(nc);
+    const sid = "approve-kill-1";
+    await cmd.send(sid, { type: "prompt", text: "run the job" });
+    const asked = await cmd.waitFor(sid, (ev) => ev.some((x) => x.type === "tool_approval_requested"));
+    const request = asked.find((x) => x.type === "tool_approval_requested");
+    const toolCallId = request?.type === "tool_approval_requested" ? request.toolCallId : "";
+    const approve = await cmd.send(sid, { type: "approve_tool_call", toolCallId });
+    await e.kill("SIGKILL");
+    const f = start("acc-f", approval);
+    const events = await cmd.waitFor(sid, (ev) => ev.some((x) => x.type === "agent_end"), 30_000);
+    await f.kill("SIGTERM");
+    expect(outcomes(events, approve).map((x) => x.type)).toEqual(["command_accepted"]);
+    expect(runs.get(toolCallId)).toBe(1);
+    expect(events.filter((x) => x.type === "tool_approval_requested")).toHaveLength(1);
+    expect(events.filter((x) => x.type === "tool_approval_resolved")).toHaveLength(1);
+    expect(events.filter((x) => x.type === "tool_execution_start")).toHaveLength(1);
+    const end = events.find((x) => x.type === "tool_execution_end");
+    expect(end?.type === "tool_execution_end" && end.isError).toBe(false);
+    expect(events.filter((x) => x.type === "agent_end")).toHaveLength(1);
+    expect(text(events.filter((x) => x.type === "message_end").at(-1))).toBe(
+      JSON.stringify([{ type: "text", text: "all done" }]),
+    );
+  }, 60_000);
+
+  it("an abort sent as its owner is SIGKILLed mid-stream: the run ends aborted, once", async () => {
+    const slow = { FLEET_SCRIPT: join(dir, "slow.json") };
+    const g = start("acc-g", slow);
+    await waitForLog(g, "loop_started");
+    const cmd = commander(nc);
+    const sid = "abort-kill-1";
+    await cmd.send(sid, { type: "prompt", text: "stream a lot" });
+    await cmd.waitFor(sid, (ev) => ev.filter((x) => x.type === "message_update").length >= 2);
+    const abort = await cmd.send(sid, { type: "abort" });
+    await g.kill("SIGKILL");
+    const h = start("acc-h", slow);
+    const events = await cmd.waitFor(sid, (ev) => ev.some((x) => x.type === "agent_end"), 30_000);
+    await h.kill("SIGTERM");
+    expect(outcomes(events, abort).map((x) => x.type)).toEqual(["command_accepted"]);
+    expect(events.filter((x) => x.type === "agent_end")).toHaveLength(1);
+    // No LLM call starts after the abort is accepted; the message streaming then ends aborted (or, if
+    // the abort landed between the resumed run's turns, the run ends after the interrupted one).
+    const accepted = events.findIndex((x) => x.type === "command_accepted" && x.commandId === abort);
+    expect(events.slice(accepted).filter((x) => x.type === "message_start")).toEqual([]);
+    const last = events.filter((x) => x.type === "message_end").at(-1);
+    const stop = last?.type === "message_end" && last.message.role === "assistant" ? last.message.stopReason : "";
+    expect(["aborted", "error"]).toContain(stop);
+    if (stop === "error") expect(events.some((x) => x.type === "run_resumed")).toBe(true);
   }, 60_000);
 });
