@@ -1,4 +1,4 @@
-import { decodeEvent, type SessionConfig, STREAMS, subjects } from "@fleet/protocol";
+import type { SessionConfig } from "@fleet/protocol";
 import {
   applyTopology,
   createLeaseManager,
@@ -9,13 +9,15 @@ import {
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
+import { type ActorRegistry, createActorRegistry } from "./actor-registry.js";
 import type { EngineHooks, StreamFn } from "./engine/index.js";
 import { createRemoteHookClient } from "./hooks.js";
+import { startIdleEvictor } from "./idle-evictor.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
-import { mayNeedRecovery } from "./takeover-scan.js";
+import { scanPartition } from "./takeover-scan.js";
 import { createToolDispatcher } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
 
@@ -88,62 +90,50 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     recheckMs: opts.settings.hookRecheckMs ?? 1_000,
     now,
   });
-  const actors = new Map<string, { partition: number; actor: Promise<SessionActor> }>();
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();
   let stopping = false;
   let ready = false;
 
-  const dropActor = (sessionId: string) => {
-    actors.delete(sessionId);
-    dispatcher.forget(sessionId);
-  };
-
-  function actorFor(sessionId: string, partition: number): Promise<SessionActor> {
-    const existing = actors.get(sessionId);
-    if (existing) return existing.actor;
-    const actor = SessionActor.load({
-      nc: opts.nc,
-      js,
-      publisher,
-      jsm,
-      sessionId,
-      partition,
-      partitions,
-      workerId: opts.workerId,
-      epoch: epochs.get(partition) ?? 0,
-      now,
-      newId: opts.newId,
-      providers: opts.providers,
-      dispatcher,
-      registry: tools,
-      pluginHooks: opts.pluginHooks ?? [],
-      remoteHooks,
-      settings: opts.settings,
-      logger: log,
-      metrics,
-      onDead: (sid, why) => {
-        log.warn({ evt: "session_dropped", sessionId: sid, why }, "session dropped");
-        dropActor(sid);
-      },
-    });
+  const actors: ActorRegistry = createActorRegistry({
     // A loaded session first finishes what its log shows as begun (a run, a compaction, writes).
-    const ready = actor.then(async (a) => {
-      await a.recover();
-      return a;
-    });
-    actors.set(sessionId, { partition, actor: ready });
-    ready.catch((err) => {
-      log.warn({ err, sessionId }, "session load failed");
-      dropActor(sessionId);
-    });
-    return ready;
-  }
+    load: async (sessionId, partition) => {
+      const actor = await SessionActor.load({
+        nc: opts.nc,
+        js,
+        publisher,
+        jsm,
+        sessionId,
+        partition,
+        partitions,
+        workerId: opts.workerId,
+        epoch: epochs.get(partition) ?? 0,
+        now,
+        newId: opts.newId,
+        providers: opts.providers,
+        dispatcher,
+        registry: tools,
+        pluginHooks: opts.pluginHooks ?? [],
+        remoteHooks,
+        settings: opts.settings,
+        logger: log,
+        metrics,
+        onDead: (sid, why) => {
+          log.warn({ evt: "session_dropped", sessionId: sid, why }, "session dropped");
+          actors.drop(sid);
+        },
+      });
+      await actor.recover();
+      return actor;
+    },
+    onDrop: (sessionId) => dispatcher.forget(sessionId),
+    onLoadFailed: (sessionId, err) => log.warn({ err, sessionId }, "session load failed"),
+  });
 
   async function handle(delivery: CommandDelivery) {
     let actor: SessionActor;
     try {
-      actor = await actorFor(delivery.sessionId, delivery.partition);
+      actor = await actors.get(delivery.sessionId, delivery.partition);
     } catch (err) {
       log.warn({ err, sessionId: delivery.sessionId }, "could not load session; command will be redelivered");
       delivery.msg.nak(1_000);
@@ -152,40 +142,17 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     await actor.handle(delivery);
   }
 
-  /**
-   * Loads every session of `partition` whose log may hold unfinished work (`mayNeedRecovery` of its
-   * last event); loading one finishes that work (`SessionActor.recover`).
-   */
-  async function recoverPartition(partition: number) {
-    const info = await jsm.streams.info(STREAMS.events.name, {
-      subjects_filter: subjects.eventsOfPartition(partition),
-    });
-    const subjectsMap = (info.state.subjects ?? {}) as Record<string, number>;
-    for (const subject of Object.keys(subjectsMap)) {
-      if (stopping || !intakes.has(partition)) return;
-      const last = await jsm.streams.getMessage(STREAMS.events.name, { last_by_subj: subject }).catch(() => null);
-      if (!last) continue;
-      const event = decodeEvent(last.data);
-      if (!event.ok || !mayNeedRecovery(event.value)) continue;
-      try {
-        await actorFor(event.value.meta.sessionId, partition);
-      } catch (err) {
-        log.warn({ err, subject }, "recovery failed");
-      }
-    }
-  }
-
   async function releasePartition(partition: number, graceMs: number) {
     const intake = intakes.get(partition);
     intakes.delete(partition);
     await intake?.stop();
-    const mine = [...actors.entries()].filter(([, a]) => a.partition === partition);
+    const mine = actors.entries().filter((a) => a.partition === partition);
     await Promise.all(
-      mine.map(async ([sessionId, a]) => {
+      mine.map(async (a) => {
         const actor = await a.actor.catch(() => undefined);
         if (actor && graceMs > 0) await actor.waitForIdle(graceMs);
         actor?.detach();
-        dropActor(sessionId);
+        actors.drop(a.sessionId);
       }),
     );
   }
@@ -215,7 +182,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
       });
       intakes.set(partition, intake);
-      void recoverPartition(partition).catch((err) => log.warn({ err, partition }, "recovery scan failed"));
+      void scanPartition({
+        jsm,
+        partition,
+        active: () => !stopping && intakes.has(partition),
+        recover: (sessionId) => actors.get(sessionId, partition),
+        onError: (err, subject) => log.warn({ err, subject }, "recovery failed"),
+      }).catch((err) => log.warn({ err, partition }, "recovery scan failed"));
     },
     onRelease: async (partition, reason) => {
       metrics.leasesHeld.dec();
@@ -225,19 +198,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   await leases.start();
   ready = true;
 
-  const evictTimer = setInterval(
-    async () => {
-      for (const [sessionId, a] of actors) {
-        const actor = await a.actor.catch(() => undefined);
-        if (actor && !actor.isRunning && now() - actor.lastUsed > opts.sessionIdleMs) {
-          actor.detach();
-          dropActor(sessionId);
-        }
-      }
-    },
-    Math.min(30_000, opts.sessionIdleMs),
-  );
-  evictTimer.unref();
+  const evictor = startIdleEvictor({ actors, idleMs: opts.sessionIdleMs, now });
 
   return {
     workerId: opts.workerId,
@@ -245,18 +206,16 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     metrics,
     tools,
     held: () => [...leases.held().keys()].sort((a, b) => a - b),
-    sessions: () => [...actors.keys()],
+    sessions: () => actors.keys(),
     isReady: () => ready && !stopping,
     async stop() {
       if (stopping) return;
       stopping = true;
-      clearInterval(evictTimer);
+      evictor.stop();
       await Promise.all([...intakes.values()].map((i) => i.stop()));
       // Runs get one shared grace period to finish, then every partition is released at once.
       await Promise.all(
-        [...actors.values()].map(async (a) =>
-          (await a.actor.catch(() => undefined))?.waitForIdle(opts.shutdownGraceMs),
-        ),
+        actors.entries().map(async (a) => (await a.actor.catch(() => undefined))?.waitForIdle(opts.shutdownGraceMs)),
       );
       await leases.stop();
       tools.stop();

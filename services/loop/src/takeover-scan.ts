@@ -1,4 +1,5 @@
-import type { FleetEvent } from "@fleet/protocol";
+import { decodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
+import type { JetStreamManager } from "@nats-io/jetstream";
 
 /**
  * True when a session whose log ends with `last` may hold work that its owner must finish after a
@@ -14,4 +15,34 @@ export function mayNeedRecovery(last: FleetEvent): boolean {
   if (last.type === "agent_end" || last.type === "command_rejected") return false;
   if (last.meta.runId !== undefined || last.meta.commandId !== undefined) return true;
   return last.type === "owner_change" || last.type === "command_accepted";
+}
+
+/**
+ * The takeover scan of one partition: for every session subject of the partition, reads its last
+ * event and hands the sessions that `mayNeedRecovery` to `recover` (which loads them; loading
+ * finishes their work), one at a time, while `active()` holds.
+ */
+export async function scanPartition(opts: {
+  jsm: JetStreamManager;
+  partition: number;
+  active: () => boolean;
+  recover: (sessionId: string) => Promise<unknown>;
+  onError: (err: unknown, subject: string) => void;
+}): Promise<void> {
+  const info = await opts.jsm.streams.info(STREAMS.events.name, {
+    subjects_filter: subjects.eventsOfPartition(opts.partition),
+  });
+  const subjectsMap = (info.state.subjects ?? {}) as Record<string, number>;
+  for (const subject of Object.keys(subjectsMap)) {
+    if (!opts.active()) return;
+    const last = await opts.jsm.streams.getMessage(STREAMS.events.name, { last_by_subj: subject }).catch(() => null);
+    if (!last) continue;
+    const event = decodeEvent(last.data);
+    if (!event.ok || !mayNeedRecovery(event.value)) continue;
+    try {
+      await opts.recover(event.value.meta.sessionId);
+    } catch (err) {
+      opts.onError(err, subject);
+    }
+  }
 }
