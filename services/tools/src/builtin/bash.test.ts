@@ -1,10 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { processesMatching } from "../testing/find-processes.js";
 import { createHarness, type Harness, textOf } from "../testing/tool-harness.js";
 import { createBashTool } from "./bash.js";
-import { isProcessAlive as alive } from "./process-group.js";
 
 async function waitFor(cond: () => boolean, ms = 5_000) {
   const end = Date.now() + ms;
@@ -52,15 +49,13 @@ describe("bash", () => {
     expect(out.details).toEqual({ exitCode: null, signal: "SIGTERM", timedOut: true });
   });
 
-  it("abort kills the whole process group, children included", async () => {
-    const pending = h.run(bash, { command: "sleep 30 & echo $! > child.pid; sleep 30" });
-    const pidFile = join(h.root, "child.pid");
-    await waitFor(() => existsSync(pidFile) && /\d+\n/.test(readFileSync(pidFile, "utf-8")));
-    const child = Number((await readFile(pidFile, "utf-8")).trim());
-    expect(alive(child)).toBe(true);
+  it("abort kills every process of the command, grandchildren included", async () => {
+    const marker = `${process.pid}${Date.now() % 100_000}`;
+    const pending = h.run(bash, { command: `sleep 30.${marker} & (sleep 31.${marker} &); sleep 32.${marker}` });
+    await waitFor(() => processesMatching(new RegExp(`^sleep 3[012]\\.${marker}$`)).length === 3);
     h.controller.abort();
     await expect(pending).rejects.toThrow("Command aborted");
-    expect(alive(child)).toBe(false);
+    expect(processesMatching(marker)).toEqual([]);
   });
 
   it("kills a TERM-ignoring group with SIGKILL after the grace", async () => {
@@ -72,9 +67,13 @@ describe("bash", () => {
   });
 
   it("background processes do not outlive their command", async () => {
-    await h.run(bash, { command: "sleep 30 & echo $! > bg.pid" });
-    const bg = Number((await readFile(join(h.root, "bg.pid"), "utf-8")).trim());
-    expect(alive(bg)).toBe(false);
+    const marker = `${process.pid}${Date.now() % 100_000}`;
+    // The shell ends only once both are running (pgrep sees the sandbox's own /proc).
+    const out = await h.run(bash, {
+      command: `sleep 33.${marker} & (sleep 34.${marker} &); until pgrep -f '^sleep 34' >/dev/null; do sleep 0.01; done; echo started`,
+    });
+    expect(textOf(out)).toBe("started\n");
+    expect(processesMatching(marker)).toEqual([]);
   });
 
   it("caps output with a note and stores the full output in the blob store", async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../define-tool.js";
 import { createMemoryBlobSink } from "../memory-blob-sink.js";
+import { createUnavailableSandbox } from "../sandbox/process-sandbox.js";
 import { type ExecuteCallInput, executeCall } from "./execute-call.js";
 
 const sleepy = defineTool({
@@ -40,6 +41,7 @@ function input(overrides: Partial<ExecuteCallInput>): ExecuteCallInput {
     workspace: "/tmp",
     logger: pino({ level: "silent" }),
     blobs: createMemoryBlobSink(),
+    sandbox: createUnavailableSandbox("bwrap", "these tools start no process"),
     deadlineAt: Date.now() + 60_000,
     deadlineMs: 60_000,
     now: Date.now,
@@ -72,6 +74,33 @@ describe("executeCall", () => {
         'Validation failed for tool "sleepy":\n  - ms: Invalid input: expected number, received string\n\nReceived arguments:\n{\n  "ms": "soon"\n}',
       ),
     });
+  });
+
+  it("refuses arguments over the size limit without validating or executing, naming the limit", async () => {
+    let started = false;
+    const probe = {
+      ...sleepy,
+      execute: () => {
+        started = true;
+        return "ran";
+      },
+    };
+    // {"ms":1,"pad":"xxx…"}: 17 bytes of framing around the padding.
+    const args = (bytes: number) => ({ ms: 1, pad: "x".repeat(bytes - 17) });
+    expect(JSON.stringify(args(2_000))).toHaveLength(2_000);
+    expect(await executeCall(input({ tool: probe, args: args(2_000), maxArgsBytes: 2_000 }))).toMatchObject({
+      kind: "done",
+      record: { content: [{ type: "text", text: "ran" }] },
+    });
+    started = false;
+    expect(await executeCall(input({ tool: probe, args: args(2_001), maxArgsBytes: 2_000 }))).toEqual({
+      kind: "done",
+      validationFailed: true,
+      record: text(
+        "Tool sleepy was not run: its arguments JSON is 2001 bytes; the limit is 2000 (FLEET_MAX_TOOL_ARGS_BYTES)",
+      ),
+    });
+    expect(started).toBe(false);
   });
 
   it("turns a thrown error into an error result with the message verbatim", async () => {
