@@ -1,4 +1,7 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sandboxSettings } from "../sandbox/sandbox-settings.js";
 import { processesMatching } from "../testing/find-processes.js";
 import { createHarness, type Harness, textOf } from "../testing/tool-harness.js";
 import { createBashTool } from "./bash.js";
@@ -105,5 +108,41 @@ describe("bash", () => {
     await expect(h.run(bash, {})).rejects.toThrow(
       'Validation failed for tool "bash":\n  - command: Invalid input: expected string, received undefined',
     );
+  });
+});
+
+describe("bash without a working sandbox", () => {
+  const bash = createBashTool();
+
+  it("refuses with an error naming the failed check when bwrap is missing", async () => {
+    const h = await createHarness({ sandbox: sandboxSettings({ bwrapPath: "/nonexistent/bwrap" }) });
+    try {
+      expect(h.ctx.sandbox.status).toEqual({
+        mode: "unavailable",
+        check: "bwrap",
+        reason: "/nonexistent/bwrap is not an executable file",
+      });
+      await expect(h.run(bash, { command: `echo ran > ${h.root}/ran.txt` })).rejects.toThrow(
+        "bash cannot run: the process sandbox is unavailable (check bwrap: /nonexistent/bwrap is not an executable file). " +
+          "Install bubblewrap (apt-get install bubblewrap), or set FLEET_SANDBOX=off on the tool runner to run processes without a sandbox.",
+      );
+      expect(existsSync(join(h.root, "ran.txt"))).toBe(false);
+    } finally {
+      await h.cleanup();
+    }
+  });
+
+  it("runs unconfined only when the sandbox is explicitly off, still with the sandbox's environment", async () => {
+    const h = await createHarness({ sandbox: sandboxSettings({ mode: "off" }) });
+    process.env.FLEET_TEST_SECRET = "s3cret";
+    try {
+      expect(h.ctx.sandbox.status).toEqual({ mode: "off" });
+      const out = await h.run(bash, { command: `echo out > ${h.outside}/off.txt; echo "[$FLEET_TEST_SECRET]"` });
+      expect(textOf(out)).toBe("[]\n");
+      expect(readFileSync(join(h.outside, "off.txt"), "utf-8")).toBe("out\n");
+    } finally {
+      delete process.env.FLEET_TEST_SECRET;
+      await h.cleanup();
+    }
   });
 });

@@ -52,6 +52,19 @@ function input(overrides: Partial<ExecuteCallInput>): ExecuteCallInput {
   };
 }
 
+/** `sleepy`'s schema with an execute that only counts its runs. */
+function probeTool() {
+  const probe = {
+    ...sleepy,
+    runs: 0,
+    execute: () => {
+      probe.runs++;
+      return "ran";
+    },
+  };
+  return probe;
+}
+
 const text = (t: string) => ({ kind: "result", content: [{ type: "text", text: t }], details: {}, isError: true });
 
 describe("executeCall", () => {
@@ -77,14 +90,7 @@ describe("executeCall", () => {
   });
 
   it("refuses arguments over the size limit without validating or executing, naming the limit", async () => {
-    let started = false;
-    const probe = {
-      ...sleepy,
-      execute: () => {
-        started = true;
-        return "ran";
-      },
-    };
+    const probe = probeTool();
     // {"ms":1,"pad":"xxx…"}: 17 bytes of framing around the padding.
     const args = (bytes: number) => ({ ms: 1, pad: "x".repeat(bytes - 17) });
     expect(JSON.stringify(args(2_000))).toHaveLength(2_000);
@@ -92,7 +98,7 @@ describe("executeCall", () => {
       kind: "done",
       record: { content: [{ type: "text", text: "ran" }] },
     });
-    started = false;
+    expect(probe.runs).toBe(1);
     expect(await executeCall(input({ tool: probe, args: args(2_001), maxArgsBytes: 2_000 }))).toEqual({
       kind: "done",
       validationFailed: true,
@@ -100,7 +106,7 @@ describe("executeCall", () => {
         "Tool sleepy was not run: its arguments JSON is 2001 bytes; the limit is 2000 (FLEET_MAX_TOOL_ARGS_BYTES)",
       ),
     });
-    expect(started).toBe(false);
+    expect(probe.runs).toBe(1);
   });
 
   it("turns a thrown error into an error result with the message verbatim", async () => {
@@ -122,21 +128,14 @@ describe("executeCall", () => {
   });
 
   it("does not start a call whose deadline passed while it waited", async () => {
-    let started = false;
-    const probe = {
-      ...sleepy,
-      execute: () => {
-        started = true;
-        return "ran";
-      },
-    };
+    const probe = probeTool();
     const out = await executeCall(input({ tool: probe, deadlineAt: Date.now() - 1, deadlineMs: 50 }));
     expect(out).toEqual({
       kind: "aborted",
       cause: "deadline",
       record: text("Tool sleepy exceeded its deadline of 50 ms"),
     });
-    expect(started).toBe(false);
+    expect(probe.runs).toBe(0);
   });
 
   it("a cancel gives Operation aborted; a tool ignoring the signal is abandoned after the grace", async () => {
