@@ -143,10 +143,13 @@ export function createBwrapSandbox(
         if (match) initPid = Number(match[1]);
       });
       infoPipe?.on("error", () => undefined);
+      const exited = () => child.exitCode !== null || child.signalCode !== null;
+      // bwrap's group holds bwrap and the sandbox's PID 1 (the command has its own session). Once
+      // bwrap exited and PID 1 is gone, nothing is left: no need to scan /proc for the group.
       const anyAlive = () =>
-        (pgid !== undefined && isGroupAlive(pgid)) ||
+        (cgroup !== undefined && !cgroup.isEmpty()) ||
         (initPid !== undefined && isProcessAlive(initPid)) ||
-        (cgroup !== undefined && !cgroup.isEmpty());
+        (exited() && initPid !== undefined ? false : pgid !== undefined && isGroupAlive(pgid));
       let killing: Promise<void> | undefined;
       const kill = (graceMs: number) => {
         killing ??= (async () => {
