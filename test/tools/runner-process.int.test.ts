@@ -13,6 +13,7 @@ import {
   type Stack,
   spawnRunner,
   startStack,
+  stopRunnerProcess,
   textOf,
   until,
   waitForRecord,
@@ -28,14 +29,7 @@ describe("tool runner processes", () => {
   });
   afterEach(async () => {
     // Graceful stops remove each runner's presence, so later tests see no stale live runners.
-    for (const p of procs.splice(0)) {
-      if (p.proc.exitCode === null && p.proc.signalCode === null) {
-        p.proc.kill("SIGTERM");
-        const timer = setTimeout(() => p.proc.kill("SIGKILL"), 15_000);
-        await p.exited;
-        clearTimeout(timer);
-      }
-    }
+    for (const p of procs.splice(0)) await stopRunnerProcess(p);
   });
   afterAll(async () => {
     await stack.stop();

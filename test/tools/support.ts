@@ -219,3 +219,12 @@ export async function spawnRunner(
   }
   return runner;
 }
+
+/** SIGTERM (SIGKILL after 15 s) a runner process that is still running, and waits for its exit. */
+export async function stopRunnerProcess(p: RunnerProcess): Promise<void> {
+  if (p.proc.exitCode !== null || p.proc.signalCode !== null) return;
+  p.proc.kill("SIGTERM");
+  const timer = setTimeout(() => p.proc.kill("SIGKILL"), 15_000);
+  await p.exited;
+  clearTimeout(timer);
+}

@@ -21,11 +21,11 @@ import {
   encodeToolCallRequest,
   encodeToolRegistration,
   encodeToolResultRecord,
-  MAX_MESSAGE_BYTES,
   parseJson,
 } from "./codec.js";
 import { COMMAND_TYPES, type FleetCommand, type FleetCommandType } from "./commands.js";
 import { FleetEvent, type FleetEventType } from "./events.js";
+import { MAX_MESSAGE_BYTES } from "./size-limits.js";
 import { STORE_OPS, type StoreOp, StoreReply, StoreRequest } from "./store-queries.js";
 import type { ToolCallRequest, ToolRegistration, ToolResultRecord } from "./tool-records.js";
 

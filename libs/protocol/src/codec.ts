@@ -1,10 +1,8 @@
 import type { z } from "zod";
 import { COMMAND_TYPES, CommandEnvelope, FleetCommand } from "./commands.js";
 import { FleetEvent } from "./events.js";
+import { checkCommandSize, DEFAULT_MAX_COMMAND_BYTES, MAX_MESSAGE_BYTES, payloadBytes } from "./size-limits.js";
 import { RunnerPresence, ToolCallRequest, ToolRegistration, ToolResultRecord } from "./tool-records.js";
-
-/** Largest payload Fleet puts in one message (NATS default max_payload). */
-export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 export interface DecodeIssue {
   /** Dotted path into the payload (`message.content.0.text`), or `""` for the root. */
@@ -29,7 +27,7 @@ const describe = (issues: DecodeIssue[]) =>
 
 /** Parses bytes or text as JSON. Fails on invalid UTF-8, invalid JSON and oversize input. */
 export function parseJson(input: Uint8Array | string, maxBytes = MAX_MESSAGE_BYTES): Decoded<unknown> {
-  const size = typeof input === "string" ? textEncoder.encode(input).byteLength : input.byteLength;
+  const size = payloadBytes(input);
   if (size > maxBytes) return fail("", `payload of ${size} bytes exceeds the limit of ${maxBytes} bytes`);
   let text: string;
   try {
@@ -103,9 +101,20 @@ export type CommandDecoded =
 
 /**
  * Decodes a command. `unsupported` = well-formed envelope of an unknown type; `invalid` = anything
- * else that fails (not JSON, wrong types, schema violations).
+ * else that fails (over `maxBytes`, checked before parsing; not JSON, wrong types, schema
+ * violations). `maxBytes` is FLEET_MAX_COMMAND_BYTES (default 1 MiB).
  */
-export function decodeCommand(input: Uint8Array | string): CommandDecoded {
+export function decodeCommand(input: Uint8Array | string, opts: { maxBytes?: number } = {}): CommandDecoded {
+  const oversize = checkCommandSize(input, opts.maxBytes ?? DEFAULT_MAX_COMMAND_BYTES);
+  if (oversize) {
+    return {
+      ok: false,
+      code: "invalid",
+      error: oversize,
+      issues: [{ path: "", message: oversize }],
+      commandType: "unknown",
+    };
+  }
   const json = parseJson(input);
   if (!json.ok) return { ...json, code: "invalid", commandType: "unknown" };
   const envelope = CommandEnvelope.safeParse(json.value);

@@ -20,7 +20,6 @@ export {
   encodeToolRegistration,
   encodeToolResultRecord,
   formatIssues,
-  MAX_MESSAGE_BYTES,
   parseJson,
   validate,
 } from "./codec.js";
@@ -247,6 +246,21 @@ export {
   SessionEntry,
   type SessionEntryType,
 } from "./session-entry.js";
+export {
+  checkCommandSize,
+  commandSizeLimit,
+  DEFAULT_MAX_COMMAND_BYTES,
+  DEFAULT_MAX_TOOL_ARGS_BYTES,
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  MAX_COMMAND_BYTES_SETTING,
+  MAX_MESSAGE_BYTES,
+  MAX_TOOL_ARGS_BYTES_SETTING,
+  MAX_TOOL_RESULT_BYTES_SETTING,
+  payloadBytes,
+  type SizeLimit,
+  sizeLimitViolation,
+  toolArgsSizeLimit,
+} from "./size-limits.js";
 export {
   SessionSummary,
   STORE_OPS,

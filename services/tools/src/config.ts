@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_TOOL_ARGS_BYTES, DEFAULT_MAX_TOOL_RESULT_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
 import { envInt, envString } from "@fleet/runtime";
 import { z } from "zod";
 
@@ -18,6 +19,24 @@ export const ToolsEnv = z.object({
   FLEET_TOOL_ABORT_GRACE_MS: envInt(1_000, 0, 60_000),
   /** On SIGTERM: how long running calls may finish before they are aborted. */
   FLEET_SHUTDOWN_GRACE_MS: envInt(10_000, 0, 600_000),
+  /** Largest `args` of a tool call, as JSON; bigger ones get an error result naming the limit. */
+  FLEET_MAX_TOOL_ARGS_BYTES: envInt(DEFAULT_MAX_TOOL_ARGS_BYTES, 1_024, MAX_MESSAGE_BYTES),
+  /** Largest result record; bigger results are truncated and stored whole in `fleet_blobs`. */
+  FLEET_MAX_TOOL_RESULT_BYTES: envInt(DEFAULT_MAX_TOOL_RESULT_BYTES, 16_384, DEFAULT_MAX_TOOL_RESULT_BYTES),
+  /** `off`: tools' processes run unconfined (a warning is logged at start). */
+  FLEET_SANDBOX: z.enum(["on", "off"]).default("on"),
+  /** `allow`: sandboxed processes share the runner's network. */
+  FLEET_SANDBOX_NETWORK: z.enum(["deny", "allow"]).default("deny"),
+  FLEET_SANDBOX_BWRAP: envString("/usr/bin/bwrap"),
+  /** Per process: CPU seconds, address space (MiB), largest file written (MiB); per command: processes. */
+  FLEET_SANDBOX_CPU_SECONDS: envInt(300, 1, 86_400),
+  FLEET_SANDBOX_MEMORY_MB: envInt(4_096, 16, 1_048_576),
+  FLEET_SANDBOX_FILE_MB: envInt(1_024, 1, 16_777_216),
+  FLEET_SANDBOX_MAX_PROCS: envInt(256, 8, 1_000_000),
+  /** Comma-separated host paths bound read-only into the sandbox (besides /usr and the system paths). */
+  FLEET_SANDBOX_RO_PATHS: envString(""),
+  /** Comma-separated names of runner variables passed to sandboxed processes (none by default). */
+  FLEET_SANDBOX_ENV: envString(""),
   /** `/healthz`, `/readyz`, `/metrics`; 0 = any free port (logged). */
   FLEET_OPS_PORT: envInt(0, 0, 65_535),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

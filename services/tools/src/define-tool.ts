@@ -1,6 +1,7 @@
 import type { BlobRef, ToolRegistration, ToolResultContentBlock, ToolRetryPolicy } from "@fleet/protocol";
 import type { Logger } from "pino";
 import { z } from "zod";
+import type { ProcessSandbox } from "./sandbox/process-sandbox.js";
 
 /** Default deadline of one call when neither the tool nor the request sets one: 3 minutes. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 180_000;
@@ -33,6 +34,12 @@ export interface ToolContext {
   sessionId: string;
   toolCallId: string;
   blobs: BlobSink;
+  /**
+   * Every process a tool starts goes through here: bubblewrap with the workspace as the only
+   * writable place, no network, resource limits and a clean environment (FLEET_SANDBOX=off:
+   * unconfined). Probed once when the runner starts.
+   */
+  sandbox: ProcessSandbox;
 }
 
 /** Arguments of `defineTool`. */

@@ -33,5 +33,22 @@ export {
   type ToolRunnerOptions,
 } from "./runner/create-tool-runner.js";
 export { schemaHash } from "./runner/tool-registry.js";
+export { openSandbox } from "./sandbox/open-sandbox.js";
+export type {
+  ProcessSandbox,
+  SandboxCheck,
+  SandboxedProcess,
+  SandboxStart,
+  SandboxStatus,
+} from "./sandbox/process-sandbox.js";
+export {
+  DEFAULT_SANDBOX_ENV,
+  DEFAULT_SANDBOX_LIMITS,
+  DEFAULT_SANDBOX_SETTINGS,
+  type SandboxLimits,
+  type SandboxSettings,
+  sandboxSettings,
+  sandboxSettingsFromEnv,
+} from "./sandbox/sandbox-settings.js";
 export { type ArgsValidation, validateToolArgs } from "./validate-args.js";
 export { ensureWorkspace, resolveInWorkspace, WorkspaceEscapeError } from "./workspace-path.js";

@@ -4,6 +4,7 @@ import { Registry } from "prom-client";
 import { ToolsEnv } from "./config.js";
 import type { AnyToolDefinition } from "./define-tool.js";
 import { createToolRunner, defaultRunnerId } from "./runner/create-tool-runner.js";
+import { sandboxSettingsFromEnv } from "./sandbox/sandbox-settings.js";
 
 /**
  * The process shell of a tool runner: reads `ToolsEnv`, connects, starts the runner and its ops
@@ -43,6 +44,9 @@ export async function runToolRunnerProcess(opts: {
     ackWaitMs: env.FLEET_TOOL_ACK_WAIT_MS,
     concurrency: env.FLEET_TOOL_CONCURRENCY,
     abortGraceMs: env.FLEET_TOOL_ABORT_GRACE_MS,
+    maxArgsBytes: env.FLEET_MAX_TOOL_ARGS_BYTES,
+    maxRecordBytes: env.FLEET_MAX_TOOL_RESULT_BYTES,
+    sandbox: sandboxSettingsFromEnv(env, process.env),
     metrics: registry,
   });
   const started = await runner.start();

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sandboxSettings } from "../sandbox/sandbox-settings.js";
+import { processesMatching } from "../testing/find-processes.js";
 import { createHarness, type Harness, textOf } from "../testing/tool-harness.js";
 import { createBashTool } from "./bash.js";
-import { isProcessAlive as alive } from "./process-group.js";
 
 async function waitFor(cond: () => boolean, ms = 5_000) {
   const end = Date.now() + ms;
@@ -52,15 +52,13 @@ describe("bash", () => {
     expect(out.details).toEqual({ exitCode: null, signal: "SIGTERM", timedOut: true });
   });
 
-  it("abort kills the whole process group, children included", async () => {
-    const pending = h.run(bash, { command: "sleep 30 & echo $! > child.pid; sleep 30" });
-    const pidFile = join(h.root, "child.pid");
-    await waitFor(() => existsSync(pidFile) && /\d+\n/.test(readFileSync(pidFile, "utf-8")));
-    const child = Number((await readFile(pidFile, "utf-8")).trim());
-    expect(alive(child)).toBe(true);
+  it("abort kills every process of the command, grandchildren included", async () => {
+    const marker = `${process.pid}${Date.now() % 100_000}`;
+    const pending = h.run(bash, { command: `sleep 30.${marker} & (sleep 31.${marker} &); sleep 32.${marker}` });
+    await waitFor(() => processesMatching(new RegExp(`^sleep 3[012]\\.${marker}$`)).length === 3);
     h.controller.abort();
     await expect(pending).rejects.toThrow("Command aborted");
-    expect(alive(child)).toBe(false);
+    expect(processesMatching(marker)).toEqual([]);
   });
 
   it("kills a TERM-ignoring group with SIGKILL after the grace", async () => {
@@ -72,9 +70,13 @@ describe("bash", () => {
   });
 
   it("background processes do not outlive their command", async () => {
-    await h.run(bash, { command: "sleep 30 & echo $! > bg.pid" });
-    const bg = Number((await readFile(join(h.root, "bg.pid"), "utf-8")).trim());
-    expect(alive(bg)).toBe(false);
+    const marker = `${process.pid}${Date.now() % 100_000}`;
+    // The shell ends only once both are running (pgrep sees the sandbox's own /proc).
+    const out = await h.run(bash, {
+      command: `sleep 33.${marker} & (sleep 34.${marker} &); until pgrep -f '^sleep 34' >/dev/null; do sleep 0.01; done; echo started`,
+    });
+    expect(textOf(out)).toBe("started\n");
+    expect(processesMatching(marker)).toEqual([]);
   });
 
   it("caps output with a note and stores the full output in the blob store", async () => {
@@ -106,5 +108,41 @@ describe("bash", () => {
     await expect(h.run(bash, {})).rejects.toThrow(
       'Validation failed for tool "bash":\n  - command: Invalid input: expected string, received undefined',
     );
+  });
+});
+
+describe("bash without a working sandbox", () => {
+  const bash = createBashTool();
+
+  it("refuses with an error naming the failed check when bwrap is missing", async () => {
+    const h = await createHarness({ sandbox: sandboxSettings({ bwrapPath: "/nonexistent/bwrap" }) });
+    try {
+      expect(h.ctx.sandbox.status).toEqual({
+        mode: "unavailable",
+        check: "bwrap",
+        reason: "/nonexistent/bwrap is not an executable file",
+      });
+      await expect(h.run(bash, { command: `echo ran > ${h.root}/ran.txt` })).rejects.toThrow(
+        "bash cannot run: the process sandbox is unavailable (check bwrap: /nonexistent/bwrap is not an executable file). " +
+          "Install bubblewrap (apt-get install bubblewrap), or set FLEET_SANDBOX=off on the tool runner to run processes without a sandbox.",
+      );
+      expect(existsSync(join(h.root, "ran.txt"))).toBe(false);
+    } finally {
+      await h.cleanup();
+    }
+  });
+
+  it("runs unconfined only when the sandbox is explicitly off, still with the sandbox's environment", async () => {
+    const h = await createHarness({ sandbox: sandboxSettings({ mode: "off" }) });
+    process.env.FLEET_TEST_SECRET = "s3cret";
+    try {
+      expect(h.ctx.sandbox.status).toEqual({ mode: "off" });
+      const out = await h.run(bash, { command: `echo out > ${h.outside}/off.txt; echo "[$FLEET_TEST_SECRET]"` });
+      expect(textOf(out)).toBe("[]\n");
+      expect(readFileSync(join(h.outside, "off.txt"), "utf-8")).toBe("out\n");
+    } finally {
+      delete process.env.FLEET_TEST_SECRET;
+      await h.cleanup();
+    }
   });
 });

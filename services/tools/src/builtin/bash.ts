@@ -1,10 +1,9 @@
-import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import type { BlobRef } from "@fleet/protocol";
 import { z } from "zod";
 import { defineTool, type ToolContext, type ToolOutput } from "../define-tool.js";
 import { throwIfAborted } from "./abort.js";
-import { isGroupAlive, killProcessGroup } from "./process-group.js";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, formatSize, type Truncation, truncateTail } from "./truncate.js";
 
 export interface BashToolOptions {
@@ -15,11 +14,11 @@ export interface BashToolOptions {
   maxOutputLines?: number;
   /** Full output kept for the blob store; beyond this the middle is dropped. Default 64 MB. */
   maxCaptureBytes?: number;
-  /** SIGTERM → SIGKILL grace for the process group. Default 500 ms. */
+  /** SIGTERM → SIGKILL grace for the command's processes (unconfined; sandboxed, SIGTERM to bwrap ends them all). Default 500 ms. */
   killGraceMs?: number;
   /** Minimum interval between progress updates. Default 100 ms (pi). */
   updateIntervalMs?: number;
-  /** Extra environment; the runner's environment is inherited. */
+  /** Extra environment; nothing of the runner's environment is inherited (see the sandbox settings). */
   env?: Record<string, string>;
 }
 
@@ -44,9 +43,9 @@ const BashArgs = z.object({
 });
 
 /**
- * `bash {command, timeout?}`: runs in the workspace as its own process group (`detached`). Abort
- * and timeout kill the whole group (SIGTERM, then SIGKILL); so does the end of the shell, so no
- * background process outlives its command. stdout and stderr stream as progress updates; the
+ * `bash {command, timeout?}`: runs in the workspace through `ctx.sandbox` (bubblewrap; refuses with
+ * an error result when the sandbox is unavailable). Abort and timeout end every process of the
+ * command; so does the end of the shell, so no background process outlives its command. stdout and stderr stream as progress updates; the
  * result keeps the tail of the output and the full output goes to the blob store. A non-zero exit
  * is an error result (`Command exited with code N`) with `details.exitCode`.
  */
@@ -72,14 +71,14 @@ async function runBash(
   opts: BashToolOptions & { shell: string; maxBytes: number; maxLines: number },
 ): Promise<ToolOutput> {
   throwIfAborted(ctx.signal);
-  const output = new OutputBuffer(opts.maxCaptureBytes ?? 64 * 1024 * 1024);
-  const child = spawn(opts.shell, ["-c", command], {
-    cwd: ctx.workspace,
-    detached: true,
-    env: { ...process.env, ...opts.env, PWD: ctx.workspace },
-    stdio: ["ignore", "pipe", "pipe"],
+  const started = await ctx.sandbox.start([opts.shell, "-c", command], {
+    workspace: ctx.workspace,
+    ...(opts.env ? { env: opts.env } : {}),
   });
-  const pgid = child.pid;
+  if (!started.ok) throw new Error(`bash cannot run: ${started.error}`);
+  const proc = started.process;
+  const { child } = proc;
+  const output = new OutputBuffer(opts.maxCaptureBytes ?? 64 * 1024 * 1024);
   const interval = opts.updateIntervalMs ?? 100;
   let lastUpdate = 0;
   let updateTimer: NodeJS.Timeout | undefined;
@@ -98,8 +97,8 @@ async function runBash(
   child.stderr?.on("data", onData);
 
   let killing: Promise<void> | undefined;
-  const killGroup = () => {
-    if (pgid !== undefined && !killing) killing = killProcessGroup(pgid, opts.killGraceMs ?? 500);
+  const killAll = () => {
+    killing ??= proc.kill(opts.killGraceMs ?? 500);
     return killing;
   };
   let timedOut = false;
@@ -107,16 +106,16 @@ async function runBash(
     timeoutSec !== undefined
       ? setTimeout(() => {
           timedOut = true;
-          void killGroup();
+          void killAll();
         }, timeoutSec * 1000)
       : undefined;
-  const onAbort = () => void killGroup();
+  const onAbort = () => void killAll();
   ctx.signal.addEventListener("abort", onAbort, { once: true });
 
   try {
     const exit = await waitForExit(child, () => {
-      // The shell is done; anything still in its group (background jobs) would hold the pipes open.
-      if (pgid !== undefined && isGroupAlive(pgid)) void killGroup();
+      // The shell is done; anything it left running (background jobs) would hold the pipes open.
+      if (proc.anyAlive()) void killAll();
     });
     if (killing) await killing;
     if (updateTimer) clearTimeout(updateTimer);
@@ -152,6 +151,8 @@ async function runBash(
     if (timer) clearTimeout(timer);
     if (updateTimer) clearTimeout(updateTimer);
     ctx.signal.removeEventListener("abort", onAbort);
+    if (proc.anyAlive()) await killAll();
+    await proc.release();
   }
 }
 
@@ -166,7 +167,7 @@ function truncationNote(t: Truncation, ref: BlobRef, dropped: number): string {
 }
 
 function waitForExit(
-  child: ReturnType<typeof spawn>,
+  child: ChildProcess,
   onShellExit: () => void,
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {

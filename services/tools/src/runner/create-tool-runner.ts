@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import {
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
   decodeToolCallRequest,
   isSessionId,
   isToolCallId,
@@ -22,11 +23,14 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { type AnyToolDefinition, toRegistration } from "../define-tool.js";
+import { openSandbox } from "../sandbox/open-sandbox.js";
+import type { ProcessSandbox } from "../sandbox/process-sandbox.js";
+import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 import { ensureWorkspace } from "../workspace-path.js";
 import { type CallId, errorRecord, finalMsgId, isWrongLastSequence, publishRecord } from "./call-records.js";
 import { type CallState, createCallStateReader } from "./call-state.js";
 import { executeCall } from "./execute-call.js";
-import { DEFAULT_MAX_RECORD_BYTES, limitFinalRecord } from "./limit-record.js";
+import { limitFinalRecord } from "./limit-record.js";
 import { blobPrefix, createNatsBlobSink } from "./nats-blob-sink.js";
 import { createRunnerMetrics, type DeliveryOutcome, noMetrics } from "./runner-metrics.js";
 import { createPresenceHeartbeat, type PresenceHeartbeat } from "./runner-presence.js";
@@ -52,8 +56,15 @@ export interface ToolRunnerOptions {
   abortGraceMs?: number;
   /** A call whose `started` record belongs to another live runner is looked at again after this delay. Default 1 s. */
   busyRetryMs?: number;
-  /** Largest final record; bigger results are truncated and stored whole in `fleet_blobs`. */
+  /** FLEET_MAX_TOOL_RESULT_BYTES: larger final records are truncated and stored whole in `fleet_blobs` (default and maximum 1 MiB - 16 KiB). */
   maxRecordBytes?: number;
+  /** FLEET_MAX_TOOL_ARGS_BYTES: calls with larger `args` (as JSON) get an error result naming the limit. Default 512 KiB. */
+  maxArgsBytes?: number;
+  /**
+   * How tools start processes: settings probed once at `start()` (default: bubblewrap with the
+   * default limits), or an already opened sandbox.
+   */
+  sandbox?: SandboxSettings | ProcessSandbox;
   /** Prometheus registry for the runner's metrics. */
   metrics?: Registry;
   now?: () => number;
@@ -113,7 +124,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   const updateIntervalMs = opts.updateIntervalMs ?? 100;
   const abortGraceMs = opts.abortGraceMs ?? 1_000;
   const busyRetryMs = opts.busyRetryMs ?? 1_000;
-  const maxRecordBytes = opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  const maxRecordBytes = Math.min(opts.maxRecordBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_MAX_TOOL_RESULT_BYTES);
   const workspaceMode = opts.workspaceMode ?? "per-session";
   const metrics = opts.metrics ? createRunnerMetrics(opts.metrics) : noMetrics;
 
@@ -129,6 +140,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   let cancelSub: Subscription | undefined;
   let readCallState: ReturnType<typeof createCallStateReader> | undefined;
   let blobStore: Awaited<ReturnType<Objm["open"]>> | undefined;
+  let sandbox: ProcessSandbox | undefined;
   let workingIntervalMs = 10_000;
   let started = false;
   let stopping = false;
@@ -138,6 +150,8 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   async function start(): Promise<StartOutcome> {
     if (started) throw new Error("tool runner already started");
     started = true;
+    sandbox = opts.sandbox && "start" in opts.sandbox ? opts.sandbox : await openSandbox(opts.sandbox);
+    logSandbox(logger, sandbox);
     const topo = await applyTopology(opts.nc, { logger });
     readCallState = createCallStateReader(topo.jsm);
     blobStore = await new Objm(opts.nc).open(OBJECT_STORES.blobs.name);
@@ -442,12 +456,14 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       workspace,
       logger: log,
       blobs,
+      sandbox: sandbox as ProcessSandbox,
       deadlineAt,
       deadlineMs,
       now,
       signal: entry.controller.signal,
       onUpdate,
       abortGraceMs,
+      ...(opts.maxArgsBytes !== undefined ? { maxArgsBytes: opts.maxArgsBytes } : {}),
     });
     // Trailing edge of the throttle: the last progress is published before the result.
     if (timer) clearTimeout(timer);
@@ -475,7 +491,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       record = await limitFinalRecord(record, blobs, tool.name, maxRecordBytes);
     } catch (err) {
       record = errorRecord(
-        `Tool ${tool.name} output is over the message limit and could not be stored: ${(err as Error).message}`,
+        `Tool ${tool.name} output is over the result limit and could not be stored: ${(err as Error).message}`,
       );
     }
     await publishFinal(call, record, log);
@@ -553,6 +569,24 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     activeCalls: () => inflight.size,
     isReady: () => started && !stopping && cancelSub !== undefined,
   };
+}
+
+/** One line at start saying how tools' processes run; a warning when unconfined, an error when they cannot run. */
+function logSandbox(logger: Logger, sandbox: ProcessSandbox): void {
+  const status = sandbox.status;
+  if (status.mode === "bwrap") {
+    logger.info({ evt: "sandbox_ready", ...status }, "tool processes run in a bubblewrap sandbox");
+  } else if (status.mode === "off") {
+    logger.warn(
+      { evt: "sandbox_off" },
+      "FLEET_SANDBOX=off: tool processes run unconfined, as the runner's user, with its file system and network",
+    );
+  } else {
+    logger.error(
+      { evt: "sandbox_unavailable", check: status.check, reason: status.reason },
+      `the process sandbox is unavailable (check ${status.check} failed): bash and other process tools refuse to run`,
+    );
+  }
 }
 
 /** Session and call ids of an otherwise invalid request, when they are readable. */

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../define-tool.js";
 import { createMemoryBlobSink } from "../memory-blob-sink.js";
+import { createUnavailableSandbox } from "../sandbox/process-sandbox.js";
 import { type ExecuteCallInput, executeCall } from "./execute-call.js";
 
 const sleepy = defineTool({
@@ -40,6 +41,7 @@ function input(overrides: Partial<ExecuteCallInput>): ExecuteCallInput {
     workspace: "/tmp",
     logger: pino({ level: "silent" }),
     blobs: createMemoryBlobSink(),
+    sandbox: createUnavailableSandbox("bwrap", "these tools start no process"),
     deadlineAt: Date.now() + 60_000,
     deadlineMs: 60_000,
     now: Date.now,
@@ -48,6 +50,19 @@ function input(overrides: Partial<ExecuteCallInput>): ExecuteCallInput {
     abortGraceMs: 200,
     ...overrides,
   };
+}
+
+/** `sleepy`'s schema with an execute that only counts its runs. */
+function probeTool() {
+  const probe = {
+    ...sleepy,
+    runs: 0,
+    execute: () => {
+      probe.runs++;
+      return "ran";
+    },
+  };
+  return probe;
 }
 
 const text = (t: string) => ({ kind: "result", content: [{ type: "text", text: t }], details: {}, isError: true });
@@ -74,6 +89,26 @@ describe("executeCall", () => {
     });
   });
 
+  it("refuses arguments over the size limit without validating or executing, naming the limit", async () => {
+    const probe = probeTool();
+    // {"ms":1,"pad":"xxx…"}: 17 bytes of framing around the padding.
+    const args = (bytes: number) => ({ ms: 1, pad: "x".repeat(bytes - 17) });
+    expect(JSON.stringify(args(2_000))).toHaveLength(2_000);
+    expect(await executeCall(input({ tool: probe, args: args(2_000), maxArgsBytes: 2_000 }))).toMatchObject({
+      kind: "done",
+      record: { content: [{ type: "text", text: "ran" }] },
+    });
+    expect(probe.runs).toBe(1);
+    expect(await executeCall(input({ tool: probe, args: args(2_001), maxArgsBytes: 2_000 }))).toEqual({
+      kind: "done",
+      validationFailed: true,
+      record: text(
+        "Tool sleepy was not run: its arguments JSON is 2001 bytes; the limit is 2000 (FLEET_MAX_TOOL_ARGS_BYTES)",
+      ),
+    });
+    expect(probe.runs).toBe(1);
+  });
+
   it("turns a thrown error into an error result with the message verbatim", async () => {
     expect(await executeCall(input({ tool: failing, args: {} }))).toEqual({
       kind: "done",
@@ -93,21 +128,14 @@ describe("executeCall", () => {
   });
 
   it("does not start a call whose deadline passed while it waited", async () => {
-    let started = false;
-    const probe = {
-      ...sleepy,
-      execute: () => {
-        started = true;
-        return "ran";
-      },
-    };
+    const probe = probeTool();
     const out = await executeCall(input({ tool: probe, deadlineAt: Date.now() - 1, deadlineMs: 50 }));
     expect(out).toEqual({
       kind: "aborted",
       cause: "deadline",
       record: text("Tool sleepy exceeded its deadline of 50 ms"),
     });
-    expect(started).toBe(false);
+    expect(probe.runs).toBe(0);
   });
 
   it("a cancel gives Operation aborted; a tool ignoring the signal is abandoned after the grace", async () => {

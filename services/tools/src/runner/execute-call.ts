@@ -1,6 +1,14 @@
-import { ensureError, type ToolFinalRecord, toolErrorText } from "@fleet/protocol";
+import {
+  ensureError,
+  payloadBytes,
+  sizeLimitViolation,
+  type ToolFinalRecord,
+  toolArgsSizeLimit,
+  toolErrorText,
+} from "@fleet/protocol";
 import type { Logger } from "pino";
 import { type AnyToolDefinition, type BlobSink, toToolOutput } from "../define-tool.js";
+import type { ProcessSandbox } from "../sandbox/process-sandbox.js";
 import { validateToolArgs } from "../validate-args.js";
 
 /** Why a running call was aborted. `shutdown` = the runner is stopping. */
@@ -14,6 +22,7 @@ export interface ExecuteCallInput {
   workspace: string;
   logger: Logger;
   blobs: BlobSink;
+  sandbox: ProcessSandbox;
   /** Epoch ms after which the call is aborted with the deadline error. */
   deadlineAt: number;
   /** The budget named in the deadline error text. */
@@ -24,6 +33,8 @@ export interface ExecuteCallInput {
   onUpdate: (partial: unknown) => void;
   /** After an abort, how long the tool may take to settle before the abort result is given anyway. */
   abortGraceMs: number;
+  /** FLEET_MAX_TOOL_ARGS_BYTES: larger `args` (as JSON) are refused with an error result. Default 512 KiB. */
+  maxArgsBytes?: number;
 }
 
 export type CallOutcome =
@@ -38,11 +49,23 @@ const errorRecord = (text: string): ToolFinalRecord => ({
 });
 
 /**
- * Validates and executes one call. Contract: never rejects. A thrown error becomes an error result
+ * Checks the size of the arguments, validates and executes one call. Contract: never rejects. A thrown error becomes an error result
  * with the message verbatim (pi); an abort gives `Operation aborted` (cancel, shutdown) or the
  * deadline error, once the tool settled or `abortGraceMs` passed, whatever the tool returns.
  */
 export async function executeCall(input: ExecuteCallInput): Promise<CallOutcome> {
+  const oversize = sizeLimitViolation(
+    "its arguments JSON",
+    payloadBytes(JSON.stringify(input.args) ?? ""),
+    toolArgsSizeLimit(input.maxArgsBytes),
+  );
+  if (oversize) {
+    return {
+      kind: "done",
+      record: errorRecord(`Tool ${input.tool.name} was not run: ${oversize}`),
+      validationFailed: true,
+    };
+  }
   const valid = validateToolArgs(input.tool, input.args);
   if (!valid.ok) return { kind: "done", record: errorRecord(valid.error), validationFailed: true };
   if (input.deadlineAt <= input.now()) {
@@ -89,6 +112,7 @@ export async function executeCall(input: ExecuteCallInput): Promise<CallOutcome>
           sessionId: input.sessionId,
           toolCallId: input.toolCallId,
           blobs: input.blobs,
+          sandbox: input.sandbox,
         }),
       );
       const record: ToolFinalRecord = {

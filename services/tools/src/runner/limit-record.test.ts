@@ -29,7 +29,7 @@ describe("limitFinalRecord", () => {
     });
     const note = out.content.at(-1) as { text: string };
     expect(note.text).toMatch(
-      /^\[Output truncated: the result is 300057 bytes, over the 200000-byte message limit; \d+ of 300000 text bytes shown\. Full output: blob fleet_blobs\/result\.json\]$/,
+      /^\[Output truncated: the result is 300057 bytes, over the 200000-byte limit \(FLEET_MAX_TOOL_RESULT_BYTES\); \d+ of 300000 text bytes shown\. Full output: blob fleet_blobs\/result\.json\]$/,
     );
     expect((out.content[0] as { text: string }).text).toBe(
       big.slice(0, (out.content[0] as { text: string }).text.length),

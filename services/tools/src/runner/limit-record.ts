@@ -1,8 +1,11 @@
-import { encodeToolResultRecord, MAX_MESSAGE_BYTES, type ToolFinalRecord } from "@fleet/protocol";
+import {
+  DEFAULT_MAX_TOOL_RESULT_BYTES,
+  encodeToolResultRecord,
+  MAX_TOOL_RESULT_BYTES_SETTING,
+  type ToolFinalRecord,
+} from "@fleet/protocol";
 import type { BlobSink } from "../define-tool.js";
 
-/** Room left for headers and JSON framing below the 1 MB message limit. */
-export const DEFAULT_MAX_RECORD_BYTES = MAX_MESSAGE_BYTES - 16 * 1024;
 const MAX_INLINE_DETAILS_BYTES = 64 * 1024;
 
 const byteLength = (s: string) => Buffer.byteLength(s, "utf-8");
@@ -18,7 +21,7 @@ export async function limitFinalRecord(
   record: ToolFinalRecord,
   blobs: BlobSink,
   toolName: string,
-  maxBytes = DEFAULT_MAX_RECORD_BYTES,
+  maxBytes = DEFAULT_MAX_TOOL_RESULT_BYTES,
 ): Promise<ToolFinalRecord> {
   const encoded = encodeToolResultRecord(record);
   if (!encoded.ok && !/exceeds the limit/.test(encoded.error)) {
@@ -60,7 +63,7 @@ export async function limitFinalRecord(
         } else {
           content.push({
             type: "text",
-            text: `[Image (${block.mimeType}, ${size} bytes of base64) omitted: over the message limit]`,
+            text: `[Image (${block.mimeType}, ${size} bytes of base64) omitted: over the result limit]`,
           });
         }
       }
@@ -68,7 +71,7 @@ export async function limitFinalRecord(
     const shownText = content.reduce((n, b) => n + (b.type === "text" ? byteLength(b.text) : 0), 0);
     content.push({
       type: "text",
-      text: `[Output truncated: the result is ${byteLength(full)} bytes, over the ${maxBytes}-byte message limit; ${shownText} of ${totalText} text bytes shown. Full output: blob ${ref.bucket}/${ref.name}]`,
+      text: `[Output truncated: the result is ${byteLength(full)} bytes, over the ${maxBytes}-byte limit (${MAX_TOOL_RESULT_BYTES_SETTING}); ${shownText} of ${totalText} text bytes shown. Full output: blob ${ref.bucket}/${ref.name}]`,
     });
     const candidate: ToolFinalRecord = { ...record, content, details };
     const check = encodeToolResultRecord(candidate);
@@ -78,7 +81,10 @@ export async function limitFinalRecord(
   return {
     kind: "result",
     content: [
-      { type: "text", text: `[Output omitted: over the message limit. Full output: blob ${ref.bucket}/${ref.name}]` },
+      {
+        type: "text",
+        text: `[Output omitted: over the ${maxBytes}-byte limit (${MAX_TOOL_RESULT_BYTES_SETTING}). Full output: blob ${ref.bucket}/${ref.name}]`,
+      },
     ],
     details: { fullOutput: ref },
     isError: record.isError,

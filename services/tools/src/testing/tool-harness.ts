@@ -6,6 +6,8 @@ import { pino } from "pino";
 import type { AnyToolDefinition, ToolContext, ToolOutput } from "../define-tool.js";
 import { toToolOutput } from "../define-tool.js";
 import { createMemoryBlobSink, type MemoryBlobSink } from "../memory-blob-sink.js";
+import { openSandbox } from "../sandbox/open-sandbox.js";
+import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 import { validateToolArgs } from "../validate-args.js";
 
 export interface Harness {
@@ -22,7 +24,8 @@ export interface Harness {
   cleanup(): Promise<void>;
 }
 
-export async function createHarness(): Promise<Harness> {
+/** `sandbox`: the settings the runner would probe (default: bubblewrap with the default limits). */
+export async function createHarness(opts: { sandbox?: SandboxSettings } = {}): Promise<Harness> {
   const base = await realpath(await mkdtemp(join(tmpdir(), "fleet-tools-test-")));
   const root = join(base, "ws");
   const outside = join(base, "outside");
@@ -40,6 +43,7 @@ export async function createHarness(): Promise<Harness> {
     sessionId: "s-1",
     toolCallId: "tc-1",
     blobs,
+    sandbox: await openSandbox(opts.sandbox),
   };
   return {
     root,
