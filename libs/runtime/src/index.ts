@@ -5,7 +5,24 @@ export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";
 export { followKv, type KvFollower } from "./kv-follow.js";
 export { createLogger, type Logger } from "./logger.js";
-export { type ConnectOptions, checkServer, connectNats, type ServerCapabilities } from "./nats-connection.js";
+export {
+  buildNatsAuth,
+  describeNatsAuth,
+  NATS_AUTH_ENV,
+  type NatsAuth,
+  type NatsAuthSettings,
+  natsAuthEnvFields,
+  natsAuthFromEnv,
+  redactUrl,
+} from "./nats-auth.js";
+export {
+  type ConnectOptions,
+  checkServer,
+  connectNats,
+  describeConnectError,
+  type ServerCapabilities,
+  watchPermissionErrors,
+} from "./nats-connection.js";
 export { type OpsServer, startOpsServer } from "./ops-server.js";
 export {
   createLeaseManager,

@@ -1,6 +1,7 @@
 import { MIN_NATS_SERVER } from "@fleet/protocol";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsAuth, redactUrl } from "./nats-auth.js";
 import { atLeast } from "./semver.js";
 
 export interface ConnectOptions {
@@ -15,17 +16,74 @@ export interface ConnectOptions {
    */
   asyncTraces?: boolean;
   timeoutMs?: number;
+  /** Login and TLS (`buildNatsAuth`); none = anonymous, as `npm start`'s local server expects. */
+  auth?: NatsAuth;
+  /**
+   * Prefix of every reply inbox (requests, JetStream acks and pulls, KV watches). Each role has its
+   * own (`inboxPrefixOf` in @fleet/protocol), so its NATS user may subscribe to its own replies only.
+   */
+  inboxPrefix?: string;
 }
 
-export function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
-  return connect({
-    servers: opts.url.split(","),
-    name: opts.name,
-    maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
-    reconnectTimeWait: 250,
-    timeout: opts.timeoutMs ?? 5_000,
-    noAsyncTraces: !(opts.asyncTraces ?? false),
-  });
+/**
+ * Connects. Contract: rejects with an Error whose message is one line naming the server (without
+ * credentials) and, for a refused login, who tried to log in.
+ */
+export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
+  try {
+    return await connect({
+      servers: opts.url.split(","),
+      name: opts.name,
+      maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
+      reconnectTimeWait: 250,
+      timeout: opts.timeoutMs ?? 5_000,
+      noAsyncTraces: !(opts.asyncTraces ?? false),
+      ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
+      ...opts.auth?.options,
+    });
+  } catch (err) {
+    throw new Error(describeConnectError(err, opts.url, opts.auth?.identity ?? "anonymous"), { cause: err });
+  }
+}
+
+/** One line for a failed connect: a refused login names the user; anything else names the server. */
+export function describeConnectError(err: unknown, url: string, identity: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const server = redactUrl(url);
+  if (isLoginError(err)) return `NATS at ${server} refused the login of ${identity}: ${message}`;
+  return `cannot connect to NATS at ${server} as ${identity}: ${message}`;
+}
+
+function isLoginError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return (
+    err.name === "AuthorizationError" ||
+    err.name === "UserAuthenticationExpiredError" ||
+    /authorization violation|authentication/i.test(err.message)
+  );
+}
+
+/**
+ * Reports every permission violation the server sends on this connection as one line naming the
+ * user, the operation and the subject (e.g. `NATS denied user "loop" publish to "fleet.tool.call.x"`).
+ * Runs until the connection closes.
+ */
+export function watchPermissionErrors(
+  nc: NatsConnection,
+  identity: string,
+  report: (line: string, detail: { operation: string; subject: string }) => void,
+): void {
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== "error") continue;
+      const err = status.error as Error & { operation?: string; subject?: string; queue?: string };
+      if (err.name !== "PermissionViolationError") continue;
+      const operation = err.operation === "subscription" ? "subscribe" : (err.operation ?? "publish");
+      const subject = err.subject ?? "?";
+      const queue = err.queue ? ` (queue ${err.queue})` : "";
+      report(`NATS denied ${identity} ${operation} to ${JSON.stringify(subject)}${queue}`, { operation, subject });
+    }
+  })().catch(() => undefined);
 }
 
 /** What the server offers, and which optional features are missing on it. */
