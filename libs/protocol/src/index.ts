@@ -130,6 +130,7 @@ export { DEFAULT_PARTITIONS, fnv1a32, partitionOf } from "./partition.js";
 export {
   auditFeed,
   auditMirrorStream,
+  CLIENT_INBOX_PREFIX,
   FLEET_ROLES,
   type FleetRole,
   inboxPrefixOf,

@@ -35,10 +35,13 @@ export interface RolePermissions {
 
 /**
  * The inbox prefix a role's connections use for every reply (requests, JetStream acks, pulls, KV
- * watches). A role may subscribe to its own prefix only, so it never sees another role's replies
- * (a tool call pulled by a runner arrives on the runner's inbox).
+ * watches). A service role may subscribe to its own prefix only, so it never sees another role's
+ * replies (a tool call pulled by a runner arrives on the runner's inbox). Clients share one prefix:
+ * a reader may see an operator's replies, which hold nothing a reader cannot read itself.
  */
-export const inboxPrefixOf = (role: FleetRole) => `_INBOX_${role.replace("-", "_")}`;
+export const inboxPrefixOf = (role: FleetRole) =>
+  role === "loop" || role === "tools" || role === "store" ? `_INBOX_${role}` : CLIENT_INBOX_PREFIX;
+export const CLIENT_INBOX_PREFIX = "_INBOX_client";
 
 const API = "$JS.API";
 const kvStream = (bucket: string) => `KV_${bucket}`;

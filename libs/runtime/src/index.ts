@@ -1,6 +1,6 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
-export { envBool, envInt, envString, loadEnvOrExit, parseEnv } from "./env-config.js";
+export { envBool, envInt, envLogLevel, envString, loadEnvOrExit, parseEnv, serviceEnvFields } from "./env-config.js";
 export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";
 export { followKv, type KvFollower } from "./kv-follow.js";
@@ -18,8 +18,11 @@ export {
 export {
   type ConnectOptions,
   checkServer,
+  connectFleet,
   connectNats,
   describeConnectError,
+  type FleetConnectOptions,
+  NatsConnectError,
   type ServerCapabilities,
   watchPermissionErrors,
 } from "./nats-connection.js";

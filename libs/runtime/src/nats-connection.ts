@@ -1,7 +1,7 @@
-import { MIN_NATS_SERVER } from "@fleet/protocol";
+import { type FleetRole, inboxPrefixOf, MIN_NATS_SERVER } from "@fleet/protocol";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { type NatsAuth, redactUrl } from "./nats-auth.js";
+import { buildNatsAuth, type NatsAuth, type NatsAuthSettings, redactUrl } from "./nats-auth.js";
 import { atLeast } from "./semver.js";
 
 export interface ConnectOptions {
@@ -25,9 +25,19 @@ export interface ConnectOptions {
   inboxPrefix?: string;
 }
 
+/** Why a connection could not be made: bad login settings, a refused login, or anything else. */
+export class NatsConnectError extends Error {
+  readonly code: "settings" | "login_refused" | "unreachable";
+  constructor(code: NatsConnectError["code"], message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "NatsConnectError";
+    this.code = code;
+  }
+}
+
 /**
- * Connects. Contract: rejects with an Error whose message is one line naming the server (without
- * credentials) and, for a refused login, who tried to log in.
+ * Connects. Contract: rejects with a NatsConnectError whose message is one line naming the server
+ * (without credentials) and, for a refused login, who tried to log in.
  */
 export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
   try {
@@ -42,7 +52,10 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       ...opts.auth?.options,
     });
   } catch (err) {
-    throw new Error(describeConnectError(err, opts.url, opts.auth?.identity ?? "anonymous"), { cause: err });
+    const code = isLoginError(err) ? "login_refused" : "unreachable";
+    throw new NatsConnectError(code, describeConnectError(err, opts.url, opts.auth?.identity ?? "anonymous"), {
+      cause: err,
+    });
   }
 }
 
@@ -122,4 +135,36 @@ export async function checkServer(
   }
   const gaps = FEATURE_GATES.filter(([min]) => !atLeast(version, min)).map(([min, f]) => `${f} (needs ${min})`);
   return { ok: true, caps: { version, jetstream: true, gaps } };
+}
+
+/** How a Fleet process connects: its role (inbox prefix), where, and its login settings. */
+export interface FleetConnectOptions {
+  role: FleetRole;
+  url: string;
+  name: string;
+  auth?: NatsAuthSettings;
+  timeoutMs?: number;
+  maxReconnectAttempts?: number;
+  /** Receives each permission violation as one line (default: ignored). */
+  onPermissionError?: (line: string, detail: { operation: string; subject: string }) => void;
+}
+
+/**
+ * Connects as a Fleet role: builds the login from the settings, uses the role's inbox prefix, and
+ * reports permission violations. Contract: rejects with one-line Errors (bad settings, unreachable
+ * server, refused login naming the user); secrets never appear in them.
+ */
+export async function connectFleet(opts: FleetConnectOptions): Promise<{ nc: NatsConnection; identity: string }> {
+  const built = buildNatsAuth(opts.auth ?? {});
+  if (!built.ok) throw new NatsConnectError("settings", built.error);
+  const nc = await connectNats({
+    url: opts.url,
+    name: opts.name,
+    auth: built.auth,
+    inboxPrefix: inboxPrefixOf(opts.role),
+    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    ...(opts.maxReconnectAttempts !== undefined ? { maxReconnectAttempts: opts.maxReconnectAttempts } : {}),
+  });
+  if (opts.onPermissionError) watchPermissionErrors(nc, built.auth.identity, opts.onPermissionError);
+  return { nc, identity: built.auth.identity };
 }

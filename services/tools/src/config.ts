@@ -1,10 +1,13 @@
-import { envInt, envString } from "@fleet/runtime";
+import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
 /** Every tool-runner setting, from the environment, with its default. */
 export const ToolsEnv = z.object({
-  NATS_URL: envString("nats://127.0.0.1:4222"),
-  /** Workspace root; a session works in `<FLEET_WORKSPACE>/<sessionId>`. */
+  ...serviceEnvFields,
+  /**
+   * Workspace root; a session works in `<FLEET_WORKSPACE>/<sessionId>`, or in
+   * `<FLEET_WORKSPACE>/<FLEET_TENANT>/<sessionId>` when the runner serves a named tenant.
+   */
   FLEET_WORKSPACE: envString(".fleet/workspaces"),
   FLEET_WORKSPACE_MODE: z.enum(["per-session", "shared"]).default("per-session"),
   /** Comma-separated built-in tools to serve (`read,write,edit,bash,ls,find,grep`); empty or `all` = all. */
@@ -18,8 +21,5 @@ export const ToolsEnv = z.object({
   FLEET_TOOL_ABORT_GRACE_MS: envInt(1_000, 0, 60_000),
   /** On SIGTERM: how long running calls may finish before they are aborted. */
   FLEET_SHUTDOWN_GRACE_MS: envInt(10_000, 0, 600_000),
-  /** `/healthz`, `/readyz`, `/metrics`; 0 = any free port (logged). */
-  FLEET_OPS_PORT: envInt(0, 0, 65_535),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type ToolsEnv = z.infer<typeof ToolsEnv>;
