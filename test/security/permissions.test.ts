@@ -16,6 +16,7 @@ import {
 } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../client/support/run-cli.js";
 import { type SecuredNats, startSecuredNats, startTenantServices, type TenantServices } from "./support.js";
 
 const TENANT = "acme";
@@ -195,5 +196,44 @@ describe("security / refused subjects", () => {
     const log = secured.nats.output();
     expect(log).toMatch(/Publish Violation - User "acme-tools", Subject "fleet\.evt\.0\.s-forged"/);
     expect(log).toMatch(/Subscription Violation - User "acme-loop", Subject "_INBOX_tools\.>"/);
+  });
+});
+
+describe("security / the fleet CLI with credentials", () => {
+  it("logs in with --user and --password", async () => {
+    const { password } = secured.auth(TENANT, "operator");
+    const result = await runCli([
+      "--nats",
+      secured.nats.url,
+      "--user",
+      "acme-operator",
+      "--password",
+      password ?? "",
+      "tree",
+      SESSION,
+      "--json",
+    ]);
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    expect((JSON.parse(result.stdout) as { entries: unknown[] }).entries.length).toBeGreaterThan(3);
+  });
+
+  it("reports a reader's refused command in one line naming the user and subject", async () => {
+    const result = await runCli(["abort", SESSION], {
+      env: { NATS_URL: secured.nats.url, ...secured.env(TENANT, "reader") },
+    });
+    const subject = subjects.command(operator.partitionOf(SESSION), SESSION);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr.split("\n")[0]).toBe(`fleet: NATS denied user "acme-reader" publish to "${subject}"`);
+  });
+
+  it("shows no secret in fleet doctor's output", async () => {
+    const env = { NATS_URL: secured.nats.url, REDIS_URL: redis.url, ...secured.env(TENANT, "reader") };
+    const result = await runCli(["doctor"], { env });
+    const output = result.stdout + result.stderr;
+    expect(output).toContain(`NATS ${secured.nats.url} (user "acme-reader" with a password): nats-server 2.9.10`);
+    expect(output).toContain("loop leases: 4/4 held");
+    expect(output).not.toContain(env.NATS_PASSWORD);
+    const json = await runCli(["doctor", "--json"], { env });
+    expect(json.stdout).not.toContain(env.NATS_PASSWORD);
   });
 });

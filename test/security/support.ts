@@ -23,7 +23,7 @@ export interface SecuredNats {
   /** A role's login: its user and password. */
   auth(tenant: string, role: FleetRole): NatsAuthSettings;
   /** The same as NATS_USER / NATS_PASSWORD for a service process. */
-  env(tenant: string, role: FleetRole): Record<string, string>;
+  env(tenant: string, role: FleetRole): { NATS_USER: string; NATS_PASSWORD: string };
   /** Connects as a role; every permission violation line lands in `denied`. */
   connectAs(tenant: string, role: FleetRole): Promise<{ nc: NatsConnection; denied: string[] }>;
   stop(): Promise<void>;
@@ -35,7 +35,8 @@ export async function startSecuredNats(tenants: { name: string; audit?: boolean 
     partitions: PARTITIONS,
     tenants: tenants.map((t) => ({ name: t.name, jetstream: LIMITS, audit: t.audit ?? false })),
   };
-  const passwords = Object.fromEntries(passwordVars(spec).map((v) => [v, randomBytes(18).toString("base64url")]));
+  // nats-server parses a variable's value as a config token: a password must start with a letter.
+  const passwords = Object.fromEntries(passwordVars(spec).map((v) => [v, `pw${randomBytes(18).toString("hex")}`]));
   const nats = await startNats({ config: renderAccountsConf(spec), env: passwords });
   const auth = (tenant: string, role: FleetRole): NatsAuthSettings => ({
     user: userOf(tenant, role),

@@ -1,5 +1,5 @@
 // `fleet doctor`: is this deployment healthy and ready, and if not, why.
-import { checkServer, connectFleet, describeNatsAuth, redactUrl } from "@fleet/runtime";
+import { checkServer, connectFleet, describeNatsAuth, NatsConnectError, redactUrl } from "@fleet/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Style } from "../ansi.js";
@@ -39,8 +39,13 @@ export async function doctorCommand(io: CliIo, opts: { json?: boolean }): Promis
       onPermissionError: (line) => denied.push(line),
     }));
   } catch (err) {
-    if (opts.json) throw new CliError((err as Error).message);
-    checks.push({ status: "fail", title: (err as Error).message, details: [] });
+    const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : undefined;
+    const title =
+      err instanceof NatsConnectError && err.code === "unreachable"
+        ? `NATS ${nats.url}: unreachable (${cause ?? (err as Error).message})`
+        : (err as Error).message;
+    if (opts.json) throw new CliError(title);
+    checks.push({ status: "fail", title, details: [] });
   }
   let report: DeploymentReport | undefined;
   try {
