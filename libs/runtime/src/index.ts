@@ -1,5 +1,6 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
+export { ensureAuditMirror } from "./audit-feed.js";
 export { envBool, envInt, envLogLevel, envString, loadEnvOrExit, parseEnv, serviceEnvFields } from "./env-config.js";
 export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";

@@ -26,6 +26,8 @@ export async function connectClient(ctx: CliContext, opts: { commandTimeoutMs?: 
       natsUrl: url,
       name: "fleet-cli",
       auth: resolveNatsAuth(ctx),
+      // An audit account has no fleet_config: its users give P (FLEET_PARTITIONS) themselves.
+      ...(/^[1-9]\d*$/.test(ctx.env.FLEET_PARTITIONS ?? "") ? { partitions: Number(ctx.env.FLEET_PARTITIONS) } : {}),
       onPermissionError: (line) => process.stderr.write(`fleet: ${line}\n`),
       connectTimeoutMs: 3_000,
       ...(opts.commandTimeoutMs !== undefined ? { commandTimeoutMs: opts.commandTimeoutMs } : {}),

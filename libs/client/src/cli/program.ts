@@ -2,6 +2,7 @@
 import { isSessionId } from "@fleet/protocol";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { CliError, EXIT } from "./cli-error.js";
+import { auditFeedCommand } from "./commands/audit-feed.js";
 import { chatCommand } from "./commands/chat.js";
 import { doctorCommand } from "./commands/doctor.js";
 import { exportCommand, replayCommand, sessionsCommand, treeCommand, watchCommand } from "./commands/read-commands.js";
@@ -187,6 +188,12 @@ export function buildProgram(
     .description("check NATS, JetStream, Redis, streams, leases, tools and the store's lag")
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean }) => setExit(await doctorCommand(io(), opts)));
+
+  program
+    .command("audit-feed")
+    .description("create the mirror of a tenant's events in its audit account (log in as <tenant>-audit-admin)")
+    .argument("<tenant>", "the audited tenant")
+    .action(async (tenant: string) => setExit(await auditFeedCommand(io(), tenant)));
 
   return program;
 }
