@@ -18,7 +18,7 @@ describe("deploy / generated NATS configuration", () => {
     }
   });
 
-  it.each(["fleet.conf", "cluster-1.conf", "cluster-2.conf", "cluster-3.conf"])(
+  it.each(["fleet.conf", "container.conf", "cluster-0.conf", "cluster-1.conf", "cluster-2.conf"])(
     "nats-server -t accepts %s",
     async (file) => {
       const env = { ...process.env, ...Object.fromEntries(passwordVars(spec).map((v) => [v, "test-password"])) };

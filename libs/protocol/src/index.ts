@@ -115,6 +115,8 @@ export {
   AUDIT_ROLES,
   accountOf,
   auditAccountOf,
+  CLUSTER_NODES,
+  clusterNodeName,
   DeploymentSpec,
   passwordVarOf,
   passwordVars,
