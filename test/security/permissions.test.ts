@@ -120,6 +120,39 @@ describe("security / every service under its own user", () => {
   });
 });
 
+describe("security / ops servers", () => {
+  it("listen on FLEET_OPS_HOST (every interface for the runner here), so probes from outside reach them", async () => {
+    const port = services.toolsOpsPort.toString(16).toUpperCase().padStart(4, "0");
+    const listening = readFileSync("/proc/net/tcp", "utf8")
+      .split("\n")
+      .filter((line) => line.includes(`:${port} `) && line.trim().split(/\s+/)[3] === "0A")
+      .map((line) => line.trim().split(/\s+/)[1]);
+    expect(listening).toEqual([`00000000:${port}`]);
+    const ready = await fetch(`http://127.0.0.1:${services.toolsOpsPort}/readyz`);
+    expect([ready.status, await ready.text()]).toEqual([200, "ready\n"]);
+  });
+});
+
+describe("security / remote hooks", () => {
+  it("lets a hook service answer the loop's hook requests and publish nothing else", async () => {
+    const hooks = await secured.connectAs(TENANT, "hooks");
+    const sub = hooks.nc.subscribe("fleet.hook.before_tool_call", {
+      callback: (_err, msg) => {
+        msg.respond(JSON.stringify({ block: false }));
+      },
+    });
+    await hooks.nc.flush();
+    const loop = await secured.connectAs(TENANT, "loop");
+    const reply = await loop.nc.request("fleet.hook.before_tool_call", "{}", { timeout: 2_000 });
+    expect(reply.json()).toEqual({ block: false });
+    hooks.nc.publish("fleet.evt.0.s-hook");
+    await hooks.nc.flush();
+    for (let i = 0; i < 50 && hooks.denied.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(hooks.denied).toEqual(['NATS denied user "acme-hooks" publish to "fleet.evt.0.s-hook"']);
+    sub.unsubscribe();
+  });
+});
+
 describe("security / refused subjects", () => {
   it("refuses the loop consuming tool calls", async () => {
     const { nc, denied } = await secured.connectAs(TENANT, "loop");

@@ -10,7 +10,7 @@ import {
   userOf,
 } from "@fleet/protocol";
 import { connectFleet, type NatsAuthSettings } from "@fleet/runtime";
-import { type NatsServer, startNats } from "@fleet/testkit";
+import { getFreePort, type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type ServiceProcess, spawnService } from "../support/service-process.js";
 
@@ -69,6 +69,8 @@ export async function startSecuredNats(tenants: { name: string; audit?: boolean 
 }
 
 export interface TenantServices {
+  /** The tool runner's ops port; it listens on every interface (FLEET_OPS_HOST=0.0.0.0). */
+  toolsOpsPort: number;
   loop: ServiceProcess;
   tools: ServiceProcess;
   store: ServiceProcess;
@@ -81,6 +83,7 @@ export async function startTenantServices(
   tenant: string,
   opts: { redisUrl: string; anthropicUrl: string; workspace: string },
 ): Promise<TenantServices> {
+  const toolsOpsPort = await getFreePort();
   const common = { NATS_URL: secured.nats.url, FLEET_TENANT: tenant, FLEET_PARTITIONS: String(PARTITIONS) };
   const store = spawnService("store", { ...common, ...secured.env(tenant, "store"), REDIS_URL: opts.redisUrl });
   const tools = spawnService("tools", {
@@ -88,6 +91,8 @@ export async function startTenantServices(
     ...secured.env(tenant, "tools"),
     FLEET_WORKSPACE: opts.workspace,
     FLEET_TOOLS: "read,write,ls",
+    FLEET_OPS_HOST: "0.0.0.0",
+    FLEET_OPS_PORT: String(toolsOpsPort),
   });
   const loop = spawnService("loop", {
     ...common,
@@ -107,5 +112,5 @@ export async function startTenantServices(
     await stop();
     throw err;
   }
-  return { loop, tools, store, stop };
+  return { toolsOpsPort, loop, tools, store, stop };
 }

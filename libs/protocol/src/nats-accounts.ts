@@ -3,7 +3,14 @@ import { z } from "zod";
 import { auditFeed, type FleetRole, inboxPrefixOf, type RolePermissions, rolePermissions } from "./permissions.js";
 
 /** The roles that get a user in every tenant's account. */
-export const TENANT_ROLES = ["loop", "tools", "store", "reader", "operator"] as const satisfies readonly FleetRole[];
+export const TENANT_ROLES = [
+  "loop",
+  "tools",
+  "store",
+  "hooks",
+  "reader",
+  "operator",
+] as const satisfies readonly FleetRole[];
 /** The roles that get a user in a tenant's audit account. */
 export const AUDIT_ROLES = ["auditor", "audit-admin"] as const satisfies readonly FleetRole[];
 
@@ -62,7 +69,7 @@ function renderUser(tenant: string, role: FleetRole, perms: RolePermissions, ind
     `${i}  user: ${q(userOf(tenant, role))}, password: $${passwordVarOf(tenant, role)}`,
     `${i}  permissions: {`,
     `${i}    publish: {`,
-    `${i}      allow: ${list(perms.publish.allow, `${i}      `)}`,
+    ...(perms.publish.allow.length ? [`${i}      allow: ${list(perms.publish.allow, `${i}      `)}`] : []),
     ...(perms.publish.deny.length ? [`${i}      deny: ${list(perms.publish.deny, `${i}      `)}`] : []),
     `${i}    }`,
     `${i}    subscribe: {`,

@@ -54,9 +54,11 @@ describe("permissions / rolePermissions", () => {
     for (const role of FLEET_ROLES) expect(mayPublish(role, "$JS.API.STREAM.DELETE.FLEET_EVENTS"), role).toBe(false);
   });
 
-  it("lets only the store answer queries, in its queue group", () => {
+  it("lets only the store answer queries, in its queue group, and a hook service hook requests", () => {
     expect(perms("store").subscribe.allow).toContain("fleet.store.* fleet-store");
     expect(perms("store").allowResponses).toBe(true);
-    expect(FLEET_ROLES.filter((r) => perms(r).allowResponses)).toEqual(["store"]);
+    expect(FLEET_ROLES.filter((r) => perms(r).allowResponses)).toEqual(["store", "hooks"]);
+    expect(perms("hooks").subscribe.allow).toEqual(["fleet.hook.*", "_INBOX_hooks.>"]);
+    expect(perms("hooks").publish).toEqual({ allow: [], deny: [">"] });
   });
 });

@@ -12,12 +12,13 @@ import { STORE_QUEUE_GROUP, subjects } from "./subjects.js";
 /**
  * Who connects to a tenant's account:
  * - `loop`, `tools`, `store`: the services;
+ * - `hooks`: a remote hook service (answers `fleet.hook.<hook>` requests of the loop, nothing else);
  * - `reader`: a read-only client (watch, replay, store queries, `fleet doctor`);
  * - `operator`: a reader that may also send commands;
  * - `auditor`: a reader of an audit account's mirror of a tenant's events (see `auditMirrorStream`);
  * - `audit-admin`: creates that mirror once, and nothing else.
  */
-export const FLEET_ROLES = ["loop", "tools", "store", "reader", "operator", "auditor", "audit-admin"] as const;
+export const FLEET_ROLES = ["loop", "tools", "store", "hooks", "reader", "operator", "auditor", "audit-admin"] as const;
 export type FleetRole = (typeof FLEET_ROLES)[number];
 
 /** Allow and deny lists of one direction; a deny wins over an allow (nats-server semantics). */
@@ -40,7 +41,7 @@ export interface RolePermissions {
  * a reader may see an operator's replies, which hold nothing a reader cannot read itself.
  */
 export const inboxPrefixOf = (role: FleetRole) =>
-  role === "loop" || role === "tools" || role === "store" ? `_INBOX_${role}` : CLIENT_INBOX_PREFIX;
+  role === "loop" || role === "tools" || role === "store" || role === "hooks" ? `_INBOX_${role}` : CLIENT_INBOX_PREFIX;
 export const CLIENT_INBOX_PREFIX = "_INBOX_client";
 
 const API = "$JS.API";
@@ -218,6 +219,9 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
         [`fleet.store.* ${STORE_QUEUE_GROUP}`],
         true,
       );
+    case "hooks":
+      // Publishes nothing but its replies (an empty allow list would allow everything).
+      return result([], ["fleet.hook.*"], true, [">"]);
     case "reader":
       return result(readerPublish(), [subjects.eventsAll]);
     case "operator":

@@ -13,6 +13,8 @@ export const ToolsEnv = z.object({
   /** Comma-separated built-in tools to serve (`read,write,edit,bash,ls,find,grep`); empty or `all` = all. */
   FLEET_TOOLS: envString("all"),
   FLEET_RUNNER_ID: envString(""),
+  /** Written to `fleet_config.partitions` when this runner is the first service to start (as loop and store do). */
+  FLEET_PARTITIONS: envInt(16, 1, 4096),
   /** `ack_wait` of the `tool-<name>` consumers, when this runner creates them. */
   FLEET_TOOL_ACK_WAIT_MS: envInt(30_000, 1_000, 3_600_000),
   /** Calls of one tool running at once on this runner. */

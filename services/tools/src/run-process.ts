@@ -45,8 +45,11 @@ export async function runToolRunnerProcess(opts: {
   }).catch((err: Error) => fail(err.message));
   const server = await checkServer(nc);
   if (!server.ok) fail(server.error);
-  // Creates the streams with FLEET_STREAM_REPLICAS before the runner applies (and checks) the topology.
-  await applyTopology(nc, { replicas: env.FLEET_STREAM_REPLICAS }).catch((err: Error) => fail(err.message));
+  // Creates the streams with FLEET_STREAM_REPLICAS, and fleet_config with FLEET_PARTITIONS, before the
+  // runner applies (and checks) the topology.
+  await applyTopology(nc, { partitions: env.FLEET_PARTITIONS, replicas: env.FLEET_STREAM_REPLICAS }).catch(
+    (err: Error) => fail(err.message),
+  );
   const registry = new Registry();
   const runner = createToolRunner({
     nc,
