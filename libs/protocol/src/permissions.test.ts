@@ -52,6 +52,12 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("auditor", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
     expect(mayPublish("audit-admin", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(true);
     for (const role of FLEET_ROLES) expect(mayPublish(role, "$JS.API.STREAM.DELETE.FLEET_EVENTS"), role).toBe(false);
+    expect(mayPublish("loop", "$KV.fleet_leases.loop.p.3")).toBe(true);
+    expect(mayPublish("loop", "$KV.fleet_leases.store.p.3")).toBe(false);
+    expect(mayPublish("loop", "$KV.fleet_leases.runner.r-1")).toBe(false);
+    expect(mayPublish("store", "$KV.fleet_leases.store.w.s-1")).toBe(true);
+    expect(mayPublish("tools", "$KV.fleet_leases.runner.r-1")).toBe(true);
+    expect(mayPublish("tools", "$KV.fleet_leases.loop.p.0")).toBe(false);
   });
 
   it("lets only the store answer queries, in its queue group, and a hook service hook requests", () => {

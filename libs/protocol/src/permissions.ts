@@ -8,6 +8,7 @@ import {
   toolCallConsumer,
 } from "./jetstream-config.js";
 import { STORE_QUEUE_GROUP, subjects } from "./subjects.js";
+import { RUNNER_PRESENCE_KEYS } from "./tool-records.js";
 
 /**
  * Who connects to a tenant's account:
@@ -94,7 +95,8 @@ const jsApi = {
   /** Flow-control replies of push consumers (KV watches). */
   flowControl: (stream: string) => [`$JS.FC.${stream}.>`],
   kvRead: (bucket: string) => [...jsApi.streamInfo(kvStream(bucket)), ...jsApi.getMessage(kvStream(bucket))],
-  kvWrite: (bucket: string) => [`$KV.${bucket}.>`],
+  /** Writes to a bucket, or only to its keys under `keyPrefix` (`loop` → `$KV.fleet_leases.loop.>`). */
+  kvWrite: (bucket: string, keyPrefix?: string) => [`$KV.${bucket}.${keyPrefix ? `${keyPrefix}.` : ""}>`],
   kvWatch: (bucket: string) => [...jsApi.consume(kvStream(bucket)), ...jsApi.flowControl(kvStream(bucket))],
 };
 
@@ -181,7 +183,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.ack(CMD),
           ...jsApi.getMessage(RESULTS),
           ...jsApi.kvRead(KV.leases.name),
-          ...jsApi.kvWrite(KV.leases.name),
+          // Its leases `loop.p.<p>` and presence `loop.w.<id>`: never a runner's or the store's keys.
+          ...jsApi.kvWrite(KV.leases.name, "loop"),
           ...jsApi.kvWatch(KV.leases.name),
           ...jsApi.kvRead(KV.tools.name),
           ...jsApi.kvWatch(KV.tools.name),
@@ -197,7 +200,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.consume(CALLS),
           ...jsApi.ack(CALLS),
           ...jsApi.kvRead(KV.leases.name),
-          ...jsApi.kvWrite(KV.leases.name),
+          ...jsApi.kvWrite(KV.leases.name, RUNNER_PRESENCE_KEYS.replace(".>", "")),
           ...jsApi.kvRead(KV.tools.name),
           ...jsApi.kvWrite(KV.tools.name),
           ...jsApi.getMessage(objStream(BLOBS)),
@@ -214,7 +217,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.consume(EV),
           ...jsApi.ack(EV),
           ...jsApi.kvRead(KV.leases.name),
-          ...jsApi.kvWrite(KV.leases.name),
+          ...jsApi.kvWrite(KV.leases.name, "store"),
         ],
         [`fleet.store.* ${STORE_QUEUE_GROUP}`],
         true,
