@@ -15,7 +15,15 @@ import {
   subjects,
   type ThinkingLevel,
 } from "@fleet/protocol";
-import { connectNats, lastSubjectSeq, readSubject } from "@fleet/runtime";
+import {
+  connectFleet,
+  lastSubjectSeq,
+  type NatsAuthSettings,
+  NatsConnectError,
+  natsAuthFromEnv,
+  readSubject,
+  redactUrl,
+} from "@fleet/runtime";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -42,6 +50,17 @@ export interface FleetClientOptions {
   maxReconnectAttempts?: number;
   /** Partition count P; default: read from KV `fleet_config` (key `partitions`). */
   partitions?: number;
+  /**
+   * How to log in: a creds file, an nkey seed file, user and password, a token, TLS files. Default:
+   * the NATS_CREDS, NATS_NKEY, NATS_USER/NATS_PASSWORD, NATS_TOKEN and NATS_TLS_* variables; `{}` =
+   * anonymous. The user is a tenant's `reader` (watch, replay, queries) or `operator` (also commands).
+   */
+  auth?: NatsAuthSettings;
+  /**
+   * Called with one line for each permission violation on this connection (naming the user and the
+   * subject), e.g. a reader that sent a command. The failing call also rejects.
+   */
+  onPermissionError?: (line: string) => void;
 }
 
 /** Per-command options. */
@@ -152,14 +171,24 @@ export class FleetClient {
     const url = opts.natsUrl ?? DEFAULT_URL;
     let nc: NatsConnection;
     try {
-      nc = await connectNats({
+      ({ nc } = await connectFleet({
+        role: "operator",
         url,
         name: opts.name ?? "fleet-client",
+        auth: opts.auth ?? natsAuthFromEnv(process.env),
         timeoutMs: opts.connectTimeoutMs ?? 5_000,
         maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
-      });
+        ...(opts.onPermissionError ? { onPermissionError: opts.onPermissionError } : {}),
+      }));
     } catch (err) {
-      throw new FleetError("unavailable", "connection_refused", `cannot reach NATS at ${url} (${describe(err)})`, {
+      const message = describe(err);
+      if (err instanceof NatsConnectError && err.code === "login_refused") {
+        throw new FleetError("unavailable", "login_refused", message, { cause: err });
+      }
+      if (err instanceof NatsConnectError && err.code === "settings") {
+        throw new FleetError("invalid_input", "nats_auth", message, { cause: err });
+      }
+      throw new FleetError("unavailable", "connection_refused", `cannot reach NATS at ${redactUrl(url)} (${message})`, {
         cause: err,
       });
     }
@@ -173,9 +202,14 @@ export class FleetClient {
     } catch (err) {
       await nc.close().catch(() => undefined);
       if (isFleetError(err)) throw err;
-      throw new FleetError("unavailable", "jetstream", `JetStream is not available at ${url} (${describe(err)})`, {
-        cause: err,
-      });
+      throw new FleetError(
+        "unavailable",
+        "jetstream",
+        `JetStream is not available at ${redactUrl(url)} (${describe(err)})`,
+        {
+          cause: err,
+        },
+      );
     }
   }
 
@@ -551,7 +585,7 @@ async function readPartitions(nc: NatsConnection, url: string): Promise<number> 
     new FleetError(
       "unavailable",
       "not_set_up",
-      `Fleet is not set up on ${url}: KV ${KV_BUCKETS.config.name} has no ${CONFIG_KEYS.partitions} (start the stack with fleet up)`,
+      `Fleet is not set up on ${redactUrl(url)}: KV ${KV_BUCKETS.config.name} has no ${CONFIG_KEYS.partitions} (start the stack with fleet up)`,
     );
   let value: number;
   try {
@@ -561,6 +595,9 @@ async function readPartitions(nc: NatsConnection, url: string): Promise<number> 
     value = Number(entry.string());
   } catch (err) {
     if (isFleetError(err)) throw err;
+    if ((err as Error).name === "PermissionViolationError") {
+      throw new FleetError("unavailable", "permission", `cannot read KV ${KV_BUCKETS.config.name}: ${describe(err)}`);
+    }
     throw missing();
   }
   if (!Number.isInteger(value) || value < 1) {

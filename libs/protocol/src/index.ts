@@ -113,7 +113,37 @@ export {
   Usage,
   UserMessage,
 } from "./messages.js";
+export {
+  AUDIT_ROLES,
+  accountOf,
+  auditAccountOf,
+  CLUSTER_NODES,
+  clusterNodeName,
+  DeploymentSpec,
+  passwordVarOf,
+  passwordVars,
+  renderAccountsConf,
+  renderNatsDeployFiles,
+  renderServerConf,
+  SYS_PASSWORD_VAR,
+  TENANT_ROLES,
+  TenantSpec,
+  userOf,
+} from "./nats-accounts.js";
 export { DEFAULT_PARTITIONS, fnv1a32, partitionOf } from "./partition.js";
+export {
+  auditFeed,
+  auditMirrorStream,
+  CLIENT_INBOX_PREFIX,
+  FLEET_ROLES,
+  type FleetRole,
+  inboxPrefixOf,
+  type RolePermissionOptions,
+  type RolePermissions,
+  rolePermissions,
+  type SubjectRules,
+  TENANT_STREAMS,
+} from "./permissions.js";
 // pi v3 JSONL session files: export of a Fleet tree, import into an `import_session` command.
 export {
   bashExecutionToText,

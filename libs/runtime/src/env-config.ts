@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { natsAuthEnvFields } from "./nats-auth.js";
 
 /**
  * Parses `process.env` (or a given record) with a zod object schema. Returns the typed config or one
@@ -52,3 +53,30 @@ export function loadEnvOrExit<S extends z.ZodObject>(service: string, schema: S)
   process.stderr.write(`${service}: ${parsed.error}\n`);
   process.exit(2);
 }
+
+export const envLogLevel = () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
+
+/**
+ * The settings every Fleet service reads: where NATS is and how to log in (NATS_CREDS, NATS_NKEY,
+ * NATS_USER + NATS_PASSWORD, NATS_TOKEN, NATS_TLS_*), which tenant it serves, its ops server, the
+ * replica count of the streams it creates, and the log level.
+ */
+export const serviceEnvFields = {
+  NATS_URL: envString("nats://127.0.0.1:4222"),
+  ...natsAuthEnvFields,
+  /**
+   * The tenant this process serves (its NATS user belongs to the tenant's account). Labels logs, and
+   * keeps tenants apart where they share more than NATS: the store's Redis keys, the runners' workspaces.
+   */
+  FLEET_TENANT: z
+    .string()
+    .regex(/^([a-z][a-z0-9_]{0,31})?$/, "lowercase letters, digits and _, starting with a letter")
+    .optional()
+    .transform((v) => v || undefined),
+  /** `/healthz`, `/readyz`, `/metrics`: the interface (0.0.0.0 in containers) and port (0 = any free one). */
+  FLEET_OPS_HOST: envString("127.0.0.1"),
+  FLEET_OPS_PORT: envInt(0, 0, 65_535),
+  /** Replicas of the streams and buckets this service creates: 1 on one server, 3 on the cluster. */
+  FLEET_STREAM_REPLICAS: envInt(1, 1, 5),
+  LOG_LEVEL: envLogLevel(),
+};

@@ -1,11 +1,32 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
-export { envBool, envInt, envString, loadEnvOrExit, parseEnv } from "./env-config.js";
+export { ensureAuditMirror } from "./audit-feed.js";
+export { envBool, envInt, envLogLevel, envString, loadEnvOrExit, parseEnv, serviceEnvFields } from "./env-config.js";
 export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";
 export { followKv, type KvFollower } from "./kv-follow.js";
 export { createLogger, type Logger } from "./logger.js";
-export { type ConnectOptions, checkServer, connectNats, type ServerCapabilities } from "./nats-connection.js";
+export {
+  buildNatsAuth,
+  describeNatsAuth,
+  NATS_AUTH_ENV,
+  type NatsAuth,
+  type NatsAuthSettings,
+  natsAuthEnvFields,
+  natsAuthFromEnv,
+  redactUrl,
+} from "./nats-auth.js";
+export {
+  type ConnectOptions,
+  checkServer,
+  connectFleet,
+  connectNats,
+  describeConnectError,
+  type FleetConnectOptions,
+  NatsConnectError,
+  type ServerCapabilities,
+  watchPermissionErrors,
+} from "./nats-connection.js";
 export { type OpsServer, startOpsServer } from "./ops-server.js";
 export {
   createLeaseManager,

@@ -1,6 +1,7 @@
-import { MIN_NATS_SERVER } from "@fleet/protocol";
+import { type FleetRole, inboxPrefixOf, MIN_NATS_SERVER } from "@fleet/protocol";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { buildNatsAuth, type NatsAuth, type NatsAuthSettings, redactUrl } from "./nats-auth.js";
 import { atLeast } from "./semver.js";
 
 export interface ConnectOptions {
@@ -15,17 +16,87 @@ export interface ConnectOptions {
    */
   asyncTraces?: boolean;
   timeoutMs?: number;
+  /** Login and TLS (`buildNatsAuth`); none = anonymous, as `npm start`'s local server expects. */
+  auth?: NatsAuth;
+  /**
+   * Prefix of every reply inbox (requests, JetStream acks and pulls, KV watches). Each role has its
+   * own (`inboxPrefixOf` in @fleet/protocol), so its NATS user may subscribe to its own replies only.
+   */
+  inboxPrefix?: string;
 }
 
-export function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
-  return connect({
-    servers: opts.url.split(","),
-    name: opts.name,
-    maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
-    reconnectTimeWait: 250,
-    timeout: opts.timeoutMs ?? 5_000,
-    noAsyncTraces: !(opts.asyncTraces ?? false),
-  });
+/** Why a connection could not be made: bad login settings, a refused login, or anything else. */
+export class NatsConnectError extends Error {
+  readonly code: "settings" | "login_refused" | "unreachable";
+  constructor(code: NatsConnectError["code"], message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "NatsConnectError";
+    this.code = code;
+  }
+}
+
+/**
+ * Connects. Contract: rejects with a NatsConnectError whose message is one line naming the server
+ * (without credentials) and, for a refused login, who tried to log in.
+ */
+export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
+  try {
+    return await connect({
+      servers: opts.url.split(","),
+      name: opts.name,
+      maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
+      reconnectTimeWait: 250,
+      timeout: opts.timeoutMs ?? 5_000,
+      noAsyncTraces: !(opts.asyncTraces ?? false),
+      ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
+      ...opts.auth?.options,
+    });
+  } catch (err) {
+    const code = isLoginError(err) ? "login_refused" : "unreachable";
+    throw new NatsConnectError(code, describeConnectError(err, opts.url, opts.auth?.identity ?? "anonymous"), {
+      cause: err,
+    });
+  }
+}
+
+/** One line for a failed connect: a refused login names the user; anything else names the server. */
+export function describeConnectError(err: unknown, url: string, identity: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const server = redactUrl(url);
+  if (isLoginError(err)) return `NATS at ${server} refused the login of ${identity}: ${message}`;
+  return `cannot connect to NATS at ${server} as ${identity}: ${message}`;
+}
+
+function isLoginError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return (
+    err.name === "AuthorizationError" ||
+    err.name === "UserAuthenticationExpiredError" ||
+    /authorization violation|authentication/i.test(err.message)
+  );
+}
+
+/**
+ * Reports every permission violation the server sends on this connection as one line naming the
+ * user, the operation and the subject (e.g. `NATS denied user "loop" publish to "fleet.tool.call.x"`).
+ * Runs until the connection closes.
+ */
+export function watchPermissionErrors(
+  nc: NatsConnection,
+  identity: string,
+  report: (line: string, detail: { operation: string; subject: string }) => void,
+): void {
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== "error") continue;
+      const err = status.error as Error & { operation?: string; subject?: string; queue?: string };
+      if (err.name !== "PermissionViolationError") continue;
+      const operation = err.operation === "subscription" ? "subscribe" : (err.operation ?? "publish");
+      const subject = err.subject ?? "?";
+      const queue = err.queue ? ` (queue ${err.queue})` : "";
+      report(`NATS denied ${identity} ${operation} to ${JSON.stringify(subject)}${queue}`, { operation, subject });
+    }
+  })().catch(() => undefined);
 }
 
 /** What the server offers, and which optional features are missing on it. */
@@ -64,4 +135,36 @@ export async function checkServer(
   }
   const gaps = FEATURE_GATES.filter(([min]) => !atLeast(version, min)).map(([min, f]) => `${f} (needs ${min})`);
   return { ok: true, caps: { version, jetstream: true, gaps } };
+}
+
+/** How a Fleet process connects: its role (inbox prefix), where, and its login settings. */
+export interface FleetConnectOptions {
+  role: FleetRole;
+  url: string;
+  name: string;
+  auth?: NatsAuthSettings;
+  timeoutMs?: number;
+  maxReconnectAttempts?: number;
+  /** Receives each permission violation as one line (default: ignored). */
+  onPermissionError?: (line: string, detail: { operation: string; subject: string }) => void;
+}
+
+/**
+ * Connects as a Fleet role: builds the login from the settings, uses the role's inbox prefix, and
+ * reports permission violations. Contract: rejects with one-line Errors (bad settings, unreachable
+ * server, refused login naming the user); secrets never appear in them.
+ */
+export async function connectFleet(opts: FleetConnectOptions): Promise<{ nc: NatsConnection; identity: string }> {
+  const built = buildNatsAuth(opts.auth ?? {});
+  if (!built.ok) throw new NatsConnectError("settings", built.error);
+  const nc = await connectNats({
+    url: opts.url,
+    name: opts.name,
+    auth: built.auth,
+    inboxPrefix: inboxPrefixOf(opts.role),
+    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    ...(opts.maxReconnectAttempts !== undefined ? { maxReconnectAttempts: opts.maxReconnectAttempts } : {}),
+  });
+  if (opts.onPermissionError) watchPermissionErrors(nc, built.auth.identity, opts.onPermissionError);
+  return { nc, identity: built.auth.identity };
 }

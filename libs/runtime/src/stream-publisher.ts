@@ -48,8 +48,8 @@ export function createStreamPublisher(
   opts: { timeoutMs?: number; inboxPrefix?: string } = {},
 ): StreamPublisher {
   const defaultTimeout = opts.timeoutMs ?? 5_000;
-  // `_INBOX.<nuid>` by default: the prefix every service's NATS permissions allow (deploy/nats).
-  const prefix = createInbox(opts.inboxPrefix);
+  // The connection's inbox prefix by default: the one its NATS user may subscribe to (deploy/nats).
+  const prefix = createInbox(opts.inboxPrefix ?? inboxPrefixOfConnection(nc));
   const waiting = new Map<string, Waiter>();
   let counter = 0;
   let sweeper: NodeJS.Timeout | undefined;
@@ -151,4 +151,9 @@ function parseAck(data: Uint8Array): PublishAck {
     return { ok: false, code: PUBLISH_FAILED, error: "malformed publish acknowledgement" };
   }
   return { ok: true, stream: b.stream, seq: b.seq, duplicate: b.duplicate === true };
+}
+
+/** The `inboxPrefix` the connection was made with (nats.js keeps its options on the implementation). */
+export function inboxPrefixOfConnection(nc: NatsConnection): string | undefined {
+  return (nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix;
 }

@@ -25,6 +25,12 @@ export interface ApplyTopologyOptions {
   /** Partition count to write when `fleet_config.partitions` is absent. Ignored once written. */
   partitions?: number;
   leaseTtlMs?: number;
+  /**
+   * Replicas of every stream, KV bucket and the object store when this call creates them
+   * (`FLEET_STREAM_REPLICAS`: 1 on a single server, 3 on the cluster). Given, a stream with another
+   * count is reported as drift; omitted, the count is not checked.
+   */
+  replicas?: number;
   logger?: Pick<Logger, "warn" | "info">;
 }
 
@@ -35,16 +41,21 @@ export interface ApplyTopologyOptions {
 export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptions = {}): Promise<Topology> {
   const jsm = await jetstreamManager(nc);
   const drift: string[] = [];
-  for (const spec of Object.values(STREAMS)) drift.push(...(await ensureStream(jsm, spec)));
+  const replicas = opts.replicas === undefined ? {} : { replicas: opts.replicas };
+  for (const spec of Object.values(STREAMS)) {
+    const wanted = opts.replicas === undefined ? spec : { ...spec, num_replicas: opts.replicas };
+    drift.push(...(await ensureStream(jsm, wanted)));
+  }
 
   const kvm = new Kvm(nc);
-  const config = await kvm.create(KV_BUCKETS.config.name, { history: KV_BUCKETS.config.history });
+  const config = await kvm.create(KV_BUCKETS.config.name, { history: KV_BUCKETS.config.history, ...replicas });
   const leases = await kvm.create(KV_BUCKETS.leases.name, {
     history: KV_BUCKETS.leases.history,
     ttl: opts.leaseTtlMs ?? KV_BUCKETS.leases.ttlMs,
+    ...replicas,
   });
-  const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history });
-  await new Objm(nc).create(OBJECT_STORES.blobs.name);
+  const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
+  await new Objm(nc).create(OBJECT_STORES.blobs.name, replicas);
 
   const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
   const protocol = await ensureConfigNumber(config, CONFIG_KEYS.protocol, PROTOCOL_VERSION);
@@ -70,7 +81,7 @@ async function ensureConfigNumber(kv: KV, key: string, fallback: number): Promis
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<string[]> {
+async function ensureStream(jsm: JetStreamManager, spec: StreamSpec & { num_replicas?: number }): Promise<string[]> {
   const wanted = spec as unknown as Partial<StreamConfig> & { name: string };
   let live: StreamConfig;
   try {

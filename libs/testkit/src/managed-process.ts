@@ -16,6 +16,8 @@ export interface ManagedProcessSpec {
   /** Matched against the combined stdout+stderr text seen so far. */
   readonly readyPattern: RegExp;
   readonly startTimeoutMs: number;
+  /** Extra environment variables (added to this process's environment). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** How the process ended. nats-server exits with code 1 on SIGTERM, which is normal. */
@@ -50,7 +52,10 @@ export function spawnManaged(spec: ManagedProcessSpec): Promise<ManagedProcess> 
   const [command, args] = usePdeathsig
     ? [SETPRIV, ["--pdeathsig", "KILL", "--", spec.binary, ...spec.args]]
     : [spec.binary, [...spec.args]];
-  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    ...(spec.env ? { env: { ...process.env, ...spec.env } } : {}),
+  });
 
   let log = "";
   const append = (chunk: Buffer): void => {

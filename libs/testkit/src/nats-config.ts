@@ -15,6 +15,8 @@ export interface NatsConfigInput {
   readonly maxPayload?: number;
   readonly monitorPort?: number;
   readonly jetstream?: JetStreamLimits;
+  /** Config text appended as is (e.g. `include "/abs/accounts.conf"` for accounts and users). */
+  readonly extra?: string;
   readonly cluster?: {
     readonly name: string;
     readonly port: number;
@@ -45,5 +47,6 @@ export function buildNatsConfig(input: NatsConfigInput): string {
       "}",
     );
   }
+  if (input.extra !== undefined) lines.push(input.extra);
   return `${lines.join("\n")}\n`;
 }

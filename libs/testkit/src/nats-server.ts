@@ -17,6 +17,13 @@ const PORT_ATTEMPTS = 3;
 
 /** Options of `startNats`. */
 export interface NatsServerOptions {
+  /**
+   * Config text appended to the generated config, e.g. the `accounts { … }` block of `renderAccountsConf`:
+   * users and permissions (the server then refuses anonymous clients).
+   */
+  readonly config?: string;
+  /** Environment of the server process on top of this one's (e.g. the password variables `config` references). */
+  readonly env?: Readonly<Record<string, string>>;
   /** Extra nats-server CLI arguments, appended last (they override the generated config). */
   readonly args?: readonly string[];
   /** `max_payload` in bytes (server default 1 MiB). */
@@ -91,7 +98,14 @@ async function startNatsProcess(binary: string, rootDir: string, opts: NatsServe
     );
     // The config carries listen, JetStream store_dir and limits (`-sd` next to a store_dir is a duplicate error).
     const args = ["-c", configFile, ...(opts.args ?? [])];
-    return spawnManaged({ label: `nats-server :${port}`, binary, args, readyPattern: READY, startTimeoutMs });
+    return spawnManaged({
+      label: `nats-server :${port}`,
+      binary,
+      args,
+      readyPattern: READY,
+      startTimeoutMs,
+      ...(opts.env ? { env: opts.env } : {}),
+    });
   };
 
   let port = opts.port ?? (await getFreePort());
@@ -172,5 +186,6 @@ function natsConfigInput(opts: NatsServerOptions) {
   return {
     ...(opts.maxPayload === undefined ? {} : { maxPayload: opts.maxPayload }),
     ...(opts.jetstream === undefined ? {} : { jetstream: opts.jetstream }),
+    ...(opts.config === undefined ? {} : { extra: opts.config }),
   };
 }

@@ -1,9 +1,9 @@
-import { envInt, envString } from "@fleet/runtime";
+import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
 /** Every loop setting, from the environment, with its default. */
 export const LoopEnv = z.object({
-  NATS_URL: envString("nats://127.0.0.1:4222"),
+  ...serviceEnvFields,
   FLEET_WORKER_ID: envString(""),
   FLEET_PARTITIONS: envInt(16, 1, 4096),
   FLEET_LEASE_TTL_MS: envInt(5_000, 500, 600_000),
@@ -21,9 +21,7 @@ export const LoopEnv = z.object({
   FLEET_SCRIPT: envString(""),
   FLEET_PLUGINS: envString(""),
   FLEET_APPROVAL_TOOLS: envString(""),
-  FLEET_OPS_PORT: envInt(0, 0, 65_535),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type LoopEnv = z.infer<typeof LoopEnv>;

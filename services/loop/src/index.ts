@@ -1,5 +1,6 @@
 // Public surface of @fleet/loop: the loop worker, its LLM providers, plugin hooks and the engine.
 
+export { LoopEnv } from "./config.js";
 export {
   createScriptedProvider,
   type EngineHooks,

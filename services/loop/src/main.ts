@@ -1,7 +1,18 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { sessionConfigWith } from "@fleet/protocol";
-import { checkServer, connectNats, createLogger, loadEnvOrExit, newId, startOpsServer } from "@fleet/runtime";
+import {
+  applyTopology,
+  checkServer,
+  connectFleet,
+  createLogger,
+  loadEnvOrExit,
+  natsAuthFromEnv,
+  newId,
+  redactUrl,
+  startOpsServer,
+} from "@fleet/runtime";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
 import { LoopEnv } from "./config.js";
 import { parseScript, type StreamFn } from "./engine/index.js";
@@ -21,7 +32,10 @@ const FALLBACK_SCRIPT = JSON.stringify({
 async function main() {
   const env = loadEnvOrExit("fleet-loop", LoopEnv);
   const workerId = env.FLEET_WORKER_ID || `loop-${hostname()}-${process.pid}`;
-  const logger = createLogger("fleet-loop", { level: env.LOG_LEVEL }).child({ workerId });
+  const logger = createLogger("fleet-loop", { level: env.LOG_LEVEL }).child({
+    workerId,
+    ...(env.FLEET_TENANT ? { tenant: env.FLEET_TENANT } : {}),
+  });
   const provider = env.FLEET_PROVIDER ?? (env.ANTHROPIC_API_KEY ? "anthropic" : "scripted");
   if (provider === "scripted" && !env.FLEET_PROVIDER) {
     logger.warn("ANTHROPIC_API_KEY is not set: using the offline scripted model");
@@ -49,11 +63,18 @@ async function main() {
     process.exit(2);
   }
 
-  let nc: Awaited<ReturnType<typeof connectNats>>;
+  let nc: NatsConnection;
   try {
-    nc = await connectNats({ url: env.NATS_URL, name: workerId, timeoutMs: 5_000 });
+    ({ nc } = await connectFleet({
+      role: "loop",
+      url: env.NATS_URL,
+      name: workerId,
+      auth: natsAuthFromEnv(process.env),
+      timeoutMs: 5_000,
+      onPermissionError: (line, detail) => logger.error({ evt: "nats_permission_denied", ...detail }, line),
+    }));
   } catch (err) {
-    process.stderr.write(`fleet-loop: cannot connect to NATS at ${env.NATS_URL}: ${(err as Error).message}\n`);
+    process.stderr.write(`fleet-loop: ${(err as Error).message}\n`);
     process.exit(1);
   }
   const server = await checkServer(nc);
@@ -61,6 +82,12 @@ async function main() {
     process.stderr.write(`fleet-loop: ${server.error}\n`);
     process.exit(1);
   }
+  // Creates the streams with FLEET_STREAM_REPLICAS before the worker applies (and checks) the topology.
+  await applyTopology(nc, {
+    partitions: env.FLEET_PARTITIONS,
+    leaseTtlMs: env.FLEET_LEASE_TTL_MS,
+    replicas: env.FLEET_STREAM_REPLICAS,
+  });
   const registry = new Registry();
   const worker = await startLoopWorker({
     nc,
@@ -92,11 +119,16 @@ async function main() {
     registry,
     newId: () => newId(),
   });
-  const ops = await startOpsServer({ port: env.FLEET_OPS_PORT, ready: () => worker.isReady(), registry });
+  const ops = await startOpsServer({
+    port: env.FLEET_OPS_PORT,
+    host: env.FLEET_OPS_HOST,
+    ready: () => worker.isReady(),
+    registry,
+  });
   logger.info(
     {
       evt: "loop_started",
-      nats: env.NATS_URL,
+      nats: redactUrl(env.NATS_URL),
       server: server.caps.version,
       partitions: worker.partitions,
       opsPort: ops.port,

@@ -1,8 +1,8 @@
 // Session-store CLI: `serve`, `rebuild`, `verify`. Options override the environment (see config.ts).
-import { applyTopology, checkServer, connectNats, createLogger, parseEnv } from "@fleet/runtime";
+import { applyTopology, checkServer, connectFleet, createLogger, natsAuthFromEnv, parseEnv } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import { Command, InvalidArgumentError } from "commander";
-import { StoreEnv } from "./config.js";
+import { StoreEnv, storePrefixOf } from "./config.js";
 import { type ReplayDeps, rebuild } from "./rebuild.js";
 import { connectRedis, startStoreService } from "./store-service.js";
 import { verify } from "./verify.js";
@@ -31,17 +31,28 @@ const program = new Command()
   .description("Fleet session store: Redis projection of FLEET_EVENTS and its queries")
   .option("--nats-url <url>", "NATS server(s), comma separated", env.NATS_URL)
   .option("--redis-url <url>", "Redis URL", env.REDIS_URL)
-  .option("--prefix <prefix>", "prefix of every Redis key", env.FLEET_STORE_PREFIX)
+  .option("--prefix <prefix>", "prefix of every Redis key", storePrefixOf(env))
   .showHelpAfterError();
 
 async function withConnections<T>(common: Common, run: (deps: ReplayDeps) => Promise<T>): Promise<T> {
   const logger = createLogger("session-store", { level: env.LOG_LEVEL });
-  const nc = await connectNats({ url: common.natsUrl, name: "fleet-store-cli", maxReconnectAttempts: 3 });
+  const { nc } = await connectFleet({
+    role: "store",
+    url: common.natsUrl,
+    name: "fleet-store-cli",
+    auth: natsAuthFromEnv(process.env),
+    maxReconnectAttempts: 3,
+    onPermissionError: (line) => process.stderr.write(`session-store: ${line}\n`),
+  });
   const redis = connectRedis(common.redisUrl);
   try {
     const server = await checkServer(nc);
     if (!server.ok) throw new Error(server.error);
-    const topology = await applyTopology(nc, { partitions: env.FLEET_PARTITIONS, leaseTtlMs: env.FLEET_LEASE_TTL_MS });
+    const topology = await applyTopology(nc, {
+      partitions: env.FLEET_PARTITIONS,
+      leaseTtlMs: env.FLEET_LEASE_TTL_MS,
+      replicas: env.FLEET_STREAM_REPLICAS,
+    });
     return await run({
       js: jetstream(nc),
       jsm: topology.jsm,
@@ -72,6 +83,9 @@ program
     const logger = createLogger("session-store", { level: env.LOG_LEVEL });
     const service = await startStoreService({
       natsUrl: common.natsUrl,
+      natsAuth: natsAuthFromEnv(process.env),
+      replicas: env.FLEET_STREAM_REPLICAS,
+      opsHost: env.FLEET_OPS_HOST,
       redisUrl: common.redisUrl,
       prefix: common.prefix,
       workerId: opts.workerId,

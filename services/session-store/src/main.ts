@@ -1,15 +1,19 @@
 // The session-store service: `serve` with its configuration from the environment.
-import { createLogger, loadEnvOrExit } from "@fleet/runtime";
-import { StoreEnv } from "./config.js";
+import { createLogger, loadEnvOrExit, natsAuthFromEnv } from "@fleet/runtime";
+import { StoreEnv, storePrefixOf } from "./config.js";
 import { startStoreService } from "./store-service.js";
 
 const env = loadEnvOrExit("session-store", StoreEnv);
-const logger = createLogger("session-store", { level: env.LOG_LEVEL });
+const root = createLogger("session-store", { level: env.LOG_LEVEL });
+const logger = env.FLEET_TENANT ? root.child({ tenant: env.FLEET_TENANT }) : root;
 
 const service = await startStoreService({
   natsUrl: env.NATS_URL,
+  natsAuth: natsAuthFromEnv(process.env),
+  replicas: env.FLEET_STREAM_REPLICAS,
+  opsHost: env.FLEET_OPS_HOST,
   redisUrl: env.REDIS_URL,
-  prefix: env.FLEET_STORE_PREFIX,
+  prefix: storePrefixOf(env),
   workerId: env.FLEET_WORKER_ID,
   partitions: env.FLEET_PARTITIONS,
   leaseTtlMs: env.FLEET_LEASE_TTL_MS,
@@ -19,6 +23,7 @@ const service = await startStoreService({
   logger,
 }).catch((err: unknown) => {
   logger.fatal({ evt: "store_start_failed", err }, "session store failed to start");
+  process.stderr.write(`session-store: ${(err as Error).message}\n`);
   process.exit(1);
 });
 

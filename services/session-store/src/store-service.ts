@@ -3,10 +3,11 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import {
   applyTopology,
   checkServer,
-  connectNats,
+  connectFleet,
   createLeaseManager,
   type LeaseManager,
   type Logger,
+  type NatsAuthSettings,
   type OpsServer,
   startOpsServer,
 } from "@fleet/runtime";
@@ -25,6 +26,12 @@ import { createSlots } from "./slots.js";
 
 export interface StoreServiceOptions {
   natsUrl: string;
+  /** NATS login (the tenant's `store` user); none = anonymous. */
+  natsAuth?: NatsAuthSettings;
+  /** Replicas of the streams and buckets this instance creates (default 1). */
+  replicas?: number;
+  /** Interface of the ops server (default 127.0.0.1). */
+  opsHost?: string;
   redisUrl: string;
   prefix: string;
   workerId?: string;
@@ -59,15 +66,30 @@ export function connectRedis(url: string): Redis {
 export async function startStoreService(opts: StoreServiceOptions): Promise<StoreService> {
   const { logger } = opts;
   const workerId = opts.workerId || `store-${randomUUID().slice(0, 8)}`;
-  const nc: NatsConnection = await connectNats({ url: opts.natsUrl, name: `fleet-store-${workerId}` });
+  const connect = async (name: string): Promise<NatsConnection> =>
+    (
+      await connectFleet({
+        role: "store",
+        url: opts.natsUrl,
+        name,
+        ...(opts.natsAuth ? { auth: opts.natsAuth } : {}),
+        onPermissionError: (line, detail) => logger.error({ evt: "nats_permission_denied", ...detail }, line),
+      })
+    ).nc;
+  const nc = await connect(`fleet-store-${workerId}`);
   const server = await checkServer(nc);
   if (!server.ok) {
     await nc.close();
     throw new Error(server.error);
   }
-  const topology = await applyTopology(nc, { partitions: opts.partitions, leaseTtlMs: opts.leaseTtlMs, logger });
+  const topology = await applyTopology(nc, {
+    partitions: opts.partitions,
+    leaseTtlMs: opts.leaseTtlMs,
+    ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
+    logger,
+  });
   // The event flood gets its own connection, so lease renewals and queries never queue behind it.
-  const ncData = await connectNats({ url: opts.natsUrl, name: `fleet-store-${workerId}-data` });
+  const ncData = await connect(`fleet-store-${workerId}-data`);
   const js = jetstream(ncData);
   const jsm = topology.jsm;
   const redis = connectRedis(opts.redisUrl);
@@ -87,6 +109,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   const slots = createSlots(opts.concurrentBatches ?? 2);
   const ops = await startOpsServer({
     port: opts.opsPort,
+    ...(opts.opsHost ? { host: opts.opsHost } : {}),
     ready: () => !nc.isClosed() && !ncData.isClosed() && redis.status === "ready",
   });
   const metrics = createStoreMetrics(ops.registry);

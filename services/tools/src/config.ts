@@ -1,16 +1,21 @@
 import { DEFAULT_MAX_TOOL_ARGS_BYTES, DEFAULT_MAX_TOOL_RESULT_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
-import { envInt, envString } from "@fleet/runtime";
+import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
 /** Every tool-runner setting, from the environment, with its default. */
 export const ToolsEnv = z.object({
-  NATS_URL: envString("nats://127.0.0.1:4222"),
-  /** Workspace root; a session works in `<FLEET_WORKSPACE>/<sessionId>`. */
+  ...serviceEnvFields,
+  /**
+   * Workspace root; a session works in `<FLEET_WORKSPACE>/<sessionId>`, or in
+   * `<FLEET_WORKSPACE>/<FLEET_TENANT>/<sessionId>` when the runner serves a named tenant.
+   */
   FLEET_WORKSPACE: envString(".fleet/workspaces"),
   FLEET_WORKSPACE_MODE: z.enum(["per-session", "shared"]).default("per-session"),
   /** Comma-separated built-in tools to serve (`read,write,edit,bash,ls,find,grep`); empty or `all` = all. */
   FLEET_TOOLS: envString("all"),
   FLEET_RUNNER_ID: envString(""),
+  /** Written to `fleet_config.partitions` when this runner is the first service to start (as loop and store do). */
+  FLEET_PARTITIONS: envInt(16, 1, 4096),
   /** `ack_wait` of the `tool-<name>` consumers, when this runner creates them. */
   FLEET_TOOL_ACK_WAIT_MS: envInt(30_000, 1_000, 3_600_000),
   /** Calls of one tool running at once on this runner. */
@@ -37,8 +42,5 @@ export const ToolsEnv = z.object({
   FLEET_SANDBOX_RO_PATHS: envString(""),
   /** Comma-separated names of runner variables passed to sandboxed processes (none by default). */
   FLEET_SANDBOX_ENV: envString(""),
-  /** `/healthz`, `/readyz`, `/metrics`; 0 = any free port (logged). */
-  FLEET_OPS_PORT: envInt(0, 0, 65_535),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type ToolsEnv = z.infer<typeof ToolsEnv>;

@@ -1,5 +1,13 @@
 import { resolve } from "node:path";
-import { checkServer, connectNats, createLogger, loadEnvOrExit, startOpsServer } from "@fleet/runtime";
+import {
+  applyTopology,
+  checkServer,
+  connectFleet,
+  createLogger,
+  loadEnvOrExit,
+  natsAuthFromEnv,
+  startOpsServer,
+} from "@fleet/runtime";
 import { Registry } from "prom-client";
 import { ToolsEnv } from "./config.js";
 import type { AnyToolDefinition } from "./define-tool.js";
@@ -19,7 +27,8 @@ export async function runToolRunnerProcess(opts: {
 }): Promise<void> {
   const service = opts.service ?? "fleet-tools";
   const env = loadEnvOrExit(service, ToolsEnv);
-  const logger = createLogger(service, { level: env.LOG_LEVEL });
+  const base = createLogger(service, { level: env.LOG_LEVEL });
+  const logger = env.FLEET_TENANT ? base.child({ tenant: env.FLEET_TENANT }) : base;
   const fail = (message: string): never => {
     logger.fatal({ evt: "runner_exit" }, message);
     logger.flush();
@@ -28,17 +37,26 @@ export async function runToolRunnerProcess(opts: {
   };
   const tools = typeof opts.tools === "function" ? opts.tools(env) : opts.tools;
   const runnerId = env.FLEET_RUNNER_ID || defaultRunnerId();
-  const nc = await connectNats({ url: env.NATS_URL, name: `${service}-${runnerId}` }).catch((err: Error) =>
-    fail(`cannot connect to NATS at ${env.NATS_URL}: ${err.message}`),
-  );
+  const { nc } = await connectFleet({
+    role: "tools",
+    url: env.NATS_URL,
+    name: `${service}-${runnerId}`,
+    auth: natsAuthFromEnv(process.env),
+    onPermissionError: (line, detail) => logger.error({ evt: "nats_permission_denied", ...detail }, line),
+  }).catch((err: Error) => fail(err.message));
   const server = await checkServer(nc);
   if (!server.ok) fail(server.error);
+  // Creates the streams with FLEET_STREAM_REPLICAS, and fleet_config with FLEET_PARTITIONS, before the
+  // runner applies (and checks) the topology.
+  await applyTopology(nc, { partitions: env.FLEET_PARTITIONS, replicas: env.FLEET_STREAM_REPLICAS }).catch(
+    (err: Error) => fail(err.message),
+  );
   const registry = new Registry();
   const runner = createToolRunner({
     nc,
     tools,
     runnerId,
-    workspaceRoot: resolve(env.FLEET_WORKSPACE),
+    workspaceRoot: env.FLEET_TENANT ? resolve(env.FLEET_WORKSPACE, env.FLEET_TENANT) : resolve(env.FLEET_WORKSPACE),
     workspaceMode: env.FLEET_WORKSPACE_MODE,
     logger,
     ackWaitMs: env.FLEET_TOOL_ACK_WAIT_MS,
@@ -54,7 +72,12 @@ export async function runToolRunnerProcess(opts: {
     await nc.drain().catch(() => undefined);
     fail(started.error);
   }
-  const ops = await startOpsServer({ port: env.FLEET_OPS_PORT, ready: () => runner.isReady(), registry });
+  const ops = await startOpsServer({
+    port: env.FLEET_OPS_PORT,
+    host: env.FLEET_OPS_HOST,
+    ready: () => runner.isReady(),
+    registry,
+  });
   logger.info({ evt: "ops_listening", port: ops.port, tools: tools.map((t) => t.name) }, "tool runner ready");
 
   let stopping = false;

@@ -21,6 +21,14 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     "ANTHROPIC_BASE_URL",
     "FLEET_PROVIDER",
     "FLEET_SCRIPT",
+    "NATS_CREDS",
+    "NATS_NKEY",
+    "NATS_USER",
+    "NATS_PASSWORD",
+    "NATS_TOKEN",
+    "NATS_TLS_CA",
+    "NATS_TLS_CERT",
+    "NATS_TLS_KEY",
   ]) {
     delete env[key];
   }

@@ -1,4 +1,5 @@
 // Connecting the CLI to a deployment, with one-line errors that say where the URL came from.
+import { type NatsAuthSettings, natsAuthFromEnv, redactUrl } from "@fleet/runtime";
 import { FleetClient, isFleetError } from "../index.js";
 import { CliError } from "./cli-error.js";
 import { resolveNatsUrl } from "./stack-file.js";
@@ -8,6 +9,14 @@ export interface CliContext {
   cwd: string;
   /** `--nats <url>` */
   natsUrl?: string | undefined;
+  /** `--creds`, `--nkey`, `--user`, `--password`, `--token`, `--tls-*`; each overrides its NATS_* variable. */
+  authFlags?: NatsAuthSettings | undefined;
+}
+
+/** The login settings: the NATS_* variables, each overridden by its flag. */
+export function resolveNatsAuth(ctx: CliContext): NatsAuthSettings {
+  const flags = Object.fromEntries(Object.entries(ctx.authFlags ?? {}).filter(([, v]) => v));
+  return { ...natsAuthFromEnv(ctx.env), ...flags };
 }
 
 export async function connectClient(ctx: CliContext, opts: { commandTimeoutMs?: number } = {}): Promise<FleetClient> {
@@ -16,13 +25,20 @@ export async function connectClient(ctx: CliContext, opts: { commandTimeoutMs?: 
     return await FleetClient.connect({
       natsUrl: url,
       name: "fleet-cli",
+      auth: resolveNatsAuth(ctx),
+      // An audit account has no fleet_config: its users give P (FLEET_PARTITIONS) themselves.
+      ...(/^[1-9]\d*$/.test(ctx.env.FLEET_PARTITIONS ?? "") ? { partitions: Number(ctx.env.FLEET_PARTITIONS) } : {}),
+      onPermissionError: (line) => process.stderr.write(`fleet: ${line}\n`),
       connectTimeoutMs: 3_000,
       ...(opts.commandTimeoutMs !== undefined ? { commandTimeoutMs: opts.commandTimeoutMs } : {}),
     });
   } catch (err) {
     if (isFleetError(err) && err.code === "connection_refused") {
       const hint = source === "default" ? " (set NATS_URL or start the stack with `fleet up`)" : ` (from ${source})`;
-      throw new CliError(`cannot reach NATS at ${url}${hint}`);
+      throw new CliError(`cannot reach NATS at ${redactUrl(url)}${hint}`);
+    }
+    if (isFleetError(err) && (err.code === "login_refused" || err.code === "nats_auth")) {
+      throw new CliError(err.message);
     }
     throw err;
   }

@@ -8,11 +8,12 @@ export interface CliIo extends CliContext {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 
-export function processIo(natsUrl?: string): CliIo {
+export function processIo(natsUrl?: string, authFlags?: CliContext["authFlags"]): CliIo {
   return {
     env: process.env,
     cwd: process.cwd(),
     natsUrl,
+    authFlags,
     stdout: process.stdout,
     stderr: process.stderr,
     stdin: process.stdin,

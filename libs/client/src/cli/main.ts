@@ -8,7 +8,7 @@ import { buildProgram } from "./program.js";
 export async function main(argv: string[]): Promise<number> {
   let exitCode = 0;
   const program = buildProgram(
-    (natsUrl) => processIo(natsUrl),
+    (natsUrl, authFlags) => processIo(natsUrl, authFlags),
     (code) => {
       exitCode = code;
     },

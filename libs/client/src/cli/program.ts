@@ -2,11 +2,13 @@
 import { isSessionId } from "@fleet/protocol";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { CliError, EXIT } from "./cli-error.js";
+import { auditFeedCommand } from "./commands/audit-feed.js";
 import { chatCommand } from "./commands/chat.js";
 import { doctorCommand } from "./commands/doctor.js";
 import { exportCommand, replayCommand, sessionsCommand, treeCommand, watchCommand } from "./commands/read-commands.js";
 import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
 import { upCommand } from "./commands/up.js";
+import type { CliContext } from "./connect.js";
 import type { CliIo } from "./io.js";
 
 const sessionId = (value: string) => {
@@ -39,7 +41,10 @@ const text = (words: string[]) => {
  * Builds the program. `setExit` receives each action's exit code; `makeIo` gives the action its
  * streams (with the global `--nats` option applied).
  */
-export function buildProgram(makeIo: (natsUrl: string | undefined) => CliIo, setExit: (code: number) => void): Command {
+export function buildProgram(
+  makeIo: (natsUrl: string | undefined, authFlags: CliContext["authFlags"]) => CliIo,
+  setExit: (code: number) => void,
+): Command {
   const program = new Command("fleet")
     .description("Fleet: run and drive event-sourced LLM agent sessions over NATS JetStream")
     .version("0.1.0")
@@ -47,6 +52,14 @@ export function buildProgram(makeIo: (natsUrl: string | undefined) => CliIo, set
       "--nats <url>",
       "NATS URL (default: $NATS_URL, then .fleet/stack.json of a running `fleet up`, then nats://127.0.0.1:4222)",
     )
+    .option("--creds <file>", "NATS creds file (default: $NATS_CREDS)")
+    .option("--nkey <file>", "NATS nkey seed file (default: $NATS_NKEY)")
+    .option("--user <user>", "NATS user (default: $NATS_USER)")
+    .option("--password <password>", "NATS password (default: $NATS_PASSWORD, which `ps` cannot show)")
+    .option("--token <token>", "NATS token (default: $NATS_TOKEN)")
+    .option("--tls-ca <file>", "CA certificate to trust (default: $NATS_TLS_CA)")
+    .option("--tls-cert <file>", "TLS client certificate (default: $NATS_TLS_CERT)")
+    .option("--tls-key <file>", "TLS client key (default: $NATS_TLS_KEY)")
     .showSuggestionAfterError(true)
     .configureHelp({ sortSubcommands: false })
     // Set before the subcommands are added, so they inherit it: usage errors become one line
@@ -57,7 +70,19 @@ export function buildProgram(makeIo: (natsUrl: string | undefined) => CliIo, set
       writeErr: (s) => process.stderr.write(s),
       outputError: (message, write) => write(`fleet: ${message.replace(/^error: /, "").trim()}\n`),
     });
-  const io = () => makeIo(program.opts<{ nats?: string }>().nats);
+  const io = () => {
+    const o = program.opts<{ nats?: string } & Record<string, string | undefined>>();
+    return makeIo(o.nats, {
+      creds: o.creds,
+      nkey: o.nkey,
+      user: o.user,
+      password: o.password,
+      token: o.token,
+      tlsCa: o.tlsCa,
+      tlsCert: o.tlsCert,
+      tlsKey: o.tlsKey,
+    });
+  };
 
   program
     .command("up")
@@ -163,6 +188,12 @@ export function buildProgram(makeIo: (natsUrl: string | undefined) => CliIo, set
     .description("check NATS, JetStream, Redis, streams, leases, tools and the store's lag")
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean }) => setExit(await doctorCommand(io(), opts)));
+
+  program
+    .command("audit-feed")
+    .description("create the mirror of a tenant's events in its audit account (log in as <tenant>-audit-admin)")
+    .argument("<tenant>", "the audited tenant")
+    .action(async (tenant: string) => setExit(await auditFeedCommand(io(), tenant)));
 
   return program;
 }

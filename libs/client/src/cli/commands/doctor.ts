@@ -1,9 +1,10 @@
 // `fleet doctor`: is this deployment healthy and ready, and if not, why.
-import { checkServer, connectNats } from "@fleet/runtime";
+import { checkServer, connectFleet, describeNatsAuth, NatsConnectError, redactUrl } from "@fleet/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
+import { resolveNatsAuth } from "../connect.js";
 import { type DeploymentReport, inspectDeployment, isReady } from "../inspect-deployment.js";
 import { type CliIo, outStyle } from "../io.js";
 import { probeRedis } from "../redis-probe.js";
@@ -18,15 +19,33 @@ interface Check {
 
 /** Prints every check; exit code 0 when nothing failed (warnings allowed), else 1. */
 export async function doctorCommand(io: CliIo, opts: { json?: boolean }): Promise<number> {
-  const nats = io.natsUrl ? { url: io.natsUrl, source: "--nats" } : resolveNatsUrl(io.env, io.cwd);
-  const redis = resolveRedisUrl(io.env, io.cwd);
+  const resolved = io.natsUrl ? { url: io.natsUrl, source: "--nats" } : resolveNatsUrl(io.env, io.cwd);
+  // Only redacted URLs and the login's description (method, user, file paths) are printed.
+  const nats = { ...resolved, url: redactUrl(resolved.url) };
+  const redisTarget = resolveRedisUrl(io.env, io.cwd);
+  const redis = { ...redisTarget, url: redactUrl(redisTarget.url) };
+  const auth = resolveNatsAuth(io);
   const checks: Check[] = [];
+  const denied: string[] = [];
   let nc: NatsConnection | undefined;
   try {
-    nc = await connectNats({ url: nats.url, name: "fleet-doctor", maxReconnectAttempts: 0, timeoutMs: 3_000 });
+    ({ nc } = await connectFleet({
+      role: "operator",
+      url: resolved.url,
+      name: "fleet-doctor",
+      auth,
+      maxReconnectAttempts: 0,
+      timeoutMs: 3_000,
+      onPermissionError: (line) => denied.push(line),
+    }));
   } catch (err) {
-    if (opts.json) throw new CliError(`cannot reach NATS at ${nats.url} (${(err as Error).message})`);
-    checks.push({ status: "fail", title: `NATS ${nats.url}: unreachable (${(err as Error).message})`, details: [] });
+    const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : undefined;
+    const title =
+      err instanceof NatsConnectError && err.code === "unreachable"
+        ? `NATS ${nats.url}: unreachable (${cause ?? (err as Error).message})`
+        : (err as Error).message;
+    if (opts.json) throw new CliError(title);
+    checks.push({ status: "fail", title, details: [] });
   }
   let report: DeploymentReport | undefined;
   try {
@@ -36,19 +55,26 @@ export async function doctorCommand(io: CliIo, opts: { json?: boolean }): Promis
       else {
         checks.push({
           status: server.caps.gaps.length ? "warn" : "ok",
-          title: `NATS ${nats.url}: nats-server ${server.caps.version}, JetStream enabled`,
+          title: `NATS ${nats.url} (${describeNatsAuth(auth)}): nats-server ${server.caps.version}, JetStream enabled`,
           details: server.caps.gaps.map((g) => `not available on this server (Fleet works without it): ${g}`),
         });
         report = await inspectDeployment(nc, await jetstreamManager(nc));
       }
     }
-    const redisProbe = await probeRedis(redis.url);
+    const redisProbe = await probeRedis(redisTarget.url);
     checks.push(
       redisProbe.ok
         ? { status: "ok", title: `Redis ${redis.url}: redis ${redisProbe.version}`, details: [] }
         : { status: "fail", title: `Redis ${redis.url}: ${redisProbe.error}`, details: [] },
     );
     if (report) checks.push(...deploymentChecks(report));
+    if (denied.length) {
+      checks.push({
+        status: "warn",
+        title: "NATS refused some of the reads (this user's permissions)",
+        details: denied,
+      });
+    }
   } finally {
     await nc?.close().catch(() => undefined);
   }

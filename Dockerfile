@@ -1,0 +1,22 @@
+# The Fleet services image: one image, one service per container, chosen by the command:
+#   node services/loop/dist/main.js            (agent loop)
+#   node services/tools/dist/main.js           (tool runner)
+#   node services/session-store/dist/main.js   (session store)
+#   node libs/client/bin/fleet.js <command>    (the fleet CLI, e.g. `audit-feed`, `doctor`)
+# Build from the repository root: docker build -t fleet:latest .
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY . .
+RUN npm ci --no-audit --no-fund && npx tsc -b && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+# bash runs the `bash` tool; bubblewrap is its sandbox.
+RUN apt-get update && apt-get install -y --no-install-recommends bash bubblewrap ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=build /app /app
+RUN mkdir -p /workspace && chown node:node /workspace
+USER node
+ENV NODE_ENV=production FLEET_OPS_HOST=0.0.0.0 FLEET_OPS_PORT=9464
+EXPOSE 9464
+CMD ["node", "services/loop/dist/main.js"]

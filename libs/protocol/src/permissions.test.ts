@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { FLEET_ROLES, inboxPrefixOf, rolePermissions } from "./permissions.js";
+
+const perms = (role: (typeof FLEET_ROLES)[number]) => rolePermissions(role, { partitions: 4, toolNames: ["bash"] });
+const allows = (list: string[], subject: string) =>
+  list.some((rule) => {
+    const [pattern] = rule.split(" ");
+    const p = (pattern ?? "").split(".");
+    const s = subject.split(".");
+    for (let i = 0; i < p.length; i++) {
+      if (p[i] === ">") return s.length > i;
+      if (p[i] !== "*" && p[i] !== s[i]) return false;
+    }
+    return p.length === s.length;
+  });
+const mayPublish = (role: (typeof FLEET_ROLES)[number], subject: string) =>
+  allows(perms(role).publish.allow, subject) && !allows(perms(role).publish.deny, subject);
+
+describe("permissions / rolePermissions", () => {
+  it("gives no role a full wildcard or the whole JetStream API", () => {
+    for (const role of FLEET_ROLES) {
+      const all = [...perms(role).publish.allow, ...perms(role).subscribe.allow];
+      expect(
+        all.filter((s) => s === ">" || s.startsWith("$JS.API.>") || s === "_INBOX.>"),
+        role,
+      ).toEqual([]);
+    }
+  });
+
+  it("lets each role subscribe to its own inbox prefix only", () => {
+    for (const role of FLEET_ROLES) {
+      expect(
+        perms(role).subscribe.allow.filter((s) => s.startsWith("_INBOX")),
+        role,
+      ).toEqual([`${inboxPrefixOf(role)}.>`]);
+    }
+  });
+
+  it("keeps each stream's writers and consumers to their roles", () => {
+    expect(mayPublish("loop", "fleet.evt.0.s-1")).toBe(true);
+    expect(mayPublish("tools", "fleet.evt.0.s-1")).toBe(false);
+    expect(mayPublish("operator", "fleet.evt.0.s-1")).toBe(false);
+    expect(mayPublish("operator", "fleet.cmd.0.s-1")).toBe(true);
+    expect(mayPublish("reader", "fleet.cmd.0.s-1")).toBe(false);
+    expect(mayPublish("tools", "$JS.API.CONSUMER.MSG.NEXT.FLEET_TOOL_CALLS.tool-bash")).toBe(true);
+    expect(mayPublish("loop", "$JS.API.CONSUMER.MSG.NEXT.FLEET_TOOL_CALLS.tool-bash")).toBe(false);
+    expect(mayPublish("loop", "$JS.API.CONSUMER.MSG.NEXT.FLEET_COMMANDS.loop-p3")).toBe(true);
+    expect(mayPublish("store", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-p3")).toBe(true);
+    expect(mayPublish("reader", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-p3")).toBe(false);
+    expect(mayPublish("reader", "$JS.API.CONSUMER.DELETE.FLEET_EVENTS.store-p0")).toBe(false);
+    expect(mayPublish("reader", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.ordered_1")).toBe(true);
+    expect(mayPublish("auditor", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
+    expect(mayPublish("audit-admin", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(true);
+    for (const role of FLEET_ROLES) expect(mayPublish(role, "$JS.API.STREAM.DELETE.FLEET_EVENTS"), role).toBe(false);
+    expect(mayPublish("loop", "$KV.fleet_leases.loop.p.3")).toBe(true);
+    expect(mayPublish("loop", "$KV.fleet_leases.store.p.3")).toBe(false);
+    expect(mayPublish("loop", "$KV.fleet_leases.runner.r-1")).toBe(false);
+    expect(mayPublish("store", "$KV.fleet_leases.store.w.s-1")).toBe(true);
+    expect(mayPublish("tools", "$KV.fleet_leases.runner.r-1")).toBe(true);
+    expect(mayPublish("tools", "$KV.fleet_leases.loop.p.0")).toBe(false);
+  });
+
+  it("lets only the store answer queries, in its queue group, and a hook service hook requests", () => {
+    expect(perms("store").subscribe.allow).toContain("fleet.store.* fleet-store");
+    expect(perms("store").allowResponses).toBe(true);
+    expect(FLEET_ROLES.filter((r) => perms(r).allowResponses)).toEqual(["store", "hooks"]);
+    expect(perms("hooks").subscribe.allow).toEqual(["fleet.hook.*", "_INBOX_hooks.>"]);
+    expect(perms("hooks").publish).toEqual({ allow: [], deny: [">"] });
+  });
+});

@@ -1,0 +1,276 @@
+// Each role's NATS subject permissions, derived from the subject table and the JetStream configs.
+import {
+  KV_BUCKETS,
+  loopCommandConsumer,
+  OBJECT_STORES,
+  STREAMS,
+  storeEventConsumer,
+  toolCallConsumer,
+} from "./jetstream-config.js";
+import { STORE_QUEUE_GROUP, subjects } from "./subjects.js";
+import { RUNNER_PRESENCE_KEYS } from "./tool-records.js";
+
+/**
+ * Who connects to a tenant's account:
+ * - `loop`, `tools`, `store`: the services;
+ * - `hooks`: a remote hook service (answers `fleet.hook.<hook>` requests of the loop, nothing else);
+ * - `reader`: a read-only client (watch, replay, store queries, `fleet doctor`);
+ * - `operator`: a reader that may also send commands;
+ * - `auditor`: a reader of an audit account's mirror of a tenant's events (see `auditMirrorStream`);
+ * - `audit-admin`: creates that mirror once, and nothing else.
+ */
+export const FLEET_ROLES = ["loop", "tools", "store", "hooks", "reader", "operator", "auditor", "audit-admin"] as const;
+export type FleetRole = (typeof FLEET_ROLES)[number];
+
+/** Allow and deny lists of one direction; a deny wins over an allow (nats-server semantics). */
+export interface SubjectRules {
+  allow: string[];
+  deny: string[];
+}
+
+/** A NATS user's permissions. `allowResponses`: may reply once to the reply subject of a request it received. */
+export interface RolePermissions {
+  publish: SubjectRules;
+  subscribe: SubjectRules;
+  allowResponses: boolean;
+}
+
+/**
+ * The inbox prefix a role's connections use for every reply (requests, JetStream acks, pulls, KV
+ * watches). A service role may subscribe to its own prefix only, so it never sees another role's
+ * replies (a tool call pulled by a runner arrives on the runner's inbox). Clients share one prefix:
+ * a reader may see an operator's replies, which hold nothing a reader cannot read itself.
+ */
+export const inboxPrefixOf = (role: FleetRole) =>
+  role === "loop" || role === "tools" || role === "store" || role === "hooks" ? `_INBOX_${role}` : CLIENT_INBOX_PREFIX;
+export const CLIENT_INBOX_PREFIX = "_INBOX_client";
+
+const API = "$JS.API";
+const kvStream = (bucket: string) => `KV_${bucket}`;
+const objStream = (store: string) => `OBJ_${store}`;
+
+/** Every stream of a tenant's account: Fleet's four, and the ones behind the KV buckets and the object store. */
+export const TENANT_STREAMS: readonly string[] = [
+  ...Object.values(STREAMS).map((s) => s.name),
+  ...Object.values(KV_BUCKETS).map((b) => kvStream(b.name)),
+  ...Object.values(OBJECT_STORES).map((o) => objStream(o.name)),
+];
+
+/** The consumers each role owns, by stream: nobody else may create, pull from or delete them. */
+function durableConsumers(partitions: number, toolNames: readonly string[] | null) {
+  const range = Array.from({ length: partitions }, (_, p) => p);
+  return {
+    [STREAMS.commands.name]: { owner: "loop", names: range.map((p) => loopCommandConsumer(p).durable_name) },
+    [STREAMS.events.name]: { owner: "store", names: range.map((p) => storeEventConsumer(p).durable_name) },
+    [STREAMS.toolCalls.name]: {
+      owner: "tools",
+      names: toolNames ? toolNames.map((t) => toolCallConsumer(t).durable_name) : [],
+    },
+  } as const;
+}
+
+/** Permission building blocks, each named after what the role does with the stream or bucket. */
+const jsApi = {
+  /** `jetstreamManager()` checks the API with `$JS.API.INFO`. */
+  account: () => [`${API}.INFO`],
+  streamInfo: (stream: string) => [`${API}.STREAM.INFO.${stream}`],
+  /** Creating Fleet's topology (idempotent; `applyTopology`): create and read back, never update or delete. */
+  provision: () => TENANT_STREAMS.flatMap((s) => [`${API}.STREAM.INFO.${s}`, `${API}.STREAM.CREATE.${s}`]),
+  /** Single messages by sequence or last-by-subject, direct or through the leader. */
+  getMessage: (stream: string) => [
+    `${API}.STREAM.MSG.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}.>`,
+  ],
+  /** Creating, reading, pulling from and deleting consumers (durable or ordered) on one stream. */
+  consume: (stream: string) => [
+    `${API}.CONSUMER.CREATE.${stream}`,
+    `${API}.CONSUMER.CREATE.${stream}.>`,
+    `${API}.CONSUMER.INFO.${stream}.*`,
+    `${API}.CONSUMER.DELETE.${stream}.*`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.*`,
+  ],
+  consumerInfo: (stream: string) => [`${API}.CONSUMER.INFO.${stream}.*`],
+  ack: (stream: string) => [`$JS.ACK.${stream}.>`],
+  /** Flow-control replies of push consumers (KV watches). */
+  flowControl: (stream: string) => [`$JS.FC.${stream}.>`],
+  kvRead: (bucket: string) => [...jsApi.streamInfo(kvStream(bucket)), ...jsApi.getMessage(kvStream(bucket))],
+  /** Writes to a bucket, or only to its keys under `keyPrefix` (`loop` → `$KV.fleet_leases.loop.>`). */
+  kvWrite: (bucket: string, keyPrefix?: string) => [`$KV.${bucket}.${keyPrefix ? `${keyPrefix}.` : ""}>`],
+  kvWatch: (bucket: string) => [...jsApi.consume(kvStream(bucket)), ...jsApi.flowControl(kvStream(bucket))],
+};
+
+/** Denies every role but the owner the use of its durable consumers (create, pull, delete). */
+function othersConsumers(role: FleetRole, partitions: number, toolNames: readonly string[] | null): string[] {
+  const out: string[] = [];
+  for (const [stream, { owner, names }] of Object.entries(durableConsumers(partitions, toolNames))) {
+    if (owner === role) continue;
+    for (const name of names) {
+      out.push(
+        `${API}.CONSUMER.CREATE.${stream}.${name}`,
+        `${API}.CONSUMER.CREATE.${stream}.${name}.>`,
+        `${API}.CONSUMER.DELETE.${stream}.${name}`,
+        `${API}.CONSUMER.MSG.NEXT.${stream}.${name}`,
+      );
+    }
+  }
+  return out;
+}
+
+export interface RolePermissionOptions {
+  /** P, to name the partition consumers other roles may not touch. */
+  partitions: number;
+  /**
+   * Tool names whose `tool-<name>` consumers other roles may not touch. `null`: any tool name (the
+   * rule is then the stream-wide one: only `tools` may consume FLEET_TOOL_CALLS at all).
+   */
+  toolNames?: readonly string[] | null;
+}
+
+const KV = KV_BUCKETS;
+const EV = STREAMS.events.name;
+const CMD = STREAMS.commands.name;
+const CALLS = STREAMS.toolCalls.name;
+const RESULTS = STREAMS.toolResults.name;
+const BLOBS = OBJECT_STORES.blobs.name;
+
+/** What any client of a tenant reads: the event log, the store, and the deployment's state for `fleet doctor`. */
+function readerPublish(): string[] {
+  return [
+    ...jsApi.account(),
+    ...TENANT_STREAMS.flatMap(jsApi.streamInfo),
+    ...[CMD, EV, CALLS].flatMap(jsApi.consumerInfo),
+    ...jsApi.getMessage(EV),
+    ...jsApi.consume(EV),
+    ...[KV.config.name, KV.leases.name, KV.tools.name].flatMap(jsApi.kvRead),
+    "fleet.store.*",
+  ];
+}
+
+/**
+ * The subjects a role may publish and subscribe to in its tenant's account. Pure: derived from the
+ * subject table (`subjects`), the streams, KV buckets and object store, and the durable consumers'
+ * names. No role gets `>` or `$JS.API.>`; none may update, purge or delete a stream except `tools`
+ * purging superseded chunks of `fleet_blobs` objects.
+ */
+export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): RolePermissions {
+  const toolNames = opts.toolNames ?? null;
+  const inbox = `${inboxPrefixOf(role)}.>`;
+  const deny = othersConsumers(role, opts.partitions, toolNames);
+  const service = [
+    ...jsApi.account(),
+    ...jsApi.provision(),
+    ...jsApi.kvWrite(KV.config.name),
+    ...jsApi.kvRead(KV.config.name),
+  ];
+  const result = (publish: string[], subscribe: string[], allowResponses = false, publishDeny = deny) => ({
+    publish: { allow: unique(publish), deny: unique(publishDeny) },
+    subscribe: { allow: unique([...subscribe, inbox]), deny: [] },
+    allowResponses,
+  });
+  switch (role) {
+    case "loop":
+      return result(
+        [
+          ...service,
+          subjects.eventsAll,
+          subjects.toolCallsAll,
+          "fleet.tool.cancel.>",
+          "fleet.hook.*",
+          ...jsApi.getMessage(EV),
+          ...jsApi.consume(EV),
+          ...jsApi.consume(CMD),
+          ...jsApi.ack(CMD),
+          ...jsApi.getMessage(RESULTS),
+          ...jsApi.kvRead(KV.leases.name),
+          // Its leases `loop.p.<p>` and presence `loop.w.<id>`: never a runner's or the store's keys.
+          ...jsApi.kvWrite(KV.leases.name, "loop"),
+          ...jsApi.kvWatch(KV.leases.name),
+          ...jsApi.kvRead(KV.tools.name),
+          ...jsApi.kvWatch(KV.tools.name),
+        ],
+        [subjects.toolResultsAll],
+      );
+    case "tools":
+      return result(
+        [
+          ...service,
+          subjects.toolResultsAll,
+          ...jsApi.getMessage(RESULTS),
+          ...jsApi.consume(CALLS),
+          ...jsApi.ack(CALLS),
+          ...jsApi.kvRead(KV.leases.name),
+          ...jsApi.kvWrite(KV.leases.name, RUNNER_PRESENCE_KEYS.replace(".>", "")),
+          ...jsApi.kvRead(KV.tools.name),
+          ...jsApi.kvWrite(KV.tools.name),
+          ...jsApi.getMessage(objStream(BLOBS)),
+          `${API}.STREAM.PURGE.${objStream(BLOBS)}`,
+          `$O.${BLOBS}.>`,
+        ],
+        ["fleet.tool.cancel.>"],
+      );
+    case "store":
+      return result(
+        [
+          ...service,
+          ...jsApi.getMessage(EV),
+          ...jsApi.consume(EV),
+          ...jsApi.ack(EV),
+          ...jsApi.kvRead(KV.leases.name),
+          ...jsApi.kvWrite(KV.leases.name, "store"),
+        ],
+        [`fleet.store.* ${STORE_QUEUE_GROUP}`],
+        true,
+      );
+    case "hooks":
+      // Publishes nothing but its replies (an empty allow list would allow everything).
+      return result([], ["fleet.hook.*"], true, [">"]);
+    case "reader":
+      return result(readerPublish(), [subjects.eventsAll]);
+    case "operator":
+      return result([...readerPublish(), subjects.commandsAll], [subjects.eventsAll]);
+    case "auditor":
+      return result(
+        [...jsApi.account(), ...jsApi.streamInfo(EV), ...jsApi.getMessage(EV), ...jsApi.consume(EV)],
+        [],
+        false,
+        [],
+      );
+    case "audit-admin":
+      return result([...jsApi.account(), ...jsApi.streamInfo(EV), `${API}.STREAM.CREATE.${EV}`], [], false, []);
+  }
+}
+
+/**
+ * An audit feed: the tenant exports read access to its FLEET_EVENTS, and the auditor account keeps a
+ * mirror of it named FLEET_EVENTS (same sequences and subjects, the whole history, no publishers).
+ * The tenant's account serves only the consumer-create requests of that mirror (`apiPrefix`) and
+ * exports the mirror's delivery subjects (`deliverPrefix`) as a stream.
+ */
+export function auditFeed(tenant: string) {
+  return {
+    /** Where the auditor account reaches the tenant's JetStream API (import `to`). */
+    apiPrefix: `$JS.${tenant}.API`,
+    /** Tenant-side subjects the mirror's consumer delivers to (a stream export). */
+    deliverPrefix: `fleet.audit.${tenant}`,
+    /** The tenant's service exports, as `$JS.API…` subjects in its own account. */
+    serviceExports: [`${API}.CONSUMER.CREATE.${EV}`, `${API}.CONSUMER.CREATE.${EV}.>`, `$JS.FC.${EV}.>`],
+  } as const;
+}
+
+/** The mirror stream an audit-admin creates in the auditor's account (nats.js StreamConfig fields). */
+export function auditMirrorStream(tenant: string) {
+  const feed = auditFeed(tenant);
+  return {
+    name: EV,
+    storage: "file",
+    deny_delete: true,
+    deny_purge: true,
+    allow_direct: true,
+    mirror: { name: EV, external: { api: feed.apiPrefix, deliver: feed.deliverPrefix } },
+  } as const;
+}
+
+function unique(list: string[]): string[] {
+  return [...new Set(list)];
+}

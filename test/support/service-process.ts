@@ -1,0 +1,56 @@
+// Runs a service's real entry point (loop, tool runner, session store) as a child process from the
+// TypeScript sources, with its own environment (e.g. its own NATS user).
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const ENTRIES = {
+  loop: "services/loop/src/main.ts",
+  tools: "services/tools/src/main.ts",
+  store: "services/session-store/src/main.ts",
+} as const;
+/** The pino `evt` each service logs once it serves. */
+export const READY_EVT = { loop: "loop_started", tools: "ops_listening", store: "store_started" } as const;
+
+export type ServiceName = keyof typeof ENTRIES;
+
+export interface ServiceProcess {
+  name: ServiceName;
+  proc: ChildProcess;
+  output(): string;
+  /** Resolves once the service logged `evt` (default: its ready event); rejects with its output if it exits. */
+  waitForLog(evt?: string, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function spawnService(name: ServiceName, env: Record<string, string>): ServiceProcess {
+  const proc = spawn(process.execPath, ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, ENTRIES[name])], {
+    // Only what the service needs: no NATS_* settings of the test's own environment leak in.
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  proc.stdout?.on("data", (d) => (out += d));
+  proc.stderr?.on("data", (d) => (out += d));
+  return {
+    name,
+    proc,
+    output: () => out,
+    async waitForLog(evt = READY_EVT[name], timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        if (out.includes(`"evt":"${evt}"`)) return;
+        if (proc.exitCode !== null) throw new Error(`${name} exited (${proc.exitCode}): ${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`${name}: no ${evt} within ${timeoutMs} ms: ${out}`);
+    },
+    stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+      const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+      proc.kill("SIGTERM");
+      const hard = setTimeout(() => proc.kill("SIGKILL"), 15_000);
+      return exited.finally(() => clearTimeout(hard));
+    },
+  };
+}
