@@ -9,12 +9,14 @@ import { call, type GatewayStack, startGatewayStack } from "./support.js";
 
 const OPERATE = "operate-token-0123456789";
 const READ = "read-token-0123456789abc";
+const OWN_CREDS = "own-creds-token-0123456789";
 const tokens = tokenTable({
   tokens: [
     { token: OPERATE, tenant: "acme", role: "operate" },
     { token: READ, tenant: "acme", role: "read" },
+    { token: OWN_CREDS, tenant: "beta", role: "read" },
   ],
-  tenants: {},
+  tenants: { beta: { natsCreds: "/nonexistent/fleet-test/beta.creds" } },
 });
 
 let stack: GatewayStack;
@@ -63,6 +65,12 @@ describe("gateway / API", () => {
     const readOnly = await api("POST", "/v1/sessions", { token: READ, body: {} });
     expect([readOnly.status, readOnly.body.error.code]).toEqual([403, "forbidden"]);
     expect((await api("GET", "/v1/sessions", { token: READ })).status).toBe(200);
+  });
+
+  it("a tenant with NATS credentials of its own uses its own connection (503 while it cannot open it)", async () => {
+    const answer = await api("GET", "/v1/sessions", { token: OWN_CREDS });
+    expect([answer.status, answer.body.error.code]).toEqual([503, "unavailable"]);
+    expect(answer.body.error.message).toMatch(/tenant beta/);
   });
 
   it("creates a session (201), refuses the same id (409) and malformed bodies (400)", async () => {

@@ -50,6 +50,7 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
   let closed = false;
   const abort = new AbortController();
   const links = new Map<string, Promise<TenantLink>>();
+  const opened: TenantLink[] = [];
 
   const open = async (nc: NatsConnection): Promise<TenantLink> => {
     const client = await FleetClient.fromConnection(nc, { commandTimeoutMs: opts.commandTimeoutMs });
@@ -65,12 +66,14 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
         }
       }
     })().catch(() => undefined);
-    return {
+    const link: TenantLink = {
       client,
       hubs: createHubRegistry(client, logger),
       approvals: createApprovalsIndex(client),
       isUp: () => up && !nc.isClosed(),
     };
+    opened.push(link);
+    return link;
   };
 
   const ready = (async () => {
@@ -135,15 +138,12 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
       if (!link.isUp()) throw unavailable(`NATS is unreachable for tenant ${tenant}`);
       return link;
     },
-    all() {
-      return own ? [own] : [];
-    },
+    all: () => [...opened],
     async close() {
       closed = true;
       abort.abort();
-      const others = await Promise.allSettled(links.values());
-      for (const link of [own, ...others.map((r) => (r.status === "fulfilled" ? r.value : undefined))]) {
-        if (!link) continue;
+      await Promise.allSettled(links.values());
+      for (const link of opened) {
         link.hubs.stopAll();
         await link.client.nc.drain().catch(() => undefined);
       }
