@@ -221,8 +221,11 @@ async function main() {
   const cpu1 = cpuOf();
   const cpuKeys = Object.keys(cpu0) as Array<keyof typeof cpu0>;
   const cpuTotal = cpuKeys.reduce((sum, k) => sum + cpu1[k] - cpu0[k], 0);
-  await sleep(500);
+  // Late frames still count: wait until the gateway has been idle for a while before the dumps.
+  await sleep(3_000);
 
+  const after = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const dropped = Number(after.match(/^fleet_gateway_sse_dropped_total (\d+)/m)?.[1] ?? Number.NaN);
   for (const child of [baseline, ...sseProcesses]) child.stdin?.write("dump\n");
   await waitUntil("the dumps", () => dumps.size === CLIENT_PROCESSES + 1, 60_000);
   const latencies = (child: ChildProcess, first: number, readersOf: (reader: number) => number) => {
@@ -248,7 +251,7 @@ async function main() {
     `${PROMPTS} prompts per session, each one LLM turn of ${DELTAS} text deltas at ${TOKENS_PER_SECOND} tokens/s; coalescing ${COALESCE_MS} ms / 64 deltas\n`,
   );
   console.log(
-    `  runs                        ${SESSIONS * PROMPTS} in ${fmt(elapsed, 2)} s; ${openStreams} SSE streams open`,
+    `  runs                        ${SESSIONS * PROMPTS} in ${fmt(elapsed, 2)} s; ${openStreams} SSE streams open, ${dropped} dropped as too slow (the bench's clients do not resume)`,
   );
   console.log(
     `  delta→SSE client            p50 ${fmt(pct(sseLatency, 50), 2)} ms   p99 ${fmt(pct(sseLatency, 99), 2)} ms  (${sseLatency.length} of ${expectedSamples} deltas × clients)`,
