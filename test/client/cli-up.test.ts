@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isPidAlive } from "@fleet/testkit";
+import { getFreePort, isPidAlive } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
 
@@ -16,12 +16,14 @@ interface Stack {
   workspace: string;
   provider: string;
   services: { name: string; pid: number | null }[];
+  gatewayUrl?: string | null;
 }
 
 const SERVICE_MAINS: Record<string, string> = {
   loop: "services/loop/src/main.ts",
   tools: "services/tools/src/main.ts",
   store: "services/session-store/src/main.ts",
+  gateway: "services/gateway/src/main.ts",
 };
 const expectedWorkers = Object.entries(SERVICE_MAINS)
   .filter(([, main]) => existsSync(fileURLToPath(new URL(`../../${main}`, import.meta.url))))
@@ -38,7 +40,12 @@ const readStack = (home: string) => JSON.parse(readFileSync(join(home, "stack.js
 describe("fleet up", () => {
   it("starts its own servers and workers, restarts a crashed worker, and stops everything on SIGTERM", async () => {
     const home = join(dir, ".fleet");
-    const env = { FLEET_HOME: home, FLEET_WORKSPACE: join(dir, "ws"), FLEET_PARTITIONS: "4" };
+    const env = {
+      FLEET_HOME: home,
+      FLEET_WORKSPACE: join(dir, "ws"),
+      FLEET_PARTITIONS: "4",
+      FLEET_GATEWAY_PORT: String(await getFreePort()),
+    };
     const up = spawnCli(["up"], { cwd: dir, env });
     const finished = collect(up, 120_000);
     const banner = await waitForOutput(up, /Ctrl-C stops everything/, 60_000);
@@ -53,12 +60,21 @@ describe("fleet up", () => {
     expect(stack.services.map((s) => s.name)).toEqual([
       "nats-server",
       "redis-server",
-      ...["store", "tools", "loop"].filter((n) => expectedWorkers.includes(n)),
+      ...["store", "tools", "loop", "gateway"].filter((n) => expectedWorkers.includes(n)),
     ]);
     expect(banner).toContain(`NATS    ${stack.natsUrl}`);
     expect(banner).toContain(`Redis   ${stack.redisUrl}`);
     expect(banner).toContain("ANTHROPIC_API_KEY is not set: using the scripted demo model");
     expect(existsSync(join(home, "nats", "jetstream"))).toBe(true);
+    if (expectedWorkers.includes("gateway")) {
+      expect(stack.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(banner).toContain(`gateway  ${stack.gatewayUrl}`);
+      await expect
+        .poll(async () => (await fetch(`${stack.gatewayUrl}/readyz`).catch(() => undefined))?.status, {
+          timeout: 30_000,
+        })
+        .toBe(200);
+    }
     const pids = stack.services.map((s) => s.pid as number);
     expect(pids.every((pid) => isPidAlive(pid))).toBe(true);
 

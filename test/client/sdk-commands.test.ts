@@ -86,6 +86,21 @@ describe("client / commands", () => {
     );
   });
 
+  it("times out at once with timeoutMs 0, even when the wait ends while the tail is being set up", async () => {
+    for (let i = 0; i < 20; i++) {
+      const error = await client.prompt("s-silent-0", "say nothing", { timeoutMs: 0 }).catch((e: unknown) => e);
+      expect((error as FleetError).kind).toBe("timeout");
+    }
+  });
+
+  it("outcomeOf answers a rejection as data, with its sequence", async () => {
+    await client.createSession({}, { sessionId: "s-outcome-1" });
+    const outcome = await client.outcomeOf("s-outcome-1", { type: "create_session" });
+    expect(outcome.event).toMatchObject({ type: "command_rejected", code: "conflict", commandType: "create_session" });
+    const items = await collect("s-outcome-1", outcome.seq, () => true);
+    expect(items[0]?.event).toEqual(outcome.event);
+  });
+
   it("publishes each command with its documented payload", async () => {
     const sid = "s-payloads-1";
     await client.steer(sid, "left");

@@ -67,8 +67,11 @@ export async function* tailSubject(
         });
         messages = await consumer.consume(CONSUME_OPTIONS);
         signal?.addEventListener("abort", stop, { once: true });
-        if (signal?.aborted) return;
+        // Aborted meanwhile: close, and still run the iterator, which then ends at once
+        // (closing consumer messages that were never iterated does not settle).
+        if (signal?.aborted) stop();
         for await (const m of messages) {
+          if (signal?.aborted) break;
           failures = 0;
           if (m.seq < next) continue;
           next = m.seq + 1;

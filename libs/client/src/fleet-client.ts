@@ -3,6 +3,7 @@ import {
   CONFIG_KEYS,
   type CommandOf,
   decodeEvent,
+  type EventOf,
   encodeCommand,
   type FleetCommand,
   type FleetEvent,
@@ -86,6 +87,12 @@ export type CommandBody = FleetCommand extends infer C
     ? Omit<C, "id" | "sessionId" | "ts">
     : never
   : never;
+
+/** A command's outcome event and its stream sequence. */
+export interface OutcomeRecord {
+  seq: number;
+  event: EventOf<"command_accepted"> | EventOf<"command_rejected">;
+}
 
 /** One event of a session and its stream sequence in FLEET_EVENTS. */
 export interface SessionEventItem {
@@ -193,6 +200,23 @@ export class FleetClient {
       });
     }
     try {
+      return await FleetClient.fromConnection(nc, opts);
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * A client over a connection the caller opened (for example with credentials of its own); reads
+   * P from KV `fleet_config` unless given. `close()` closes that connection. Errors as `connect`.
+   */
+  static async fromConnection(
+    nc: NatsConnection,
+    opts: Omit<FleetClientOptions, "natsUrl" | "name" | "maxReconnectAttempts"> = {},
+  ): Promise<FleetClient> {
+    const url = nc.getServer();
+    try {
       const jsm = await jetstreamManager(nc, { timeout: opts.connectTimeoutMs ?? 5_000 });
       const partitions = opts.partitions ?? (await readPartitions(nc, url));
       return new FleetClient(nc, jsm, partitions, {
@@ -200,7 +224,6 @@ export class FleetClient {
         requestTimeoutMs: opts.requestTimeoutMs ?? 10_000,
       });
     } catch (err) {
-      await nc.close().catch(() => undefined);
       if (isFleetError(err)) throw err;
       throw new FleetError(
         "unavailable",
@@ -243,6 +266,27 @@ export class FleetClient {
 
   /** Sends any command to a session (the generic form of the methods below). */
   async send(sessionId: string, body: CommandBody, opts: CommandOptions = {}): Promise<CommandOutcome> {
+    const { seq, event } = await this.outcomeOf(sessionId, body, opts);
+    if (event.type === "command_rejected") {
+      throw new CommandRejectedError({
+        code: event.code,
+        reason: event.reason,
+        commandId: event.commandId,
+        commandType: event.commandType,
+        sessionId,
+        seq,
+      });
+    }
+    return { sessionId, commandId: event.commandId, commandType: body.type, seq };
+  }
+
+  /**
+   * Sends any command and resolves with its outcome event, `command_accepted` or `command_rejected`
+   * (a rejection is data here, not an error). Same errors as `send` otherwise: `invalid_input`
+   * before publishing, `unavailable`, and `timeout` when no outcome arrived in time. Re-sending a
+   * command id within the stream's dedup window finds the first outcome.
+   */
+  async outcomeOf(sessionId: string, body: CommandBody, opts: CommandOptions = {}): Promise<OutcomeRecord> {
     const command = { ...body, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
     return this.#submit(command, opts.timeoutMs ?? this.#commandTimeoutMs);
   }
@@ -367,7 +411,7 @@ export class FleetClient {
     return this.send(sessionId, body, rest);
   }
 
-  async #submit(command: FleetCommand, timeoutMs: number): Promise<CommandOutcome> {
+  async #submit(command: FleetCommand, timeoutMs: number): Promise<OutcomeRecord> {
     const encoded = encodeCommand(command);
     if (!encoded.ok) throw new FleetError("invalid_input", "invalid", `${command.type}: ${encoded.error}`);
     const partition = this.partitionOf(command.sessionId);
@@ -398,18 +442,11 @@ export class FleetClient {
         const decoded = decodeEvent(record.data);
         if (!decoded.ok) continue;
         const event = decoded.value;
-        if (event.type === "command_accepted" && event.commandId === command.id) {
-          return { sessionId: command.sessionId, commandId: command.id, commandType: command.type, seq: record.seq };
-        }
-        if (event.type === "command_rejected" && event.commandId === command.id) {
-          throw new CommandRejectedError({
-            code: event.code,
-            reason: event.reason,
-            commandId: command.id,
-            commandType: event.commandType,
-            sessionId: command.sessionId,
-            seq: record.seq,
-          });
+        if (
+          (event.type === "command_accepted" || event.type === "command_rejected") &&
+          event.commandId === command.id
+        ) {
+          return { seq: record.seq, event };
         }
       }
       if (this.nc.isClosed()) throw new FleetError("unavailable", "closed", "the NATS connection was closed");

@@ -10,6 +10,7 @@ export {
   FleetClient,
   type FleetClientOptions,
   type ImportInput,
+  type OutcomeRecord,
   type ReplayResult,
   type SessionEventItem,
 } from "./fleet-client.js";

@@ -1,7 +1,6 @@
 // JSON Schemas of the wire formats, generated from the zod schemas (zod 4 `z.toJSONSchema`).
 // Pure: `buildJsonSchemas()` returns file name → file text; write-schemas.ts writes them to schemas/.
 import {
-  COMMAND_TYPES,
   FleetCommand,
   FleetEvent,
   RunnerPresence,
@@ -13,11 +12,9 @@ import {
   ToolCallRequest,
   ToolRegistration,
   ToolResultRecord,
+  toJsonSchema,
 } from "@fleet/protocol";
-import { z } from "zod";
-
-/** Command types whose schema requires exactly one of `text` and `message` (a zod refinement). */
-const MESSAGE_INPUT_COMMANDS = new Set(["prompt", "steer", "follow_up", "next_turn"]);
+import type { z } from "zod";
 
 /** The top-level schemas, by file name (without `.json`) and title. */
 function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodType }> {
@@ -39,27 +36,11 @@ function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodTy
   return list;
 }
 
-/**
- * Every schema describes what the decoders accept (`io: "input"`: fields with defaults are
- * optional). Refinements JSON Schema cannot express are dropped, except the message-input rule of
- * `prompt`/`steer`/`follow_up`/`next_turn`, written as `oneOf` required `text` / required `message`.
- * Anything zod cannot represent becomes `{}` (`unrepresentable: "any"`).
- */
+/** Every schema as `toJsonSchema` writes it (see `jsonSchemaOptions`), with its title. */
 export function buildJsonSchemas(): Record<string, string> {
   const files: Record<string, string> = {};
   for (const { file, title, schema } of topLevelSchemas()) {
-    const json = z.toJSONSchema(schema, {
-      io: "input",
-      unrepresentable: "any",
-      override: ({ jsonSchema }) => {
-        const type = (jsonSchema.properties?.type as { const?: unknown } | undefined)?.const;
-        const isCommand = typeof type === "string" && (COMMAND_TYPES as string[]).includes(type);
-        if (isCommand && MESSAGE_INPUT_COMMANDS.has(type) && jsonSchema.properties?.text) {
-          jsonSchema.oneOf = [{ required: ["text"] }, { required: ["message"] }];
-        }
-      },
-    });
-    const { $schema, ...rest } = json;
+    const { $schema, ...rest } = toJsonSchema(schema);
     files[`${file}.json`] = `${JSON.stringify({ $schema, title, ...rest }, null, 2)}\n`;
   }
   return files;

@@ -95,7 +95,9 @@ export {
   type StreamSpec,
   storeEventConsumer,
   toolCallConsumer,
+  webhookConsumer,
 } from "./jetstream-config.js";
+export { type JsonSchemaOptions, jsonSchemaOptions, toJsonSchema } from "./json-schema.js";
 export {
   ABORTED_ERROR_MESSAGE,
   AgentMessage,

@@ -92,12 +92,30 @@ export const storeEventConsumer = (partition: number) => ({
   max_deliver: -1,
 });
 
+/**
+ * The durable consumer that delivers one webhook: `webhook-<id>` on FLEET_EVENTS, filtered on one
+ * session's subject or on every event, starting at the stream sequence after the registration.
+ * One message in flight, so deliveries of a webhook keep stream order.
+ */
+export const webhookConsumer = (webhookId: string, filterSubject: string, startSeq: number) => ({
+  durable_name: `webhook-${webhookId}`,
+  filter_subject: filterSubject,
+  ack_policy: "explicit",
+  deliver_policy: "by_start_sequence",
+  opt_start_seq: startSeq,
+  ack_wait: ms(60_000),
+  max_ack_pending: 1,
+  max_deliver: -1,
+});
+
 export const DEFAULT_LEASE_TTL_MS = 5_000;
 
 export const KV_BUCKETS = {
   config: { name: "fleet_config", history: 1, ttlMs: 0 },
   leases: { name: "fleet_leases", history: 1, ttlMs: DEFAULT_LEASE_TTL_MS },
   tools: { name: "fleet_tools", history: 5, ttlMs: 0 },
+  /** Webhook registrations of the HTTP gateway (created by the gateway). */
+  webhooks: { name: "fleet_webhooks", history: 1, ttlMs: 0 },
 } as const;
 
 export const OBJECT_STORES = { blobs: { name: "fleet_blobs" } } as const;

@@ -3,6 +3,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { getFreePort } from "@fleet/testkit";
 import { type CliResult, collect, runCli, spawnCli, waitForOutput } from "../../client/support/run-cli.js";
 
 export interface FleetStack {
@@ -29,6 +30,8 @@ export async function startFleetStack(env: NodeJS.ProcessEnv = {}): Promise<Flee
     FLEET_HOME: home,
     FLEET_PARTITIONS: "4",
     FLEET_COALESCE_MS: "10",
+    // Stacks of parallel test files must not race for the gateway's default port.
+    FLEET_GATEWAY_PORT: String(await getFreePort()),
     ...env,
     FLEET_WORKSPACE: workspace,
   };

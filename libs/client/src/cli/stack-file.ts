@@ -13,6 +13,8 @@ export const StackFile = z.object({
   workspace: z.string(),
   dataDir: z.string(),
   provider: z.enum(["anthropic", "scripted"]),
+  /** `http://<host>:<port>` of the HTTP gateway, when `fleet up` started one. */
+  gatewayUrl: z.string().nullable().optional(),
   services: z.array(z.object({ name: z.string(), pid: z.number().int().nullable(), opsUrl: z.string().nullable() })),
 });
 export type StackFile = z.infer<typeof StackFile>;

@@ -9,12 +9,14 @@ import { inspectDeployment, isReady } from "../inspect-deployment.js";
 import { type CliIo, errStyle, outStyle } from "../io.js";
 import { probeRedis } from "../redis-probe.js";
 import { findStack, fleetHome, removeStack, type StackFile, writeStack } from "../stack-file.js";
-import { getFreePort } from "../up/free-port.js";
+import { getFreePort, preferredPort } from "../up/free-port.js";
 import { type LocalServer, startLocalNats, startLocalRedis } from "../up/local-servers.js";
 import { DEMO_SCRIPT, type ServiceName, serviceProgram } from "../up/service-specs.js";
 import { describeExit, type ServiceSpec, Supervisor } from "../up/supervisor.js";
 
-const SERVICES: ServiceName[] = ["store", "tools", "loop"];
+const SERVICES: ServiceName[] = ["store", "tools", "loop", "gateway"];
+/** The gateway's port when FLEET_GATEWAY_PORT is unset and it is free (else any free port). */
+const GATEWAY_PORT = 8787;
 const CHILD_GRACE_MS = 10_000;
 /** SIGHUP too: a closed terminal stops the stack cleanly instead of killing `fleet up` outright. */
 const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
@@ -99,6 +101,7 @@ export async function upCommand(io: CliIo): Promise<number> {
 
     // 3. Workers.
     const banner: string[] = [];
+    let gateway: string | undefined;
     for (const name of SERVICES) {
       const program = serviceProgram(name, io.env);
       if (!program) {
@@ -121,6 +124,15 @@ export async function upCommand(io: CliIo): Promise<number> {
         env.FLEET_WORKSPACE = workspace;
         env.FLEET_WORKSPACE_MODE = io.env.FLEET_WORKSPACE_MODE ?? "shared";
       }
+      let gatewayUrl: string | undefined;
+      if (name === "gateway") {
+        const host = io.env.FLEET_GATEWAY_HOST || "127.0.0.1";
+        const port = io.env.FLEET_GATEWAY_PORT || String(await preferredPort(host, GATEWAY_PORT));
+        env.FLEET_GATEWAY_HOST = host;
+        env.FLEET_GATEWAY_PORT = port;
+        gatewayUrl = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+        gateway = gatewayUrl;
+      }
       const spec: ServiceSpec = {
         name,
         command: program.command,
@@ -128,9 +140,15 @@ export async function upCommand(io: CliIo): Promise<number> {
         env,
         cwd: io.cwd,
         logFile: join(home, "logs", `${name}.log`),
-        opsUrl: `http://127.0.0.1:${opsPort}`,
+        opsUrl: gatewayUrl ?? `http://127.0.0.1:${opsPort}`,
       };
       supervisor.start(spec);
+      if (gatewayUrl) {
+        banner.push(
+          `  gateway  ${gatewayUrl}  (${io.env.FLEET_GATEWAY_TOKENS ? "bearer tokens" : "loopback clients only"}; /openapi.json)`,
+        );
+        continue;
+      }
       const detail =
         name === "loop"
           ? `model: ${provider.describe}`
@@ -149,6 +167,7 @@ export async function upCommand(io: CliIo): Promise<number> {
       workspace,
       dataDir: home,
       provider: provider.name,
+      gatewayUrl: gateway ?? null,
       services: [],
     };
     refreshStack();

@@ -7,9 +7,14 @@ import { fileURLToPath } from "node:url";
 /** The repository root (this file is `libs/client/{src,dist}/cli/up/service-specs.*`). */
 export const REPO_ROOT = fileURLToPath(new URL("../../../../../", import.meta.url));
 
-export type ServiceName = "loop" | "tools" | "store";
+export type ServiceName = "loop" | "tools" | "store" | "gateway";
 
-const FOLDERS: Record<ServiceName, string> = { loop: "loop", tools: "tools", store: "session-store" };
+const FOLDERS: Record<ServiceName, string> = {
+  loop: "loop",
+  tools: "tools",
+  store: "session-store",
+  gateway: "gateway",
+};
 
 export interface Program {
   command: string;

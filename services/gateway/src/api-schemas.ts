@@ -1,0 +1,97 @@
+// Zod schemas of the HTTP API's inputs and answers, built from the protocol's own schemas.
+import {
+  EventId,
+  FleetCommand,
+  FleetEvent,
+  SessionConfigPatch,
+  SessionId,
+  SessionSummary,
+  StoreReply,
+} from "@fleet/protocol";
+import { z } from "zod";
+
+export const CommandId = z.string().min(1).max(256);
+
+export const SessionParams = z.object({ id: SessionId });
+
+export const ListSessionsQuery = z.object({
+  limit: z.coerce.number().int().positive().max(1000).optional(),
+  cursor: z.string().min(1).optional(),
+});
+export const SessionList = z.object({ sessions: z.array(SessionSummary), cursor: z.string().optional() });
+
+export const CreateSessionBody = z
+  .object({
+    /** Default a fresh `s-…` id. */
+    sessionId: SessionId.optional(),
+    config: SessionConfigPatch.optional(),
+    /** Start as a copy of another session's branch ending at `entryId`. */
+    forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
+    commandId: CommandId.optional(),
+  })
+  .strict();
+
+export const SessionCreated = z.object({
+  sessionId: SessionId,
+  commandId: CommandId,
+  /** Stream sequence of the `command_accepted` event. */
+  seq: z.number().int().positive(),
+});
+
+/** 202: the command was published, its outcome has not arrived in time; it may still come. */
+export const CommandPending = z.object({ sessionId: SessionId, commandId: CommandId, status: z.literal("pending") });
+
+const outcomeEvent = (type: string) => {
+  const option = FleetEvent.options.find((o) => o.shape.type.value === type);
+  if (!option) throw new Error(`FleetEvent has no ${type}`);
+  return option;
+};
+export const CommandOutcome = z.object({
+  /** Stream sequence of the outcome event: the events the command causes come after it. */
+  seq: z.number().int().positive(),
+  event: z.discriminatedUnion("type", [outcomeEvent("command_accepted"), outcomeEvent("command_rejected")]),
+});
+
+/**
+ * One protocol command without its envelope: `{type, commandId?, …arguments}`. The session is the
+ * path's; `commandId` (default a fresh UUIDv7) becomes the command's id and `Nats-Msg-Id`.
+ */
+export const CommandBody = z.discriminatedUnion(
+  "type",
+  FleetCommand.options.map((option) => {
+    const { id: _id, sessionId: _sid, ts: _ts, ...shape } = option.shape;
+    return z.object({ ...shape, commandId: CommandId.optional() }).strict();
+  }) as unknown as [z.ZodObject, ...z.ZodObject[]],
+);
+export type CommandBody = { type: string; commandId?: string } & Record<string, unknown>;
+
+export const CommandQuery = z.object({
+  /** How long to wait for the outcome before answering 202 (default: the gateway's setting). */
+  timeoutMs: z.coerce.number().int().min(0).max(120_000).optional(),
+});
+
+const Bool = z
+  .enum(["true", "false", "1", "0"])
+  .transform((v) => v === "true" || v === "1")
+  .optional();
+
+export const EventsQuery = z.object({
+  /** Start after this stream sequence (`Last-Event-ID` wins when both are given); default 0. */
+  after: z.coerce.number().int().nonnegative().optional(),
+  /** `false`: end at the current end of the log instead of following it. Default `true`. */
+  follow: Bool,
+});
+
+const okBranch = <S extends z.ZodType>(union: S) => {
+  const branch = (union as unknown as z.ZodUnion<[z.ZodObject, z.ZodObject]>).options[0];
+  return branch.omit({ ok: true });
+};
+export const SessionTreeBody = okBranch(StoreReply.get_tree);
+
+export const ImportQuery = z.object({
+  /** Default a fresh `s-…` id. */
+  sessionId: SessionId.optional(),
+  commandId: CommandId.optional(),
+});
+
+export const ApprovalsQuery = z.object({ sessionId: SessionId.optional() });

@@ -1,0 +1,26 @@
+import { envInt, envString } from "@fleet/runtime";
+import { z } from "zod";
+
+/** Every gateway setting, from the environment, with its default. */
+export const GatewayEnv = z.object({
+  NATS_URL: envString("nats://127.0.0.1:4222"),
+  FLEET_GATEWAY_HOST: envString("127.0.0.1"),
+  FLEET_GATEWAY_PORT: envInt(8787, 0, 65_535),
+  /** JSON file mapping bearer tokens to a tenant and a role; unset: loopback clients only. */
+  FLEET_GATEWAY_TOKENS: envString(""),
+  /** How long `POST …/commands` waits for the outcome before answering 202. */
+  FLEET_GATEWAY_COMMAND_TIMEOUT_MS: envInt(10_000, 1, 600_000),
+  /** Interval of the SSE `:` keep-alive comment. */
+  FLEET_GATEWAY_KEEPALIVE_MS: envInt(15_000, 10, 3_600_000),
+  /** Bytes an SSE client may have unsent before it is dropped (it can resume with Last-Event-ID). */
+  FLEET_GATEWAY_SSE_BUFFER_BYTES: envInt(1024 * 1024, 1024, 1024 * 1024 * 1024),
+  /** Largest request body (an import is pi v3 JSONL and may be large). */
+  FLEET_GATEWAY_BODY_LIMIT_BYTES: envInt(16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  /** First webhook retry delay; doubles per attempt up to the maximum. */
+  FLEET_GATEWAY_WEBHOOK_BACKOFF_MS: envInt(1_000, 1, 3_600_000),
+  FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS: envInt(300_000, 1, 86_400_000),
+  /** Timeout of one webhook POST. */
+  FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS: envInt(10_000, 1, 600_000),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+export type GatewayEnv = z.infer<typeof GatewayEnv>;

@@ -1,0 +1,112 @@
+// Registers route specs on Fastify: authentication, the NATS check, zod validation of params, query
+// and body, and one JSON error shape for everything that goes wrong (Fastify's own errors included).
+import { formatIssues } from "@fleet/protocol";
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { Logger } from "pino";
+import type { z } from "zod";
+import { type ApiError, apiError, errorBody, isApiError, toApiError } from "./api-error.js";
+import { authenticate } from "./authenticate.js";
+import { type AnyRouteSpec, isTextBody, type RouteOutput } from "./route-spec.js";
+import type { TokenTable } from "./tokens-file.js";
+
+export interface RouteDeps {
+  tokens: TokenTable | undefined;
+  /** False while the gateway has no working NATS connection. */
+  natsUp(): boolean;
+  logger: Logger;
+}
+
+/** Content types read as raw text (pi v3 JSONL imports). */
+export const TEXT_CONTENT_TYPES = ["application/jsonl", "application/x-ndjson", "text/plain"] as const;
+
+export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSpec[], deps: RouteDeps): void {
+  app.addContentTypeParser(
+    TEXT_CONTENT_TYPES.filter((t) => t !== "text/plain"),
+    { parseAs: "string" },
+    (_req, body, done) => done(null, body),
+  );
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const e = fastifyError(err);
+    if (e.status >= 500)
+      deps.logger.error({ evt: "http_error", err, route: request.routeOptions.url }, "request failed");
+    void sendError(reply, e);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void sendError(reply, apiError(404, "not_found", `no route ${request.method} ${request.url.split("?")[0]}`));
+  });
+
+  for (const route of routes) {
+    app.route({
+      method: route.method,
+      url: route.url,
+      handler: async (request, reply) => {
+        const principal = authenticate(
+          request.headers.authorization,
+          request.socket.remoteAddress,
+          deps.tokens,
+          route.access,
+        );
+        if (isApiError(principal)) return sendError(reply, principal);
+        if (route.usesNats && !deps.natsUp()) {
+          return sendError(reply, apiError(503, "unavailable", "NATS is unreachable"));
+        }
+        const params = check(route.params, request.params, "path");
+        if (isApiError(params)) return sendError(reply, params);
+        const query = check(route.query, request.query, "query");
+        if (isApiError(query)) return sendError(reply, query);
+        let body: unknown;
+        if (route.body && isTextBody(route.body)) {
+          if (typeof request.body !== "string") {
+            return sendError(
+              reply,
+              apiError(400, "invalid", `the body must be text (${route.body.contentTypes.join(", ")})`),
+            );
+          }
+          body = request.body;
+        } else {
+          body = check(route.body as z.ZodType | undefined, request.body ?? {}, "body");
+          if (isApiError(body)) return sendError(reply, body);
+        }
+        let output: RouteOutput;
+        try {
+          output = await route.handler({ params, query, body, principal, request, reply } as never);
+        } catch (err) {
+          const e = toApiError(err);
+          if (e.status >= 500 && e.status !== 503 && e.status !== 504) {
+            deps.logger.error({ evt: "http_handler_failed", err, route: route.url }, "handler failed");
+          }
+          if (reply.sent || reply.raw.headersSent) return reply;
+          return sendError(reply, e);
+        }
+        if ("hijacked" in output) return reply;
+        if (isApiError(output)) return sendError(reply, output);
+        for (const [name, value] of Object.entries(output.headers ?? {})) reply.header(name, value);
+        if ("json" in output) return reply.code(output.status).type("application/json").send(output.json);
+        return reply.code(output.status).type(output.contentType).send(output.text);
+      },
+    });
+  }
+}
+
+function sendError(reply: FastifyReply, e: ApiError): FastifyReply {
+  return reply.code(e.status).type("application/json").send(errorBody(e));
+}
+
+function check(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const detail = formatIssues(result.error.issues)
+    .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+    .join("; ");
+  return apiError(400, "invalid", `${where}: ${detail}`);
+}
+
+/** Fastify's own errors (body parsing, size limit, media type) in the gateway's shape. */
+function fastifyError(err: FastifyError): ApiError {
+  const status = err.statusCode ?? 500;
+  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return apiError(413, "too_large", err.message);
+  if (status === 415) return apiError(415, "unsupported_media_type", err.message);
+  if (status >= 400 && status < 500) return apiError(status, "invalid", err.message);
+  return apiError(500, "internal", "internal error");
+}

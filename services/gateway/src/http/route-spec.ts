@@ -1,0 +1,66 @@
+// A route as data: method, path, access, zod schemas of its inputs and answers, and its handler.
+// The same spec registers the Fastify route, validates the request and writes the OpenAPI entry.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import type { ApiError } from "./api-error.js";
+import type { Access } from "./authenticate.js";
+import type { Principal } from "./tokens-file.js";
+
+/** A documented answer: JSON with a schema, or another content type (`text/event-stream`, JSONL). */
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  /** Default `application/json`. */
+  contentType?: string;
+  /** Response headers, name → description. */
+  headers?: Record<string, string>;
+}
+
+/** A body that is not JSON: the raw text, for these content types. */
+export interface TextBodySpec {
+  contentTypes: readonly string[];
+  description: string;
+}
+
+export interface RouteInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/** What a handler answers: JSON, text, an error, or `hijacked` (it wrote the raw response itself). */
+export type RouteOutput =
+  | { status: number; json: unknown; headers?: Record<string, string> }
+  | { status: number; text: string; contentType: string; headers?: Record<string, string> }
+  | { hijacked: true }
+  | ApiError;
+
+export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
+  method: "GET" | "POST" | "DELETE";
+  /** Fastify syntax: `/v1/sessions/:id`. */
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  access: Access;
+  /** Does the route talk to NATS (then it may answer 503)? */
+  usesNats: boolean;
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B> | TextBodySpec;
+  /** Success answers and route-specific errors; 400/401/403/413/503 are added from the fields above. */
+  responses: Record<number, ResponseSpec>;
+  handler(input: RouteInput<P, Q, B>): Promise<RouteOutput>;
+}
+
+/** Erases a spec's type parameters, for lists of routes. */
+export type AnyRouteSpec = RouteSpec<never, never, never>;
+
+export const defineRoute = <P, Q, B>(spec: RouteSpec<P, Q, B>): AnyRouteSpec => spec as unknown as AnyRouteSpec;
+
+export const isTextBody = (body: RouteSpec["body"]): body is TextBodySpec =>
+  body !== undefined && "contentTypes" in body;

@@ -1,0 +1,53 @@
+// The gateway service: configuration from the environment, then `startGateway` until SIGINT/SIGTERM.
+import { createLogger, loadEnvOrExit } from "@fleet/runtime";
+import { GatewayEnv } from "./config.js";
+import { startGateway } from "./gateway.js";
+import { loadTokensFile } from "./http/tokens-file.js";
+
+const env = loadEnvOrExit("fleet-gateway", GatewayEnv);
+const logger = createLogger("fleet-gateway", { level: env.LOG_LEVEL });
+let tokens: ReturnType<typeof loadTokensFile> | undefined;
+if (env.FLEET_GATEWAY_TOKENS) {
+  tokens = loadTokensFile(env.FLEET_GATEWAY_TOKENS);
+  if (!tokens.ok) {
+    process.stderr.write(`fleet-gateway: FLEET_GATEWAY_TOKENS: ${tokens.error}\n`);
+    process.exit(2);
+  }
+}
+
+const gateway = await startGateway({
+  natsUrl: env.NATS_URL,
+  host: env.FLEET_GATEWAY_HOST,
+  port: env.FLEET_GATEWAY_PORT,
+  tokens: tokens?.ok ? tokens.table : undefined,
+  commandTimeoutMs: env.FLEET_GATEWAY_COMMAND_TIMEOUT_MS,
+  keepaliveMs: env.FLEET_GATEWAY_KEEPALIVE_MS,
+  sseBufferBytes: env.FLEET_GATEWAY_SSE_BUFFER_BYTES,
+  bodyLimitBytes: env.FLEET_GATEWAY_BODY_LIMIT_BYTES,
+  webhookBackoffMs: env.FLEET_GATEWAY_WEBHOOK_BACKOFF_MS,
+  webhookBackoffMaxMs: env.FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS,
+  webhookTimeoutMs: env.FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS,
+  logger,
+}).catch((err: unknown) => {
+  logger.fatal({ evt: "gateway_start_failed", err }, "gateway failed to start");
+  logger.flush();
+  process.exit(1);
+});
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    void gateway.close().then(
+      () => {
+        logger.flush();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ evt: "gateway_stop_failed", err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  });
+}

@@ -1,0 +1,111 @@
+// Sessions: list, create or fork, folded state, tree.
+import { newId, newSessionId } from "@fleet/client";
+import {
+  CommandPending,
+  CreateSessionBody,
+  ListSessionsQuery,
+  SessionCreated,
+  SessionList,
+  SessionParams,
+  SessionTreeBody,
+} from "../api-schemas.js";
+import { apiError } from "../http/api-error.js";
+import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
+import { SessionState, sessionStateOf } from "../session-state.js";
+import type { RouteContext } from "./route-context.js";
+import { sessionCreation } from "./session-creation.js";
+
+export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
+  return [
+    defineRoute({
+      method: "GET",
+      url: "/v1/sessions",
+      operationId: "listSessions",
+      summary: "List sessions with status, seq and name, paged (from the session store)",
+      tag: "sessions",
+      access: "read",
+      usesNats: true,
+      query: ListSessionsQuery,
+      responses: { 200: { description: "A page of sessions; pass `cursor` for the next", schema: SessionList } },
+      async handler({ query, principal }) {
+        const link = await ctx.links.forTenant(principal.tenant);
+        const page = await link.client.listSessions({
+          ...(query.limit !== undefined ? { limit: query.limit } : {}),
+          ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+        });
+        return { status: 200, json: page };
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      url: "/v1/sessions",
+      operationId: "createSession",
+      summary: "Create a session, or fork one (`forkFrom`)",
+      tag: "sessions",
+      access: "operate",
+      usesNats: true,
+      body: CreateSessionBody,
+      responses: {
+        201: { description: "Created (`command_accepted` is on the log)", schema: SessionCreated },
+        202: { description: "Sent; the outcome has not arrived in time", schema: CommandPending },
+        404: { description: "The fork source or entry does not exist" },
+        409: { description: "The session already exists" },
+      },
+      async handler({ body, principal }) {
+        const link = await ctx.links.forTenant(principal.tenant);
+        const sessionId = body.sessionId ?? newSessionId();
+        const commandId = body.commandId ?? newId();
+        return sessionCreation(sessionId, commandId, () =>
+          link.client.createSession(body.config ?? {}, {
+            sessionId,
+            commandId,
+            timeoutMs: ctx.commandTimeoutMs,
+            ...(body.forkFrom ? { forkFrom: body.forkFrom } : {}),
+          }),
+        );
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      url: "/v1/sessions/:id",
+      operationId: "getSession",
+      summary: "The folded state (model, queues, status, seq) and the context at the leaf",
+      description:
+        "Folds the session's log with the protocol's reducers. A client folding the SSE events of the session gets the same value.",
+      tag: "sessions",
+      access: "read",
+      usesNats: true,
+      params: SessionParams,
+      responses: {
+        200: { description: "The session as of `seq`", schema: SessionState },
+        404: { description: "No such session" },
+      },
+      async handler({ params, principal }) {
+        const link = await ctx.links.forTenant(principal.tenant);
+        const view = await link.client.replay(params.id);
+        if (view.seq === 0 || view.tree.sessionId === null) {
+          return apiError(404, "not_found", `session ${params.id} does not exist`);
+        }
+        return { status: 200, json: sessionStateOf(params.id, view) };
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      url: "/v1/sessions/:id/tree",
+      operationId: "getSessionTree",
+      summary: "The session tree: every entry, the leaf and the labels (from the session store)",
+      tag: "sessions",
+      access: "read",
+      usesNats: true,
+      params: SessionParams,
+      responses: {
+        200: { description: "The tree", schema: SessionTreeBody },
+        404: { description: "No such session" },
+      },
+      async handler({ params, principal }) {
+        const link = await ctx.links.forTenant(principal.tenant);
+        return { status: 200, json: await link.client.getTree(params.id) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,3 @@
+// Test entry of @fleet/gateway (`@fleet/gateway/testing`, sources only, not built): an SSE client.
+
+export { openSse, type SseFrame, type SseStream, sseParser } from "./sse-reader.js";

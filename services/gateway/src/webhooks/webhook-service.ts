@@ -1,0 +1,50 @@
+// Runs a deliverer for every registration in KV `fleet_webhooks`, following puts and deletes.
+import { followKv, type KvFollower } from "@fleet/runtime";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import type { GatewayMetrics } from "../metrics.js";
+import { type Deliverer, startDeliverer } from "./deliverer.js";
+import { decodeWebhook, type WebhookStore } from "./webhook-store.js";
+
+export interface WebhookService {
+  /** Resolves once every registration that existed at start has its deliverer. */
+  ready: Promise<void>;
+  running(): number;
+  stop(): Promise<void>;
+}
+
+export function startWebhookService(opts: {
+  store: WebhookStore;
+  js: JetStreamClient;
+  backoffMs: number;
+  backoffMaxMs: number;
+  timeoutMs: number;
+  logger: Logger;
+  metrics: GatewayMetrics;
+}): WebhookService {
+  const deliverers = new Map<string, Deliverer>();
+  const follower: KvFollower = followKv(opts.store.kv, undefined, (key, operation, value) => {
+    if (operation !== "PUT") {
+      const deliverer = deliverers.get(key);
+      deliverers.delete(key);
+      void deliverer?.stop();
+      return;
+    }
+    const webhook = decodeWebhook(value);
+    if (!webhook) {
+      opts.logger.warn({ evt: "gateway_webhook_invalid", key }, "ignored an invalid webhook registration");
+      return;
+    }
+    if (deliverers.has(key)) return;
+    deliverers.set(key, startDeliverer({ ...opts, webhook }));
+  });
+  return {
+    ready: follower.ready,
+    running: () => deliverers.size,
+    async stop() {
+      follower.stop();
+      await Promise.all([...deliverers.values()].map((d) => d.stop()));
+      deliverers.clear();
+    },
+  };
+}

@@ -1,0 +1,272 @@
+// Every route of the gateway end to end against the real stack, each answer checked against
+// GET /openapi.json, and every error code: 400, 401, 403, 404, 409, 413, 503.
+import { tokenTable } from "@fleet/gateway";
+import { openSse } from "@fleet/gateway/testing";
+import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openApiChecker } from "./openapi-check.js";
+import { call, type GatewayStack, startGatewayStack } from "./support.js";
+
+const OPERATE = "operate-token-0123456789";
+const READ = "read-token-0123456789abc";
+const OWN_CREDS = "own-creds-token-0123456789";
+const tokens = tokenTable({
+  tokens: [
+    { token: OPERATE, tenant: "acme", role: "operate" },
+    { token: READ, tenant: "acme", role: "read" },
+    { token: OWN_CREDS, tenant: "beta", role: "read" },
+  ],
+  tenants: { beta: { natsCreds: "/nonexistent/fleet-test/beta.creds" } },
+});
+
+let stack: GatewayStack;
+let checker: ReturnType<typeof openApiChecker>;
+
+beforeAll(async () => {
+  stack = await startGatewayStack({ gateway: { tokens, bodyLimitBytes: 64 * 1024 }, approvalTools: ["write"] });
+  const doc = await call(stack.gateway.url, "GET", "/openapi.json");
+  checker = openApiChecker(doc.body);
+  checker.check("GET", "/openapi.json", doc.status, doc.headers.get("content-type"), doc.body);
+}, 60_000);
+afterAll(async () => {
+  await stack?.stop();
+});
+
+type CallOptions = Parameters<typeof call>[3];
+/** A request with the operate token (unless `token` is given), its answer checked against the document. */
+async function api(method: string, path: string, opts: CallOptions = {}) {
+  const answer = await call(stack.gateway.url, method, path, { token: OPERATE, ...opts });
+  checker.check(method, path, answer.status, answer.headers.get("content-type"), answer.body);
+  return answer;
+}
+
+async function idle(sessionId: string, messages: number) {
+  const live = await stack.client.state(sessionId);
+  try {
+    await live.waitFor((v) => v.agent.messages.length >= messages && !v.agent.isStreaming, 30_000);
+  } finally {
+    live.close();
+  }
+}
+
+describe("gateway / API", () => {
+  it("ops routes answer without a token", async () => {
+    expect((await api("GET", "/healthz", { token: "" })).text).toBe("ok\n");
+    expect((await api("GET", "/readyz", { token: "" })).status).toBe(200);
+    const metrics = await api("GET", "/metrics", { token: "" });
+    expect(metrics.text).toContain("fleet_gateway_sse_clients");
+  });
+
+  it("401 without a token or with an unknown one; 403 for the read role on an operate route", async () => {
+    const missing = await api("GET", "/v1/sessions", { token: "" });
+    expect([missing.status, missing.body.error.code]).toEqual([401, "unauthorized"]);
+    const unknown = await api("GET", "/v1/sessions", { token: "not-a-known-token-at-all" });
+    expect([unknown.status, unknown.body.error.code]).toEqual([401, "unauthorized"]);
+    const readOnly = await api("POST", "/v1/sessions", { token: READ, body: {} });
+    expect([readOnly.status, readOnly.body.error.code]).toEqual([403, "forbidden"]);
+    expect((await api("GET", "/v1/sessions", { token: READ })).status).toBe(200);
+  });
+
+  it("a tenant with NATS credentials of its own uses its own connection (503 while it cannot open it)", async () => {
+    const answer = await api("GET", "/v1/sessions", { token: OWN_CREDS });
+    expect([answer.status, answer.body.error.code]).toEqual([503, "unavailable"]);
+    expect(answer.body.error.message).toMatch(/tenant beta/);
+  });
+
+  it("creates a session (201), refuses the same id (409) and malformed bodies (400)", async () => {
+    const created = await api("POST", "/v1/sessions", {
+      body: { sessionId: "s-api-1", config: { thinkingLevel: "low" } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.sessionId).toBe("s-api-1");
+    const again = await api("POST", "/v1/sessions", { body: { sessionId: "s-api-1" } });
+    expect([again.status, again.body.error.code]).toEqual([409, "conflict"]);
+    const unknownField = await api("POST", "/v1/sessions", { body: { sessionid: "typo" } });
+    expect([unknownField.status, unknownField.body.error.code]).toEqual([400, "invalid"]);
+    const badJson = await api("POST", "/v1/sessions", { text: "{not json", contentType: "application/json" });
+    expect([badJson.status, badJson.body.error.code]).toEqual([400, "invalid"]);
+    const fresh = await api("POST", "/v1/sessions", {});
+    expect(fresh.status).toBe(201);
+    expect(fresh.body.sessionId).toMatch(/^s-/);
+  });
+
+  it("commands: 200 with the outcome event, a repeated commandId answers the same outcome, 202 on timeout", async () => {
+    stack.fake.script(fakeReply("Hello from the fake model."));
+    const path = "/v1/sessions/s-api-1/commands";
+    const accepted = await api("POST", path, { body: { type: "prompt", text: "hello", commandId: "cmd-api-1" } });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.event).toMatchObject({
+      type: "command_accepted",
+      commandId: "cmd-api-1",
+      commandType: "prompt",
+    });
+    const repeated = await api("POST", path, { body: { type: "prompt", text: "hello", commandId: "cmd-api-1" } });
+    expect(repeated.body).toEqual(accepted.body);
+    await idle("s-api-1", 2);
+    const outcomes = (await stack.client.replay("s-api-1")).tree; // the log ran one prompt
+    expect(outcomes.entries.filter((e) => e.type === "message")).toHaveLength(2);
+
+    const rejected = await api("POST", path, { body: { type: "label", targetId: "no-such-entry", label: "x" } });
+    expect(rejected.status).toBe(200);
+    expect(rejected.body.event).toMatchObject({ type: "command_rejected", code: "not_found" });
+
+    const pending = await api("POST", `${path}?timeoutMs=0`, { body: { type: "set_name", name: "named" } });
+    expect(pending.status).toBe(202);
+    expect(pending.body).toMatchObject({ sessionId: "s-api-1", status: "pending" });
+    const settled = await api("POST", path, {
+      body: { type: "set_name", name: "named", commandId: pending.body.commandId },
+    });
+    expect(settled.body.event).toMatchObject({ type: "command_accepted", commandId: pending.body.commandId });
+
+    const unknownType = await api("POST", path, { body: { type: "explode" } });
+    expect([unknownType.status, unknownType.body.error.code]).toEqual([400, "invalid"]);
+    const withSession = await api("POST", path, { body: { type: "abort", sessionId: "s-other" } });
+    expect(withSession.status).toBe(400);
+    const noInput = await api("POST", path, { body: { type: "prompt" } });
+    expect(noInput.status).toBe(400);
+  });
+
+  it("reads a session: state, tree, list, export; 404 for an unknown session", async () => {
+    const state = await api("GET", "/v1/sessions/s-api-1");
+    expect(state.body).toMatchObject({ sessionId: "s-api-1", status: "idle", name: "named", thinkingLevel: "low" });
+    await expect
+      .poll(async () => (await api("GET", "/v1/sessions/s-api-1/tree")).body.entries?.length, { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(3);
+    const list = await api("GET", "/v1/sessions?limit=100");
+    expect(list.body.sessions.map((s: { sessionId: string }) => s.sessionId)).toContain("s-api-1");
+    const exported = await api("GET", "/v1/sessions/s-api-1/export");
+    expect(exported.headers.get("content-type")).toMatch(/^application\/jsonl/);
+    expect(JSON.parse(exported.text.split("\n")[0] as string)).toMatchObject({ type: "session", version: 3 });
+
+    for (const path of ["/v1/sessions/s-none", "/v1/sessions/s-none/tree", "/v1/sessions/s-none/export"]) {
+      const missing = await api("GET", path);
+      expect([path, missing.status, missing.body.error.code]).toEqual([path, 404, "not_found"]);
+    }
+    const events = await api("GET", "/v1/sessions/s-none/events?follow=false");
+    expect([events.status, events.body.error.code]).toEqual([404, "not_found"]);
+    const badId = await api("GET", "/v1/sessions/not.a.session");
+    expect(badId.status).toBe(400);
+    const badResume = await api("GET", "/v1/sessions/s-api-1/events", { headers: { "last-event-id": "x" } });
+    expect(badResume.status).toBe(400);
+    const noRoute = await call(stack.gateway.url, "GET", "/v1/nothing-here", { token: OPERATE });
+    expect([noRoute.status, noRoute.body.error.code]).toEqual([404, "not_found"]);
+  });
+
+  it("streams events (200 text/event-stream)", async () => {
+    const sse = await openSse(`${stack.gateway.url}/v1/sessions/s-api-1/events?follow=false`, {
+      authorization: `Bearer ${READ}`,
+    });
+    let frames = 0;
+    for await (const f of sse.frames) if (f.id) frames++;
+    checker.check("GET", "/v1/sessions/s-api-1/events", sse.status, sse.headers["content-type"] ?? null, undefined);
+    expect(frames).toBeGreaterThan(5);
+    const refused = await openSse(`${stack.gateway.url}/v1/sessions/s-api-1/events`);
+    expect(refused.status).toBe(401);
+    refused.close();
+  });
+
+  it("imports an export as a new session (201) and refuses a file that is not pi v3 JSONL (400) or too large (413)", async () => {
+    const exported = await api("GET", "/v1/sessions/s-api-1/export");
+    const imported = await api("POST", "/v1/sessions/import?sessionId=s-api-imported", { text: exported.text });
+    expect(imported.status).toBe(201);
+    const source = await stack.client.replay("s-api-1");
+    // The outcome comes first on the log, the imported entries right after it.
+    await expect
+      .poll(async () => (await api("GET", "/v1/sessions/s-api-imported")).body.messages, { timeout: 10_000 })
+      .toEqual(JSON.parse(JSON.stringify(source.agent.messages)));
+    const garbage = await api("POST", "/v1/sessions/import", { text: "this is not jsonl\n" });
+    expect([garbage.status, garbage.body.error.code]).toEqual([400, "invalid"]);
+    const huge = await api("POST", "/v1/sessions/import", { text: "x".repeat(100 * 1024) });
+    expect([huge.status, huge.body.error.code]).toEqual([413, "too_large"]);
+  });
+
+  it("forks a session at an entry", async () => {
+    const state = await api("GET", "/v1/sessions/s-api-1");
+    const tree = (await stack.client.replay("s-api-1")).tree;
+    const firstMessage = tree.entries.find((e) => e.type === "message");
+    const fork = await api("POST", "/v1/sessions", {
+      body: { sessionId: "s-api-fork", forkFrom: { sessionId: "s-api-1", entryId: firstMessage?.id } },
+    });
+    expect(fork.status).toBe(201);
+    await expect
+      .poll(async () => (await api("GET", "/v1/sessions/s-api-fork")).body.messages, { timeout: 10_000 })
+      .toEqual([state.body.messages[0]]);
+    const forked = await api("GET", "/v1/sessions/s-api-fork");
+    expect(forked.body.forkedFrom).toEqual({ sessionId: "s-api-1", entryId: firstMessage?.id });
+    const badFork = await api("POST", "/v1/sessions", {
+      body: { forkFrom: { sessionId: "s-api-1", entryId: "no-such-entry" } },
+    });
+    expect([badFork.status, badFork.body.error.code]).toEqual([404, "not_found"]);
+  });
+
+  it("lists a pending tool approval and takes the decision through the commands route", async () => {
+    stack.fake.script(
+      fakeReply([
+        fakeText("Writing."),
+        fakeToolUse("write", { path: "ok.txt", content: "ok\n" }, { id: "toolu_appr_1" }),
+      ]),
+      fakeReply("Written."),
+    );
+    await api("POST", "/v1/sessions/s-api-appr/commands", { body: { type: "prompt", text: "write it" } });
+    let approvals: { sessionId: string; toolCallId: string; toolName: string }[] = [];
+    await expect
+      .poll(
+        async () => {
+          approvals = (await api("GET", "/v1/approvals", { token: READ })).body.approvals;
+          return approvals.length;
+        },
+        { timeout: 15_000 },
+      )
+      .toBe(1);
+    expect(approvals[0]).toMatchObject({ sessionId: "s-api-appr", toolName: "write", args: { path: "ok.txt" } });
+    const one = await api("GET", "/v1/approvals?sessionId=s-api-appr");
+    expect(one.body.approvals).toEqual(approvals);
+    const decided = await api("POST", "/v1/sessions/s-api-appr/commands", {
+      body: { type: "approve_tool_call", toolCallId: approvals[0]?.toolCallId },
+    });
+    expect(decided.body.event.type).toBe("command_accepted");
+    await idle("s-api-appr", 4);
+    expect((await api("GET", "/v1/approvals")).body.approvals).toEqual([]);
+  });
+
+  it("webhooks: register (201), list without secrets, delete (204), then 404", async () => {
+    const created = await api("POST", "/v1/webhooks", {
+      body: { url: "http://127.0.0.1:9/hook", events: ["agent_end"], sessionId: "s-api-1" },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.secret).toEqual(expect.any(String));
+    const listed = await api("GET", "/v1/webhooks", { token: READ });
+    expect(listed.body.webhooks).toEqual([
+      {
+        id: created.body.id,
+        url: "http://127.0.0.1:9/hook",
+        events: ["agent_end"],
+        sessionId: "s-api-1",
+        createdAt: created.body.createdAt,
+        startSeq: created.body.startSeq,
+      },
+    ]);
+    const badUrl = await api("POST", "/v1/webhooks", { body: { url: "ftp://x", events: ["agent_end"] } });
+    expect(badUrl.status).toBe(400);
+    const badEvent = await api("POST", "/v1/webhooks", { body: { url: "http://127.0.0.1:9/", events: ["turn_end"] } });
+    expect(badEvent.status).toBe(400);
+    expect((await api("DELETE", `/v1/webhooks/${created.body.id}`)).status).toBe(204);
+    const gone = await api("DELETE", `/v1/webhooks/${created.body.id}`);
+    expect([gone.status, gone.body.error.code]).toEqual([404, "not_found"]);
+  });
+
+  it("every route of the OpenAPI document was exercised and matched it", () => {
+    // /readyz 503 and the 503s of the other routes are exercised by the next test.
+    expect(checker.missing()).toEqual([]);
+  });
+
+  it("503 when NATS is unreachable", async () => {
+    await stack.nats.stop();
+    await expect.poll(async () => (await api("GET", "/readyz", { token: "" })).status, { timeout: 10_000 }).toBe(503);
+    const down = await api("GET", "/v1/sessions/s-api-1");
+    expect([down.status, down.body.error.code]).toEqual([503, "unavailable"]);
+    const send = await api("POST", "/v1/sessions/s-api-1/commands", { body: { type: "abort" } });
+    expect(send.status).toBe(503);
+    expect((await api("GET", "/healthz", { token: "" })).status).toBe(200);
+  });
+});
