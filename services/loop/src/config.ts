@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_COMMAND_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
 import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
@@ -21,6 +22,8 @@ export const LoopEnv = z.object({
   FLEET_SCRIPT: envString(""),
   FLEET_PLUGINS: envString(""),
   FLEET_APPROVAL_TOOLS: envString(""),
+  /** Largest command accepted; a bigger one is rejected `invalid`, naming the limit. */
+  FLEET_MAX_COMMAND_BYTES: envInt(DEFAULT_MAX_COMMAND_BYTES, 1_024, MAX_MESSAGE_BYTES),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
 });

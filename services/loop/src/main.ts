@@ -105,6 +105,7 @@ async function main() {
       hookTimeoutMs: env.FLEET_HOOK_TIMEOUT_MS,
       hookRecheckMs: env.FLEET_HOOK_RECHECK_MS,
       toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
+      maxCommandBytes: env.FLEET_MAX_COMMAND_BYTES,
       approvalTools: new Set(
         env.FLEET_APPROVAL_TOOLS.split(",")
           .map((s) => s.trim())

@@ -56,6 +56,8 @@ export interface ActorSettings {
   defaults: SessionConfig;
   /** Tools whose calls wait for `approve_tool_call` / `deny_tool_call`. */
   approvalTools: ReadonlySet<string>;
+  /** Largest command decoded (`FLEET_MAX_COMMAND_BYTES`; default the protocol's). */
+  maxCommandBytes?: number;
 }
 
 export interface ActorDeps {
@@ -240,7 +242,7 @@ export class SessionActor {
       delivery.msg.nak(500);
       return;
     }
-    const input = commandInput(delivery);
+    const input = commandInput(delivery, this.deps.settings.maxCommandBytes);
     const commandId = input.ok ? input.command.id : input.commandId;
     try {
       // The log is the truth: once `agent_end` is appended the run is over for every observer,

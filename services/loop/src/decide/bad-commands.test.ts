@@ -170,6 +170,17 @@ describe("session decider / bad commands off the wire", () => {
     });
   }
 
+  it("a command over the size limit is invalid, naming the limit and its setting", () => {
+    const big = JSON.stringify({ type: "steer", id: "c22", sessionId: S, text: "x".repeat(4_000) });
+    const outcome = given(...session).when(
+      commandInput({ data: bytes(big), commandRef: "c22", hasMsgId: true }, 2_048),
+    );
+    outcome.thenRejected(
+      "invalid",
+      `command is ${bytes(big).length} bytes; the limit is 2048 (FLEET_MAX_COMMAND_BYTES)`,
+    );
+  });
+
   it("every command but create_session, prompt and import_session to an unknown session is not_found", () => {
     given()
       .when(wire(JSON.stringify({ type: "steer", id: "c21", sessionId: S, text: "hi" })))

@@ -10,10 +10,10 @@ export interface CommandBytes {
 
 /**
  * The message as the decider takes it: a decoded command, or the rejection an undecodable one earns.
- * An undecodable command is answered under its `Nats-Msg-Id`, else the id it carried, else `seq:<n>`.
+ * A command over `maxBytes` is undecodable (`invalid`, naming the limit). An undecodable command is answered under its `Nats-Msg-Id`, else the id it carried, else `seq:<n>`.
  */
-export function commandInput(message: CommandBytes): CommandInput {
-  const decoded = decodeCommand(message.data);
+export function commandInput(message: CommandBytes, maxBytes?: number): CommandInput {
+  const decoded = decodeCommand(message.data, maxBytes !== undefined ? { maxBytes } : {});
   if (decoded.ok) return { ok: true, command: decoded.value };
   return {
     ok: false,
