@@ -20,9 +20,11 @@ import {
   waitForResult,
 } from "./support.js";
 
+// NATS login settings are the runner's own (it logs in with them; see sandbox-env tests for their
+// names): its NATS_URL is in its environment, and no NATS_* variable may reach bash.
 const SECRETS = {
-  NATS_PASSWORD: "nats-pw-0f3c",
-  NATS_TOKEN: "nats-token-9a1e",
+  REDIS_PASSWORD: "redis-pw-0f3c",
+  GITHUB_TOKEN: "gh-token-9a1e",
   ANTHROPIC_API_KEY: "sk-ant-api-77d2",
   AWS_SECRET_ACCESS_KEY: "aws-secret-5b8c",
 };
