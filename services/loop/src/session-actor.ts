@@ -397,8 +397,9 @@ export class SessionActor {
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) onAbort();
+    let stop = () => {};
     const detached = new Promise<never>((_, reject) => {
-      const stop = () => reject(new Error("actor detached"));
+      stop = () => reject(new Error("actor detached"));
       if (this.detachedSignal.signal.aborted) stop();
       else this.detachedSignal.signal.addEventListener("abort", stop, { once: true });
     });
@@ -423,6 +424,7 @@ export class SessionActor {
       return result;
     } finally {
       signal?.removeEventListener("abort", onAbort);
+      this.detachedSignal.signal.removeEventListener("abort", stop);
     }
   }
 
