@@ -5,7 +5,7 @@ import { eventFrame } from "./frame.js";
 
 /** A client of a hub: gets every live frame from the sequence it joined at on. */
 export interface HubListener {
-  deliver(seq: number, frame: string): void;
+  deliver(seq: number, frame: Uint8Array): void;
 }
 
 /**
@@ -74,7 +74,7 @@ export class SessionHub {
       for await (const { seq, event } of items) {
         if (seq < this.nextSeq) continue;
         this.nextSeq = seq + 1;
-        const frame = eventFrame(seq, event);
+        const frame = Buffer.from(eventFrame(seq, event));
         for (const listener of this.listeners) listener.deliver(seq, frame);
       }
     } catch (err) {

@@ -2,6 +2,9 @@
 import type { ServerResponse } from "node:http";
 import { commentFrame } from "./frame.js";
 
+/** An SSE frame: a hub encodes each live frame once, for all its clients. */
+export type Frame = string | Uint8Array;
+
 /** `slow`: dropped for falling behind; `closed`: the client went away or the stream ended. */
 export type DropReason = "slow" | "closed";
 
@@ -18,7 +21,7 @@ export class SseConnection {
   /** Sequence of the last frame written. */
   lastSeq: number;
   #live = false;
-  #queued: { seq: number; frame: string }[] = [];
+  #queued: { seq: number; frame: Frame }[] = [];
   #queuedBytes = 0;
   #closed = false;
 
@@ -38,7 +41,7 @@ export class SseConnection {
   }
 
   /** A live frame from the hub. */
-  deliver(seq: number, frame: string): void {
+  deliver(seq: number, frame: Frame): void {
     if (this.#closed || seq <= this.lastSeq) return;
     if (!this.#live) {
       this.#queued.push({ seq, frame });
@@ -94,7 +97,7 @@ export class SseConnection {
     this.res.destroy();
   }
 
-  #write(frame: string): void {
+  #write(frame: Frame): void {
     this.res.write(frame);
     if (this.res.writableLength > this.#maxBufferBytes) this.drop();
   }
