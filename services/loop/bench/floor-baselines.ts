@@ -52,7 +52,7 @@ function startCounter(url: string, subject: string) {
     nc.subscribe(${JSON.stringify(subject)}, { callback: () => { n++; } });
     await nc.flush();
     process.stdout.write("ready\\n");
-    process.stdin.on("end", async () => { await nc.close(); process.stdout.write(n + "\\n"); process.exit(0); });
+    process.stdin.on("end", async () => { await nc.flush(); await nc.close(); process.stdout.write(n + "\\n"); process.exit(0); });
     process.stdin.resume();`;
   const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
     cwd: import.meta.dirname,

@@ -5,7 +5,8 @@
 // plus the bare fenced appends, echo tool round trip and subscriber the same prompt needs), next to
 // same-run baselines: sequential publish round trip and the pipelined publish rate.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -266,6 +267,7 @@ async function main() {
     nats: cpuSecondsOf(server.pid),
   });
   const cpu0 = cpuOf();
+  const profiler = await startProfile();
   const t0 = performance.now();
   let finished = 0;
   const progress = setInterval(() => console.error(`progress: ${finished} runs`), 5_000);
@@ -287,6 +289,7 @@ async function main() {
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
+  await profiler.stop();
   const cpu1 = cpuOf();
   clearInterval(progress);
   clearInterval(rssTimer);
@@ -367,6 +370,26 @@ async function main() {
   await new Promise((r) => runner.once("exit", r));
   await server.stop();
   rmSync(workspace, { recursive: true, force: true });
+}
+
+/**
+ * BENCH_PROFILE=<file>: a V8 CPU profile of this process (the worker and the driver) during the runs
+ * only, without the baselines (open it in Chrome DevTools).
+ */
+async function startProfile(): Promise<{ stop(): Promise<void> }> {
+  const file = process.env.BENCH_PROFILE;
+  if (!file) return { stop: async () => undefined };
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return {
+    async stop() {
+      const { profile } = await session.post("Profiler.stop");
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 async function eventsInStream(nc: Awaited<ReturnType<typeof connectNats>>): Promise<number> {
