@@ -129,6 +129,18 @@ describe("client / replay", () => {
     expect(end.agent.messages.at(-1)).toMatchObject({ content: [{ type: "text", text: "echo: abcdef" }] });
     expect(end.tree.entries).toHaveLength(2);
     expect(end.invalid).toEqual([]);
+
+    // Folding on from the mid-run view reads only the later events and equals the full replay.
+    const midBefore = JSON.stringify(mid);
+    const onward = await client.replay("s-replay-1", { from: mid });
+    expect(onward.events).toBe(end.events - 8);
+    expect({ seq: onward.seq, agent: onward.agent, tree: onward.tree }).toEqual({
+      seq: end.seq,
+      agent: end.agent,
+      tree: end.tree,
+    });
+    expect(JSON.stringify(mid)).toBe(midBefore);
+    await expect(client.replay("s-replay-1", { from: end, toSeq: mid.seq })).rejects.toThrow(/before from.seq/);
   });
 
   it("an empty session replays to the empty state", async () => {

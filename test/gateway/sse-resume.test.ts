@@ -64,6 +64,9 @@ describe("gateway / SSE events", () => {
     sse.close();
     expect((await prompt).body.event.type).toBe("command_accepted");
     const lastId = firstFrames.filter((f) => f.id).at(-1)?.id as string;
+    // Read mid-run: the final read below folds only the events after this one onto it (view cache).
+    const midRun = await call(base, "GET", `/v1/sessions/${sessionId}`);
+    expect(midRun.body.seq).toBeGreaterThanOrEqual(Number(lastId));
 
     // While it is away the run goes on; it comes back after agent_end with the last id it saw.
     await stack.client

@@ -558,16 +558,23 @@ export class FleetClient {
   /**
    * The agent state and session tree as they stood at stream sequence `toSeq` (default: now):
    * reads the session's subject up to `toSeq` and folds it. `view.seq` is the last sequence applied.
+   * `from`: an earlier view of the same session (never changed by this call); only the events after
+   * `from.seq` are read and folded onto it, and `events` / `invalid` count only those.
    */
-  async replay(sessionId: string, opts: { toSeq?: number } = {}): Promise<ReplayResult> {
+  async replay(sessionId: string, opts: { toSeq?: number; from?: SessionView } = {}): Promise<ReplayResult> {
     if (opts.toSeq !== undefined && (!Number.isInteger(opts.toSeq) || opts.toSeq < 0)) {
       throw new FleetError("invalid_input", "invalid", "replay: toSeq must be a non-negative integer");
     }
     const applied: SessionEventItem[] = [];
     const invalid: { seq: number; error: string }[] = [];
-    if (opts.toSeq === 0) return { ...emptySessionView(), events: 0, invalid };
+    const start = opts.from ?? emptySessionView();
+    if (opts.toSeq !== undefined && opts.toSeq <= start.seq) {
+      if (opts.toSeq < start.seq) throw new FleetError("invalid_input", "invalid", "replay: toSeq is before from.seq");
+      return { ...start, events: 0, invalid };
+    }
     try {
       const records = readSubject(this.js, this.jsm, STREAMS.events.name, this.eventSubject(sessionId), {
+        ...(start.seq > 0 ? { fromSeq: start.seq + 1 } : {}),
         ...(opts.toSeq !== undefined ? { toSeq: opts.toSeq } : {}),
       });
       for await (const record of records) {
@@ -581,7 +588,7 @@ export class FleetClient {
         cause: err,
       });
     }
-    return { ...foldSessionViewEvents(emptySessionView(), applied), events: applied.length, invalid };
+    return { ...foldSessionViewEvents(start, applied), events: applied.length, invalid };
   }
 
   // ---------------------------------------------------------------------------------------------

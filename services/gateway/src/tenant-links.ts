@@ -6,12 +6,18 @@ import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/trans
 import type { Logger } from "pino";
 import { type ApprovalsIndex, createApprovalsIndex } from "./approvals-index.js";
 import { createHubRegistry, type HubRegistry } from "./sse/hub-registry.js";
+import { createViewCache, type ViewCache } from "./view-cache.js";
+
+/** Sessions whose folded view a link keeps (each about the size of its transcript). */
+const VIEW_CACHE_ENTRIES = 256;
 
 /** What the routes of one tenant use: its client, its session hubs and its approvals index. */
 export interface TenantLink {
   readonly client: FleetClient;
   readonly hubs: HubRegistry;
   readonly approvals: ApprovalsIndex;
+  /** Folded views of recently read sessions (`GET /v1/sessions/{id}`). */
+  readonly views: ViewCache;
   /** False while the connection is down (reconnecting). */
   isUp(): boolean;
 }
@@ -70,6 +76,7 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
       client,
       hubs: createHubRegistry(client, logger),
       approvals: createApprovalsIndex(client),
+      views: createViewCache(client, VIEW_CACHE_ENTRIES),
       isUp: () => up && !nc.isClosed(),
     };
     opened.push(link);

@@ -82,7 +82,7 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       },
       async handler({ params, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
-        const view = await link.client.replay(params.id);
+        const view = await link.views.current(params.id);
         if (view.seq === 0 || view.tree.sessionId === null) {
           return apiError(404, "not_found", `session ${params.id} does not exist`);
         }

@@ -1,0 +1,34 @@
+// The last folded view of recently read sessions, so `GET /v1/sessions/{id}` folds only the events
+// appended since, instead of replaying the whole log on every request.
+import type { FleetClient, SessionView } from "@fleet/client";
+
+export interface ViewCache {
+  /** The session as of now: the cached view plus the events after it (the whole log when not cached). */
+  current(sessionId: string): Promise<SessionView>;
+  readonly size: number;
+}
+
+/**
+ * Contract: a cached view is a fold of the log up to its `seq` and is never changed (views are
+ * immutable), so folding the later events onto it equals a full replay. At most `maxEntries`
+ * sessions are kept; the least recently read goes first.
+ */
+export function createViewCache(client: FleetClient, maxEntries: number): ViewCache {
+  const views = new Map<string, SessionView>();
+  return {
+    async current(sessionId) {
+      const cached = views.get(sessionId);
+      const replayed = await client.replay(sessionId, cached ? { from: cached } : {});
+      const view: SessionView = { seq: replayed.seq, agent: replayed.agent, tree: replayed.tree };
+      views.delete(sessionId);
+      if (view.seq > 0 && maxEntries > 0) {
+        views.set(sessionId, view);
+        if (views.size > maxEntries) views.delete(views.keys().next().value as string);
+      }
+      return view;
+    },
+    get size() {
+      return views.size;
+    },
+  };
+}
