@@ -1,0 +1,95 @@
+// The tenant's daily budget: its limits and every session's spend per UTC day, from KV `fleet_budgets`.
+import {
+  addSpend,
+  BUDGET_KEYS,
+  BudgetLimits,
+  emptySpend,
+  parseJson,
+  type Spend,
+  TenantSpendRecord,
+} from "@fleet/protocol";
+import { followKv } from "@fleet/runtime";
+import type { KV } from "@nats-io/kv";
+
+/**
+ * A watch of KV `fleet_budgets`. Each session's owner writes the session's own spend of a day, folded
+ * from its log (absolute values, not increments), so writing a record again after a crash changes
+ * nothing and a new owner that folds the log writes the same figure. A record only replaces one
+ * that counted fewer of the session's events.
+ */
+export interface TenantBudgetView {
+  /** Resolves once the records written before now are known. */
+  ready: Promise<void>;
+  /** The tenant's daily limits (`undefined`: none). */
+  limits(): BudgetLimits | undefined;
+  /**
+   * What the tenant spent on `day`: every session's record, with `sessionId`'s replaced by
+   * `session` (its fold, which may be ahead of its record).
+   */
+  spent(day: string, sessionId: string, session: Spend | undefined): Spend;
+  /** Writes a session's spend of a day unless a record with as many events is there. Never throws. */
+  record(record: TenantSpendRecord): Promise<void>;
+  stop(): void;
+}
+
+const decodeJson =
+  <T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }) =>
+  (value: Uint8Array): T | undefined => {
+    const json = parseJson(value);
+    if (!json.ok) return undefined;
+    const parsed = schema.safeParse(json.value);
+    return parsed.success ? parsed.data : undefined;
+  };
+const decodeRecord = decodeJson(TenantSpendRecord);
+const decodeLimits = decodeJson(BudgetLimits);
+
+export function watchTenantBudget(kv: KV): TenantBudgetView {
+  let limits: BudgetLimits | undefined;
+  const records = new Map<string, TenantSpendRecord>();
+  const follower = followKv(kv, undefined, (key, operation, value) => {
+    if (key === BUDGET_KEYS.limits) {
+      limits = operation === "PUT" ? decodeLimits(value) : undefined;
+      return;
+    }
+    if (operation !== "PUT") {
+      records.delete(key);
+      return;
+    }
+    const parsed = decodeRecord(value);
+    const known = records.get(key);
+    if (parsed && (!known || known.events <= parsed.events)) records.set(key, parsed);
+  });
+  return {
+    ready: follower.ready,
+    limits: () => limits,
+    spent(day, sessionId, session) {
+      let total = emptySpend();
+      for (const r of records.values()) {
+        if (r.day === day && r.sessionId !== sessionId) total = addSpend(total, r);
+      }
+      const own = session ?? records.get(BUDGET_KEYS.spend(day, sessionId));
+      return own ? addSpend(total, own) : total;
+    },
+    async record(record) {
+      const key = BUDGET_KEYS.spend(record.day, record.sessionId);
+      const data = JSON.stringify(record);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          const current = await kv.get(key);
+          if (current && current.operation === "PUT") {
+            const old = decodeRecord(current.value);
+            if (old && old.events >= record.events) return;
+            await kv.update(key, data, current.revision);
+          } else {
+            await kv.create(key, data);
+          }
+          records.set(key, record);
+          return;
+        } catch {
+          // Another writer got there first (a revision conflict): read again.
+        }
+      }
+    },
+    stop: () => follower.stop(),
+  };
+}
