@@ -6,6 +6,7 @@ import {
   type BudgetViolation,
   budgetExceededMessage,
   emptySpend,
+  estimateContextTokens,
   type Spend,
   spendOfUsage,
   type Usage,
@@ -30,8 +31,9 @@ export interface BudgetGuard {
 
 /**
  * `streamFn` under a budget. Output tokens are estimated as pi estimates them (chars/4 of the
- * streamed text, thinking and tool-call JSON) and input tokens are the provider's count at `start`;
- * cost is priced from the model's table (`computeCost`). The exact usage of a message that ends
+ * streamed text, thinking and tool-call JSON); input tokens are the provider's count when its
+ * `start` carries one, else pi's estimate of the request (the context's last usage plus chars/4 of
+ * the rest, plus the system prompt); cost is priced from the model's table (`computeCost`). The exact usage of a message that ends
  * normally is the provider's, and the log's fold counts that one.
  *
  * When a budget is reached the provider's stream is aborted and the call ends with a terminal
@@ -52,7 +54,8 @@ async function* guarded(
   guard: BudgetGuard,
   now: () => number,
 ): AsyncGenerator<AssistantStreamEvent> {
-  const before = guard.check(emptySpend());
+  const inputEstimate = estimateContextTokens(context.messages).tokens + Math.ceil(context.systemPrompt.length / 4);
+  const before = guard.check({ ...emptySpend(), inputTokens: inputEstimate, totalTokens: inputEstimate });
   if (before) {
     guard.onExceeded?.(before, "start");
     yield stopped(syntheticAssistant(options.model, "error", "", now()), before);
@@ -82,7 +85,7 @@ async function* guarded(
       }
       yield event;
       if (!partial) continue;
-      const usage = estimatedUsage(partial.usage, outputChars, price);
+      const usage = estimatedUsage(partial.usage, inputEstimate, outputChars, price);
       const over = guard.check(spendOfUsage(usage));
       if (over) {
         abort.abort();
@@ -125,13 +128,23 @@ function deltaChars(event: AssistantStreamEvent): number {
   }
 }
 
-/** The provider's usage so far, with output at least chars/4 of what streamed, priced again. */
-function estimatedUsage(usage: Usage, outputChars: number, price: Parameters<typeof computeCost>[0]): Usage {
+/**
+ * The provider's usage so far, with input estimated when the provider has not counted it yet and
+ * output at least chars/4 of what streamed, priced again.
+ */
+function estimatedUsage(
+  usage: Usage,
+  inputEstimate: number,
+  outputChars: number,
+  price: Parameters<typeof computeCost>[0],
+): Usage {
+  const counted = usage.input + usage.cacheRead + usage.cacheWrite > 0;
+  const input = counted ? usage.input : inputEstimate;
   const output = Math.max(usage.output, Math.ceil(outputChars / 4));
-  const counts = { input: usage.input, output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite };
+  const counts = { input, output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite };
   return {
     ...counts,
-    totalTokens: usage.input + output + usage.cacheRead + usage.cacheWrite,
+    totalTokens: input + output + usage.cacheRead + usage.cacheWrite,
     cost: computeCost(price, counts),
   };
 }
