@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { assistantMessage, CONFIG, createLogBuilder, textOf, userMessage } from "../fixtures/builders.js";
 import { budgetExceededMessage, budgetViolation, spendOfUsage, utcDayOf } from "./budget.js";
 import { emptyUsage } from "./messages.js";
+import { spendOfMessage } from "./reducers/session-spend.js";
 import { foldSessionEvents } from "./reducers/session-state.js";
 
 const used = (input: number, output: number, cost: number) => {
@@ -50,5 +51,13 @@ describe("budget / limits and spend", () => {
     expect(state.spend.run).toEqual({ inputTokens: 32, outputTokens: 40, totalTokens: 72, costUsd: 0.25 });
     expect([...state.spend.days.entries()]).toEqual([["2025-11-29", state.spend.session]]);
     expect(state.spend.budget).toEqual({ session: { costUsd: 1 } });
+  });
+
+  it("an unfinished message counts at least chars/4 of what it streamed as output; a finished one its usage", () => {
+    const cut = { ...used(10, 1, 0), content: [textOf("x".repeat(41))], stopReason: "error" as const };
+    expect(spendOfMessage(cut)).toEqual({ inputTokens: 12, outputTokens: 11, totalTokens: 23, costUsd: 0 });
+    expect(spendOfMessage({ ...cut, stopReason: "aborted" }).outputTokens).toBe(11);
+    expect(spendOfMessage({ ...cut, stopReason: "stop" }).outputTokens).toBe(1);
+    expect(spendOfMessage({ ...cut, usage: { ...cut.usage, output: 30 } }).outputTokens).toBe(30);
   });
 });

@@ -249,7 +249,12 @@ export {
   type RunProgress,
 } from "./reducers/run-cursor.js";
 export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/serialize-conversation.js";
-export { foldSessionSpend, initialSessionSpend, type SessionSpend } from "./reducers/session-spend.js";
+export {
+  foldSessionSpend,
+  initialSessionSpend,
+  type SessionSpend,
+  spendOfMessage,
+} from "./reducers/session-spend.js";
 export {
   type ApprovalRecord,
   type CommandRecord,

@@ -8,7 +8,7 @@ import {
   type FleetEvent,
   type SessionState,
   type Spend,
-  spendOfUsage,
+  spendOfMessage,
   utcDayOf,
 } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
@@ -74,7 +74,7 @@ export function createSessionBudget(opts: {
         });
       }
       if (event.type !== "message_end" || event.message.role !== "assistant") return;
-      const used = spendOfUsage(event.message.usage);
+      const used = spendOfMessage(event.message);
       metrics.llmTokens.inc({ kind: "input" }, used.inputTokens);
       metrics.llmTokens.inc({ kind: "output" }, used.outputTokens);
       metrics.llmCost.inc(used.costUsd);

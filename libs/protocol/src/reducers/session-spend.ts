@@ -1,11 +1,13 @@
 // What a session's LLM calls spent, folded from its log: per run, per session, per UTC day.
 import { addSpend, emptySpend, type SessionBudget, type Spend, spendOfUsage, utcDayOf } from "../budget.js";
 import type { FleetEvent } from "../events.js";
+import type { AssistantMessage } from "../messages.js";
 
 /**
- * Spend and budget of one session. Every assistant `message_end` adds its `usage` (an aborted or
- * budget-stopped message adds what it carries: the provider's input count and the output estimated
- * from its streamed text).
+ * Spend and budget of one session. Every assistant `message_end` adds its `usage`. A message that
+ * did not finish (stopReason `error` or `aborted`: cut by an abort, a budget or a crash) counts at
+ * least chars/4 of the content it streamed as output, since a provider that was cut off never
+ * reported its count; so what streamed before a worker died is spent for the next owner too.
  */
 export interface SessionSpend {
   /** The budget in force: `session_created.config.budget`, then each `budget_change`. */
@@ -36,7 +38,7 @@ export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
       return;
     case "message_end": {
       if (event.message.role !== "assistant") return;
-      const used = spendOfUsage(event.message.usage);
+      const used = spendOfMessage(event.message);
       spend.session = addSpend(spend.session, used);
       spend.run = addSpend(spend.run, used);
       const day = utcDayOf(event.meta.ts);
@@ -44,4 +46,19 @@ export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
       return;
     }
   }
+}
+
+/** `spendOfUsage`, with an unfinished message's output at least chars/4 of its streamed content. */
+export function spendOfMessage(message: AssistantMessage): Spend {
+  const used = spendOfUsage(message.usage);
+  if (message.stopReason !== "error" && message.stopReason !== "aborted") return used;
+  let chars = 0;
+  for (const block of message.content) {
+    if (block.type === "text") chars += block.text.length;
+    else if (block.type === "thinking") chars += block.thinking.length;
+    else if (block.type === "toolCall") chars += JSON.stringify(block.arguments).length;
+  }
+  const estimate = Math.ceil(chars / 4);
+  if (estimate <= used.outputTokens) return used;
+  return { ...used, outputTokens: estimate, totalTokens: used.inputTokens + estimate };
 }
