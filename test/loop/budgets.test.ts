@@ -11,6 +11,8 @@ import {
   TenantSpendRecord,
   utcDayOf,
 } from "@fleet/protocol";
+import { createLogger } from "@fleet/runtime";
+import { startStoreService } from "@fleet/session-store";
 import {
   type FakeAnthropic,
   fakeReply,
@@ -19,10 +21,12 @@ import {
   type NatsServer,
   startFakeAnthropic,
   startNats,
+  startRedis,
 } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../client/support/run-cli.js";
 import { commander, notation, startTestWorker } from "../support/loop-harness.js";
 
 let server: NatsServer;
@@ -222,6 +226,51 @@ describe("loop service / budgets, reached while streaming and at the start", () 
     expect(reached.get("tenant/decide")).toBeGreaterThanOrEqual(1);
     expect((await worker.metrics.llmCost.get()).values[0]?.value).toBeGreaterThan(0);
   });
+
+  it("fleet replay and fleet sessions show the spend so far and the budgets", async () => {
+    const redis = await startRedis();
+    const store = await startStoreService({
+      natsUrl: server.url,
+      redisUrl: redis.url,
+      prefix: "fleet:store",
+      workerId: "store-budgets",
+      partitions: 16,
+      leaseTtlMs: 1_500,
+      opsPort: 0,
+      cacheEntries: 100_000,
+      maxBatch: 500,
+      logger: createLogger("store-test", { level: "silent" }),
+    });
+    try {
+      const env = { NATS_URL: server.url, FLEET_HOME: "/nonexistent-fleet-home" };
+      const replay = await runCli(["replay", "bud-session"], { env });
+      expect(replay.code).toBe(0);
+      expect(replay.stdout).toMatch(
+        /^spend: session in \d+ · out 50 · \$0\.\d{4} {3}last run in \d+ · out 50 · \$0\.\d{4}$/m,
+      );
+      expect(replay.stdout).toContain("budget: run none   session out ≤ 50\n");
+      expect(replay.stdout).toContain("error: Budget exceeded: session output tokens 50/50\n");
+      const json = JSON.parse((await runCli(["replay", "bud-session", "--json"], { env })).stdout) as {
+        spend: { session: { outputTokens: number }; budget: unknown };
+      };
+      expect(json.spend.session.outputTokens).toBe(50);
+      expect(json.spend.budget).toEqual({ session: { outputTokens: 50 } });
+
+      let sessions = "";
+      await waitUntil(async () => {
+        sessions = (await runCli(["sessions"], { env })).stdout;
+        return sessions.includes("bud-run");
+      }, 20_000);
+      const row = sessions.split("\n").find((l) => l.startsWith("bud-run "));
+      expect(row).toMatch(/^bud-run\s+idle\s+\d+\s+[\d-]+ [\d:]+\s+60\/\$0\.\d{4}/);
+      expect(sessions).toMatch(
+        /^tenant spend \d{4}-\d{2}-\d{2} \(UTC\): in \d+ · out \d+ · \$\d+\.\d{4} {3}daily budget: none$/m,
+      );
+    } finally {
+      await store.stop();
+      await redis.stop();
+    }
+  }, 60_000);
 });
 
 async function waitUntil(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {

@@ -7,11 +7,14 @@ import {
   encodeCommand,
   type FleetCommand,
   type FleetEvent,
+  foldSessionSpend,
+  initialSessionSpend,
   KV_BUCKETS,
   type ModelRef,
   partitionOf,
   type SessionConfigPatch,
   type SessionEntry,
+  type SessionSpend,
   STREAMS,
   subjects,
   type ThinkingLevel,
@@ -35,6 +38,7 @@ import { LiveSession } from "./live-session.js";
 import { type MessageInput, toMessageFields } from "./message-input.js";
 import { emptySessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 import { type StoreResult, storeRequest } from "./store-request.js";
+import { readTenantBudget, type TenantBudgetReport } from "./tenant-budget.js";
 
 export interface FleetClientOptions {
   /** Comma-separated server URLs. Default `nats://127.0.0.1:4222`. */
@@ -120,6 +124,8 @@ export interface ReplayResult extends SessionView {
   events: number;
   /** Stored messages that did not decode as events (skipped). */
   invalid: { seq: number; error: string }[];
+  /** Tokens and cost spent per run, session and UTC day, and the budget in force (the loop's fold). */
+  spend: SessionSpend;
 }
 
 export interface CreateSessionOptions extends CommandOptions {
@@ -565,7 +571,7 @@ export class FleetClient {
     }
     const applied: SessionEventItem[] = [];
     const invalid: { seq: number; error: string }[] = [];
-    if (opts.toSeq === 0) return { ...emptySessionView(), events: 0, invalid };
+    if (opts.toSeq === 0) return { ...emptySessionView(), events: 0, invalid, spend: initialSessionSpend() };
     try {
       const records = readSubject(this.js, this.jsm, STREAMS.events.name, this.eventSubject(sessionId), {
         ...(opts.toSeq !== undefined ? { toSeq: opts.toSeq } : {}),
@@ -581,7 +587,20 @@ export class FleetClient {
         cause: err,
       });
     }
-    return { ...foldSessionViewEvents(emptySessionView(), applied), events: applied.length, invalid };
+    const spend = initialSessionSpend();
+    for (const { event } of applied) foldSessionSpend(spend, event);
+    return { ...foldSessionViewEvents(emptySessionView(), applied), events: applied.length, invalid, spend };
+  }
+
+  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets`. */
+  async tenantBudget(day?: string): Promise<TenantBudgetReport> {
+    try {
+      return await readTenantBudget(this.nc, day);
+    } catch (err) {
+      throw new FleetError("unavailable", "kv", `cannot read KV ${KV_BUCKETS.budgets.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
