@@ -46,29 +46,45 @@ const decodeLimits = decodeJson(BudgetLimits);
 export function watchTenantBudget(kv: KV): TenantBudgetView {
   let limits: BudgetLimits | undefined;
   const records = new Map<string, TenantSpendRecord>();
+  /** Sum of the records of each day, kept with every change (the guard reads it at every delta). */
+  const totals = new Map<string, Spend>();
+  const negate = (s: Spend): Spend => ({
+    inputTokens: -s.inputTokens,
+    outputTokens: -s.outputTokens,
+    totalTokens: -s.totalTokens,
+    costUsd: -s.costUsd,
+  });
+  const put = (key: string, record: TenantSpendRecord | undefined) => {
+    const old = records.get(key);
+    if (old) totals.set(old.day, addSpend(totals.get(old.day) ?? emptySpend(), negate(old)));
+    if (!record) {
+      records.delete(key);
+      return;
+    }
+    records.set(key, record);
+    totals.set(record.day, addSpend(totals.get(record.day) ?? emptySpend(), record));
+  };
   const follower = followKv(kv, undefined, (key, operation, value) => {
     if (key === BUDGET_KEYS.limits) {
       limits = operation === "PUT" ? decodeLimits(value) : undefined;
       return;
     }
     if (operation !== "PUT") {
-      records.delete(key);
+      put(key, undefined);
       return;
     }
     const parsed = decodeRecord(value);
     const known = records.get(key);
-    if (parsed && (!known || known.events <= parsed.events)) records.set(key, parsed);
+    if (parsed && (!known || known.events <= parsed.events)) put(key, parsed);
   });
   return {
     ready: follower.ready,
     limits: () => limits,
     spent(day, sessionId, session) {
-      let total = emptySpend();
-      for (const r of records.values()) {
-        if (r.day === day && r.sessionId !== sessionId) total = addSpend(total, r);
-      }
-      const own = session ?? records.get(BUDGET_KEYS.spend(day, sessionId));
-      return own ? addSpend(total, own) : total;
+      const total = totals.get(day) ?? emptySpend();
+      const recorded = records.get(BUDGET_KEYS.spend(day, sessionId));
+      if (!session || !recorded) return session ? addSpend(total, session) : total;
+      return addSpend(addSpend(total, negate(recorded)), session);
     },
     async record(record) {
       const key = BUDGET_KEYS.spend(record.day, record.sessionId);
@@ -83,7 +99,7 @@ export function watchTenantBudget(kv: KV): TenantBudgetView {
           } else {
             await kv.create(key, data);
           }
-          records.set(key, record);
+          if ((records.get(key)?.events ?? -1) < record.events) put(key, record);
           return;
         } catch {
           // Another writer got there first (a revision conflict): read again.
