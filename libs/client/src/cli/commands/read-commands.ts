@@ -1,6 +1,6 @@
 // Reading commands: watch, replay, tree, sessions, export.
 import { writeFileSync } from "node:fs";
-import type { FleetEvent } from "@fleet/protocol";
+import { emptySpend, type FleetEvent, type Spend } from "@fleet/protocol";
 import type { FleetClient, ReplayResult } from "../../index.js";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
@@ -183,7 +183,13 @@ export async function treeCommand(io: CliIo, sessionId: string, opts: { json?: b
 export async function sessionsCommand(io: CliIo, opts: { limit?: number; json?: boolean }): Promise<number> {
   return withClient(io, async (client) => {
     const reply = await client.listSessions(opts.limit !== undefined ? { limit: opts.limit } : {});
-    const budget = await client.tenantBudget();
+    // A deployment from before KV fleet_budgets lists its sessions without spend.
+    const budget = await client.tenantBudget().catch(() => ({
+      day: "",
+      limits: undefined,
+      total: emptySpend(),
+      sessions: new Map<string, Spend>(),
+    }));
     if (opts.json) {
       const today = { ...budget, sessions: Object.fromEntries(budget.sessions) };
       io.stdout.write(`${JSON.stringify({ ...reply, spendToday: today })}\n`);
