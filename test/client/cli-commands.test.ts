@@ -130,6 +130,8 @@ describe("fleet watch / replay / tree / fork", () => {
     const text = await run(["replay", "s-cli-replay"]);
     expect(text.stdout).toContain(`session s-cli-replay at seq ${all.seq} (12 events)`);
     expect(text.stdout).toContain('  assistant: "echo: abc"');
+    expect(text.stdout).toContain("spend: session in 7 · out 3 · $0.0001   last run in 7 · out 3 · $0.0001\n");
+    expect(text.stdout).toContain("budget: run none   session none\n");
   });
 
   it("tree draws the branch with the leaf marked (folded from the log without a store)", async () => {

@@ -134,10 +134,11 @@ describe("client / replay", () => {
     const midBefore = JSON.stringify(mid);
     const onward = await client.replay("s-replay-1", { from: mid });
     expect(onward.events).toBe(end.events - 8);
-    expect({ seq: onward.seq, agent: onward.agent, tree: onward.tree }).toEqual({
+    expect({ seq: onward.seq, agent: onward.agent, tree: onward.tree, spend: onward.spend }).toEqual({
       seq: end.seq,
       agent: end.agent,
       tree: end.tree,
+      spend: end.spend,
     });
     expect(JSON.stringify(mid)).toBe(midBefore);
     await expect(client.replay("s-replay-1", { from: end, toSeq: mid.seq })).rejects.toThrow(/before from.seq/);

@@ -4,7 +4,15 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient, isFleetError, type SessionEventItem } from "@fleet/client";
-import { encodeCommand, STREAMS, subjects } from "@fleet/protocol";
+import {
+  BUDGET_KEYS,
+  encodeCommand,
+  KV_BUCKETS,
+  STREAMS,
+  subjects,
+  TenantSpendRecord,
+  utcDayOf,
+} from "@fleet/protocol";
 import {
   type FakeAnthropic,
   fakeReply,
@@ -15,6 +23,7 @@ import {
   startRedis,
 } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../client/support/run-cli.js";
 import { type SecuredNats, startSecuredNats, startTenantServices, type TenantServices } from "./support.js";
@@ -211,6 +220,26 @@ describe("security / refused subjects", () => {
       `NATS denied user "acme-reader" publish to "${subject}"`,
       `NATS denied user "acme-reader" publish to "${pull}"`,
     ]);
+  });
+
+  it("budgets: the loop wrote the session's spend record; an operator sets the daily limits; a reader and the loop may not", async () => {
+    const bucket = KV_BUCKETS.budgets.name;
+    const asOperator = await new Kvm((await secured.connectAs(TENANT, "operator")).nc).open(bucket);
+    const record = await asOperator.get(BUDGET_KEYS.spend(utcDayOf(Date.now()), SESSION));
+    expect(TenantSpendRecord.parse(record?.json()).outputTokens).toBeGreaterThan(0);
+    await asOperator.put(BUDGET_KEYS.limits, JSON.stringify({ costUsd: 100 }));
+    expect((await asOperator.get(BUDGET_KEYS.limits))?.json()).toEqual({ costUsd: 100 });
+
+    const reader = await secured.connectAs(TENANT, "reader");
+    const limits = `$KV.${bucket}.${BUDGET_KEYS.limits}`;
+    expect(await refusal(new Kvm(reader.nc).open(bucket).then((kv) => kv.put(BUDGET_KEYS.limits, "{}")))).toBe(
+      `RequestError: Permissions Violation for Publish to "${limits}"`,
+    );
+    const loop = await secured.connectAs(TENANT, "loop");
+    expect(await refusal(new Kvm(loop.nc).open(bucket).then((kv) => kv.put(BUDGET_KEYS.limits, "{}")))).toBe(
+      `RequestError: Permissions Violation for Publish to "${limits}"`,
+    );
+    await asOperator.delete(BUDGET_KEYS.limits);
   });
 
   it("refuses a wrong password in one line naming the user", async () => {

@@ -7,11 +7,14 @@ import {
   encodeCommand,
   type FleetCommand,
   type FleetEvent,
+  foldSessionSpend,
+  initialSessionSpend,
   KV_BUCKETS,
   type ModelRef,
   partitionOf,
   type SessionConfigPatch,
   type SessionEntry,
+  type SessionSpend,
   STREAMS,
   subjects,
   type ThinkingLevel,
@@ -35,6 +38,7 @@ import { LiveSession } from "./live-session.js";
 import { type MessageInput, toMessageFields } from "./message-input.js";
 import { emptySessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 import { type StoreResult, storeRequest } from "./store-request.js";
+import { readTenantBudget, type TenantBudgetReport } from "./tenant-budget.js";
 
 export interface FleetClientOptions {
   /** Comma-separated server URLs. Default `nats://127.0.0.1:4222`. */
@@ -120,6 +124,8 @@ export interface ReplayResult extends SessionView {
   events: number;
   /** Stored messages that did not decode as events (skipped). */
   invalid: { seq: number; error: string }[];
+  /** Tokens and cost spent per run, session and UTC day, and the budget in force (the loop's fold). */
+  spend: SessionSpend;
 }
 
 export interface CreateSessionOptions extends CommandOptions {
@@ -558,16 +564,21 @@ export class FleetClient {
   /**
    * The agent state and session tree as they stood at stream sequence `toSeq` (default: now):
    * reads the session's subject up to `toSeq` and folds it. `view.seq` is the last sequence applied.
-   * `from`: an earlier view of the same session (never changed by this call); only the events after
+   * `from`: an earlier replay of the same session (never changed by this call); only the events after
    * `from.seq` are read and folded onto it, and `events` / `invalid` count only those.
    */
-  async replay(sessionId: string, opts: { toSeq?: number; from?: SessionView } = {}): Promise<ReplayResult> {
+  async replay(sessionId: string, opts: { toSeq?: number; from?: ReplayResult } = {}): Promise<ReplayResult> {
     if (opts.toSeq !== undefined && (!Number.isInteger(opts.toSeq) || opts.toSeq < 0)) {
       throw new FleetError("invalid_input", "invalid", "replay: toSeq must be a non-negative integer");
     }
     const applied: SessionEventItem[] = [];
     const invalid: { seq: number; error: string }[] = [];
-    const start = opts.from ?? emptySessionView();
+    const start: ReplayResult = opts.from ?? {
+      ...emptySessionView(),
+      events: 0,
+      invalid: [],
+      spend: initialSessionSpend(),
+    };
     if (opts.toSeq !== undefined && opts.toSeq <= start.seq) {
       if (opts.toSeq < start.seq) throw new FleetError("invalid_input", "invalid", "replay: toSeq is before from.seq");
       return { ...start, events: 0, invalid };
@@ -588,7 +599,20 @@ export class FleetClient {
         cause: err,
       });
     }
-    return { ...foldSessionViewEvents(start, applied), events: applied.length, invalid };
+    const spend = structuredClone(start.spend);
+    for (const { event } of applied) foldSessionSpend(spend, event);
+    return { ...foldSessionViewEvents(start, applied), events: applied.length, invalid, spend };
+  }
+
+  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets`. */
+  async tenantBudget(day?: string): Promise<TenantBudgetReport> {
+    try {
+      return await readTenantBudget(this.nc, day);
+    } catch (err) {
+      throw new FleetError("unavailable", "kv", `cannot read KV ${KV_BUCKETS.budgets.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
   }
 
   // ---------------------------------------------------------------------------------------------

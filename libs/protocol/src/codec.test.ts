@@ -117,6 +117,7 @@ function eventSamples(): Record<FleetEventType, FleetEvent> {
   add(log.add({ type: "tool_approval_requested", toolCallId: "toolu_1", toolName: "bash", args: { command: "rm x" } }));
   add(log.add({ type: "tool_approval_resolved", toolCallId: "toolu_1", approved: false, reason: "not on prod" }));
   add(log.add({ type: "config_change", systemPrompt: "be brief", steeringMode: "all" }));
+  add(log.add({ type: "budget_change", budget: { run: { outputTokens: 1000 }, session: { costUsd: 2.5 } } }));
   add(
     log.add({
       type: "pending_write",
@@ -185,6 +186,7 @@ const COMMAND_SAMPLES: Record<FleetCommandType, FleetCommand> = {
     ],
     leafId: "a1b2c3d5",
   },
+  set_budget: { type: "set_budget", id: "c-21", ...envelope, budget: { session: { totalTokens: 5000 } } },
 };
 
 describe("codec / round trips", () => {

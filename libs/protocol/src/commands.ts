@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SessionBudget } from "./budget.js";
 import { ModelRef, SessionConfigPatch } from "./config.js";
 import { ImageContent } from "./content.js";
 import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
@@ -56,6 +57,8 @@ export const AppendMessageCommand = cmd("append_message", {
   deliverAs: z.enum(["steer", "followUp", "nextTurn"]).optional(),
   triggerTurn: z.boolean().optional(),
 });
+/** Fleet addition: replaces the session's run and session budget (`budget_change`), at once, even mid-run. */
+export const SetBudgetCommand = cmd("set_budget", { budget: SessionBudget });
 export const ApproveToolCallCommand = cmd("approve_tool_call", { toolCallId: ToolCallId });
 export const DenyToolCallCommand = cmd("deny_tool_call", { toolCallId: ToolCallId, reason: z.string().optional() });
 /**
@@ -89,6 +92,7 @@ export const FleetCommand = z.discriminatedUnion("type", [
   ApproveToolCallCommand,
   DenyToolCallCommand,
   ImportSessionCommand,
+  SetBudgetCommand,
 ]);
 export type FleetCommand = z.infer<typeof FleetCommand>;
 export type FleetCommandType = FleetCommand["type"];

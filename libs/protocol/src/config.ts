@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SessionBudget } from "./budget.js";
 import { ToolName } from "./ids.js";
 import { ThinkingLevel } from "./messages.js";
 
@@ -23,6 +24,8 @@ export const SessionConfig = z.object({
   steeringMode: QueueMode,
   followUpMode: QueueMode,
   toolExecution: ToolExecutionMode,
+  /** Token and cost limits per run and per session (absent: none). Changed by `set_budget`. */
+  budget: SessionBudget.optional(),
 });
 export type SessionConfig = z.infer<typeof SessionConfig>;
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { StreamDelta } from "./assistant-stream.js";
+import { SessionBudget } from "./budget.js";
 import { type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
@@ -40,7 +41,7 @@ export const ToolExecutionResult = z.object({
 });
 export type ToolExecutionResult = z.infer<typeof ToolExecutionResult>;
 
-export const RejectionCode = z.enum(["invalid", "unsupported", "busy", "not_found", "conflict"]);
+export const RejectionCode = z.enum(["invalid", "unsupported", "busy", "not_found", "conflict", "budget_exceeded"]);
 export type RejectionCode = z.infer<typeof RejectionCode>;
 
 const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
@@ -121,6 +122,8 @@ export const ConfigChangeEvent = ev("config_change", {
   followUpMode: QueueMode.optional(),
   toolExecution: ToolExecutionMode.optional(),
 });
+/** Fleet addition: the session's budget from now on (`set_budget`; replaces `config.budget` whole). */
+export const BudgetChangeEvent = ev("budget_change", { budget: SessionBudget });
 /** Fleet addition: a person's decision on a `tool_approval_requested` call; survives crashes. */
 export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
   toolCallId: z.string().min(1),
@@ -211,6 +214,7 @@ export const FleetEvent = z.discriminatedUnion("type", [
   ToolApprovalRequestedEvent,
   ToolApprovalResolvedEvent,
   ConfigChangeEvent,
+  BudgetChangeEvent,
   PendingWriteEvent,
   CompactionStartEvent,
   CompactionEndEvent,

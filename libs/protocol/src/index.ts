@@ -2,6 +2,22 @@
 
 export { AssistantStreamEvent, type PiAssistantMessageEvent, StreamDelta } from "./assistant-stream.js";
 export {
+  addSpend,
+  BUDGET_EXCEEDED,
+  BUDGET_KEYS,
+  BudgetLimits,
+  type BudgetScope,
+  type BudgetViolation,
+  budgetExceededMessage,
+  budgetViolation,
+  emptySpend,
+  SessionBudget,
+  type Spend,
+  spendOfUsage,
+  TenantSpendRecord,
+  utcDayOf,
+} from "./budget.js";
+export {
   type CommandDecoded,
   type Decoded,
   type DecodeIssue,
@@ -233,6 +249,12 @@ export {
   type RunProgress,
 } from "./reducers/run-cursor.js";
 export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/serialize-conversation.js";
+export {
+  foldSessionSpend,
+  initialSessionSpend,
+  type SessionSpend,
+  spendOfMessage,
+} from "./reducers/session-spend.js";
 export {
   type ApprovalRecord,
   type CommandRecord,

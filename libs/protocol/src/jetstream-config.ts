@@ -116,6 +116,8 @@ export const KV_BUCKETS = {
   tools: { name: "fleet_tools", history: 5, ttlMs: 0 },
   /** Webhook registrations of the HTTP gateway (created by the gateway). */
   webhooks: { name: "fleet_webhooks", history: 1, ttlMs: 0 },
+  /** Tenant budget: `limits`, and each session's spend per UTC day (`BUDGET_KEYS`). */
+  budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
 } as const;
 
 export const OBJECT_STORES = { blobs: { name: "fleet_blobs" } } as const;

@@ -45,6 +45,8 @@ export const AssistantMessage = z.looseObject({
   usage: Usage,
   stopReason: StopReason,
   errorMessage: z.string().optional(),
+  /** Fleet addition: why an `error` stop happened when Fleet ended it (`budget_exceeded`). */
+  errorReason: z.literal("budget_exceeded").optional(),
   timestamp: z.number(),
 });
 export type AssistantMessage = z.infer<typeof AssistantMessage>;

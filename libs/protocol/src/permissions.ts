@@ -142,7 +142,7 @@ function readerPublish(): string[] {
     ...[CMD, EV, CALLS].flatMap(jsApi.consumerInfo),
     ...jsApi.getMessage(EV),
     ...jsApi.consume(EV),
-    ...[KV.config.name, KV.leases.name, KV.tools.name].flatMap(jsApi.kvRead),
+    ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name].flatMap(jsApi.kvRead),
     "fleet.store.*",
   ];
 }
@@ -188,6 +188,10 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvWatch(KV.leases.name),
           ...jsApi.kvRead(KV.tools.name),
           ...jsApi.kvWatch(KV.tools.name),
+          // The tenant's budget: reads its limits, writes only the sessions' spend records.
+          ...jsApi.kvRead(KV.budgets.name),
+          ...jsApi.kvWrite(KV.budgets.name, "spend"),
+          ...jsApi.kvWatch(KV.budgets.name),
         ],
         [subjects.toolResultsAll],
       );
@@ -228,7 +232,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
     case "reader":
       return result(readerPublish(), [subjects.eventsAll]);
     case "operator":
-      return result([...readerPublish(), subjects.commandsAll], [subjects.eventsAll]);
+      // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`).
+      return result([...readerPublish(), subjects.commandsAll, `$KV.${KV.budgets.name}.limits`], [subjects.eventsAll]);
     case "auditor":
       return result(
         [...jsApi.account(), ...jsApi.streamInfo(EV), ...jsApi.getMessage(EV), ...jsApi.consume(EV)],

@@ -17,7 +17,7 @@ export interface Topology {
   partitions: number;
   /** One line per setting whose live value differs from Fleet's spec. */
   drift: string[];
-  kv: { config: KV; leases: KV; tools: KV };
+  kv: { config: KV; leases: KV; tools: KV; budgets: KV };
   jsm: JetStreamManager;
 }
 
@@ -55,6 +55,7 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     ...replicas,
   });
   const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
+  const budgets = await kvm.create(KV_BUCKETS.budgets.name, { history: KV_BUCKETS.budgets.history, ...replicas });
   await new Objm(nc).create(OBJECT_STORES.blobs.name, replicas);
 
   const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
@@ -66,7 +67,7 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     drift.push(`fleet_config.partitions is ${partitions} (fixed once written); requested ${opts.partitions} ignored`);
   }
   for (const line of drift) opts.logger?.warn({ evt: "topology_drift", drift: line }, "topology drift");
-  return { partitions, drift, kv: { config, leases, tools }, jsm };
+  return { partitions, drift, kv: { config, leases, tools, budgets }, jsm };
 }
 
 async function ensureConfigNumber(kv: KV, key: string, fallback: number): Promise<number> {

@@ -1,6 +1,6 @@
 // The last folded view of recently read sessions, so `GET /v1/sessions/{id}` folds only the events
 // appended since, instead of replaying the whole log on every request.
-import type { FleetClient, SessionView } from "@fleet/client";
+import type { FleetClient, ReplayResult, SessionView } from "@fleet/client";
 
 export interface ViewCache {
   /** The session as of now: the cached view plus the events after it (the whole log when not cached). */
@@ -14,12 +14,11 @@ export interface ViewCache {
  * sessions are kept; the least recently read goes first.
  */
 export function createViewCache(client: FleetClient, maxEntries: number): ViewCache {
-  const views = new Map<string, SessionView>();
+  const views = new Map<string, ReplayResult>();
   return {
     async current(sessionId) {
       const cached = views.get(sessionId);
-      const replayed = await client.replay(sessionId, cached ? { from: cached } : {});
-      const view: SessionView = { seq: replayed.seq, agent: replayed.agent, tree: replayed.tree };
+      const view = await client.replay(sessionId, cached ? { from: cached } : {});
       views.delete(sessionId);
       if (view.seq > 0 && maxEntries > 0) {
         views.set(sessionId, view);

@@ -18,6 +18,7 @@ import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import { scanPartition } from "./takeover-scan.js";
+import { watchTenantBudget } from "./tenant-budget-view.js";
 import { createToolDispatcher } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
 
@@ -76,7 +77,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   // Runners heartbeat every TTL/3 of the bucket as it exists (whoever created it chose the TTL).
   const presenceTtlMs = (await topology.kv.leases.status()).ttl || 15_000;
   const runners = watchRunnerPresence(topology.kv.leases, { ttlMs: presenceTtlMs, now });
-  await Promise.all([tools.ready, runners.ready]);
+  const tenantBudget = watchTenantBudget(topology.kv.budgets);
+  await Promise.all([tools.ready, runners.ready, tenantBudget.ready]);
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
     publisher,
@@ -115,6 +117,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         registry: tools,
         pluginHooks: opts.pluginHooks ?? [],
         remoteHooks,
+        tenantBudget,
         settings: opts.settings,
         logger: log,
         metrics,
@@ -220,6 +223,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       await leases.stop();
       tools.stop();
       runners.stop();
+      tenantBudget.stop();
       dispatcher.close();
       publisher.close();
     },

@@ -41,6 +41,23 @@ export function createLoopMetrics(registry: Registry) {
       help: "Sessions dropped because another writer fenced this worker",
       registers: [registry],
     }),
+    llmTokens: new Counter({
+      name: "fleet_loop_llm_tokens_total",
+      help: "Tokens of assistant messages appended (input counts cache reads and writes)",
+      labelNames: ["kind"],
+      registers: [registry],
+    }),
+    llmCost: new Counter({
+      name: "fleet_loop_llm_cost_usd_total",
+      help: "Cost in USD of assistant messages appended (usage.cost.total)",
+      registers: [registry],
+    }),
+    budgetExceeded: new Counter({
+      name: "fleet_loop_budget_exceeded_total",
+      help: "Budgets reached: a prompt refused (decide), a call refused before it started (start) or stopped (stream)",
+      labelNames: ["scope", "when"],
+      registers: [registry],
+    }),
     undeliverableCommands: new Counter({
       name: "fleet_loop_undeliverable_commands_total",
       help: "Commands acked and dropped because their subject names no valid session of that partition",

@@ -17,6 +17,7 @@ import {
 import { type Logger, readSubject, type StreamPublisher } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { guardBudget } from "./budget-guard.js";
 import { commandInput } from "./decide/command-input.js";
 import { decideCommand } from "./decide/decide-command.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
@@ -39,7 +40,9 @@ import { composeHooks, type RemoteHookClient } from "./hooks.js";
 import type { LoopMetrics } from "./metrics.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
+import { createSessionBudget, type SessionBudget } from "./session-budget.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
+import type { TenantBudgetView } from "./tenant-budget-view.js";
 import { timeToFirstDelta } from "./time-to-first-delta.js";
 import type { ToolDispatcher } from "./tool-dispatcher.js";
 import type { ToolRegistry } from "./tool-registry.js";
@@ -81,6 +84,8 @@ export interface ActorDeps {
   pluginHooks: readonly EngineHooks[];
   /** `fleet.hook.before_tool_call` / `after_tool_call`, shared by the worker's sessions. */
   remoteHooks: RemoteHookClient;
+  /** The tenant's daily limits and spend (KV `fleet_budgets`); absent: no tenant budget. */
+  tenantBudget?: TenantBudgetView;
   settings: ActorSettings;
   logger: Logger;
   metrics: LoopMetrics;
@@ -113,6 +118,7 @@ export class SessionActor {
   /** The session's one fold: every appended event, folded once it is durable. */
   private readonly state: SessionState;
   private readonly engine: SessionEngine;
+  private readonly budget: SessionBudget;
   /** Approval gates waiting for a decision in the log, by tool call id. */
   private readonly approvalWaiters = new Map<string, (decision: ApprovalDecision) => void>();
   /** Tool calls of assistant messages this actor appended itself: nobody can have dispatched them yet. */
@@ -143,6 +149,15 @@ export class SessionActor {
       },
     });
     this.state = foldSessionEvents(events);
+    this.budget = createSessionBudget({
+      sessionId: deps.sessionId,
+      state: this.state,
+      tenant: deps.tenantBudget,
+      now: deps.now,
+      metrics: deps.metrics,
+      log: this.log,
+    });
+    this.budget.recordToday();
     this.coalescer = createUpdateCoalescer({
       windowMs: deps.settings.coalesceMs,
       maxDeltas: deps.settings.coalesceDeltas,
@@ -294,6 +309,7 @@ export class SessionActor {
       newId: this.deps.newId,
       defaults: this.deps.settings.defaults,
       isKnownTool: (name) => this.deps.registry.get(name) !== undefined,
+      tenantBudget: this.budget.tenantBudget(),
     };
   }
 
@@ -371,10 +387,14 @@ export class SessionActor {
         now: deps.now,
         newId: deps.newId,
         emit: (event) => this.emit(event),
-        streamFn: (context, options, signal) =>
-          timeToFirstDelta(this.streamFn(options.model.provider)(context, options, signal), deps.now, (ms) =>
-            deps.metrics.timeToFirstToken.observe(ms / 1000),
-          ),
+        streamFn: guardBudget(
+          (context, options, signal) =>
+            timeToFirstDelta(this.streamFn(options.model.provider)(context, options, signal), deps.now, (ms) =>
+              deps.metrics.timeToFirstToken.observe(ms / 1000),
+            ),
+          this.budget.guard,
+          deps.now,
+        ),
         executeTool: (call, signal, onUpdate) => this.executeTool(call, signal, onUpdate),
       },
     });
@@ -609,6 +629,7 @@ export class SessionActor {
       throw new Error(`append of ${event.type} failed (${out.kind}): ${out.error}`);
     }
     foldSessionEvents([out.event], this.state);
+    this.budget.afterFold(out.event);
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
   }
 

@@ -192,7 +192,10 @@ export async function startFakeLoop(nc: NatsConnection, partitions: number): Pro
       stopReason: "stop" as const,
       timestamp: ts,
     };
-    const final = { ...start, content: [{ type: "text" as const, text: reply }] };
+    const usage = emptyUsage();
+    Object.assign(usage, { input: 7, output: 3, totalTokens: 10 });
+    usage.cost.total = 0.0001;
+    const final = { ...start, content: [{ type: "text" as const, text: reply }], usage };
     await append(sessionId, { type: "agent_start" }, runId);
     await append(sessionId, { type: "turn_start" }, runId);
     await append(sessionId, { type: "message_start", message: user }, runId);

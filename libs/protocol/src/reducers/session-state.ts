@@ -6,6 +6,7 @@ import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
 import { type AgentStatus, foldAgentStatus, initialAgentStatus } from "./agent-state.js";
 import { applyDeltas } from "./apply-deltas.js";
 import { foldRunCursor, idleRunCursor, type RunCursor } from "./run-cursor.js";
+import { foldSessionSpend, initialSessionSpend, type SessionSpend } from "./session-spend.js";
 import { emptySessionTree, foldSessionTreeInPlace, type SessionTree } from "./session-tree.js";
 
 /** A `pending_write` not yet settled by its flush (see `PendingWriteEvent`). */
@@ -72,6 +73,8 @@ export interface SessionState {
   owner: { workerId: string; epoch: number } | null;
   /** `message_update` deltas not yet applied to the cursor and the streaming message (applied on read). */
   streamDeltas: StreamDelta[][];
+  /** Tokens and cost spent per run, session and UTC day, and the budget in force. */
+  spend: SessionSpend;
   /** Events folded. */
   events: number;
 }
@@ -87,6 +90,7 @@ export function initialSessionState(): SessionState {
     compaction: null,
     owner: null,
     streamDeltas: [],
+    spend: initialSessionSpend(),
     events: 0,
   };
 }
@@ -110,6 +114,7 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
   foldSessionTreeInPlace(state.tree, event);
   state.status = foldAgentStatus(state.status, event);
   state.cursor = foldRunCursor(state.cursor, event);
+  foldSessionSpend(state.spend, event);
   switch (event.type) {
     case "command_accepted":
       if (!state.commands.has(event.commandId)) {

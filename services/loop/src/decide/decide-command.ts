@@ -1,7 +1,9 @@
 // The session decider: for a command and the session's fold, the outcome, the events its
 // acceptance appends and the effects to start. Pure: time and ids come in through the context.
 import {
+  type AgentMessage,
   applyConfigPatch,
+  budgetExceededMessage,
   buildContext,
   type CommandOf,
   entryToContextMessage,
@@ -19,6 +21,7 @@ import {
   sessionActivity,
 } from "@fleet/protocol";
 import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
+import { budgetRefusal } from "./budget-refusal.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
@@ -80,11 +83,12 @@ export function decideCommand(
     case "prompt": {
       const refused = busy(ctx, cmd, activity, ENGINE_ERROR_TEXT.promptBusy);
       if (refused) return refused;
+      const message = messageFromInput(cmd, ctx.now);
+      const overBudget = budgetRefused(state, ctx, cmd, [message]);
+      if (overBudget) return overBudget;
       const created: DraftEvent[] =
         activity === "none" ? [{ id: ctx.newId(), body: { type: "session_created", config: ctx.defaults } }] : [];
-      return accepted(ctx, cmd, created, [
-        { type: "start_run", kind: "prompt", messages: [messageFromInput(cmd, ctx.now)] },
-      ]);
+      return accepted(ctx, cmd, created, [{ type: "start_run", kind: "prompt", messages: [message] }]);
     }
     case "steer":
     case "follow_up":
@@ -97,7 +101,7 @@ export function decideCommand(
       if (occupied) return occupied;
       const refused = continueRefusal(contextMessages(state.tree), state.status.queues);
       if (refused) return rejected(ctx, cmd.id, cmd.type, refused.code, refused.reason);
-      return accepted(ctx, cmd, [], [{ type: "start_run", kind: "continue" }]);
+      return budgetRefused(state, ctx, cmd, []) ?? accepted(ctx, cmd, [], [{ type: "start_run", kind: "continue" }]);
     }
     case "abort": {
       const effects: Effect[] = [];
@@ -133,7 +137,10 @@ export function decideCommand(
         ]);
       }
       if (cmd.triggerTurn && activity === "idle") {
-        return accepted(ctx, cmd, [], [{ type: "start_run", kind: "prompt", messages: [cmd.message] }]);
+        return (
+          budgetRefused(state, ctx, cmd, [cmd.message]) ??
+          accepted(ctx, cmd, [], [{ type: "start_run", kind: "prompt", messages: [cmd.message] }])
+        );
       }
       return accepted(ctx, cmd, writes(state, cmd, ctx));
     }
@@ -144,6 +151,8 @@ export function decideCommand(
       }
       return accepted(ctx, cmd, [approvalDraft(ctx, cmd)], [{ type: "approval_decided", toolCallId: cmd.toolCallId }]);
     }
+    case "set_budget":
+      return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } }]);
     case "compact":
       return decideCompact(state, cmd, activity, ctx);
     case "navigate":
@@ -174,6 +183,17 @@ function rejected(
     events: [{ id: ctx.outcomeId, body: { type: "command_rejected", commandId, commandType, code, reason } }],
     effects: [],
   };
+}
+
+/** `budget_exceeded` when a run started now would start over a budget (`budgetRefusal`). */
+function budgetRefused(
+  state: SessionState,
+  ctx: OutcomeContext,
+  cmd: FleetCommand,
+  added: readonly AgentMessage[],
+): Decision | undefined {
+  const over = budgetRefusal(state, contextMessages(state.tree), added, ctx.tenantBudget);
+  return over ? rejected(ctx, cmd.id, cmd.type, "budget_exceeded", budgetExceededMessage(over)) : undefined;
 }
 
 /** `busy` while a compaction is open, or (with `duringRun`) while a run is. */
@@ -270,6 +290,7 @@ export function writes(state: SessionState, cmd: WriteCommand, ctx: DecideContex
   if (cmd.type === "configure") {
     const patch = configPatchOf(cmd);
     if (patch) drafts.push({ id: ctx.newId(), body: { type: "config_change", ...patch } });
+    if (cmd.budget) drafts.push({ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } });
   }
   return drafts;
 }

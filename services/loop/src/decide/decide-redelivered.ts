@@ -90,6 +90,8 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
         effects: [{ type: "approval_decided", toolCallId: cmd.toolCallId }],
       };
     }
+    case "set_budget":
+      return done > 0 ? NOTHING : rest([{ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } }]);
     case "abort":
       return state.status.isStreaming ? { kind: "decided", events: [], effects: [{ type: "abort_run" }] } : NOTHING;
     case "compact":
@@ -129,5 +131,5 @@ function plannedWrites(cmd: Parameters<typeof commandWrites>[0]): number {
   const n = commandWrites(cmd).length;
   if (cmd.type !== "configure") return n;
   const configured = cmd.systemPrompt !== undefined || cmd.steeringMode || cmd.followUpMode || cmd.toolExecution;
-  return n + (configured ? 1 : 0);
+  return n + (configured ? 1 : 0) + (cmd.budget ? 1 : 0);
 }

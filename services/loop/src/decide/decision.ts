@@ -2,11 +2,13 @@
 // shell must fetch first. Plain data; the decider that makes it has no I/O.
 import type {
   AgentMessage,
+  BudgetLimits,
   ContextMessage,
   ModelRef,
   RejectionCode,
   SessionConfig,
   SessionTree,
+  Spend,
   ThinkingLevel,
 } from "@fleet/protocol";
 import type { DraftEvent } from "./drafts.js";
@@ -60,6 +62,11 @@ export interface DecideContext {
   isKnownTool: (name: string) => boolean;
   /** The fork source's tree (`null`: no such session), once the shell fetched it. */
   forkSource?: SessionTree | null | undefined;
+  /**
+   * The tenant's daily limits and what all its sessions spent today (KV `fleet_budgets`), for the
+   * commands that start a run; absent: no tenant budget.
+   */
+  tenantBudget?: { limits: BudgetLimits | undefined; spent: Spend } | undefined;
   /** The branch summary, once the shell made it. */
   branchSummary?: { ok: true; summary: string } | { ok: false; error: string } | undefined;
 }

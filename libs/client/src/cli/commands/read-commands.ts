@@ -1,12 +1,13 @@
 // Reading commands: watch, replay, tree, sessions, export.
 import { writeFileSync } from "node:fs";
-import type { FleetEvent } from "@fleet/protocol";
+import { emptySpend, type FleetEvent, type Spend } from "@fleet/protocol";
 import type { FleetClient, ReplayResult } from "../../index.js";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
 import { connectClient } from "../connect.js";
 import { drawTree } from "../draw-tree.js";
 import { contentText, formatToolCall, oneLine, summarizeMessage } from "../format-entry.js";
+import { formatLimits, formatSpend } from "../format-spend.js";
 import { type CliIo, onInterrupt, outStyle } from "../io.js";
 import { loadTree } from "../load-tree.js";
 
@@ -128,6 +129,7 @@ export function replayToJson(sessionId: string, replayed: ReplayResult): Record<
     events: replayed.events,
     invalid: replayed.invalid,
     agent: { ...replayed.agent, pendingToolCalls: [...replayed.agent.pendingToolCalls] },
+    spend: { ...replayed.spend, days: Object.fromEntries(replayed.spend.days) },
     tree: {
       entries: replayed.tree.entries,
       leafId: replayed.tree.leafId,
@@ -145,6 +147,11 @@ export function formatReplay(sessionId: string, r: ReplayResult, style: Style): 
     `status: ${a.isStreaming ? style.yellow(`running (run ${a.runId ?? "?"})`) : "idle"}${a.pendingToolCalls.size ? `   pending tool calls: ${[...a.pendingToolCalls].join(", ")}` : ""}`,
     `queues: steer ${a.queues.steer.length}, follow-up ${a.queues.followUp.length}, next-turn ${a.queues.nextTurn.length}`,
   ];
+  const sp = r.spend;
+  lines.push(
+    `spend: session ${formatSpend(sp.session)}   last run ${formatSpend(sp.run)}`,
+    `budget: run ${formatLimits(sp.budget.run)}   session ${formatLimits(sp.budget.session)}`,
+  );
   if (a.errorMessage) lines.push(style.red(`error: ${a.errorMessage}`));
   lines.push("", style.bold(`messages (${a.messages.length})`));
   for (const m of a.messages) lines.push(`  ${summarizeMessage(m, 100)}`);
@@ -176,23 +183,41 @@ export async function treeCommand(io: CliIo, sessionId: string, opts: { json?: b
 export async function sessionsCommand(io: CliIo, opts: { limit?: number; json?: boolean }): Promise<number> {
   return withClient(io, async (client) => {
     const reply = await client.listSessions(opts.limit !== undefined ? { limit: opts.limit } : {});
+    // A deployment from before KV fleet_budgets lists its sessions without spend.
+    const budget = await client.tenantBudget().catch(() => ({
+      day: "",
+      limits: undefined,
+      total: emptySpend(),
+      sessions: new Map<string, Spend>(),
+    }));
     if (opts.json) {
-      io.stdout.write(`${JSON.stringify(reply)}\n`);
+      const today = { ...budget, sessions: Object.fromEntries(budget.sessions) };
+      io.stdout.write(`${JSON.stringify({ ...reply, spendToday: today })}\n`);
       return 0;
     }
     const style = outStyle(io);
+    const tenantLine = `tenant spend ${budget.day} (UTC): ${formatSpend(budget.total)}   daily budget: ${formatLimits(budget.limits)}`;
+    const tenantSpent = budget.limits !== undefined || budget.sessions.size > 0;
     if (reply.sessions.length === 0) {
-      io.stdout.write("no sessions\n");
+      io.stdout.write(`no sessions\n${tenantSpent ? `${style.dim(tenantLine)}\n` : ""}`);
       return 0;
     }
     const width = Math.max(10, ...reply.sessions.map((s) => s.sessionId.length));
-    io.stdout.write(`${style.dim(`${"SESSION".padEnd(width)}  STATUS   SEQ      UPDATED              NAME`)}\n`);
+    const spentOf = (sid: string) => {
+      const s = budget.sessions.get(sid);
+      return s ? `${s.outputTokens}/$${s.costUsd.toFixed(4)}` : "-";
+    };
+    const spendWidth = Math.max(14, ...reply.sessions.map((s) => spentOf(s.sessionId).length));
+    io.stdout.write(
+      `${style.dim(`${"SESSION".padEnd(width)}  STATUS   SEQ      UPDATED              ${"TODAY OUT/COST".padEnd(spendWidth)}  NAME`)}\n`,
+    );
     for (const s of reply.sessions) {
       const updated = new Date(s.updatedAt).toISOString().replace("T", " ").slice(0, 19);
       io.stdout.write(
-        `${s.sessionId.padEnd(width)}  ${s.status.padEnd(7)}  ${String(s.seq).padEnd(7)}  ${updated}  ${s.name ?? ""}\n`,
+        `${s.sessionId.padEnd(width)}  ${s.status.padEnd(7)}  ${String(s.seq).padEnd(7)}  ${updated}  ${spentOf(s.sessionId).padEnd(spendWidth)}  ${s.name ?? ""}\n`,
       );
     }
+    if (tenantSpent) io.stdout.write(`${style.dim(tenantLine)}\n`);
     if (reply.cursor) io.stdout.write(`${style.dim(`more: --cursor ${reply.cursor}`)}\n`);
     return 0;
   });

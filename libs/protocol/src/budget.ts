@@ -1,0 +1,137 @@
+// Token and cost budgets: limits, spend, the check, and the tenant's KV records (PROTOCOL "Budgets").
+import { z } from "zod";
+import type { Usage } from "./messages.js";
+
+/**
+ * Limits on what LLM calls may spend. A limit is reached when the spend is at or over it; an absent
+ * limit is no limit. `inputTokens` counts every prompt token (`input + cacheRead + cacheWrite`);
+ * `totalTokens` is input plus output; `costUsd` is `usage.cost.total`.
+ */
+export const BudgetLimits = z.object({
+  inputTokens: z.number().int().nonnegative().optional(),
+  outputTokens: z.number().int().nonnegative().optional(),
+  totalTokens: z.number().int().nonnegative().optional(),
+  costUsd: z.number().nonnegative().optional(),
+});
+export type BudgetLimits = z.infer<typeof BudgetLimits>;
+
+/** A session's budget (`SessionConfig.budget`, `set_budget`): per run, and for the session's whole life. */
+export const SessionBudget = z.object({ run: BudgetLimits.optional(), session: BudgetLimits.optional() });
+export type SessionBudget = z.infer<typeof SessionBudget>;
+
+/** The three scopes a limit applies to; `tenant` is per UTC day, over every session of the tenant. */
+export type BudgetScope = "run" | "session" | "tenant";
+
+/** Tokens and dollars spent (sums of assistant `usage`). */
+export interface Spend {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  costUsd: number;
+}
+
+export const emptySpend = (): Spend => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: 0 });
+
+/** What one assistant message spent, from its `usage`. */
+export function spendOfUsage(usage: Usage): Spend {
+  const inputTokens = usage.input + usage.cacheRead + usage.cacheWrite;
+  return {
+    inputTokens,
+    outputTokens: usage.output,
+    totalTokens: inputTokens + usage.output,
+    costUsd: usage.cost.total,
+  };
+}
+
+export function addSpend(a: Spend, b: Spend): Spend {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+    costUsd: a.costUsd + b.costUsd,
+  };
+}
+
+const LIMIT_NAMES: Record<keyof BudgetLimits, string> = {
+  inputTokens: "input tokens",
+  outputTokens: "output tokens",
+  totalTokens: "total tokens",
+  costUsd: "cost",
+};
+
+/** The first limit reached: its scope, which limit, the spend and the limit. */
+export interface BudgetViolation {
+  scope: BudgetScope;
+  limit: keyof BudgetLimits;
+  spent: number;
+  max: number;
+}
+
+/** The first of `limits` that `spent` reaches (`spent >= max`), in the order input, output, total, cost. */
+export function budgetViolation(
+  scope: BudgetScope,
+  limits: BudgetLimits | undefined,
+  spent: Spend,
+): BudgetViolation | undefined {
+  if (!limits) return undefined;
+  for (const limit of ["inputTokens", "outputTokens", "totalTokens", "costUsd"] as const) {
+    const max = limits[limit];
+    if (max !== undefined && spent[limit] >= max) return { scope, limit, spent: spent[limit], max };
+  }
+  return undefined;
+}
+
+/** `Budget exceeded: session output tokens 1200/1000` (cost as `$0.0123/$0.0100`). */
+export function budgetExceededMessage(v: BudgetViolation): string {
+  const fmt = (n: number) => (v.limit === "costUsd" ? `$${n.toFixed(4)}` : String(Math.round(n)));
+  return `Budget exceeded: ${v.scope} ${LIMIT_NAMES[v.limit]} ${fmt(v.spent)}/${fmt(v.max)}`;
+}
+
+/** `errorReason` of an assistant message that a budget ended (with stopReason `error`). */
+export const BUDGET_EXCEEDED = "budget_exceeded";
+
+// ---- the tenant's records in KV `fleet_budgets` --------------------------------------------------
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day of `ts` (ms since the epoch) as `YYYY-MM-DD` (civil-from-days; no `Date`). */
+export function utcDayOf(ts: number): string {
+  const z0 = Math.floor(ts / DAY_MS) + 719_468;
+  const era = Math.floor(z0 / 146_097);
+  const doe = z0 - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const m = mp < 10 ? mp + 3 : mp - 9;
+  const y = yoe + era * 400 + (m <= 2 ? 1 : 0);
+  return `${String(y).padStart(4, "0")}-${String(m).padStart(2, "0")}-${String(d).padStart(2, "0")}`;
+}
+
+/**
+ * Keys of KV `fleet_budgets`: `limits` holds the tenant's daily `BudgetLimits` (written by an
+ * operator); `spend.<YYYY-MM-DD>.<sessionId>` holds one session's spend on that UTC day
+ * (`TenantSpendRecord`, written by the session's owner).
+ */
+export const BUDGET_KEYS = {
+  limits: "limits",
+  spend: (day: string, sessionId: string) => `spend.${day}.${sessionId}`,
+  spendOfDay: (day: string) => `spend.${day}.>`,
+} as const;
+
+/**
+ * One session's spend on one UTC day, folded from its log (the assistant `message_end`s whose
+ * `meta.ts` falls on that day). `events` is how many of the session's events were folded: a record
+ * only replaces one with fewer, so a writer that is behind (a deposed owner) never lowers it, and
+ * writing it again after a crash changes nothing.
+ */
+export const TenantSpendRecord = z.object({
+  sessionId: z.string().min(1),
+  day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+  events: z.number().int().nonnegative(),
+  inputTokens: z.number().nonnegative(),
+  outputTokens: z.number().nonnegative(),
+  totalTokens: z.number().nonnegative(),
+  costUsd: z.number().nonnegative(),
+});
+export type TenantSpendRecord = z.infer<typeof TenantSpendRecord>;

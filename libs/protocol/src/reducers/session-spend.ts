@@ -1,0 +1,64 @@
+// What a session's LLM calls spent, folded from its log: per run, per session, per UTC day.
+import { addSpend, emptySpend, type SessionBudget, type Spend, spendOfUsage, utcDayOf } from "../budget.js";
+import type { FleetEvent } from "../events.js";
+import type { AssistantMessage } from "../messages.js";
+
+/**
+ * Spend and budget of one session. Every assistant `message_end` adds its `usage`. A message that
+ * did not finish (stopReason `error` or `aborted`: cut by an abort, a budget or a crash) counts at
+ * least chars/4 of the content it streamed as output, since a provider that was cut off never
+ * reported its count; so what streamed before a worker died is spent for the next owner too.
+ */
+export interface SessionSpend {
+  /** The budget in force: `session_created.config.budget`, then each `budget_change`. */
+  budget: SessionBudget;
+  /** Since the session was created. */
+  session: Spend;
+  /** Since the last `agent_start` (the open run's, or the last run's once it ended). */
+  run: Spend;
+  /** By UTC day of the `message_end`'s `meta.ts` (`YYYY-MM-DD`). */
+  days: Map<string, Spend>;
+}
+
+export function initialSessionSpend(): SessionSpend {
+  return { budget: {}, session: emptySpend(), run: emptySpend(), days: new Map() };
+}
+
+/** Applies one event in place. Contract: never throws. */
+export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
+  switch (event.type) {
+    case "session_created":
+      spend.budget = event.config.budget ?? {};
+      return;
+    case "budget_change":
+      spend.budget = event.budget;
+      return;
+    case "agent_start":
+      spend.run = emptySpend();
+      return;
+    case "message_end": {
+      if (event.message.role !== "assistant") return;
+      const used = spendOfMessage(event.message);
+      spend.session = addSpend(spend.session, used);
+      spend.run = addSpend(spend.run, used);
+      const day = utcDayOf(event.meta.ts);
+      spend.days.set(day, addSpend(spend.days.get(day) ?? emptySpend(), used));
+      return;
+    }
+  }
+}
+
+/** `spendOfUsage`, with an unfinished message's output at least chars/4 of its streamed content. */
+export function spendOfMessage(message: AssistantMessage): Spend {
+  const used = spendOfUsage(message.usage);
+  if (message.stopReason !== "error" && message.stopReason !== "aborted") return used;
+  let chars = 0;
+  for (const block of message.content) {
+    if (block.type === "text") chars += block.text.length;
+    else if (block.type === "thinking") chars += block.thinking.length;
+    else if (block.type === "toolCall") chars += JSON.stringify(block.arguments).length;
+  }
+  const estimate = Math.ceil(chars / 4);
+  if (estimate <= used.outputTokens) return used;
+  return { ...used, outputTokens: estimate, totalTokens: used.inputTokens + estimate };
+}

@@ -1,0 +1,86 @@
+// The streaming budget guard around a scripted provider: where it cuts, what the cut message holds.
+import {
+  type AssistantStreamEvent,
+  addSpend,
+  type BudgetLimits,
+  budgetViolation,
+  emptySpend,
+  type Spend,
+} from "@fleet/protocol";
+import { describe, expect, it } from "vitest";
+import { guardBudget } from "./budget-guard.js";
+import { createScriptedProvider } from "./engine/scripted-provider.js";
+import type { LlmContext, StreamOptions } from "./engine/types.js";
+import { computeCost, getModelInfo } from "./providers/index.js";
+
+const CONTEXT: LlmContext = {
+  systemPrompt: "s".repeat(40),
+  messages: [{ role: "user", content: "u".repeat(40), timestamp: 1 }],
+  tools: [],
+};
+const OPTIONS: StreamOptions = { model: { provider: "scripted", modelId: "claude-sonnet-5" }, thinkingLevel: "off" };
+
+async function run(limits: BudgetLimits, spent: Spend = emptySpend(), text = "abcd".repeat(100)) {
+  const provider = createScriptedProvider({ steps: [{ text }], now: () => 5, chunkChars: 4 });
+  let providerSignal: AbortSignal | undefined;
+  const stops: string[] = [];
+  const streamFn = guardBudget(
+    (context, options, signal) => {
+      providerSignal = signal;
+      return provider.streamFn(context, options, signal);
+    },
+    {
+      check: (call) => budgetViolation("session", limits, addSpend(spent, call)),
+      onExceeded: (v, when) => stops.push(`${v.limit}@${when}`),
+    },
+    () => 7,
+  );
+  const events: AssistantStreamEvent[] = [];
+  for await (const event of streamFn(CONTEXT, OPTIONS, undefined)) events.push(event);
+  return { events, stops, providerSignal, calls: provider.requests.length };
+}
+
+describe("loop / budget guard", () => {
+  it("cuts the stream once the estimated cost reaches the limit, and aborts the provider's request", async () => {
+    const price = getModelInfo("claude-sonnet-5").price;
+    // input: chars/4 of the user text and the system prompt (10 + 10); each 4-char delta is 1 output token
+    const costAt = (output: number) => computeCost(price, { input: 20, output, cacheRead: 0, cacheWrite: 0 }).total;
+    const limit = costAt(25);
+    const { events, stops, providerSignal } = await run({ costUsd: limit });
+    const last = events.at(-1);
+    expect(last?.type).toBe("error");
+    if (last?.type !== "error") return;
+    expect(events.filter((e) => e.type === "text_delta")).toHaveLength(25);
+    expect(last.error.content).toEqual([{ type: "text", text: "abcd".repeat(25) }]);
+    expect(last.error).toMatchObject({
+      stopReason: "error",
+      errorReason: "budget_exceeded",
+      errorMessage: `Budget exceeded: session cost $${limit.toFixed(4)}/$${limit.toFixed(4)}`,
+      usage: { input: 20, output: 25, totalTokens: 45 },
+    });
+    expect(last.error.usage.cost.total).toBeCloseTo(limit, 12);
+    expect(stops).toEqual(["costUsd@stream"]);
+    expect(providerSignal?.aborted).toBe(true);
+  });
+
+  it("lets a call under every limit through unchanged", async () => {
+    const { events, stops, providerSignal } = await run({ outputTokens: 1000, costUsd: 1 });
+    expect(events.at(-1)?.type).toBe("done");
+    expect(events.filter((e) => e.type === "text_delta")).toHaveLength(100);
+    expect(stops).toEqual([]);
+    expect(providerSignal?.aborted).toBe(false);
+  });
+
+  it("ends a call that would start over a limit without calling the provider", async () => {
+    const spent = { inputTokens: 0, outputTokens: 0, totalTokens: 990, costUsd: 0 };
+    const { events, stops, calls } = await run({ totalTokens: 1000 }, spent);
+    expect(calls).toBe(0);
+    expect(stops).toEqual(["totalTokens@start"]);
+    expect(events).toHaveLength(1);
+    const only = events[0];
+    expect(only?.type === "error" && [only.error.errorMessage, only.error.content]).toEqual([
+      "Budget exceeded: session total tokens 1010/1000",
+      [],
+    ]);
+  });
+});

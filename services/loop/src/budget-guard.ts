@@ -1,0 +1,150 @@
+// A StreamFn wrapper that enforces budgets while an assistant message streams.
+import {
+  type AssistantMessage,
+  type AssistantStreamEvent,
+  BUDGET_EXCEEDED,
+  type BudgetViolation,
+  budgetExceededMessage,
+  emptySpend,
+  estimateContextTokens,
+  type Spend,
+  spendOfUsage,
+  type Usage,
+} from "@fleet/protocol";
+import { finishedContent, syntheticAssistant } from "./engine/messages.js";
+import { applyStreamDelta } from "./engine/stream-assistant.js";
+import type { StreamFn, StreamOptions } from "./engine/types.js";
+import { computeCost, getModelInfo } from "./providers/index.js";
+
+/** When the guard stopped a call: before calling the provider, or while the message streamed. */
+export type BudgetStop = "start" | "stream";
+
+export interface BudgetGuard {
+  /**
+   * The first budget reached once `call` (what this call has spent so far, estimated) is added to
+   * what the log already shows as spent; `undefined` when none is. Called before the provider is
+   * called (with nothing spent), at its `start` and after every content delta.
+   */
+  check(call: Spend): BudgetViolation | undefined;
+  onExceeded?(violation: BudgetViolation, when: BudgetStop): void;
+}
+
+/**
+ * `streamFn` under a budget. Output tokens are estimated as pi estimates them (chars/4 of the
+ * streamed text, thinking and tool-call JSON); input tokens are the provider's count when its
+ * `start` carries one, else pi's estimate of the request (the context's last usage plus chars/4 of
+ * the rest, plus the system prompt); cost is priced from the model's table (`computeCost`). The exact usage of a message that ends
+ * normally is the provider's, and the log's fold counts that one.
+ *
+ * When a budget is reached the provider's stream is aborted and the call ends with a terminal
+ * `error` event: the content streamed so far, the estimated usage, stopReason `error`,
+ * `errorReason: "budget_exceeded"` and `errorMessage` `Budget exceeded: <scope> <limit> <spent>/<max>`.
+ * A budget already reached before the call ends it the same way without calling the provider.
+ * Contract: never throws (the provider's own contract aside).
+ */
+export function guardBudget(streamFn: StreamFn, guard: BudgetGuard, now: () => number): StreamFn {
+  return (context, options, signal) => guarded(streamFn, context, options, signal, guard, now);
+}
+
+async function* guarded(
+  streamFn: StreamFn,
+  context: Parameters<StreamFn>[0],
+  options: StreamOptions,
+  signal: AbortSignal | undefined,
+  guard: BudgetGuard,
+  now: () => number,
+): AsyncGenerator<AssistantStreamEvent> {
+  const inputEstimate = estimateContextTokens(context.messages).tokens + Math.ceil(context.systemPrompt.length / 4);
+  const before = guard.check({ ...emptySpend(), inputTokens: inputEstimate, totalTokens: inputEstimate });
+  if (before) {
+    guard.onExceeded?.(before, "start");
+    yield stopped(syntheticAssistant(options.model, "error", "", now()), before);
+    return;
+  }
+  const price = getModelInfo(options.model.modelId).price;
+  const abort = new AbortController();
+  const forward = () => abort.abort(signal?.reason);
+  if (signal?.aborted) forward();
+  else signal?.addEventListener("abort", forward, { once: true });
+  const iterator = streamFn(context, options, abort.signal)[Symbol.asyncIterator]();
+  let partial: AssistantMessage | undefined;
+  let outputChars = 0;
+  try {
+    while (true) {
+      const next = await iterator.next();
+      if (next.done) return;
+      const event = next.value;
+      if (event.type === "done" || event.type === "error") {
+        yield event;
+        return;
+      }
+      if (event.type === "start") partial = { ...event.partial, content: event.partial.content.slice() };
+      else if (partial) {
+        partial = applyStreamDelta(partial, event);
+        outputChars += deltaChars(event);
+      }
+      yield event;
+      if (!partial) continue;
+      const usage = estimatedUsage(partial.usage, inputEstimate, outputChars, price);
+      const over = guard.check(spendOfUsage(usage));
+      if (over) {
+        abort.abort();
+        guard.onExceeded?.(over, "stream");
+        yield stopped({ ...partial, content: finishedContent(partial.content), usage }, over);
+        return;
+      }
+    }
+  } finally {
+    signal?.removeEventListener("abort", forward);
+    void Promise.resolve()
+      .then(() => iterator.return?.())
+      .catch(() => undefined);
+  }
+}
+
+/** The terminal event of a call a budget stopped. */
+function stopped(message: AssistantMessage, violation: BudgetViolation): AssistantStreamEvent {
+  return {
+    type: "error",
+    reason: "error",
+    error: {
+      ...message,
+      stopReason: "error",
+      errorMessage: budgetExceededMessage(violation),
+      errorReason: BUDGET_EXCEEDED,
+    },
+  };
+}
+
+/** Characters of generated content a delta adds (pi's chars/4 estimate counts these). */
+function deltaChars(event: AssistantStreamEvent): number {
+  switch (event.type) {
+    case "text_delta":
+    case "thinking_delta":
+    case "toolcall_delta":
+      return event.delta.length;
+    default:
+      return 0;
+  }
+}
+
+/**
+ * The provider's usage so far, with input estimated when the provider has not counted it yet and
+ * output at least chars/4 of what streamed, priced again.
+ */
+function estimatedUsage(
+  usage: Usage,
+  inputEstimate: number,
+  outputChars: number,
+  price: Parameters<typeof computeCost>[0],
+): Usage {
+  const counted = usage.input + usage.cacheRead + usage.cacheWrite > 0;
+  const input = counted ? usage.input : inputEstimate;
+  const output = Math.max(usage.output, Math.ceil(outputChars / 4));
+  const counts = { input, output, cacheRead: usage.cacheRead, cacheWrite: usage.cacheWrite };
+  return {
+    ...counts,
+    totalTokens: input + output + usage.cacheRead + usage.cacheWrite,
+    cost: computeCost(price, counts),
+  };
+}
