@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { StreamDelta } from "./assistant-stream.js";
-import { type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
+import { CompactionSettings, type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages.js";
@@ -120,6 +120,8 @@ export const ConfigChangeEvent = ev("config_change", {
   steeringMode: QueueMode.optional(),
   followUpMode: QueueMode.optional(),
   toolExecution: ToolExecutionMode.optional(),
+  /** The whole compaction settings (`set_compaction_settings`, `configure {compaction}`). */
+  compaction: CompactionSettings.optional(),
 });
 /** Fleet addition: a person's decision on a `tool_approval_requested` call; survives crashes. */
 export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
