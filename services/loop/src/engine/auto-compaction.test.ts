@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { historySummaryRequest, SUMMARIZATION_SYSTEM_PROMPT } from "../compaction-prompts.js";
 import { AUTO_COMPACTION_TEXT } from "./auto-compaction.js";
 import { resumePointFromCursor } from "./resume-point.js";
-import { T0, type TestEngine, testEngine, trace, user } from "./testing/harness.js";
+import { deferred, T0, type TestEngine, testEngine, trace, user } from "./testing/harness.js";
 import type { EngineEvent } from "./types.js";
 
 const usageOf = (tokens: number): Usage => ({
@@ -177,6 +177,36 @@ describe("automatic compaction / threshold", () => {
     });
     expect(trace(rec.events)).not.toContain("compaction");
     expect(provider.requests[1]?.context.messages).toHaveLength(5);
+  });
+});
+
+describe("automatic compaction / abort", () => {
+  it("an abort during a threshold compaction ends it aborted, then the run ends aborted with no LLM call", async () => {
+    const summaryAsked = deferred();
+    const release = deferred();
+    const { engine, rec, provider } = engineWith([
+      async () => {
+        summaryAsked.resolve();
+        await release.promise;
+        return { text: "SUMMARY" };
+      },
+      { text: "never" },
+    ]);
+    const running = engine.prompt("next");
+    await summaryAsked.promise;
+    engine.abort();
+    release.resolve();
+    await running;
+    expect(trace(rec.events).slice(4)).toEqual([
+      "compaction_start",
+      "compaction_end",
+      "message_start:assistant(…)",
+      "message_end:assistant(aborted)",
+      "turn_end[]",
+      "agent_end(2)",
+    ]);
+    expect(bodyOf(rec.events, "compaction_end")).toMatchObject({ reason: "threshold", aborted: true });
+    expect(provider.requests).toHaveLength(1);
   });
 });
 
