@@ -286,6 +286,27 @@ describe("compaction against pi-coding-agent 0.73.1", () => {
   });
 });
 
+describe("compaction / Fleet's one deliberate difference from pi's cut point", () => {
+  it("the budget crossed inside trailing tool results: pi keeps everything (#7201), Fleet cuts at their assistant", () => {
+    const log = createLogBuilder(46);
+    exchange(log, words("early", 80), words("earlyreply", 80), 1_000);
+    log.add({ type: "message_end", message: userMessage("Read the big file.") });
+    toolTurn(log, "b1", "read", { path: "big.txt" }, "z".repeat(8_000));
+    const path = pathOf(log.events);
+    const pi = piPrepareCompaction(path.map(toPiEntry), {
+      enabled: true,
+      reserveTokens: 16_384,
+      keepRecentTokens: 500,
+    });
+    const fleet = prepareCompaction(path, 500);
+    expect(pi?.firstKeptEntryId).toBe(path[0]?.id);
+    expect(pi?.messagesToSummarize).toEqual([]);
+    const assistantEntry = path.at(-2);
+    expect(fleet.ok && fleet.firstKeptEntryId).toBe(assistantEntry?.id);
+    expect(fleet.ok && fleet.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+});
+
 describe("overflow detection against pi-ai 0.73.1's isContextOverflow", () => {
   const error = (errorMessage: string): AssistantMessage => assistantMessage([], { stopReason: "error", errorMessage });
   const cases: [string, AssistantMessage, number | undefined][] = [
