@@ -194,6 +194,32 @@ function compactionOpen(sessionId: string, seed: number, abort: boolean) {
   return b.events;
 }
 
+/** A run with three long exchanges before it, cut by the worker's death inside its automatic compaction. */
+function autoCompactionOpen(sessionId: string, seed: number, reason: "threshold" | "overflow") {
+  const b = log(sessionId, seed);
+  let kept = "";
+  for (const n of [1, 2, 3]) {
+    if (n === 2) kept = b.nextId();
+    b.add({ type: "message_end", message: userMessage(`${sessionId}-${n} ${"y".repeat(40_000)}`) });
+    b.add({ type: "message_end", message: said([textOf(`ok ${n}`)], { tokens: 10_000 * n }) });
+  }
+  promptRun(b, `p-${sessionId}`, `question of ${sessionId}`);
+  if (reason === "overflow") {
+    const overflowed = said([], {
+      stopReason: "error",
+      errorMessage: "400 invalid_request_error: prompt is too long: 213462 tokens > 200000 maximum",
+    });
+    b.add({ type: "message_start", message: startOf(overflowed) });
+    b.add({ type: "message_end", message: overflowed });
+  }
+  b.add({ type: "compaction_start", reason });
+  if (reason === "overflow") {
+    // the entry made it to the log; its compaction_end did not
+    b.add({ type: "compaction", summary: "summary by the dead worker", firstKeptEntryId: kept, tokensBefore: 30_000 });
+  }
+  return b.events;
+}
+
 function promptNotStarted() {
   const b = log("rec-unstarted", 37);
   accepted(b, "p-unstarted", "prompt");
@@ -232,6 +258,8 @@ beforeAll(async () => {
   logs.set("rec-compact", compactionOpen("rec-compact", 36, false));
   logs.set("rec-compact-abort", compactionOpen("rec-compact-abort", 38, true));
   logs.set("rec-unstarted", promptNotStarted());
+  logs.set("rec-auto-threshold", autoCompactionOpen("rec-auto-threshold", 39, "threshold"));
+  logs.set("rec-auto-overflow", autoCompactionOpen("rec-auto-overflow", 40, "overflow"));
   const js = jetstream(nc);
   for (const events of logs.values()) await publishLog(js, events);
   // The prompt whose acceptance the dead worker logged is still in the command stream, unacked.
@@ -351,5 +379,50 @@ describe("takeover / what a dead worker accepted is carried out from the log", (
     expect(events.filter((e) => e.type === "command_accepted")).toHaveLength(1);
     expect(events.filter((e) => e.type === "agent_start")).toHaveLength(1);
     expect(llmCalls.get("rec-unstarted")).toEqual(["start me"]);
+  });
+
+  it("a run cut inside its threshold compaction: the heir redoes the summary, then makes the LLM call", async () => {
+    const events = await cmd.waitFor("rec-auto-threshold", ended, 15_000);
+    const mine = appended(events).filter((e) => e.type !== "message_update");
+    expect(mine.map((e) => (e.type === "message_end" ? `me:${e.message.role}` : e.type))).toEqual([
+      "owner_change",
+      "run_resumed",
+      "compaction",
+      "compaction_end",
+      "message_start",
+      "me:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    const runId = events.find((e) => e.type === "agent_start")?.meta.runId;
+    expect(mine.slice(1).every((e) => e.meta.runId === runId)).toBe(true);
+    expect(mine.find((e) => e.type === "compaction_end")).toMatchObject({ reason: "threshold", aborted: false });
+    expect(events.filter((e) => e.type === "compaction_start")).toHaveLength(1);
+    // one summary request (it names the history), then the run's call on the compacted context
+    const summaries = [...llmCalls.values()].flat().filter((t) => t.includes("[User]: rec-auto-threshold-1 "));
+    expect(summaries).toHaveLength(1);
+    expect(llmCalls.get("rec-auto-threshold")).toEqual(["question of rec-auto-threshold"]);
+  });
+
+  it("a run cut after its overflow compaction's entry: the heir only closes it and retries the call once", async () => {
+    const events = await cmd.waitFor("rec-auto-overflow", ended, 15_000);
+    const mine = appended(events).filter((e) => e.type !== "message_update");
+    expect(mine.map((e) => (e.type === "message_end" ? `me:${e.message.role}` : e.type))).toEqual([
+      "owner_change",
+      "run_resumed",
+      "compaction_end",
+      "message_start",
+      "me:assistant",
+      "turn_end",
+      "agent_end",
+    ]);
+    expect(mine[2]).toMatchObject({ type: "compaction_end", reason: "overflow", aborted: false, willRetry: true });
+    expect(events.filter((e) => e.type === "compaction")).toHaveLength(1);
+    expect([...llmCalls.values()].flat().some((t) => t.includes("[User]: rec-auto-overflow-1 "))).toBe(false);
+    expect(llmCalls.get("rec-auto-overflow")).toEqual(["question of rec-auto-overflow"]);
+    const end = events.at(-1);
+    expect(
+      end?.type === "agent_end" && end.messages.map((m) => (m.role === "assistant" ? m.stopReason : m.role)),
+    ).toEqual(["user", "error", "stop"]);
   });
 });

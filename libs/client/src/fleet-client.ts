@@ -2,6 +2,7 @@
 import {
   CONFIG_KEYS,
   type CommandOf,
+  type CompactionSettings,
   decodeEvent,
   type EventOf,
   encodeCommand,
@@ -352,6 +353,14 @@ export class FleetClient {
   }
   configure(sessionId: string, patch: SessionConfigPatch, opts?: CommandOptions): Promise<CommandOutcome> {
     return this.send(sessionId, { type: "configure", ...patch }, opts);
+  }
+  /** Automatic compaction settings (`enabled`, `reserveTokens`, `keepRecentTokens`); absent fields are kept. */
+  setCompactionSettings(
+    sessionId: string,
+    settings: Partial<CompactionSettings>,
+    opts?: CommandOptions,
+  ): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_compaction_settings", ...settings }, opts);
   }
   compact(sessionId: string, instructions?: string, opts?: CommandOptions): Promise<CommandOutcome> {
     return this.send(sessionId, { type: "compact", ...(instructions ? { instructions } : {}) }, opts);

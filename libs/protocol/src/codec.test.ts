@@ -162,6 +162,7 @@ const COMMAND_SAMPLES: Record<FleetCommandType, FleetCommand> = {
   set_active_tools: { type: "set_active_tools", id: "c-10", ...envelope, toolNames: ["read"] },
   configure: { type: "configure", id: "c-11", ...envelope, systemPrompt: "Be brief.", toolExecution: "sequential" },
   compact: { type: "compact", id: "c-12", ...envelope, instructions: "focus on the API" },
+  set_compaction_settings: { type: "set_compaction_settings", id: "c-21", ...envelope, reserveTokens: 8192 },
   navigate: { type: "navigate", id: "c-13", ...envelope, targetId: "e-1", summarize: true, label: "before" },
   label: { type: "label", id: "c-14", ...envelope, targetId: "e-1", label: "checkpoint" },
   set_name: { type: "set_name", id: "c-15", ...envelope, name: "Demo" },

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { SessionBudget } from "./budget.js";
-import { ModelRef, SessionConfigPatch } from "./config.js";
+import { CompactionSettings, ModelRef, SessionConfigPatch } from "./config.js";
 import { ImageContent } from "./content.js";
 import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
 import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
@@ -42,6 +42,11 @@ export const SetModelCommand = cmd("set_model", ModelRef.shape);
 export const SetThinkingLevelCommand = cmd("set_thinking_level", { level: ThinkingLevel });
 export const SetActiveToolsCommand = cmd("set_active_tools", { toolNames: z.array(ToolName) });
 export const ConfigureCommand = cmd("configure", SessionConfigPatch.shape);
+/**
+ * Fleet addition: changes the session's automatic compaction settings; fields absent keep their
+ * current value. Appended as `config_change {compaction}` (the whole settings).
+ */
+export const SetCompactionSettingsCommand = cmd("set_compaction_settings", CompactionSettings.partial().shape);
 export const CompactCommand = cmd("compact", { instructions: z.string().optional() });
 export const NavigateCommand = cmd("navigate", {
   targetId: EventId.nullable(),
@@ -84,6 +89,7 @@ export const FleetCommand = z.discriminatedUnion("type", [
   SetActiveToolsCommand,
   ConfigureCommand,
   CompactCommand,
+  SetCompactionSettingsCommand,
   NavigateCommand,
   LabelCommand,
   SetNameCommand,

@@ -13,6 +13,26 @@ export const ToolExecutionMode = z.enum(["parallel", "sequential"]);
 export type ToolExecutionMode = z.infer<typeof ToolExecutionMode>;
 
 /**
+ * pi coding-agent's automatic compaction settings. `enabled`: compact when the context passes
+ * `contextWindow - reserveTokens` (threshold) and when the provider reports an overflow; `reserveTokens`
+ * is also the summary request's budget (`0.8 ×`); `keepRecentTokens`: how much recent context is
+ * kept verbatim (the cut point).
+ */
+export const CompactionSettings = z.object({
+  enabled: z.boolean(),
+  reserveTokens: z.number().int().nonnegative(),
+  keepRecentTokens: z.number().int().nonnegative(),
+});
+export type CompactionSettings = z.infer<typeof CompactionSettings>;
+
+/** pi coding-agent 0.73.1's `DEFAULT_COMPACTION_SETTINGS`. */
+export const DEFAULT_COMPACTION_SETTINGS: Readonly<CompactionSettings> = Object.freeze({
+  enabled: true,
+  reserveTokens: 16_384,
+  keepRecentTokens: 20_000,
+});
+
+/**
  * A session's resolved configuration, as recorded in `session_created`.
  * `activeTools: null` means every registered tool is active (resolved at each turn).
  */
@@ -26,6 +46,8 @@ export const SessionConfig = z.object({
   toolExecution: ToolExecutionMode,
   /** Token and cost limits per run and per session (absent: none). Changed by `set_budget`. */
   budget: SessionBudget.optional(),
+  /** Absent in sessions created before the setting existed: `DEFAULT_COMPACTION_SETTINGS` apply. */
+  compaction: CompactionSettings.optional(),
 });
 export type SessionConfig = z.infer<typeof SessionConfig>;
 
@@ -55,8 +77,14 @@ export const DEFAULT_SESSION_CONFIG: Readonly<SessionConfig> = Object.freeze({
   steeringMode: "one-at-a-time",
   followUpMode: "one-at-a-time",
   toolExecution: "parallel",
+  compaction: DEFAULT_COMPACTION_SETTINGS,
 });
 
 /** `DEFAULT_SESSION_CONFIG` with the fields of `patch` in place (see `applyConfigPatch`). */
 export const sessionConfigWith = (patch: SessionConfigPatch = {}): SessionConfig =>
   applyConfigPatch(DEFAULT_SESSION_CONFIG, patch);
+
+/** The compaction settings in force for `config` (the defaults when it has none). */
+export const compactionSettingsOf = (
+  config: Pick<SessionConfig, "compaction"> | null | undefined,
+): CompactionSettings => config?.compaction ?? DEFAULT_COMPACTION_SETTINGS;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { StreamDelta } from "./assistant-stream.js";
 import { SessionBudget } from "./budget.js";
-import { type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
+import { CompactionSettings, type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages.js";
@@ -121,6 +121,8 @@ export const ConfigChangeEvent = ev("config_change", {
   steeringMode: QueueMode.optional(),
   followUpMode: QueueMode.optional(),
   toolExecution: ToolExecutionMode.optional(),
+  /** The whole compaction settings (`set_compaction_settings`, `configure {compaction}`). */
+  compaction: CompactionSettings.optional(),
 });
 /** Fleet addition: the session's budget from now on (`set_budget`; replaces `config.budget` whole). */
 export const BudgetChangeEvent = ev("budget_change", { budget: SessionBudget });

@@ -48,6 +48,9 @@ export {
 } from "./commands.js";
 export {
   applyConfigPatch,
+  CompactionSettings,
+  compactionSettingsOf,
+  DEFAULT_COMPACTION_SETTINGS,
   DEFAULT_SESSION_CONFIG,
   ModelRef,
   QueueMode,
@@ -216,6 +219,12 @@ export {
   prepareCompaction,
   shouldCompact,
 } from "./reducers/compaction.js";
+export {
+  contextTokensAfterCompaction,
+  type ThresholdCheck,
+  thresholdCompaction,
+} from "./reducers/compaction-threshold.js";
+export { isContextOverflow } from "./reducers/context-overflow.js";
 export {
   BRANCH_SUMMARY_PREFIX,
   BRANCH_SUMMARY_SUFFIX,

@@ -41,6 +41,18 @@ export function fakeHttpError(
   return { type: "http_error", status, errorType, message, ...opts };
 }
 
+/**
+ * Anthropic's answer to a request over the model's context window: 400 `invalid_request_error`
+ * "prompt is too long: <promptTokens> tokens > <maxTokens> maximum".
+ */
+export function fakeContextOverflow(promptTokens: number, maxTokens = 200_000): FakeHttpErrorReply {
+  return fakeHttpError(
+    400,
+    "invalid_request_error",
+    `prompt is too long: ${promptTokens} tokens > ${maxTokens} maximum`,
+  );
+}
+
 /** 429 `rate_limit_error` with a `retry-after` header in seconds. */
 export function fakeRateLimited(
   retryAfterSeconds = 0,

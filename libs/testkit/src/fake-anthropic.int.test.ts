@@ -9,6 +9,7 @@ import Anthropic, {
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { listRunningServers } from "./cleanup-registry.js";
 import {
+  fakeContextOverflow,
   fakeHttpError,
   fakeOverloaded,
   fakeRateLimited,
@@ -146,6 +147,18 @@ describe("testkit / fake Anthropic with the real SDK", () => {
       error: { type: "invalid_request_error", message: "max_tokens: must be positive" },
     });
     expect(e.requestID).toBe("req_fake_0");
+  });
+
+  it("answers a context overflow as Anthropic does: 400 invalid_request_error 'prompt is too long'", async () => {
+    fake.script(fakeContextOverflow(213_462));
+    const error = await rejection(ask("x").finalMessage());
+    expect(error).toBeInstanceOf(BadRequestError);
+    const e = error as BadRequestError;
+    expect(e.status).toBe(400);
+    expect(e.error).toEqual({
+      type: "error",
+      error: { type: "invalid_request_error", message: "prompt is too long: 213462 tokens > 200000 maximum" },
+    });
   });
 
   it("turns HTTP 429 into RateLimitError with the retry-after header", async () => {

@@ -4,6 +4,7 @@
 export { listRunningServers, stopAllServers } from "./cleanup-registry.js";
 export { hasContainerRuntime, type ServerBackend } from "./container-runtime.js";
 export {
+  fakeContextOverflow,
   fakeHttpError,
   fakeOverloaded,
   fakeRateLimited,

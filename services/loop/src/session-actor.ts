@@ -1,4 +1,5 @@
 import {
+  compactionSettingsOf,
   convertToLlm,
   decodeEvent,
   type FleetEvent,
@@ -40,6 +41,7 @@ import { composeHooks, type RemoteHookClient } from "./hooks.js";
 import type { LoopMetrics } from "./metrics.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
+import { getModelInfo } from "./providers/models.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
 import type { TenantBudgetView } from "./tenant-budget-view.js";
@@ -383,6 +385,7 @@ export class SessionActor {
       session: this.state,
       tools: this.toolDefinitions(),
       hooks,
+      contextWindow: (model) => getModelInfo(model.modelId).contextWindow,
       ports: {
         now: deps.now,
         newId: deps.newId,
@@ -526,18 +529,20 @@ export class SessionActor {
       });
     if (open.entryId === undefined && !open.abortRequested) {
       const branch = getBranch(this.state.tree, this.state.tree.leafId);
-      const plan = branch.ok ? prepareCompaction(branch.entries) : branch;
+      const settings = compactionSettingsOf(this.state.tree.config);
+      const plan = branch.ok ? prepareCompaction(branch.entries, settings.keepRecentTokens) : branch;
       if (!plan.ok) {
         await end({ aborted: false, errorMessage: `Compaction failed: ${plan.error}` });
         return this.flushDeferred();
       }
-      const settings = this.engine.state;
+      const engine = this.engine.state;
       const summary = await summarizeForCompaction({
-        streamFn: this.streamFn(settings.model.provider),
-        model: settings.model,
-        thinkingLevel: settings.thinkingLevel,
+        streamFn: this.streamFn(engine.model.provider),
+        model: engine.model,
+        thinkingLevel: engine.thinkingLevel,
         plan,
         instructions: open.instructions,
+        reserveTokens: settings.reserveTokens,
         signal,
         now: this.deps.now,
       });

@@ -1,28 +1,19 @@
 import {
   type CompactionPlan,
   type ContextMessage,
+  DEFAULT_COMPACTION_SETTINGS,
   formatFileLists,
   type ModelRef,
   serializeConversation,
   type ThinkingLevel,
 } from "@fleet/protocol";
+import {
+  compactionSummaryRequests,
+  NO_PRIOR_HISTORY,
+  SUMMARIZATION_SYSTEM_PROMPT,
+  type SummaryRequest,
+} from "./compaction-prompts.js";
 import type { StreamFn } from "./engine/index.js";
-
-const SUMMARIZER_SYSTEM =
-  "You are a context summarization assistant. Read the conversation and produce a structured summary. " +
-  "Do not continue the conversation and do not answer questions in it.";
-
-const COMPACTION_SECTIONS = `Use this format:
-
-## Goal
-## Constraints & Preferences
-## Progress
-### Done
-### In Progress
-### Blocked
-## Key Decisions
-## Next Steps
-## Critical Context`;
 
 const BRANCH_SECTIONS = `Use this format:
 
@@ -34,13 +25,12 @@ const BRANCH_SECTIONS = `Use this format:
 
 export type SummaryResult = { ok: true; summary: string } | { ok: false; error: string };
 
-/** Asks the model for one text answer (no tools). Contract: never rejects. */
+/** Asks the model for one text answer (no tools); text blocks are joined by `\n` (pi). Contract: never rejects. */
 async function complete(
   streamFn: StreamFn,
   model: ModelRef,
   thinkingLevel: ThinkingLevel,
-  prompt: string,
-  maxTokens: number,
+  request: SummaryRequest,
   signal: AbortSignal | undefined,
   now: () => number,
 ): Promise<SummaryResult> {
@@ -49,18 +39,18 @@ async function complete(
     let error: string | undefined;
     for await (const ev of streamFn(
       {
-        systemPrompt: SUMMARIZER_SYSTEM,
-        messages: [{ role: "user", content: [{ type: "text", text: prompt }], timestamp: now() }],
+        systemPrompt: request.systemPrompt,
+        messages: [{ role: "user", content: [{ type: "text", text: request.text }], timestamp: now() }],
         tools: [],
       },
-      { model, thinkingLevel, maxTokens },
+      { model, thinkingLevel, maxTokens: request.maxTokens },
       signal,
     )) {
       if (ev.type === "done") {
         final = ev.message.content
           .filter((b) => b.type === "text")
           .map((b) => (b as { text: string }).text)
-          .join("");
+          .join("\n");
       } else if (ev.type === "error") error = ev.error.errorMessage ?? ev.reason;
     }
     if (error !== undefined) return { ok: false, error: `Summarization failed: ${error}` };
@@ -71,7 +61,11 @@ async function complete(
   }
 }
 
-/** pi's compaction summary: history (iterative when a previous summary exists), split-turn prefix, file lists. */
+/**
+ * pi's compaction summary (`compact()`): the history summary (iterative when the plan has a previous
+ * summary) and, for a split turn, the turn-prefix summary, made in parallel and joined; then the file
+ * lists. The requests are `compactionSummaryRequests`' (pi's texts).
+ */
 export async function summarizeForCompaction(opts: {
   streamFn: StreamFn;
   model: ModelRef;
@@ -82,41 +76,17 @@ export async function summarizeForCompaction(opts: {
   signal?: AbortSignal;
   now: () => number;
 }): Promise<SummaryResult> {
-  const reserve = opts.reserveTokens ?? 16_384;
-  const focus = opts.instructions ? `\n\nAdditional focus: ${opts.instructions}` : "";
-  const history = async (): Promise<SummaryResult> => {
-    if (opts.plan.messages.length === 0) return { ok: true, summary: "No prior history." };
-    const conversation = `<conversation>\n${serializeConversation(opts.plan.messages)}\n</conversation>`;
-    const prompt = opts.plan.previousSummary
-      ? `${conversation}\n\n<previous-summary>\n${opts.plan.previousSummary}\n</previous-summary>\n\nUpdate the previous summary with the new conversation. Preserve its content, move finished in-progress items to Done, and refresh Next Steps.\n\n${COMPACTION_SECTIONS}${focus}`
-      : `${conversation}\n\nSummarize this conversation so that work can continue from the summary alone.\n\n${COMPACTION_SECTIONS}${focus}`;
-    return complete(
-      opts.streamFn,
-      opts.model,
-      opts.thinkingLevel,
-      prompt,
-      Math.floor(0.8 * reserve),
-      opts.signal,
-      opts.now,
-    );
-  };
-  const prefix = async (): Promise<SummaryResult> => {
-    const conversation = `<conversation>\n${serializeConversation(opts.plan.turnPrefixMessages)}\n</conversation>`;
-    const prompt = `${conversation}\n\nThis is the beginning of a turn whose end is kept verbatim. Summarize it.\n\n## Original Request\n## Early Progress\n## Context for Suffix${focus}`;
-    return complete(
-      opts.streamFn,
-      opts.model,
-      opts.thinkingLevel,
-      prompt,
-      Math.floor(0.5 * reserve),
-      opts.signal,
-      opts.now,
-    );
-  };
-  const [main, turn] = await Promise.all([history(), opts.plan.isSplitTurn ? prefix() : Promise.resolve(undefined)]);
-  if (!main.ok) return main;
+  const reserve = opts.reserveTokens ?? DEFAULT_COMPACTION_SETTINGS.reserveTokens;
+  const requests = compactionSummaryRequests(opts.plan, reserve, opts.instructions);
+  const ask = (request: SummaryRequest | undefined): Promise<SummaryResult | undefined> =>
+    request
+      ? complete(opts.streamFn, opts.model, opts.thinkingLevel, request, opts.signal, opts.now)
+      : Promise.resolve(undefined);
+  const [main, turn] = await Promise.all([ask(requests.history), ask(requests.turnPrefix)]);
+  if (main && !main.ok) return main;
   if (turn && !turn.ok) return turn;
-  const body = turn ? `${main.summary}\n\n---\n\n**Turn Context (split turn):**\n\n${turn.summary}` : main.summary;
+  const history = main?.summary ?? NO_PRIOR_HISTORY;
+  const body = turn ? `${history}\n\n---\n\n**Turn Context (split turn):**\n\n${turn.summary}` : history;
   return { ok: true, summary: body + formatFileLists(opts.plan.readFiles, opts.plan.modifiedFiles) };
 }
 
@@ -133,7 +103,8 @@ export async function summarizeBranch(opts: {
   const conversation = `<conversation>\n${serializeConversation(opts.messages)}\n</conversation>`;
   const focus = opts.instructions ? `\n\nAdditional focus: ${opts.instructions}` : "";
   const prompt = `${conversation}\n\nThe user explored this branch and is now going back to an earlier point. Summarize what happened on it.\n\n${BRANCH_SECTIONS}${focus}`;
-  const result = await complete(opts.streamFn, opts.model, opts.thinkingLevel, prompt, 2048, opts.signal, opts.now);
+  const request = { systemPrompt: SUMMARIZATION_SYSTEM_PROMPT, text: prompt, maxTokens: 2048 };
+  const result = await complete(opts.streamFn, opts.model, opts.thinkingLevel, request, opts.signal, opts.now);
   return result.ok
     ? {
         ok: true,

@@ -34,7 +34,8 @@ export interface EndedToolCall {
  * - `idle`: nothing (no run, or the last one ended with `agent_end`);
  * - `run_started`: `agent_start` seen, no `turn_start` yet → start the first turn;
  * - `awaiting_llm`: a turn is open and its assistant message has not started → finish
- *   `openMessage` if any, then call the LLM;
+ *   `openMessage` if any, then call the LLM; `overflowRetry` when the call is the one retry after a
+ *   context overflow (`compaction_end {willRetry: true}` moved the cursor back here);
  * - `streaming`: an assistant `message_start` without `message_end` → the LLM call was cut;
  *   `partial` is the message rebuilt from its deltas;
  * - `tools_pending`: the assistant message ended with tool calls and `turn_end` is not there yet →
@@ -48,7 +49,7 @@ export interface EndedToolCall {
 export type RunCursor =
   | { kind: "idle"; lastRunId: string | null; pendingTrigger: RunProgress["trigger"] }
   | ({ kind: "run_started" } & RunProgress)
-  | ({ kind: "awaiting_llm"; openMessage: AgentMessage | null } & RunProgress)
+  | ({ kind: "awaiting_llm"; openMessage: AgentMessage | null; overflowRetry?: true } & RunProgress)
   | ({ kind: "streaming"; partial: AssistantMessage } & RunProgress)
   | ({
       kind: "tools_pending";
@@ -113,6 +114,10 @@ export function foldRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
       return { kind: "idle", lastRunId: cursor.runId, pendingTrigger: null };
     case "turn_start":
       return { kind: "awaiting_llm", ...progress, turns: progress.turns + 1, openMessage: null };
+    case "compaction_end":
+      // The overflowed call is retried in the same turn (its error message stays in the run's messages).
+      if (!event.willRetry || cursor.kind !== "awaiting_turn_end") return cursor;
+      return { kind: "awaiting_llm", ...progress, openMessage: null, overflowRetry: true };
     case "turn_end":
       return { kind: "between_turns", ...progress, lastAssistant: event.message, lastToolResults: event.toolResults };
     case "message_start":

@@ -177,7 +177,7 @@ function cloneTree(tree: SessionTree): SessionTree {
   return { ...tree, entries, labels: { ...tree.labels }, leafEventIds: tree.leafEventIds.slice() };
 }
 
-const CONFIG_CHANGE_FIELDS = ["systemPrompt", "steeringMode", "followUpMode", "toolExecution"] as const;
+const CONFIG_CHANGE_FIELDS = ["systemPrompt", "steeringMode", "followUpMode", "toolExecution", "compaction"] as const;
 
 /** Merge rule of `config_change`: fields present replace the config's; nothing is merged deeply. */
 export function applyConfigChange(config: SessionConfig, event: EventOf<"config_change">): SessionConfig {
@@ -190,7 +190,9 @@ export function applyConfigChange(config: SessionConfig, event: EventOf<"config_
 }
 
 function configPatchChanges(config: SessionConfig, event: EventOf<"config_change">): boolean {
-  return CONFIG_CHANGE_FIELDS.some((key) => event[key] !== undefined && event[key] !== config[key]);
+  return CONFIG_CHANGE_FIELDS.some(
+    (key) => event[key] !== undefined && JSON.stringify(event[key]) !== JSON.stringify(config[key]),
+  );
 }
 
 function applyInPlace(tree: SessionTree, event: FleetEvent): void {

@@ -105,6 +105,7 @@ const COMMANDS: Record<string, () => FleetCommand> = {
   set_active_tools: () => command("set_active_tools", { toolNames: ["read"] }),
   configure: () => command("configure", { systemPrompt: "Be brief.", thinkingLevel: "low" }),
   compact: () => command("compact"),
+  set_compaction_settings: () => command("set_compaction_settings", { keepRecentTokens: 8_000 }),
   navigate: () => command("navigate", { targetId: USER_ENTRY }),
   label: () => command("label", { targetId: USER_ENTRY, label: "start" }),
   set_name: () => command("set_name", { name: "demo" }),
@@ -137,6 +138,7 @@ const TABLE: Record<string, Expect[]> = {
   set_active_tools: [NF, A, A, A, A, A, A],
   configure: [NF, A, A, A, A, A, A],
   compact: [NF, C, B, B, B, B, B],
+  set_compaction_settings: [NF, A, A, A, A, A, A],
   navigate: [NF, A, B, B, B, B, B],
   label: [NF, A, A, A, A, A, A],
   set_name: [NF, A, A, A, A, A, A],
@@ -426,6 +428,39 @@ describe("session decider / compaction", () => {
     given(...STATES.idle)
       .when(command("compact"))
       .thenRejected("conflict", "Nothing to compact (session too small)");
+  });
+});
+
+describe("session decider / compaction settings", () => {
+  it("set_compaction_settings merges into the settings in force and appends them whole, at once even mid-run", () => {
+    given(...STATES.idle)
+      .when(command("set_compaction_settings", { reserveTokens: 4_096 }))
+      .then({
+        events: [
+          { type: "command_accepted", commandId: "cmd-1", commandType: "set_compaction_settings" },
+          { type: "config_change", compaction: { enabled: true, reserveTokens: 4_096, keepRecentTokens: 20_000 } },
+        ],
+      });
+    const midRun = given(...STATES.streaming).when(command("set_compaction_settings", { enabled: false }));
+    expect(midRun.events[1]).toMatchObject({ type: "config_change", compaction: { enabled: false } });
+    expect(midRun.state.tree.config?.compaction).toEqual({
+      enabled: false,
+      reserveTokens: 16_384,
+      keepRecentTokens: 20_000,
+    });
+  });
+
+  it("configure {compaction} changes them too; a redelivered one appends nothing twice", () => {
+    const outcome = given(...STATES.idle).when(
+      command("configure", { compaction: { enabled: true, reserveTokens: 1, keepRecentTokens: 2 } }),
+    );
+    expect(outcome.events.map((e) => e.type)).toEqual(["command_accepted", "config_change"]);
+    expect(outcome.state.tree.config?.compaction).toEqual({ enabled: true, reserveTokens: 1, keepRecentTokens: 2 });
+    const cmd = command("set_compaction_settings", { enabled: false });
+    const once = given(...STATES.idle).when(cmd).events;
+    givenLog([...given(...STATES.idle).log, ...once])
+      .whenRedelivered(cmd)
+      .then({ events: [] });
   });
 });
 

@@ -6,6 +6,7 @@ import {
   budgetExceededMessage,
   buildContext,
   type CommandOf,
+  compactionSettingsOf,
   entryToContextMessage,
   type FleetCommand,
   getBranch,
@@ -153,6 +154,15 @@ export function decideCommand(
     }
     case "set_budget":
       return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } }]);
+    case "set_compaction_settings": {
+      const current = compactionSettingsOf(state.tree.config);
+      const compaction = {
+        enabled: cmd.enabled ?? current.enabled,
+        reserveTokens: cmd.reserveTokens ?? current.reserveTokens,
+        keepRecentTokens: cmd.keepRecentTokens ?? current.keepRecentTokens,
+      };
+      return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "config_change", compaction } }]);
+    }
     case "compact":
       return decideCompact(state, cmd, activity, ctx);
     case "navigate":
@@ -277,6 +287,7 @@ function configPatchOf(cmd: CommandOf<"configure">) {
     ...(cmd.steeringMode ? { steeringMode: cmd.steeringMode } : {}),
     ...(cmd.followUpMode ? { followUpMode: cmd.followUpMode } : {}),
     ...(cmd.toolExecution ? { toolExecution: cmd.toolExecution } : {}),
+    ...(cmd.compaction ? { compaction: cmd.compaction } : {}),
   };
   return Object.keys(patch).length > 0 ? patch : undefined;
 }
@@ -410,7 +421,7 @@ function decideCompact(
   if (occupied) return occupied;
   const branch = getBranch(state.tree, state.tree.leafId);
   if (!branch.ok) return rejected(ctx, cmd.id, cmd.type, "not_found", branch.error);
-  const plan = prepareCompaction(branch.entries);
+  const plan = prepareCompaction(branch.entries, compactionSettingsOf(state.tree.config).keepRecentTokens);
   if (!plan.ok) return rejected(ctx, cmd.id, cmd.type, "conflict", plan.error);
   const start: DraftEvent = {
     id: ctx.newId(),

@@ -96,6 +96,7 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
       return state.status.isStreaming ? { kind: "decided", events: [], effects: [{ type: "abort_run" }] } : NOTHING;
     case "compact":
     case "navigate":
+    case "set_compaction_settings":
       // Nothing of it appended yet: decide it again (a started compaction is the takeover's to
       // finish; a navigation that moved the leaf is done, a label it asked for aside).
       return done > 0 ? NOTHING : acceptanceAgain(state, cmd, ctx);
@@ -130,6 +131,7 @@ function acceptanceAgain(state: SessionState, cmd: FleetCommand, ctx: DecideCont
 function plannedWrites(cmd: Parameters<typeof commandWrites>[0]): number {
   const n = commandWrites(cmd).length;
   if (cmd.type !== "configure") return n;
-  const configured = cmd.systemPrompt !== undefined || cmd.steeringMode || cmd.followUpMode || cmd.toolExecution;
+  const configured =
+    cmd.systemPrompt !== undefined || cmd.steeringMode || cmd.followUpMode || cmd.toolExecution || cmd.compaction;
   return n + (configured ? 1 : 0) + (cmd.budget ? 1 : 0);
 }

@@ -32,7 +32,13 @@ interface ResumeCommon {
  */
 export type ResumePoint = ResumeCommon &
   (
-    | { at: "awaiting_llm"; turnOpen: boolean; openMessage?: AgentMessage | null }
+    | {
+        at: "awaiting_llm";
+        turnOpen: boolean;
+        openMessage?: AgentMessage | null;
+        /** The call is the one retry after a context overflow: no second overflow compaction. */
+        overflowRetry?: boolean;
+      }
     | { at: "streaming"; partial: AssistantMessage }
     | {
         at: "tools_pending";
@@ -59,7 +65,13 @@ export function resumePointFromCursor(cursor: RunCursor, reason: string): Resume
     case "run_started":
       return { ...common, at: "awaiting_llm", turnOpen: false };
     case "awaiting_llm":
-      return { ...common, at: "awaiting_llm", turnOpen: true, openMessage: cursor.openMessage };
+      return {
+        ...common,
+        at: "awaiting_llm",
+        turnOpen: true,
+        openMessage: cursor.openMessage,
+        ...(cursor.overflowRetry ? { overflowRetry: true } : {}),
+      };
     case "streaming":
       return { ...common, at: "streaming", partial: cursor.partial };
     case "tools_pending":

@@ -14,6 +14,8 @@ interface DriveState {
   hasMoreToolCalls: boolean;
   /** True while the current turn's `turn_start` is already out (the first turn of a run). */
   inTurn: boolean;
+  /** The next LLM call retries one that overflowed: no compaction before it, no second recovery. */
+  overflowRetry?: boolean;
 }
 
 const NONE: AgentMessage[] = [];
@@ -67,9 +69,11 @@ export function runContinuation(loop: LoopState, run: RunScope): Promise<AgentMe
 }
 
 /** Carries on an interrupted run from `point` (see `ResumePoint`), after a `run_resumed` event. */
-export function runResumed(point: ResumePoint, loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
+export function runResumed(interrupted: ResumePoint, loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
   return guardRun(loop, run, async () => {
-    await run.sink.emit({ type: "run_resumed", runId: point.runId, reason: point.reason });
+    await run.sink.emit({ type: "run_resumed", runId: interrupted.runId, reason: interrupted.reason });
+    const auto = loop.config.autoCompaction;
+    const point = auto ? await auto.finishOpen(interrupted, loop, run) : interrupted;
     switch (point.at) {
       case "awaiting_llm": {
         const open = point.openMessage;
@@ -78,7 +82,12 @@ export function runResumed(point: ResumePoint, loop: LoopState, run: RunScope): 
           loop.context.messages.push(open);
           loop.newMessages.push(open);
         }
-        return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: point.turnOpen });
+        return drive(loop, run, {
+          pending: [],
+          hasMoreToolCalls: true,
+          inTurn: point.turnOpen,
+          overflowRetry: point.overflowRetry === true,
+        });
       }
       case "streaming": {
         // An abort accepted before the interruption lands where it would have: the message ends aborted.
@@ -117,6 +126,10 @@ export function runResumed(point: ResumePoint, loop: LoopState, run: RunScope): 
         return drive(loop, run, { pending, hasMoreToolCalls: !batch.terminate, inTurn: false });
       }
       case "awaiting_turn_end": {
+        // Cut between an overflowed call and its compaction: recover as the call's own turn would have.
+        if (auto && (await auto.recoverOverflow(point.assistantMessage, loop, run))) {
+          return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: true, overflowRetry: true });
+        }
         if (isTerminal(point.assistantMessage)) {
           await run.sink.emit({ type: "turn_end", message: point.assistantMessage, toolResults: [] });
           return endRun(loop, run);
@@ -149,7 +162,8 @@ async function drive(loop: LoopState, run: RunScope, state: DriveState): Promise
         state.pending = [];
       }
 
-      const message = await streamAssistantResponse(loop, run);
+      const message = await callLlm(loop, run, state.overflowRetry === true);
+      state.overflowRetry = false;
       loop.newMessages.push(message);
       if (isTerminal(message)) {
         await run.sink.emit({ type: "turn_end", message, toolResults: [] });
@@ -178,6 +192,22 @@ async function drive(loop: LoopState, run: RunScope, state: DriveState): Promise
     state.pending = followUps;
   }
   return endRun(loop, run);
+}
+
+/**
+ * One LLM call with pi coding-agent's automatic compaction around it (when the config has it): a
+ * threshold compaction before the call, and after a context overflow an overflow compaction and one
+ * retry of the call in the same turn (the overflowed message stays in the run's messages).
+ */
+async function callLlm(loop: LoopState, run: RunScope, isOverflowRetry: boolean): Promise<AssistantMessage> {
+  const auto = loop.config.autoCompaction;
+  if (!auto) return streamAssistantResponse(loop, run);
+  if (!isOverflowRetry) await auto.beforeCall(loop, run);
+  const message = await streamAssistantResponse(loop, run);
+  if (isOverflowRetry || message.stopReason !== "error") return message;
+  if (!(await auto.recoverOverflow(message, loop, run))) return message;
+  loop.newMessages.push(message);
+  return streamAssistantResponse(loop, run);
 }
 
 /**

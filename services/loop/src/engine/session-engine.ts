@@ -19,6 +19,7 @@ import {
 } from "@fleet/protocol";
 import { type DraftEvent, queueUpdate, queueUpdateDraft, writeDrafts } from "../decide/drafts.js";
 import { affectsNextTurn, decideSessionWrite } from "../decide/session-write.js";
+import { AutoCompaction } from "./auto-compaction.js";
 import { EventSink } from "./event-sink.js";
 import { createUserMessage } from "./messages.js";
 import type { ResumePoint } from "./resume-point.js";
@@ -74,6 +75,11 @@ export interface SessionEngineOptions {
   modelApi?: (model: ModelRef) => string;
   maxTokens?: number;
   sessionId?: string;
+  /**
+   * The model's context window (pi's `model.contextWindow`). Given, runs compact automatically as
+   * pi's coding agent does (the session's `compaction` settings; see `AutoCompaction`).
+   */
+  contextWindow?: (model: ModelRef) => number;
 }
 
 /** A read-only view of the session as the engine sees it (pi's `AgentState` plus the session fields). */
@@ -143,6 +149,7 @@ export class SessionEngine {
   private runDirty = false;
   private flushedMessages: AgentMessage[] = [];
   private readonly runSink: Sink;
+  private readonly autoCompaction: AutoCompaction | undefined;
 
   constructor(options: SessionEngineOptions) {
     this.ports = options.ports;
@@ -159,6 +166,9 @@ export class SessionEngine {
       onFailure: () => this.abort(),
     });
     this.runSink = new RunSink(this.sink, this);
+    this.autoCompaction = options.contextWindow
+      ? new AutoCompaction({ session: options.session, contextWindow: options.contextWindow })
+      : undefined;
   }
 
   get state(): SessionEngineState {
@@ -422,7 +432,15 @@ export class SessionEngine {
         messages: settings.messages.slice(),
         tools: this.activeTools(settings.activeTools),
       },
-      config: new ShellLoopConfig(this, this.hooks, model, settings, this.maxTokens, this.sessionId),
+      config: new ShellLoopConfig(
+        this,
+        this.hooks,
+        model,
+        settings,
+        this.maxTokens,
+        this.sessionId,
+        this.autoCompaction,
+      ),
       model,
       thinkingLevel: settings.thinkingLevel,
       newMessages: runMessages.slice(),
@@ -616,6 +634,7 @@ class ShellLoopConfig implements LoopConfig {
   beforeToolCall: EngineHooks["beforeToolCall"];
   afterToolCall: EngineHooks["afterToolCall"];
   shouldStopAfterTurn: EngineHooks["shouldStopAfterTurn"];
+  autoCompaction: AutoCompaction | undefined;
   private readonly engine: SessionEngine;
 
   constructor(
@@ -625,8 +644,10 @@ class ShellLoopConfig implements LoopConfig {
     settings: SessionSettings,
     maxTokens: number | undefined,
     sessionId: string | undefined,
+    autoCompaction: AutoCompaction | undefined,
   ) {
     this.engine = engine;
+    this.autoCompaction = autoCompaction;
     this.model = model;
     this.thinkingLevel = settings.thinkingLevel;
     this.toolExecution = settings.config.toolExecution;

@@ -16,6 +16,7 @@ import type {
   ToolExecutionMode,
   ToolResultMessage,
 } from "@fleet/protocol";
+import type { AutoCompaction } from "./auto-compaction.js";
 
 /** A model as the engine sees it. `api` (pi's `model.api`) only labels messages the engine synthesises. */
 export interface EngineModel extends ModelRef {
@@ -206,4 +207,6 @@ export interface LoopConfig extends EngineHooks {
    * a drain's `queue_update` comes just before the injected message.
    */
   beforeInject?: (messages: readonly AgentMessage[]) => Promise<void> | undefined;
+  /** pi coding-agent's automatic compaction around LLM calls (the session engine's); none when absent. */
+  autoCompaction?: AutoCompaction;
 }

@@ -258,11 +258,15 @@ export function testEngine(options: {
   tokensPerSecond?: number;
   chunkChars?: number;
   maxTokens?: number;
+  /** The model's context window: given, the engine compacts automatically (`AutoCompaction`). */
+  contextWindow?: number;
+  /** The session's fold to run on (default: one built from `init`). */
+  session?: SessionState;
   /** Wraps the recorder's emit (e.g. to make the port fail). */
   wrapEmit?: (emit: Emit) => Emit;
 }): TestEngine {
   const rec = recorder();
-  const session = sessionAt(options.init ?? {}, defaultConfig(options.config));
+  const session = options.session ?? sessionAt(options.init ?? {}, defaultConfig(options.config));
   const folding: Emit = (event) => {
     evolveSession(session, toFleetEvent(event));
     return rec.emit(event);
@@ -289,6 +293,7 @@ export function testEngine(options: {
     tools: options.tools ?? [],
     ...(options.hooks ? { hooks: options.hooks } : {}),
     ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
+    ...(options.contextWindow !== undefined ? { contextWindow: () => options.contextWindow as number } : {}),
   });
   return { engine, rec, provider, ports, session };
 }
