@@ -1,4 +1,6 @@
 // The chaos report: what was done to the system, how it behaved, and every violation found.
+
+import type { RunnerSettle } from "./checks/measure-runner-settle.js";
 import { INVARIANTS, type Invariant, type SentPrompt, type Violation } from "./checks/types.js";
 import type { AppliedFault, FailoverSample } from "./fault-runner.js";
 import { FAULT_KINDS } from "./fault-schedule.js";
@@ -13,6 +15,8 @@ export interface ReportInput {
   latencies: readonly number[];
   failovers: readonly FailoverSample[];
   runsResumed: number;
+  /** Tool calls in flight at runner kills: time to their end. */
+  runnerSettle: RunnerSettle;
   /** Tool error results by their text (first 80 characters). */
   toolErrors: ReadonlyMap<string, number>;
   violations: readonly Violation[];
@@ -55,6 +59,12 @@ export function formatReport(r: ReportInput): string[] {
       )}${missed ? `, ${missed} not re-leased within 60 s` : ""}`,
     );
   }
+  const settled = r.runnerSettle.settledMs;
+  lines.push(
+    `runner kill -> in-flight calls ended: n ${settled.length}, p50 ${ms(percentile(settled, 50))}, max ${ms(
+      settled.length ? Math.max(...settled) : undefined,
+    )}${r.runnerSettle.unsettled ? `, ${r.runnerSettle.unsettled} never ended` : ""}`,
+  );
   lines.push(`runs resumed: ${r.runsResumed}`);
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);
   lines.push(`tool error results: ${errors.reduce((n, [, c]) => n + c, 0)}${errors.length ? ":" : ""}`);

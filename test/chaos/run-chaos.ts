@@ -6,6 +6,7 @@ import { checkLiveness } from "./checks/check-liveness.js";
 import { checkLogShape } from "./checks/check-log-shape.js";
 import { checkStore } from "./checks/check-store.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
+import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
 import type { Violation } from "./checks/types.js";
 import { collectSession, type SessionRecords } from "./collect.js";
 import { runFaults } from "./fault-runner.js";
@@ -104,6 +105,13 @@ export async function runChaos(
         violations.push({ invariant: "processes", kind: "process_exit", detail: exit });
       }
     }
+    const runnerKills = faults.applied
+      .filter((a) => a.fault.kind === "kill_runner")
+      .map((a) => startedAt + a.startedMs);
+    const runnerSettle = measureRunnerSettle(
+      records.map((r) => r.log),
+      runnerKills,
+    );
     const lines = formatReport({
       seed: o.seed,
       durationMs: o.durationMs,
@@ -114,6 +122,7 @@ export async function runChaos(
       latencies: workload.latencies,
       failovers,
       runsResumed,
+      runnerSettle,
       toolErrors,
       violations,
     });

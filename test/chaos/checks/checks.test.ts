@@ -6,6 +6,7 @@ import { checkLiveness } from "./check-liveness.js";
 import { checkLogShape } from "./check-log-shape.js";
 import { checkStore } from "./check-store.js";
 import { checkToolEffects } from "./check-tool-effects.js";
+import { measureRunnerSettle } from "./measure-runner-settle.js";
 import { addPromptRun, SID, sampleLog, withEvents } from "./sample-log.js";
 import type { SentPrompt, StoreAnswer } from "./types.js";
 
@@ -141,5 +142,20 @@ describe("chaos / invariant 5: nothing stuck", () => {
     builder.add({ type: "command_accepted", commandId: "c2", commandType: "prompt" });
     builder.add({ type: "agent_start" });
     expect(kinds(checkLiveness(log, [sent("c2", { probe: true, done: false })]))).toEqual(["run_open", "probe_stuck"]);
+  });
+});
+
+describe("chaos / runner kill -> in-flight calls settled", () => {
+  it("measures the calls in flight at each kill, and counts those that never ended", () => {
+    const { log } = sampleLog(2);
+    const start = log.events.find((e) => e.type === "tool_execution_start");
+    const kill = (start?.meta.ts ?? 0) + 5;
+    const settle = measureRunnerSettle([log], [kill]);
+    // call-1-b started before the kill and ended 5 ms after it; call-1-w started after the kill.
+    expect(settle).toEqual({ settledMs: [5], unsettled: 0 });
+    const open = withEvents(
+      log.events.filter((e) => !(e.type === "tool_execution_end" && e.toolCallId === "call-1-b")),
+    );
+    expect(measureRunnerSettle([open], [kill])).toEqual({ settledMs: [], unsettled: 1 });
   });
 });

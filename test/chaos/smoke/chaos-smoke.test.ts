@@ -4,7 +4,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const ROOT = join(import.meta.dirname, "..", "..", "..");
 const SEED = "7";
 const SMOKE_FAULTS = "kill_loop,kill_store,pause_loop";
 let child: ChildProcess | undefined;
