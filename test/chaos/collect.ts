@@ -13,6 +13,7 @@ export interface SessionRecords {
 }
 
 const ATTEMPTS = 5;
+const STORE_WAIT_MS = 30_000;
 
 export async function collectSession(
   client: FleetClient,
@@ -40,10 +41,16 @@ async function readLog(client: FleetClient, sessionId: string): Promise<SessionL
   return { sessionId, events, invalid };
 }
 
-/** get_context and get_tree once the store has applied `minSeq`; the last error when it never answers. */
+/**
+ * get_context and get_tree once the store has applied `minSeq`; the last error when it has not
+ * answered within STORE_WAIT_MS.
+ */
 async function askStore(client: FleetClient, sessionId: string, minSeq: number): Promise<StoreAnswer> {
   let error = "";
-  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+  const deadline = Date.now() + STORE_WAIT_MS;
+  let attempt = 0;
+  while (Date.now() < deadline) {
+    attempt++;
     try {
       const context = await client.getContext(sessionId, { minSeq, timeoutMs: 5_000 });
       const tree = await client.getTree(sessionId, { minSeq });
@@ -53,7 +60,7 @@ async function askStore(client: FleetClient, sessionId: string, minSeq: number):
       await new Promise((r) => setTimeout(r, 1_000));
     }
   }
-  return { sessionId, error: `after ${ATTEMPTS} attempts: ${error}` };
+  return { sessionId, error: `after ${attempt} attempts in ${STORE_WAIT_MS / 1000} s: ${error}` };
 }
 
 async function retry<T>(fn: () => Promise<T>): Promise<T> {

@@ -5,7 +5,10 @@ import { LeaseValue, readKvEntries } from "@fleet/runtime";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 
-/** Resolves with the milliseconds since `since`, or undefined when not re-leased within `timeoutMs`. */
+/**
+ * Resolves with the milliseconds since `since`, or undefined when not re-leased within `timeoutMs`
+ * or before `until` settles (a paused worker that resumes may lease its partitions again itself).
+ */
 export async function measureFailover(
   nc: NatsConnection,
   role: "loop" | "store",
@@ -13,8 +16,13 @@ export async function measureFailover(
   partitions: number,
   since: number,
   timeoutMs = 60_000,
+  until?: Promise<unknown>,
 ): Promise<number | undefined> {
-  while (Date.now() - since < timeoutMs) {
+  let over = false;
+  void until?.finally(() => {
+    over = true;
+  });
+  while (Date.now() - since < timeoutMs && !over) {
     try {
       const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
       const holders = (await readKvEntries(kv, `${role}.p.*`)).flatMap((e) => {

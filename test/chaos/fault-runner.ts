@@ -15,6 +15,8 @@ export interface AppliedFault {
 
 export interface FailoverSample {
   role: "loop" | "store";
+  /** A kill, or a SIGSTOP past the lease (then the measure ends at SIGCONT). */
+  cause: "kill" | "pause";
   ms: number | undefined;
 }
 
@@ -27,7 +29,7 @@ export async function runFaults(
   system: System,
   nc: NatsConnection,
   schedule: readonly Fault[],
-  opts: { startedAt: number; partitions: number; log: (line: string) => void; stopped: () => boolean },
+  opts: { startedAt: number; partitions: number; log: (line: string) => void },
 ): Promise<FaultRun> {
   const run: FaultRun = { applied: [], failovers: [] };
   // A fault's recovery (restart, SIGCONT) runs in the background so the schedule keeps its times; the
@@ -36,7 +38,6 @@ export async function runFaults(
   for (const fault of schedule) {
     const wait = opts.startedAt + fault.atMs - Date.now();
     if (wait > 0) await sleep(wait);
-    if (opts.stopped()) break;
     const key = targetOf(fault);
     await recovering.get(key);
     const applied: AppliedFault = { fault, startedMs: Date.now() - opts.startedAt };
@@ -74,10 +75,16 @@ async function apply(
   partitions: number,
   failovers: Promise<FailoverSample>[],
 ): Promise<{ recovery: Promise<void> }> {
-  const watch = (role: "loop" | "store", slot: ServiceSlot) => {
+  const watch = (
+    role: "loop" | "store",
+    slot: ServiceSlot,
+    cause: FailoverSample["cause"],
+    until?: Promise<unknown>,
+  ) => {
     const since = Date.now();
     const id = slot.workerId();
-    failovers.push(measureFailover(nc, role, id, partitions, since).then((ms) => ({ role, ms })));
+    const measured = measureFailover(nc, role, id, partitions, since, 60_000, until);
+    failovers.push(measured.then((ms) => ({ role, cause, ms })));
   };
   const later = (then: () => Promise<void> | void) => ({
     recovery: sleep(fault.holdMs).then(then),
@@ -85,7 +92,7 @@ async function apply(
   const none = { recovery: Promise.resolve() };
   const killAndRestart = async (slot: ServiceSlot | undefined, role?: "loop" | "store") => {
     if (!slot) return none;
-    if (role) watch(role, slot);
+    if (role) watch(role, slot, "kill");
     await slot.kill();
     return later(() => slot.start());
   };
@@ -100,8 +107,9 @@ async function apply(
       const slot = system.loops[fault.target];
       if (!slot) return none;
       slot.pause();
-      watch("loop", slot);
-      return later(() => slot.resume());
+      const resumed = later(() => slot.resume());
+      watch("loop", slot, "pause", resumed.recovery);
+      return resumed;
     }
     case "pause_nats": {
       const pid = system.nats.pid(fault.target);

@@ -51,7 +51,7 @@ describe("chaos / options and report", () => {
       applied: [{ fault: { atMs: 5_000, kind: "kill_loop", target: 0, holdMs: 10 }, startedMs: 5_000 }],
       prompts: [{ sessionId: "s", commandId: "c", sends: 2, outcome: "accepted", done: true, probe: false }],
       latencies: [100, 300],
-      failovers: [{ role: "loop", ms: 2_500 }],
+      failovers: [{ role: "loop", cause: "kill", ms: 2_500 }],
       runsResumed: 1,
       runnerSettle: { settledMs: [], unsettled: 0 },
       toolErrors: new Map(),

@@ -15,7 +15,8 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     if (interrupted) return;
     interrupted = true;
     process.stdout.write(`chaos: ${signal}, stopping every process\n`);
-    void (running?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+    running?.abort();
+    process.exit(130);
   });
 }
 

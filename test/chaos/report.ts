@@ -52,11 +52,14 @@ export function formatReport(r: ReportInput): string[] {
   for (const role of ["loop", "store"] as const) {
     const samples = r.failovers.filter((f) => f.role === role);
     const seen = samples.flatMap((f) => (f.ms === undefined ? [] : [f.ms]));
-    const missed = samples.length - seen.length;
+    const lostKills = samples.filter((f) => f.ms === undefined && f.cause === "kill").length;
+    const resumedFirst = samples.filter((f) => f.ms === undefined && f.cause === "pause").length;
     lines.push(
-      `failover ${role} (kill/stop -> partitions re-leased): n ${samples.length}, p50 ${ms(percentile(seen, 50))}, max ${ms(
+      `failover ${role} (kill/stop -> partitions re-leased): n ${seen.length}, p50 ${ms(percentile(seen, 50))}, max ${ms(
         seen.length ? Math.max(...seen) : undefined,
-      )}${missed ? `, ${missed} not re-leased within 60 s` : ""}`,
+      )}${lostKills ? `, ${lostKills} kills not re-leased within 60 s` : ""}${
+        resumedFirst ? `, ${resumedFirst} stopped workers resumed before a re-lease` : ""
+      }`,
     );
   }
   const settled = r.runnerSettle.settledMs;

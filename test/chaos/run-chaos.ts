@@ -8,7 +8,7 @@ import { checkStore } from "./checks/check-store.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
 import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
 import type { Violation } from "./checks/types.js";
-import { collectSession, type SessionRecords } from "./collect.js";
+import { collectSession } from "./collect.js";
 import { runFaults } from "./fault-runner.js";
 import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
 import type { ChaosOptions } from "./options.js";
@@ -66,7 +66,6 @@ export async function runChaos(
       startedAt,
       partitions: PARTITIONS,
       log,
-      stopped: () => false,
     });
     const rest = startedAt + o.durationMs - Date.now();
     if (rest > 0) await new Promise((r) => setTimeout(r, rest));
@@ -75,8 +74,8 @@ export async function runChaos(
     await workload.probe();
     const failovers = await Promise.all(faults.failovers);
     log("collecting logs, tool side effects and store answers");
-    const records: SessionRecords[] = [];
-    for (const id of sessionIds) records.push(await collectSession(client, system.workspace, id));
+    const c = client;
+    const records = await Promise.all(sessionIds.map((id) => collectSession(c, system.workspace, id)));
 
     const violations: Violation[] = [];
     const toolErrors = new Map<string, number>();

