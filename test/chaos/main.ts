@@ -15,8 +15,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     if (interrupted) return;
     interrupted = true;
     process.stdout.write(`chaos: ${signal}, stopping every process\n`);
-    running?.abort();
-    process.exit(130);
+    void (running?.abort() ?? Promise.resolve()).finally(() => process.exit(130));
   });
 }
 

@@ -18,8 +18,8 @@ export interface ServiceSlot {
   resume(): void;
   /** SIGCONT + SIGTERM (SIGKILL after 15 s); no restart afterwards. */
   stop(): Promise<void>;
-  /** SIGKILL now, without waiting; no restart afterwards. */
-  abort(): void;
+  /** SIGKILL now; resolves after the exit (at most 3 s); no restart afterwards. */
+  abort(): Promise<void>;
   /** One line per exit the suite did not cause. */
   readonly unexpectedExits: string[];
 }
@@ -100,10 +100,13 @@ export function createServiceSlot(
       if (paused) slot.resume();
       await current?.stop();
     },
-    abort() {
+    async abort() {
       stopped = true;
       const proc = current?.proc;
-      if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+      proc.kill("SIGKILL");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
     },
     unexpectedExits,
   };

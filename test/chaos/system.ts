@@ -51,10 +51,10 @@ export interface System {
   /** Stops every process; safe to call more than once and after a failed start. */
   stop(): Promise<void>;
   /**
-   * For a signal handler that exits right after: SIGKILLs every service at once and removes `dir`
-   * (the testkit kills nats-server and redis-server on exit).
+   * For a signal handler that exits right after: SIGKILLs every service, then removes `dir`
+   * (the testkit kills nats-server and redis-server on the signal and on exit).
    */
-  abort(): void;
+  abort(): Promise<void>;
 }
 
 /** Builds the system step by step; whatever started is stopped when a later step fails. */
@@ -62,10 +62,14 @@ export async function startSystem(s: SystemSettings): Promise<System> {
   const dir = mkdtempSync(join(tmpdir(), "fleet-chaos-"));
   const workspace = join(dir, "workspaces");
   mkdirSync(workspace);
+  const removeDir = () => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  // Whatever way this process exits, the workspaces go with it.
+  process.once("exit", removeDir);
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    removeDir();
+    process.off("exit", removeDir);
   };
   try {
     const nats = s.cluster ? clusterUnderTest(await startNatsCluster(3)) : singleUnderTest(await startNats());
@@ -122,9 +126,9 @@ export async function startSystem(s: SystemSettings): Promise<System> {
     // The first loop worker creates the topology; the rest start together.
     await loops[0]?.start();
     await Promise.all(all.slice(1).map((slot) => slot.start()));
-    const abort = () => {
-      for (const slot of all) slot.abort();
-      rmSync(dir, { recursive: true, force: true });
+    const abort = async () => {
+      await Promise.all(all.map((slot) => slot.abort()));
+      removeDir();
     };
     return { dir, workspace, nats, natsUrl, redis, fake, loops, runners, stores, all, stop: stopAll, abort };
   } catch (err) {
