@@ -49,7 +49,9 @@ describe("chaos / options and report", () => {
       sessions: 2,
       cluster: false,
       applied: [{ fault: { atMs: 5_000, kind: "kill_loop", target: 0, holdMs: 10 }, startedMs: 5_000 }],
-      prompts: [{ sessionId: "s", commandId: "c", sends: 2, outcome: "accepted", done: true, probe: false }],
+      prompts: [
+        { sessionId: "s", commandId: "c", sends: 2, stored: true, outcome: "accepted", done: true, probe: false },
+      ],
       latencies: [100, 300],
       failovers: [{ role: "loop", cause: "kill", ms: 2_500 }],
       runsResumed: 1,

@@ -1,6 +1,6 @@
 // The workload: sessions that each send prompts one after another through the client SDK and wait
 // for each run's agent_end. A command that gets no outcome in time is re-sent with the same id.
-import { type CommandOutcome, CommandRejectedError, type FleetClient, newId } from "@fleet/client";
+import { type CommandOutcome, CommandRejectedError, type FleetClient, isFleetError, newId } from "@fleet/client";
 import type { SentPrompt } from "./checks/types.js";
 
 export interface WorkloadSettings {
@@ -29,7 +29,7 @@ export function startWorkload(s: WorkloadSettings): Workload {
   let draining = false;
 
   const runPrompt = async (sessionId: string, n: number, probe: boolean): Promise<SentPrompt> => {
-    const rec: SentPrompt = { sessionId, commandId: newId(), sends: 0, done: false, probe };
+    const rec: SentPrompt = { sessionId, commandId: newId(), sends: 0, stored: false, done: false, probe };
     prompts.push(rec);
     const text = `chaos ${sessionId} #${n}${probe ? " probe" : ""}`;
     const started = Date.now();
@@ -40,7 +40,10 @@ export function startWorkload(s: WorkloadSettings): Workload {
       try {
         const timeoutMs = Math.max(1, Math.min(s.commandTimeoutMs, deadline - Date.now()));
         accepted = await s.client.prompt(sessionId, text, { commandId: rec.commandId, timeoutMs });
+        rec.stored = true;
       } catch (err) {
+        // A timeout comes after an acknowledged publish; `unavailable` before or during it.
+        if (isFleetError(err) && err.kind !== "unavailable") rec.stored = true;
         if (err instanceof CommandRejectedError) {
           rec.outcome = "rejected";
           s.log(`  ${sessionId} prompt ${rec.commandId} rejected ${err.code}: ${err.reason}`);

@@ -14,6 +14,7 @@ const sent = (commandId: string, extra: Partial<SentPrompt> = {}): SentPrompt =>
   sessionId: SID,
   commandId,
   sends: 1,
+  stored: true,
   outcome: "accepted",
   done: true,
   probe: false,
@@ -47,6 +48,10 @@ describe("chaos / invariant 1: commands", () => {
       "no_outcome",
       "prompt_runs",
     ]);
+    // A command whose publishes were never acknowledged needs no outcome.
+    expect(
+      checkCommands(sampleLog(1).log, [sent("c1"), sent("unstored", { stored: false, outcome: undefined })]),
+    ).toEqual([]);
   });
   it("catches an accepted prompt that started no run, and a run with two agent_end", () => {
     const { log, builder } = sampleLog(1);

@@ -34,6 +34,8 @@ export interface SentPrompt {
   commandId: string;
   /** Publishes of this command id (1 = never re-sent). */
   sends: number;
+  /** JetStream acknowledged at least one publish (the command is in FLEET_COMMANDS). */
+  stored: boolean;
   /** The outcome the client saw, if any. */
   outcome?: "accepted" | "rejected";
   /** The client saw the run's `agent_end`. */
