@@ -11,7 +11,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: ["libs/**/src/**/*.test.ts", "services/**/src/**/*.test.ts"],
+          include: [
+            "libs/**/src/**/*.test.ts",
+            "services/**/src/**/*.test.ts",
+            "test/chaos/*.test.ts",
+            "test/chaos/checks/**/*.test.ts",
+          ],
           exclude: ["**/node_modules/**", "**/dist/**", "**/*.int.test.ts"],
           testTimeout: 20_000,
         },
@@ -21,7 +26,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/**/*.test.ts", "libs/**/src/**/*.int.test.ts", "services/**/src/**/*.int.test.ts"],
-          exclude: ["**/node_modules/**", "**/dist/**"],
+          exclude: ["**/node_modules/**", "**/dist/**", "test/chaos/*.test.ts", "test/chaos/checks/**"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

@@ -1,6 +1,7 @@
 // Runs a service's real entry point (loop, tool runner, session store) as a child process from the
 // TypeScript sources, with its own environment (e.g. its own NATS user).
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -11,6 +12,8 @@ const ENTRIES = {
 } as const;
 /** The pino `evt` each service logs once it serves. */
 export const READY_EVT = { loop: "loop_started", tools: "ops_listening", store: "store_started" } as const;
+
+const SETPRIV = "/usr/bin/setpriv";
 
 export type ServiceName = keyof typeof ENTRIES;
 
@@ -24,7 +27,13 @@ export interface ServiceProcess {
 }
 
 export function spawnService(name: ServiceName, env: Record<string, string>): ServiceProcess {
-  const proc = spawn(process.execPath, ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, ENTRIES[name])], {
+  const args = ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, ENTRIES[name])];
+  // With util-linux `setpriv` the service dies with this process (PR_SET_PDEATHSIG), even on SIGKILL;
+  // setpriv execs node, so `proc.pid` is the service's own pid.
+  const [command, argv] = existsSync(SETPRIV)
+    ? [SETPRIV, ["--pdeathsig", "KILL", "--", process.execPath, ...args]]
+    : [process.execPath, args];
+  const proc = spawn(command, argv, {
     // Only what the service needs: no NATS_* settings of the test's own environment leak in.
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],

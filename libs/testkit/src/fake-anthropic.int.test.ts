@@ -20,6 +20,7 @@ import {
   fakeToolUse,
 } from "./fake-anthropic-builders.js";
 import { type FakeAnthropic, startFakeAnthropic } from "./fake-anthropic-server.js";
+import { statelessResponder } from "./fake-anthropic-stateless.js";
 
 const MODEL = "claude-fake-1";
 const fake: FakeAnthropic = await startFakeAnthropic();
@@ -305,5 +306,44 @@ describe("testkit / fake Anthropic with the real SDK", () => {
     expect(await failed).toBeInstanceOf(Error);
     await expect(fetch(`${other.url}/v1/messages`, { method: "POST" })).rejects.toThrow();
     expect(listRunningServers()).toEqual([`fake-anthropic :${fake.port}`]);
+  });
+});
+
+describe("testkit / fake Anthropic, stateless mode", () => {
+  const plan = {
+    toolsFor: (prompt: string, idOf: (suffix: string) => string) => [
+      { suffix: "b", name: "bash", input: { command: `echo ${prompt} >> ${idOf("b")}` } },
+    ],
+    finalText: (prompt: string) => `done: ${prompt}`,
+  };
+
+  it("answers a prompt with the same tool call (same id) every time, and tool results with the final text", async () => {
+    fake.respondWith(statelessResponder(plan));
+    const first = await ask("p1").finalMessage();
+    const again = await ask("p1").finalMessage();
+    const other = await ask("p2").finalMessage();
+    const use = first.content[0];
+    expect(first.stop_reason).toBe("tool_use");
+    expect(use?.type === "tool_use" && use.id).toMatch(/^toolu_[0-9a-f]{24}_b$/);
+    expect(use?.type === "tool_use" && use.input).toEqual({
+      command: `echo p1 >> ${use?.type === "tool_use" && use.id}`,
+    });
+    expect(again.content).toEqual(first.content);
+    expect(other.content).not.toEqual(first.content);
+
+    const toolUseId = use?.type === "tool_use" ? use.id : "";
+    const final = await client.messages
+      .stream({
+        model: MODEL,
+        max_tokens: 1024,
+        messages: [
+          { role: "user", content: "p1" },
+          { role: "assistant", content: first.content },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: toolUseId, content: "ok" }] },
+        ],
+      })
+      .finalMessage();
+    expect(final.stop_reason).toBe("end_turn");
+    expect(final.content).toEqual([{ type: "text", text: "done: p1", citations: null }]);
   });
 });

@@ -23,6 +23,7 @@ export {
   type SseEvent,
 } from "./fake-anthropic-events.js";
 export { type FakeAnthropic, type FakeAnthropicOptions, startFakeAnthropic } from "./fake-anthropic-server.js";
+export { type StatelessPlan, type StatelessToolUse, statelessResponder } from "./fake-anthropic-stateless.js";
 export {
   type FakeBlock,
   type FakeHttpErrorReply,

@@ -1,0 +1,75 @@
+// After the run: each session's log, its tools' side effects and the store's answers, as plain records.
+import { join } from "node:path";
+import type { FleetClient } from "@fleet/client";
+import { decodeEvent, type FleetEvent, STREAMS } from "@fleet/protocol";
+import { readSubject } from "@fleet/runtime";
+import type { SessionLog, StoreAnswer } from "./checks/types.js";
+import { countExecutions } from "./workload-plan.js";
+
+export interface SessionRecords {
+  log: SessionLog;
+  executions: Map<string, number>;
+  store: StoreAnswer;
+}
+
+const ATTEMPTS = 5;
+const STORE_WAIT_MS = 30_000;
+
+export async function collectSession(
+  client: FleetClient,
+  workspace: string,
+  sessionId: string,
+): Promise<SessionRecords> {
+  const log = await retry(() => readLog(client, sessionId));
+  const lastSeq = await retry(() => client.lastSeq(sessionId));
+  return {
+    log,
+    executions: countExecutions(join(workspace, sessionId)),
+    store: await askStore(client, sessionId, lastSeq),
+  };
+}
+
+async function readLog(client: FleetClient, sessionId: string): Promise<SessionLog> {
+  const events: FleetEvent[] = [];
+  let invalid = 0;
+  const subject = client.eventSubject(sessionId);
+  for await (const record of readSubject(client.js, client.jsm, STREAMS.events.name, subject)) {
+    const decoded = decodeEvent(record.data);
+    if (decoded.ok) events.push(decoded.value);
+    else invalid++;
+  }
+  return { sessionId, events, invalid };
+}
+
+/**
+ * get_context and get_tree once the store has applied `minSeq`; the last error when it has not
+ * answered within STORE_WAIT_MS.
+ */
+async function askStore(client: FleetClient, sessionId: string, minSeq: number): Promise<StoreAnswer> {
+  let error = "";
+  const deadline = Date.now() + STORE_WAIT_MS;
+  let attempt = 0;
+  while (Date.now() < deadline) {
+    attempt++;
+    try {
+      const context = await client.getContext(sessionId, { minSeq, timeoutMs: 5_000 });
+      const tree = await client.getTree(sessionId, { minSeq });
+      return { sessionId, context, tree };
+    } catch (err) {
+      error = `${(err as { code?: string }).code ?? "error"}: ${(err as Error).message}`;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+  return { sessionId, error: `after ${attempt} attempts in ${STORE_WAIT_MS / 1000} s: ${error}` };
+}
+
+async function retry<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= ATTEMPTS) throw err;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}

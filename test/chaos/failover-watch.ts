@@ -1,0 +1,39 @@
+// Failover time: from a worker's kill (or stop) until every partition of its role is leased by
+// another worker, read from KV `fleet_leases`.
+import { KV_BUCKETS } from "@fleet/protocol";
+import { LeaseValue, readKvEntries } from "@fleet/runtime";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+/**
+ * Resolves with the milliseconds since `since`, or undefined when not re-leased within `timeoutMs`
+ * or before `until` settles (a paused worker that resumes may lease its partitions again itself).
+ */
+export async function measureFailover(
+  nc: NatsConnection,
+  role: "loop" | "store",
+  deadWorkerId: string,
+  partitions: number,
+  since: number,
+  timeoutMs = 60_000,
+  until?: Promise<unknown>,
+): Promise<number | undefined> {
+  let over = false;
+  void until?.finally(() => {
+    over = true;
+  });
+  while (Date.now() - since < timeoutMs && !over) {
+    try {
+      const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
+      const holders = (await readKvEntries(kv, `${role}.p.*`)).flatMap((e) => {
+        const v = LeaseValue.safeParse(e.json());
+        return v.success ? [v.data.workerId] : [];
+      });
+      if (holders.length === partitions && !holders.includes(deadWorkerId)) return Date.now() - since;
+    } catch {
+      // NATS may be down or paused by another fault: keep polling
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}

@@ -1,0 +1,59 @@
+// Command-line options of `npm run chaos`.
+import { FAULT_KINDS, type FaultKind } from "./fault-schedule.js";
+
+export interface ChaosOptions {
+  seed: number;
+  durationMs: number;
+  sessions: number;
+  cluster: boolean;
+  kinds: FaultKind[];
+}
+
+export const USAGE = `usage: npm run chaos -- [--seed N] [--duration SECONDS] [--sessions N] [--cluster] [--faults kind,kind]
+  --seed       seed of the fault schedule (default: random, printed)
+  --duration   seconds of faults and load (default 120)
+  --sessions   sessions sending prompts (default 24)
+  --cluster    run on a 3-node NATS cluster with FLEET_STREAM_REPLICAS=3
+  --faults     fault kinds to draw from (default all): ${FAULT_KINDS.join(",")}`;
+
+/** Parses argv (without node and the script); an error names the bad option. */
+export function parseOptions(argv: readonly string[], randomSeed: number): ChaosOptions | { error: string } {
+  const o: ChaosOptions = {
+    seed: randomSeed,
+    durationMs: 120_000,
+    sessions: 24,
+    cluster: false,
+    kinds: [...FAULT_KINDS],
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const value = argv[i + 1];
+    const int = (min: number) => {
+      const n = Number(value);
+      i++;
+      return Number.isInteger(n) && n >= min ? n : undefined;
+    };
+    if (arg === "--cluster") o.cluster = true;
+    else if (arg === "--seed") {
+      const n = int(0);
+      if (n === undefined) return { error: `--seed needs a non-negative integer, got ${value}` };
+      o.seed = n;
+    } else if (arg === "--duration") {
+      const n = int(10);
+      if (n === undefined) return { error: `--duration needs seconds >= 10, got ${value}` };
+      o.durationMs = n * 1000;
+    } else if (arg === "--sessions") {
+      const n = int(1);
+      if (n === undefined) return { error: `--sessions needs a positive integer, got ${value}` };
+      o.sessions = n;
+    } else if (arg === "--faults") {
+      i++;
+      const kinds = (value ?? "").split(",").filter(Boolean);
+      const bad = kinds.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k));
+      if (bad.length > 0 || kinds.length === 0)
+        return { error: `--faults: unknown kind(s) ${bad.join(",") || "(none)"}` };
+      o.kinds = kinds as FaultKind[];
+    } else return { error: `unknown option ${arg}` };
+  }
+  return o;
+}

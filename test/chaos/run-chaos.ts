@@ -1,0 +1,134 @@
+// One chaos run: start the system, load it while the fault schedule runs, let it settle, probe every
+// session, collect the records and check the invariants.
+import { FleetClient } from "@fleet/client";
+import { checkCommands } from "./checks/check-commands.js";
+import { checkLiveness } from "./checks/check-liveness.js";
+import { checkLogShape } from "./checks/check-log-shape.js";
+import { checkStore } from "./checks/check-store.js";
+import { checkToolEffects } from "./checks/check-tool-effects.js";
+import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
+import type { Violation } from "./checks/types.js";
+import { collectSession } from "./collect.js";
+import { runFaults } from "./fault-runner.js";
+import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
+import type { ChaosOptions } from "./options.js";
+import { formatReport } from "./report.js";
+import { type System, startSystem } from "./system.js";
+import { startWorkload } from "./workload.js";
+import { CHAOS_TOOL_POLICIES } from "./workload-plan.js";
+
+const LEASE_TTL_MS = 3_000;
+const PARTITIONS = 16;
+const COMMAND_TIMEOUT_MS = 10_000;
+const PROMPT_TIMEOUT_MS = 90_000;
+
+export interface ChaosResult {
+  lines: string[];
+  violations: number;
+}
+
+/** Runs the suite; `onSystem` receives the system once started (for a ctrl-C handler to stop it). */
+export async function runChaos(
+  o: ChaosOptions,
+  log: (line: string) => void,
+  onSystem: (system: System | undefined) => void = () => undefined,
+): Promise<ChaosResult> {
+  const schedule = buildFaultSchedule({
+    seed: o.seed,
+    durationMs: o.durationMs,
+    kinds: o.kinds,
+    leaseTtlMs: LEASE_TTL_MS,
+    natsNodes: o.cluster ? 3 : 1,
+  });
+  log(`chaos: seed ${o.seed} (repeat with --seed ${o.seed}), ${schedule.length} faults planned:`);
+  for (const f of schedule) log(`  ${formatFault(f)}`);
+  log(`starting nats${o.cluster ? " cluster" : ""}, redis, fake anthropic, 2 loops, 2 runners, 2 stores`);
+  const system = await startSystem({ cluster: o.cluster, leaseTtlMs: LEASE_TTL_MS, partitions: PARTITIONS, log });
+  onSystem(system);
+  let client: FleetClient | undefined;
+  try {
+    client = await FleetClient.connect({
+      natsUrl: system.natsUrl,
+      name: "chaos",
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    });
+    const sessionIds = Array.from({ length: o.sessions }, (_, i) => `chaos-${o.seed}-${i}`);
+    const startedAt = Date.now();
+    log(`running ${o.sessions} sessions for ${o.durationMs / 1000} s`);
+    const workload = startWorkload({
+      client,
+      sessionIds,
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+      promptTimeoutMs: PROMPT_TIMEOUT_MS,
+      log,
+    });
+    const faults = await runFaults(system, client.nc, schedule, {
+      startedAt,
+      partitions: PARTITIONS,
+      log,
+    });
+    const rest = startedAt + o.durationMs - Date.now();
+    if (rest > 0) await new Promise((r) => setTimeout(r, rest));
+    log("faults over: draining the workload, then one probe prompt per session");
+    await workload.drain();
+    await workload.probe();
+    const failovers = await Promise.all(faults.failovers);
+    log("collecting logs, tool side effects and store answers");
+    const c = client;
+    const records = await Promise.all(sessionIds.map((id) => collectSession(c, system.workspace, id)));
+
+    const violations: Violation[] = [];
+    const toolErrors = new Map<string, number>();
+    let runsResumed = 0;
+    for (const r of records) {
+      violations.push(
+        ...checkCommands(r.log, workload.prompts),
+        ...checkLogShape(r.log),
+        ...checkToolEffects(r.log, r.executions, CHAOS_TOOL_POLICIES, 0),
+        ...checkStore(r.log, r.store),
+        ...checkLiveness(r.log, workload.prompts),
+      );
+      for (const e of r.log.events) {
+        if (e.type === "run_resumed") runsResumed++;
+        if (e.type === "tool_execution_end" && e.isError) {
+          const text = e.result.content
+            .map((c) => (c.type === "text" ? c.text : ""))
+            .join(" ")
+            .slice(0, 80);
+          toolErrors.set(text, (toolErrors.get(text) ?? 0) + 1);
+        }
+      }
+    }
+    for (const slot of system.all) {
+      for (const exit of slot.unexpectedExits) {
+        violations.push({ invariant: "processes", kind: "process_exit", detail: exit });
+      }
+    }
+    const runnerKills = faults.applied
+      .filter((a) => a.fault.kind === "kill_runner")
+      .map((a) => startedAt + a.startedMs);
+    const runnerSettle = measureRunnerSettle(
+      records.map((r) => r.log),
+      runnerKills,
+    );
+    const lines = formatReport({
+      seed: o.seed,
+      durationMs: o.durationMs,
+      sessions: o.sessions,
+      cluster: o.cluster,
+      applied: faults.applied,
+      prompts: workload.prompts,
+      latencies: workload.latencies,
+      failovers,
+      runsResumed,
+      runnerSettle,
+      toolErrors,
+      violations,
+    });
+    return { lines, violations: violations.length };
+  } finally {
+    await client?.close().catch(() => undefined);
+    await system.stop();
+    onSystem(undefined);
+  }
+}

@@ -1,0 +1,163 @@
+// The system under test, all real and separate: nats-server (or a 3-node cluster) with file storage,
+// redis-server, the fake Anthropic server in stateless mode, 2 loop workers, 2 tool runners, 2 stores.
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type FakeAnthropic,
+  type NatsCluster,
+  type NatsServer,
+  type RedisServer,
+  startFakeAnthropic,
+  startNats,
+  startNatsCluster,
+  startRedis,
+  statelessResponder,
+} from "@fleet/testkit";
+import { createServiceSlot, type ServiceSlot } from "./service-slot.js";
+import { chaosPlan } from "./workload-plan.js";
+
+export interface SystemSettings {
+  cluster: boolean;
+  leaseTtlMs: number;
+  partitions: number;
+  log: (line: string) => void;
+}
+
+/** NATS as the faults see it: one server, or the nodes of a cluster. */
+export interface NatsUnderTest {
+  readonly urls: readonly string[];
+  readonly nodes: number;
+  pid(node: number): number | undefined;
+  /** SIGKILL (a crash); the data dir stays. */
+  kill(node: number): Promise<void>;
+  /** Starts it again on the same port and data dir. */
+  restart(node: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface System {
+  readonly dir: string;
+  /** Tool runners' workspace root: a session works in `<workspace>/<sessionId>`. */
+  readonly workspace: string;
+  readonly nats: NatsUnderTest;
+  readonly natsUrl: string;
+  readonly redis: RedisServer;
+  readonly fake: FakeAnthropic;
+  readonly loops: readonly ServiceSlot[];
+  readonly runners: readonly ServiceSlot[];
+  readonly stores: readonly ServiceSlot[];
+  readonly all: readonly ServiceSlot[];
+  /** Stops every process; safe to call more than once and after a failed start. */
+  stop(): Promise<void>;
+  /**
+   * For a signal handler that exits right after: SIGKILLs every service, then removes `dir`
+   * (the testkit kills nats-server and redis-server on the signal and on exit).
+   */
+  abort(): Promise<void>;
+}
+
+/** Builds the system step by step; whatever started is stopped when a later step fails. */
+export async function startSystem(s: SystemSettings): Promise<System> {
+  const dir = mkdtempSync(join(tmpdir(), "fleet-chaos-"));
+  const workspace = join(dir, "workspaces");
+  mkdirSync(workspace);
+  const removeDir = () => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  // Whatever way this process exits, the workspaces go with it.
+  process.once("exit", removeDir);
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+    removeDir();
+    process.off("exit", removeDir);
+  };
+  try {
+    const nats = s.cluster ? clusterUnderTest(await startNatsCluster(3)) : singleUnderTest(await startNats());
+    stops.push(() => nats.stop());
+    const natsUrl = nats.urls.join(",");
+    const redis = await startRedis();
+    stops.push(() => redis.stop());
+    const fake = await startFakeAnthropic();
+    fake.respondWith(statelessResponder(chaosPlan));
+    stops.push(() => fake.stop());
+
+    const common = {
+      NATS_URL: natsUrl,
+      FLEET_PARTITIONS: String(s.partitions),
+      FLEET_STREAM_REPLICAS: s.cluster ? "3" : "1",
+      FLEET_OPS_PORT: "0",
+      FLEET_SHUTDOWN_GRACE_MS: "2000",
+    };
+    const loops = [0, 1].map((i) =>
+      createServiceSlot(
+        "loop",
+        i,
+        (id) => ({
+          ...common,
+          FLEET_WORKER_ID: id,
+          FLEET_LEASE_TTL_MS: String(s.leaseTtlMs),
+          FLEET_PROVIDER: "anthropic",
+          ANTHROPIC_API_KEY: "sk-chaos-fake",
+          ANTHROPIC_BASE_URL: fake.url,
+        }),
+        s.log,
+      ),
+    );
+    const runners = [0, 1].map((i) =>
+      createServiceSlot(
+        "tools",
+        i,
+        (id) => ({ ...common, FLEET_RUNNER_ID: id, FLEET_WORKSPACE: workspace, FLEET_TOOLS: "bash,write" }),
+        s.log,
+      ),
+    );
+    const stores = [0, 1].map((i) =>
+      createServiceSlot(
+        "store",
+        i,
+        (id) => ({ ...common, FLEET_WORKER_ID: id, REDIS_URL: redis.url, FLEET_LEASE_TTL_MS: String(s.leaseTtlMs) }),
+        s.log,
+      ),
+    );
+    const all = [...loops, ...runners, ...stores];
+    stops.push(async () => {
+      await Promise.all(all.map((slot) => slot.stop()));
+    });
+    // The first loop worker creates the topology; the rest start together.
+    await loops[0]?.start();
+    await Promise.all(all.slice(1).map((slot) => slot.start()));
+    const abort = async () => {
+      await Promise.all(all.map((slot) => slot.abort()));
+      removeDir();
+    };
+    return { dir, workspace, nats, natsUrl, redis, fake, loops, runners, stores, all, stop: stopAll, abort };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+function singleUnderTest(server: NatsServer): NatsUnderTest {
+  return {
+    urls: [server.url],
+    nodes: 1,
+    pid: () => server.pid,
+    kill: async () => {
+      if (server.pid !== undefined) process.kill(server.pid, "SIGKILL");
+      await new Promise((r) => setTimeout(r, 100));
+    },
+    restart: () => server.restart(),
+    stop: () => server.stop(),
+  };
+}
+
+function clusterUnderTest(cluster: NatsCluster): NatsUnderTest {
+  return {
+    urls: cluster.urls,
+    nodes: cluster.nodes.length,
+    pid: (i) => cluster.nodes[i]?.pid,
+    kill: (i) => cluster.kill(i, "SIGKILL"),
+    restart: (i) => cluster.restart(i),
+    stop: () => cluster.stop(),
+  };
+}
