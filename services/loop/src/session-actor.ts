@@ -420,34 +420,26 @@ export class SessionActor {
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) onAbort();
-    let stop = () => {};
-    const detached = new Promise<never>((_, reject) => {
-      stop = () => reject(new Error("actor detached"));
-      if (this.detachedSignal.signal.aborted) stop();
-      else this.detachedSignal.signal.addEventListener("abort", stop, { once: true });
-    });
     try {
-      const result = await Promise.race([
-        deps.dispatcher.execute(
-          {
-            sessionId: this.sessionId,
-            runId: this.engine.state.runId ?? "",
-            toolCallId: call.toolCallId,
-            toolName: call.toolName,
-            args: call.args,
-            timeoutMs: deps.registry.get(call.toolName)?.timeoutMs ?? deps.settings.toolTimeoutMs,
-            fresh: this.freshToolCalls.delete(call.toolCallId),
-          },
-          cancel.signal,
-          onUpdate,
-        ),
-        detached,
-      ]);
+      const result = await deps.dispatcher.execute(
+        {
+          sessionId: this.sessionId,
+          runId: this.engine.state.runId ?? "",
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          args: call.args,
+          timeoutMs: deps.registry.get(call.toolName)?.timeoutMs ?? deps.settings.toolTimeoutMs,
+          fresh: this.freshToolCalls.delete(call.toolCallId),
+        },
+        cancel.signal,
+        onUpdate,
+        this.detachedSignal.signal,
+      );
+      if (this.detached) throw new Error("actor detached");
       deps.metrics.toolLatency.observe({ tool: call.toolName }, (deps.now() - started) / 1000);
       return result;
     } finally {
       signal?.removeEventListener("abort", onAbort);
-      this.detachedSignal.signal.removeEventListener("abort", stop);
     }
   }
 

@@ -108,4 +108,51 @@ describe("tool dispatcher", () => {
     await nc.flush();
     expect(await subscriptionsOfDispatcher()).not.toContain("fleet.tool.result.s-1.*");
   });
+
+  it("a detached worker stops waiting and never cancels the call, not even when its timers are due", async () => {
+    // A dispatcher whose pickup timer (300 ms) and call timer would fire soon after the detach.
+    const quick = createToolDispatcher({ nc, publisher, jsm, now: Date.now, pickupTimeoutMs: 300, cancelGraceMs: 100 });
+    const cancels: string[] = [];
+    const cancelSub = nc.subscribe("fleet.tool.cancel.s-4.*", {
+      callback: (_e, m) => {
+        cancels.push(m.subject);
+      },
+    });
+    await nc.flush();
+    const detach = new AbortController();
+    const run = new AbortController();
+    const waiting = quick.execute(
+      { ...call("s-4", "hold-2", true), timeoutMs: 400 },
+      run.signal,
+      () => undefined,
+      detach.signal,
+    );
+    for (let i = 0; i < 100 && !held.has("hold-2"); i++) await new Promise((r) => setTimeout(r, 10));
+    detach.abort();
+    run.abort(); // the engine aborts its run on a detach: that must not cancel the call either
+    const left = await waiting;
+    expect(left).toMatchObject({
+      isError: true,
+      content: [{ type: "text", text: "Tool call left to the session's next owner" }],
+    });
+    await new Promise((r) => setTimeout(r, 900)); // past the pickup and the call timers
+    await nc.flush();
+    expect(cancels).toEqual([]);
+    // The control: without a detach, the same run abort publishes a cancel.
+    const cancelled = quick.execute(
+      { ...call("s-4", "hold-3", true), timeoutMs: 5_000 },
+      AbortSignal.abort(),
+      () => undefined,
+    );
+    expect((await cancelled).isError).toBe(true);
+    const live = new AbortController();
+    const pending = quick.execute({ ...call("s-4", "hold-4", true), timeoutMs: 5_000 }, live.signal, () => undefined);
+    for (let i = 0; i < 100 && !held.has("hold-4"); i++) await new Promise((r) => setTimeout(r, 10));
+    live.abort();
+    await pending;
+    await nc.flush();
+    expect(cancels).toEqual([subjects.toolCancel("s-4", "hold-4")]);
+    cancelSub.unsubscribe();
+    quick.close();
+  });
 });

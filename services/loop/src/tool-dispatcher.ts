@@ -38,7 +38,17 @@ export interface ToolDispatcher {
    * `sessionId.toolCallId` within the call stream's dedup window, and a result already stored in
    * FLEET_TOOL_RESULTS is returned without re-dispatch (crash resume).
    */
-  execute(call: RemoteToolCall, signal: AbortSignal, onUpdate: (partial: unknown) => void): Promise<RemoteToolResult>;
+  execute(
+    call: RemoteToolCall,
+    signal: AbortSignal,
+    onUpdate: (partial: unknown) => void,
+    /**
+     * Aborted when this worker stops waiting (its actor was detached: lease lost, eviction,
+     * shutdown). The call is left alone: no cancel is published, no timer of this call fires
+     * later, and the result is the next owner's. The promise then settles with an error result.
+     */
+    detach?: AbortSignal,
+  ): Promise<RemoteToolResult>;
   /** Stops following a session's results (its actor was dropped). Calls still waiting keep waiting. */
   forget(sessionId: string): void;
   close(): void;
@@ -128,7 +138,7 @@ export function createToolDispatcher(opts: {
       for (const { sub } of sessions.values()) sub.unsubscribe();
       sessions.clear();
     },
-    async execute(call, signal, onUpdate) {
+    async execute(call, signal, onUpdate, detach) {
       let settle!: (r: RemoteToolResult) => void;
       const settled = new Promise<RemoteToolResult>((resolve) => {
         settle = resolve;
@@ -151,10 +161,14 @@ export function createToolDispatcher(opts: {
       const timers: NodeJS.Timeout[] = [];
       const cancel = () => opts.nc.publish(subjects.toolCancel(call.sessionId, call.toolCallId));
       const onAbort = () => {
+        if (detach?.aborted) return;
         cancel();
         timers.push(setTimeout(() => finish(errorResult(toolErrorText.aborted)), cancelGrace));
       };
+      const onDetach = () => finish(errorResult("Tool call left to the session's next owner"));
+      detach?.addEventListener("abort", onDetach, { once: true });
       try {
+        if (detach?.aborted) return errorResult("Tool call left to the session's next owner");
         if (!call.fresh) {
           const existing = await storedResult(call.sessionId, call.toolCallId);
           if (existing) return existing;
@@ -184,6 +198,7 @@ export function createToolDispatcher(opts: {
               if (picked || done) return;
               const late = await storedResult(call.sessionId, call.toolCallId);
               if (late) return finish(late);
+              if (done) return;
               cancel();
               finish(errorResult(toolErrorText.noRunner(call.toolName)));
             }, pickupTimeout),
@@ -194,12 +209,14 @@ export function createToolDispatcher(opts: {
           setTimeout(async () => {
             const late = await storedResult(call.sessionId, call.toolCallId);
             if (late) return finish(late);
+            if (done) return;
             cancel();
             finish(errorResult(toolErrorText.noRunner(call.toolName)));
           }, call.timeoutMs + cancelGrace),
         );
         return await settled;
       } finally {
+        detach?.removeEventListener("abort", onDetach);
         signal.removeEventListener("abort", onAbort);
         for (const t of timers) clearTimeout(t);
         unfollow();
