@@ -50,7 +50,10 @@ const AfterReply = z.object({
   terminate: z.boolean().optional(),
 });
 
-type RequestOutcome<T> = { kind: "none" } | { kind: "reply"; value: T } | { kind: "failed"; reason: string };
+type RequestOutcome<T> =
+  | { kind: "none" }
+  | { kind: "reply"; value: T }
+  | { kind: "failed"; reason: string; timedOut?: true };
 
 async function ask<T>(
   nc: NatsConnection,
@@ -70,7 +73,7 @@ async function ask<T>(
     if (e.name === "NoRespondersError" || e.code === "503" || /no responders/i.test(e.message ?? ""))
       return { kind: "none" };
     if (e.name === "TimeoutError" || /timeout/i.test(e.message ?? "")) {
-      return { kind: "failed", reason: `Remote hook ${subject} timed out after ${timeoutMs} ms` };
+      return { kind: "failed", reason: `Remote hook ${subject} timed out after ${timeoutMs} ms`, timedOut: true };
     }
     return { kind: "failed", reason: `Remote hook ${subject} failed: ${e.message ?? String(err)}` };
   }
@@ -91,10 +94,25 @@ export function createRemoteHookClient(
   opts: { timeoutMs: number; recheckMs: number; now: () => number },
 ): RemoteHookClient {
   const absentUntil = new Map<string, number>();
+  // Bumped on every disconnect/reconnect: a request that timed out across one is asked again, since
+  // the outage, not the hook, swallowed it (a short bus outage must not block tool calls).
+  let outages = 0;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect" || status.type === "reconnect") outages++;
+    }
+  })().catch(() => undefined);
+  async function askAcrossOutages<T>(subject: string, payload: unknown, schema: z.ZodType<T>) {
+    for (let attempt = 0; ; attempt++) {
+      const seen = outages;
+      const out = await ask(nc, subject, payload, schema, opts.timeoutMs);
+      if (out.kind !== "failed" || !out.timedOut || outages === seen || attempt >= 3) return out;
+    }
+  }
   async function askHook<T>(subject: string, payload: unknown, schema: z.ZodType<T>): Promise<RequestOutcome<T>> {
     const until = absentUntil.get(subject);
     if (until !== undefined && opts.now() < until) return { kind: "none" };
-    const out = await ask(nc, subject, payload, schema, opts.timeoutMs);
+    const out = await askAcrossOutages(subject, payload, schema);
     if (out.kind === "none" && opts.recheckMs > 0) absentUntil.set(subject, opts.now() + opts.recheckMs);
     else absentUntil.delete(subject);
     return out;

@@ -83,6 +83,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     jsm,
     now,
     runnerAvailable: (toolName) => runners.serves(toolName),
+    awaitRunner: (toolName, ms) => runners.whenServed(toolName, ms),
+    runnerGraceMs: presenceTtlMs,
     ...(opts.toolPickupMs !== undefined ? { pickupTimeoutMs: opts.toolPickupMs } : {}),
   });
   const remoteHooks = createRemoteHookClient(opts.nc, {

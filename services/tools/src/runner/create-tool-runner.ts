@@ -29,6 +29,7 @@ import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 import { ensureWorkspace } from "../workspace-path.js";
 import { type CallId, errorRecord, finalMsgId, isWrongLastSequence, publishRecord } from "./call-records.js";
 import { type CallState, createCallStateReader } from "./call-state.js";
+import { decideClaim } from "./claim-decision.js";
 import { executeCall } from "./execute-call.js";
 import { limitFinalRecord } from "./limit-record.js";
 import { blobPrefix, createNatsBlobSink } from "./nats-blob-sink.js";
@@ -46,7 +47,7 @@ export interface ToolRunnerOptions {
   /** Unique per process. Default `tools-<host>-<pid>-<random>`. */
   runnerId?: string;
   logger?: Logger;
-  /** `ack_wait` of the `tool-<name>` consumers when this runner creates them. Default 30 s. */
+  /** `ack_wait` of the `tool-<name>` consumers (set on existing ones too). Default: the presence TTL. */
   ackWaitMs?: number;
   /** Calls of one tool running at once on this runner. Default 16. */
   concurrency?: number;
@@ -142,6 +143,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   let blobStore: Awaited<ReturnType<Objm["open"]>> | undefined;
   let sandbox: ProcessSandbox | undefined;
   let workingIntervalMs = 10_000;
+  let presenceTtlMs = 15_000;
   let started = false;
   let stopping = false;
   let hardStopped = false;
@@ -157,6 +159,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     blobStore = await new Objm(opts.nc).open(OBJECT_STORES.blobs.name);
     const ttl = (await topo.kv.leases.status()).ttl;
     if (!ttl) logger.warn({ evt: "presence_without_ttl" }, "fleet_leases has no TTL: a dead runner stays live forever");
+    if (ttl) presenceTtlMs = ttl;
     presence = createPresenceHeartbeat({
       kv: topo.kv.leases,
       runnerId,
@@ -164,6 +167,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
         opts.tools.map((t) => [t.name, { version: t.version, schemaHash: schemaHash(toRegistration(t)) }]),
       ),
       heartbeatMs: ttl ? Math.max(100, Math.floor(ttl / 3)) : 5_000,
+      nc: opts.nc,
       now,
       logger,
     });
@@ -183,9 +187,15 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       return registered;
     }
     for (const tool of opts.tools) {
-      const config = toolCallConsumer(tool.name, opts.ackWaitMs ?? 30_000);
+      // ack_wait = presence TTL: a dead runner's call comes back about when its presence expires;
+      // a live runner marks its calls in progress every third of it.
+      const config = toolCallConsumer(tool.name, opts.ackWaitMs ?? presenceTtlMs);
       const drift = await ensureConsumer(topo.jsm, STREAMS.toolCalls.name, config);
       for (const line of drift) logger.warn({ evt: "consumer_drift", drift: line }, "consumer drift");
+      if (drift.some((line) => line.includes(": ack_wait is "))) {
+        // A consumer made with another ack_wait (an older version's 30 s): take this runner's.
+        await topo.jsm.consumers.update(STREAMS.toolCalls.name, config.durable_name, { ack_wait: config.ack_wait });
+      }
       const info = await topo.jsm.consumers.info(STREAMS.toolCalls.name, config.durable_name);
       workingIntervalMs = Math.min(
         workingIntervalMs,
@@ -360,38 +370,53 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     // subject sequence 0, so if anything exists it fails (10071) and the real state is read.
     let state: CallState = { kind: "none", seq: 0 };
     for (let attempt = 0; ; attempt++) {
-      if (state.kind === "result") {
-        log.info({ evt: "tool_call_duplicate" }, "call already has a result; not run again");
-        await ackSafely(entry.msg, log);
-        return "duplicate";
-      }
       const owner = state.kind === "running" ? state.runnerId : undefined;
-      if (owner && owner !== runnerId && (await (presence as PresenceHeartbeat).isLive(owner))) {
-        log.info({ evt: "tool_call_busy", owner }, "call is running on another live runner; looking again later");
-        entry.msg.nak(busyRetryMs);
-        return "busy";
-      }
+      const decision = decideClaim({
+        state,
+        runnerId,
+        toolName: tool.name,
+        retry: tool.retry,
+        ownerSeenAt: owner && owner !== runnerId ? await (presence as PresenceHeartbeat).seenAt(owner) : undefined,
+        presenceTtlMs,
+        busyRetryMs,
+        now: now(),
+      });
       try {
-        if (state.kind !== "none" && tool.retry === "never") {
-          // Started by a runner that is gone, and no result: never run it twice.
-          await publishRecord(js, runnerId, call, errorRecord(toolErrorText.runnerLost(tool.name)), {
-            msgID: finalMsgId(call),
-            expectLastSeq: state.seq,
-          });
-          log.warn(
-            { evt: "tool_runner_lost", previousRunner: owner },
-            "runner lost while executing; error result given",
-          );
-          await ackSafely(entry.msg, log);
-          return "runner_lost";
+        switch (decision.kind) {
+          case "duplicate":
+            log.info({ evt: "tool_call_duplicate" }, "call already has a result; not run again");
+            await ackSafely(entry.msg, log);
+            return "duplicate";
+          case "busy":
+            log.info({ evt: "tool_call_busy", owner: decision.owner }, "call is running on another live runner");
+            entry.msg.nak(decision.delayMs);
+            return "busy";
+          case "fail":
+            await publishRecord(js, runnerId, call, errorRecord(decision.text), {
+              msgID: finalMsgId(call),
+              expectLastSeq: decision.expectLastSeq,
+            });
+            log.warn(
+              { evt: "tool_runner_lost", previousRunner: decision.previousRunner },
+              "runner lost while executing; error result given",
+            );
+            await ackSafely(entry.msg, log);
+            return "runner_lost";
+          case "claim":
+            if (decision.expectLastSeq > 0) {
+              log.warn(
+                { evt: "tool_call_rerun", previousRunner: decision.rerunOf },
+                "re-running a call whose runner is gone (retry: safe)",
+              );
+            }
+            await publishRecord(
+              js,
+              runnerId,
+              call,
+              { kind: "started", runnerId, ts: now() },
+              { expectLastSeq: decision.expectLastSeq },
+            );
         }
-        if (state.kind !== "none") {
-          log.warn(
-            { evt: "tool_call_rerun", previousRunner: owner },
-            "re-running a call whose runner is gone (retry: safe)",
-          );
-        }
-        await publishRecord(js, runnerId, call, { kind: "started", runnerId, ts: now() }, { expectLastSeq: state.seq });
         break;
       } catch (err) {
         if (!isWrongLastSequence(err) || attempt >= 3) throw err;
