@@ -38,11 +38,11 @@ beforeAll(async () => {
     }),
   );
   loop = spawnLoop(scriptedLoopEnv(nats.url, join(dir, "script.json"), TTL), "loop-outage");
-  await waitForLog(loop, "loop_started");
+  await waitForLog(loop, "loop_started", 60_000);
   const common = { NATS_URL: nats.url, FLEET_LEASE_TTL_MS: String(TTL), FLEET_OPS_PORT: "0" };
   tools = spawnService("tools", { ...common, FLEET_WORKSPACE: dir, FLEET_TOOLS: "bash", FLEET_RUNNER_ID: "r-outage" });
   store = spawnService("store", { ...common, REDIS_URL: redis.url, FLEET_WORKER_ID: "store-outage" });
-  await Promise.all([tools.waitForLog(), store.waitForLog()]);
+  await Promise.all([tools.waitForLog(undefined, 60_000), store.waitForLog(undefined, 60_000)]);
   client = await FleetClient.connect({ natsUrl: nats.url });
 }, 120_000);
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CallState } from "./call-state.js";
-import { type ClaimInput, decideClaim, presenceLive } from "./claim-decision.js";
+import { type ClaimInput, decideClaim, decideDelivery, presenceLive } from "./claim-decision.js";
 
 const NOW = 1_000_000;
 const TTL = 5_000;
@@ -103,5 +103,35 @@ describe("presenceLive", () => {
     expect(presenceLive(undefined, TTL, NOW)).toBe(false);
     expect(presenceLive(NOW - TTL + 1, TTL, NOW)).toBe(true);
     expect(presenceLive(NOW - TTL, TTL, NOW)).toBe(false);
+  });
+});
+
+describe("decideDelivery", () => {
+  const ok = (toolName: string) => ({ ok: true as const, value: { toolName } });
+  it("an unreadable request is invalid, with the decoder's reason", () => {
+    expect(
+      decideDelivery({ decoded: { ok: false, error: "bad json" }, toolName: "bash", runningSeq: undefined, seq: 1 }),
+    ).toEqual({ kind: "invalid", error: "bad json" });
+  });
+  it("a request on another tool's subject is invalid, naming both", () => {
+    expect(decideDelivery({ decoded: ok("ls"), toolName: "bash", runningSeq: undefined, seq: 1 })).toEqual({
+      kind: "invalid",
+      error: 'toolName "ls" was published on the subject of tool "bash"',
+    });
+  });
+  it("a call this runner does not run goes on to the claim", () => {
+    expect(decideDelivery({ decoded: ok("bash"), toolName: "bash", runningSeq: undefined, seq: 3 })).toEqual({
+      kind: "new",
+    });
+  });
+  it("the message this runner runs, redelivered: keep working on it", () => {
+    expect(decideDelivery({ decoded: ok("bash"), toolName: "bash", runningSeq: 3, seq: 3 })).toEqual({
+      kind: "keep_working",
+    });
+  });
+  it("another message of a call this runner runs: a duplicate once the run ends", () => {
+    expect(decideDelivery({ decoded: ok("bash"), toolName: "bash", runningSeq: 3, seq: 8 })).toEqual({
+      kind: "after_running",
+    });
   });
 });

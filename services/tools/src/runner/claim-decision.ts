@@ -62,3 +62,37 @@ export function decideClaim(input: ClaimInput): ClaimDecision {
   }
   return { kind: "claim", expectLastSeq: state.seq, rerunOf: owner };
 }
+
+/**
+ * The first look at a delivery, before any I/O:
+ * - `invalid`: unreadable, or published on another tool's subject; answer `error` (only if nothing
+ *   was written for the call yet) and ack;
+ * - `keep_working`: this runner runs that very message (ack_wait passed); keep it with the new delivery;
+ * - `after_running`: another copy of a call this runner runs; ack it as a duplicate once that run ends;
+ * - `new`: go on to the claim decision.
+ */
+export type DeliveryDecision =
+  | { kind: "invalid"; error: string }
+  | { kind: "keep_working" }
+  | { kind: "after_running" }
+  | { kind: "new" };
+
+export function decideDelivery(input: {
+  decoded: { ok: true; value: { toolName: string } } | { ok: false; error: string };
+  /** The tool whose consumer delivered it. */
+  toolName: string;
+  /** Stream sequence of the message this runner runs for the same call, if any. */
+  runningSeq: number | undefined;
+  seq: number;
+}): DeliveryDecision {
+  const { decoded } = input;
+  if (!decoded.ok) return { kind: "invalid", error: decoded.error };
+  if (decoded.value.toolName !== input.toolName) {
+    return {
+      kind: "invalid",
+      error: `toolName ${JSON.stringify(decoded.value.toolName)} was published on the subject of tool ${JSON.stringify(input.toolName)}`,
+    };
+  }
+  if (input.runningSeq === undefined) return { kind: "new" };
+  return input.runningSeq === input.seq ? { kind: "keep_working" } : { kind: "after_running" };
+}

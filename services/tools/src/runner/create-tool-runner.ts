@@ -29,7 +29,7 @@ import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 import { ensureWorkspace } from "../workspace-path.js";
 import { type CallId, errorRecord, finalMsgId, isWrongLastSequence, publishRecord } from "./call-records.js";
 import { type CallState, createCallStateReader } from "./call-state.js";
-import { decideClaim } from "./claim-decision.js";
+import { decideClaim, decideDelivery } from "./claim-decision.js";
 import { executeCall } from "./execute-call.js";
 import { limitFinalRecord } from "./limit-record.js";
 import { blobPrefix, createNatsBlobSink } from "./nats-blob-sink.js";
@@ -291,16 +291,16 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       deliveryCount: m.info.deliveryCount,
       ...(decoded.ok ? { sessionId: decoded.value.sessionId, toolCallId: decoded.value.toolCallId } : {}),
     });
-    if (!decoded.ok || decoded.value.toolName !== tool.name) {
-      const error = decoded.ok
-        ? `toolName ${JSON.stringify(decoded.value.toolName)} was published on the subject of tool ${JSON.stringify(tool.name)}`
-        : decoded.error;
-      log.error({ evt: "tool_call_invalid", error }, "invalid tool call request dropped");
+    const key = decoded.ok ? toolCallMsgId(decoded.value.sessionId, decoded.value.toolCallId) : "";
+    const current = decoded.ok ? inflight.get(key) : undefined;
+    const first = decideDelivery({ decoded, toolName: tool.name, runningSeq: current?.seq, seq: m.seq });
+    if (first.kind === "invalid") {
+      log.error({ evt: "tool_call_invalid", error: first.error }, "invalid tool call request dropped");
       const ident = decoded.ok ? decoded.value : readIdentity(m.data);
       if (ident) {
         // Only for a call nothing was written for yet (expected subject sequence 0): a bad copy must not
         // overwrite the outcome of a real call with the same ids.
-        await publishRecord(js, runnerId, ident, errorRecord(`Invalid tool call request: ${error}`), {
+        await publishRecord(js, runnerId, ident, errorRecord(`Invalid tool call request: ${first.error}`), {
           msgID: finalMsgId(ident),
           expectLastSeq: 0,
         }).catch((err) => log.warn({ evt: "invalid_request_unanswered", err }, "invalid request left unanswered"));
@@ -309,22 +309,20 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       metrics.delivery(tool.name, "bad_request");
       return;
     }
-    const req = decoded.value;
-    const key = toolCallMsgId(req.sessionId, req.toolCallId);
-    const current = inflight.get(key);
-    if (current) {
-      if (current.seq === m.seq) {
-        // Our own call came back (ack wait passed): keep working on it with the newest delivery.
-        current.msg = m;
-        m.working();
-        return;
-      }
+    if (first.kind === "keep_working" && current) {
+      current.msg = m;
+      m.working();
+      return;
+    }
+    if (first.kind === "after_running" && current) {
       await current.done;
       log.info({ evt: "tool_call_duplicate" }, "a second request of a call this runner ran; acked");
       await ackSafely(m, log);
       metrics.delivery(tool.name, "duplicate");
       return;
     }
+    if (!decoded.ok) return;
+    const req = decoded.value;
     let finish!: () => void;
     const entry: InFlight = {
       msg: m,
