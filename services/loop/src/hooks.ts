@@ -50,6 +50,9 @@ const AfterReply = z.object({
   terminate: z.boolean().optional(),
 });
 
+/** Asks of one hook call while the bus is out (each up to the hook timeout) before it counts as timed out. */
+const MAX_OUTAGE_ASKS = 10;
+
 type RequestOutcome<T> =
   | { kind: "none" }
   | { kind: "reply"; value: T }
@@ -94,11 +97,14 @@ export function createRemoteHookClient(
   opts: { timeoutMs: number; recheckMs: number; now: () => number },
 ): RemoteHookClient {
   const absentUntil = new Map<string, number>();
-  // Bumped on every disconnect/reconnect: a request that timed out across one is asked again, since
-  // the outage, not the hook, swallowed it (a short bus outage must not block tool calls).
+  // A request that timed out while disconnected or across a reconnect is asked again: the outage,
+  // not the hook, swallowed it (a short bus outage must not block tool calls).
   let outages = 0;
+  let connected = true;
   void (async () => {
     for await (const status of nc.status()) {
+      if (status.type === "disconnect") connected = false;
+      if (status.type === "reconnect") connected = true;
       if (status.type === "disconnect" || status.type === "reconnect") outages++;
     }
   })().catch(() => undefined);
@@ -106,7 +112,8 @@ export function createRemoteHookClient(
     for (let attempt = 0; ; attempt++) {
       const seen = outages;
       const out = await ask(nc, subject, payload, schema, opts.timeoutMs);
-      if (out.kind !== "failed" || !out.timedOut || outages === seen || attempt >= 3) return out;
+      const outage = outages !== seen || !connected;
+      if (out.kind !== "failed" || !out.timedOut || !outage || attempt >= MAX_OUTAGE_ASKS) return out;
     }
   }
   async function askHook<T>(subject: string, payload: unknown, schema: z.ZodType<T>): Promise<RequestOutcome<T>> {

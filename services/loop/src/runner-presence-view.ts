@@ -14,12 +14,15 @@ export interface RunnerPresenceView {
   serves(toolName: string): boolean;
   /**
    * Resolves true as soon as a live runner serves `toolName`, false after `timeoutMs` without one, and
-   * false at once when no runner of it was seen within 3 TTLs. A bus outage (restart, pause) can let
+   * false at once when no runner of it was seen within `RECENT_MS` (or 3 TTLs if longer). A bus outage (restart, pause) can let
    * presence go stale while runners live; they write it again on reconnect.
    */
   whenServed(toolName: string, timeoutMs: number): Promise<boolean>;
   stop(): void;
 }
+
+/** A runner seen this recently may only be cut off by a bus outage: calls wait for it to reappear. */
+const RECENT_MS = 30_000;
 
 export function watchRunnerPresence(kv: KV, opts: { ttlMs: number; now: () => number }): RunnerPresenceView {
   const runners = new Map<string, { tools: ReadonlySet<string>; seenAt: number }>();
@@ -47,7 +50,8 @@ export function watchRunnerPresence(kv: KV, opts: { ttlMs: number; now: () => nu
     whenServed(toolName, timeoutMs) {
       if (serves(toolName)) return Promise.resolve(true);
       const now = opts.now();
-      const recent = [...runners.values()].some((r) => r.tools.has(toolName) && now - r.seenAt <= 3 * opts.ttlMs);
+      const window = Math.max(RECENT_MS, 3 * opts.ttlMs);
+      const recent = [...runners.values()].some((r) => r.tools.has(toolName) && now - r.seenAt <= window);
       if (!recent) return Promise.resolve(false);
       return new Promise<boolean>((resolve) => {
         const done = (served: boolean) => {
