@@ -10,7 +10,9 @@ import {
   finalOf,
   publishCall,
   type RunnerProcess,
+  readRecords,
   type Stack,
+  sleep,
   spawnRunner,
   startStack,
   stopRunnerProcess,
@@ -20,12 +22,15 @@ import {
   waitForResult,
 } from "./support.js";
 
+/** Presence TTL; tool consumers take it as ack_wait (no FLEET_TOOL_ACK_WAIT_MS). */
+const TTL_MS = 1_500;
+
 describe("tool runner processes", () => {
   let stack: Stack;
   const procs: RunnerProcess[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({ leaseTtlMs: 1_500 });
+    stack = await startStack({ leaseTtlMs: TTL_MS });
   });
   afterEach(async () => {
     // Graceful stops remove each runner's presence, so later tests see no stale live runners.
@@ -47,23 +52,31 @@ describe("tool runner processes", () => {
       sessionId: "s-kill-safe",
       toolCallId: "c1",
       toolName: "sleep_safe",
-      args: { ms: 1_500 },
+      args: { ms: 2 * TTL_MS + 1_500 },
     });
     const started = await waitForRecord(stack, "s-kill-safe", "c1", "started");
     // Kill it mid-execution: once the tool itself has begun (it logs each execution).
     await until(async () => (await executions(stack, "s-kill-safe")).length === 1, 10_000, "execution began");
     const victim = byId.get(started.runnerId ?? "") as RunnerProcess;
     const survivor = [...byId.values()].find((r) => r !== victim) as RunnerProcess;
+    // A live runner keeps its call past ack_wait (the presence TTL): no second start meanwhile.
+    await sleep(2 * TTL_MS);
+    expect((await readRecords(stack, "s-kill-safe", "c1")).map((r) => r.record.kind)).toEqual(["started"]);
+    expect(await executions(stack, "s-kill-safe")).toHaveLength(1);
+    const killedAt = Date.now();
     victim.proc.kill("SIGKILL");
     expect(await victim.exited).toBe("SIGKILL");
     const records = await waitForResult(stack, "s-kill-safe", "c1", 30_000);
+    const rerunAt = records.filter((r) => r.record.kind === "started")[1]?.at ?? Number.NaN;
+    console.log(`dead runner (retry:safe) re-run after ${rerunAt - killedAt} ms (presence TTL ${TTL_MS} ms)`);
+    expect(rerunAt - killedAt).toBeLessThanOrEqual(TTL_MS + 1_000);
     expect(records.filter((r) => r.record.kind === "started").map((r) => r.runnerId)).toEqual([
       victim.runnerId,
       survivor.runnerId,
     ]);
     expect(finalOf(records)).toEqual({
       kind: "result",
-      content: [{ type: "text", text: `slept 1500 ms on ${survivor.runnerId}` }],
+      content: [{ type: "text", text: `slept ${2 * TTL_MS + 1_500} ms on ${survivor.runnerId}` }],
       isError: false,
     });
     expect(await executions(stack, "s-kill-safe")).toEqual([victim.runnerId, survivor.runnerId]);
@@ -82,8 +95,12 @@ describe("tool runner processes", () => {
     await until(async () => (await executions(stack, "s-kill-never")).length === 1, 10_000, "execution began");
     const victim = byId.get(started.runnerId ?? "") as RunnerProcess;
     const survivor = [...byId.values()].find((r) => r !== victim) as RunnerProcess;
+    const killedAt = Date.now();
     victim.proc.kill("SIGKILL");
     const records = await waitForResult(stack, "s-kill-never", "c1", 30_000);
+    const failedAt = records.at(-1)?.at ?? Number.NaN;
+    console.log(`dead runner (retry:never) failed after ${failedAt - killedAt} ms (presence TTL ${TTL_MS} ms)`);
+    expect(failedAt - killedAt).toBeLessThanOrEqual(TTL_MS + 1_000);
     expect(records.map((r) => [r.record.kind, r.runnerId])).toEqual([
       ["started", victim.runnerId],
       ["result", survivor.runnerId],

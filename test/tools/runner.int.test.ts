@@ -1,6 +1,7 @@
 import { OBJECT_STORES, runnerPresenceKey, subjects } from "@fleet/protocol";
 import { builtinTools, createToolRunner, defineTool, type ToolRunner } from "@fleet/tools";
 import { processesMatching } from "@fleet/tools/testing";
+import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
@@ -57,6 +58,32 @@ describe("tool runner (in-process runners, real nats-server)", () => {
   });
   afterAll(async () => {
     await stack.stop();
+  });
+
+  it("takes the presence TTL as ack_wait by default, also on a consumer an older runner made with 30 s", async () => {
+    await stack.topo.jsm.consumers.add("FLEET_TOOL_CALLS", {
+      durable_name: "tool-echo",
+      filter_subject: "fleet.tool.call.echo",
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: 30_000_000_000,
+      max_ack_pending: 1000,
+      max_deliver: -1,
+    });
+    const nc = await connect({ servers: stack.nats.url });
+    conns.push(nc);
+    const runner = createToolRunner({
+      nc,
+      tools: [echoTool],
+      runnerId: "ackwait-a",
+      workspaceRoot: stack.workspaceRoot,
+      logger: silent,
+    });
+    expect(await runner.start()).toEqual({ ok: true });
+    runners.push(runner);
+    const ttlMs = (await stack.topo.kv.leases.status()).ttl;
+    const info = await stack.topo.jsm.consumers.info("FLEET_TOOL_CALLS", "tool-echo");
+    expect(info.config.ack_wait).toBe(ttlMs * 1_000_000);
   });
 
   it("registers every tool in fleet_tools and announces its presence", async () => {

@@ -71,6 +71,8 @@ export interface SeenRecord {
   seq: number;
   runnerId: string | undefined;
   record: ToolResultRecord;
+  /** When the stream stored it (epoch ms). */
+  at: number;
 }
 
 /** Every record of one call, in stream order. */
@@ -86,7 +88,12 @@ export async function readRecords(stack: Stack, sessionId: string, toolCallId: s
   for await (const m of messages) {
     const decoded = decodeToolResultRecord(m.data);
     if (!decoded.ok) throw new Error(decoded.error);
-    out.push({ seq: m.seq, runnerId: m.headers?.get(RUNNER_ID_HEADER) || undefined, record: decoded.value });
+    out.push({
+      seq: m.seq,
+      runnerId: m.headers?.get(RUNNER_ID_HEADER) || undefined,
+      record: decoded.value,
+      at: Math.floor(m.info.timestampNanos / 1_000_000),
+    });
     if (m.seq >= last.seq) break;
   }
   await messages.close();
@@ -193,7 +200,6 @@ export async function spawnRunner(
       NATS_URL: stack.nats.url,
       FLEET_WORKSPACE: stack.workspaceRoot,
       FLEET_RUNNER_ID: runnerId,
-      FLEET_TOOL_ACK_WAIT_MS: "2000",
       FLEET_OPS_PORT: "0",
       LOG_LEVEL: "info",
       ...opts.env,

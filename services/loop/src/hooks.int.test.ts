@@ -69,4 +69,15 @@ describe("remote hook client", () => {
     await blockingHook("now");
     expect(await hooks.beforeToolCall?.(call, signal)).toEqual({ block: true, reason: "now" });
   });
+
+  it("a request that times out across a NATS restart is asked again, not turned into a block", async () => {
+    const hooks = createRemoteHookClient(nc, { timeoutMs: 700, recheckMs: 0, now: () => 0 }).forSession("s-3");
+    process.kill(server.pid as number, "SIGKILL");
+    await new Promise((r) => setTimeout(r, 100));
+    const asked = hooks.beforeToolCall?.(call, signal);
+    await new Promise((r) => setTimeout(r, 1_000));
+    await server.restart();
+    // No hook is installed: after the reconnect the answer is "no responders", i.e. not blocked.
+    expect(await asked).toBeUndefined();
+  }, 30_000);
 });

@@ -50,7 +50,13 @@ const AfterReply = z.object({
   terminate: z.boolean().optional(),
 });
 
-type RequestOutcome<T> = { kind: "none" } | { kind: "reply"; value: T } | { kind: "failed"; reason: string };
+/** Asks of one hook call while the bus is out (each up to the hook timeout) before it counts as timed out. */
+const MAX_OUTAGE_ASKS = 10;
+
+type RequestOutcome<T> =
+  | { kind: "none" }
+  | { kind: "reply"; value: T }
+  | { kind: "failed"; reason: string; timedOut?: true };
 
 async function ask<T>(
   nc: NatsConnection,
@@ -70,7 +76,7 @@ async function ask<T>(
     if (e.name === "NoRespondersError" || e.code === "503" || /no responders/i.test(e.message ?? ""))
       return { kind: "none" };
     if (e.name === "TimeoutError" || /timeout/i.test(e.message ?? "")) {
-      return { kind: "failed", reason: `Remote hook ${subject} timed out after ${timeoutMs} ms` };
+      return { kind: "failed", reason: `Remote hook ${subject} timed out after ${timeoutMs} ms`, timedOut: true };
     }
     return { kind: "failed", reason: `Remote hook ${subject} failed: ${e.message ?? String(err)}` };
   }
@@ -91,10 +97,29 @@ export function createRemoteHookClient(
   opts: { timeoutMs: number; recheckMs: number; now: () => number },
 ): RemoteHookClient {
   const absentUntil = new Map<string, number>();
+  // A request that timed out while disconnected or across a reconnect is asked again: the outage,
+  // not the hook, swallowed it (a short bus outage must not block tool calls).
+  let outages = 0;
+  let connected = true;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect") connected = false;
+      if (status.type === "reconnect") connected = true;
+      if (status.type === "disconnect" || status.type === "reconnect") outages++;
+    }
+  })().catch(() => undefined);
+  async function askAcrossOutages<T>(subject: string, payload: unknown, schema: z.ZodType<T>) {
+    for (let attempt = 0; ; attempt++) {
+      const seen = outages;
+      const out = await ask(nc, subject, payload, schema, opts.timeoutMs);
+      const outage = outages !== seen || !connected;
+      if (out.kind !== "failed" || !out.timedOut || !outage || attempt >= MAX_OUTAGE_ASKS) return out;
+    }
+  }
   async function askHook<T>(subject: string, payload: unknown, schema: z.ZodType<T>): Promise<RequestOutcome<T>> {
     const until = absentUntil.get(subject);
     if (until !== undefined && opts.now() < until) return { kind: "none" };
-    const out = await ask(nc, subject, payload, schema, opts.timeoutMs);
+    const out = await askAcrossOutages(subject, payload, schema);
     if (out.kind === "none" && opts.recheckMs > 0) absentUntil.set(subject, opts.now() + opts.recheckMs);
     else absentUntil.delete(subject);
     return out;

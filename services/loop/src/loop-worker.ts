@@ -85,6 +85,9 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     jsm,
     now,
     runnerAvailable: (toolName) => runners.serves(toolName),
+    awaitRunner: (toolName, ms) => runners.whenServed(toolName, ms),
+    // A runner writes its presence on reconnect; the worker's own watcher may reconnect a moment later.
+    runnerGraceMs: 2 * presenceTtlMs,
     ...(opts.toolPickupMs !== undefined ? { pickupTimeoutMs: opts.toolPickupMs } : {}),
   });
   const remoteHooks = createRemoteHookClient(opts.nc, {

@@ -60,4 +60,34 @@ describe("runner presence view", () => {
     expect(await until(() => view.serves("ls"))).toBe(true);
     view.stop();
   });
+
+  it("whenServed waits for a stale runner to announce itself again, and gives up at once on tools nobody served lately", async () => {
+    await presence("r-wait", ["grep"]);
+    let now = 10_000;
+    const view = watchRunnerPresence(kv, { ttlMs: 500, now: () => now });
+    await view.ready;
+    expect(await view.whenServed("grep", 1_000)).toBe(true);
+
+    // Stale (as after a bus outage): the call waits until the runner writes its presence again.
+    now += 600;
+    const started = Date.now();
+    const waiting = view.whenServed("grep", 5_000);
+    setTimeout(() => void presence("r-wait", ["grep"]), 200);
+    expect(await waiting).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+
+    // Stale and never rewritten: false after the timeout.
+    now += 600;
+    const t0 = Date.now();
+    expect(await view.whenServed("grep", 300)).toBe(false);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+
+    // Not seen within 30 s, or never served: false without waiting.
+    now += 30_001;
+    const t1 = Date.now();
+    expect(await view.whenServed("grep", 5_000)).toBe(false);
+    expect(await view.whenServed("nothing-serves-this", 5_000)).toBe(false);
+    expect(Date.now() - t1).toBeLessThan(100);
+    view.stop();
+  });
 });

@@ -78,6 +78,13 @@ export function createToolDispatcher(opts: {
    * not dispatched. Without it every call waits up to the pickup time.
    */
   runnerAvailable?: (toolName: string) => boolean;
+  /**
+   * Waits up to `ms` for a live runner of the tool when `runnerAvailable` says none: after a bus
+   * outage runners announce themselves again within moments. Without it the call fails at once.
+   */
+  awaitRunner?: (toolName: string, ms: number) => Promise<boolean>;
+  /** How long a call waits for a runner of its tool to (re)appear before failing. Default 0. */
+  runnerGraceMs?: number;
 }): ToolDispatcher {
   const cancelGrace = opts.cancelGraceMs ?? 2_000;
   const pickupTimeout = opts.pickupTimeoutMs ?? 30_000;
@@ -175,7 +182,10 @@ export function createToolDispatcher(opts: {
         }
         if (signal.aborted) return errorResult(toolErrorText.aborted);
         if (opts.runnerAvailable && !opts.runnerAvailable(call.toolName)) {
-          return errorResult(toolErrorText.noLiveRunner(call.toolName));
+          const grace = opts.runnerGraceMs ?? 0;
+          const appeared = grace > 0 && opts.awaitRunner ? await opts.awaitRunner(call.toolName, grace) : false;
+          if (!appeared) return errorResult(toolErrorText.noLiveRunner(call.toolName));
+          if (signal.aborted) return errorResult(toolErrorText.aborted);
         }
         const deadline = opts.now() + call.timeoutMs;
         const encoded = encodeToolCallRequest({

@@ -16,8 +16,8 @@ export const ToolsEnv = z.object({
   FLEET_RUNNER_ID: envString(""),
   /** Written to `fleet_config.partitions` when this runner is the first service to start (as loop and store do). */
   FLEET_PARTITIONS: envInt(16, 1, 4096),
-  /** `ack_wait` of the `tool-<name>` consumers, when this runner creates them. */
-  FLEET_TOOL_ACK_WAIT_MS: envInt(30_000, 1_000, 3_600_000),
+  /** `ack_wait` of the `tool-<name>` consumers (0: the runner presence TTL, so a dead runner's calls return in seconds). */
+  FLEET_TOOL_ACK_WAIT_MS: envInt(0, 0, 3_600_000),
   /** Calls of one tool running at once on this runner. */
   FLEET_TOOL_CONCURRENCY: envInt(16, 1, 10_000),
   /** How long a tool may take to settle after cancel/deadline before its abort result is published. */

@@ -59,7 +59,7 @@ export async function runToolRunnerProcess(opts: {
     workspaceRoot: env.FLEET_TENANT ? resolve(env.FLEET_WORKSPACE, env.FLEET_TENANT) : resolve(env.FLEET_WORKSPACE),
     workspaceMode: env.FLEET_WORKSPACE_MODE,
     logger,
-    ackWaitMs: env.FLEET_TOOL_ACK_WAIT_MS,
+    ...(env.FLEET_TOOL_ACK_WAIT_MS > 0 ? { ackWaitMs: env.FLEET_TOOL_ACK_WAIT_MS } : {}),
     concurrency: env.FLEET_TOOL_CONCURRENCY,
     abortGraceMs: env.FLEET_TOOL_ABORT_GRACE_MS,
     maxArgsBytes: env.FLEET_MAX_TOOL_ARGS_BYTES,

@@ -29,6 +29,7 @@ import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 import { ensureWorkspace } from "../workspace-path.js";
 import { type CallId, errorRecord, finalMsgId, isWrongLastSequence, publishRecord } from "./call-records.js";
 import { type CallState, createCallStateReader } from "./call-state.js";
+import { decideClaim, decideDelivery } from "./claim-decision.js";
 import { executeCall } from "./execute-call.js";
 import { limitFinalRecord } from "./limit-record.js";
 import { blobPrefix, createNatsBlobSink } from "./nats-blob-sink.js";
@@ -46,7 +47,7 @@ export interface ToolRunnerOptions {
   /** Unique per process. Default `tools-<host>-<pid>-<random>`. */
   runnerId?: string;
   logger?: Logger;
-  /** `ack_wait` of the `tool-<name>` consumers when this runner creates them. Default 30 s. */
+  /** `ack_wait` of the `tool-<name>` consumers (set on existing ones too). Default: the presence TTL. */
   ackWaitMs?: number;
   /** Calls of one tool running at once on this runner. Default 16. */
   concurrency?: number;
@@ -142,6 +143,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   let blobStore: Awaited<ReturnType<Objm["open"]>> | undefined;
   let sandbox: ProcessSandbox | undefined;
   let workingIntervalMs = 10_000;
+  let presenceTtlMs = 15_000;
   let started = false;
   let stopping = false;
   let hardStopped = false;
@@ -157,6 +159,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     blobStore = await new Objm(opts.nc).open(OBJECT_STORES.blobs.name);
     const ttl = (await topo.kv.leases.status()).ttl;
     if (!ttl) logger.warn({ evt: "presence_without_ttl" }, "fleet_leases has no TTL: a dead runner stays live forever");
+    if (ttl) presenceTtlMs = ttl;
     presence = createPresenceHeartbeat({
       kv: topo.kv.leases,
       runnerId,
@@ -164,6 +167,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
         opts.tools.map((t) => [t.name, { version: t.version, schemaHash: schemaHash(toRegistration(t)) }]),
       ),
       heartbeatMs: ttl ? Math.max(100, Math.floor(ttl / 3)) : 5_000,
+      nc: opts.nc,
       now,
       logger,
     });
@@ -183,9 +187,15 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       return registered;
     }
     for (const tool of opts.tools) {
-      const config = toolCallConsumer(tool.name, opts.ackWaitMs ?? 30_000);
+      // ack_wait = presence TTL: a dead runner's call comes back about when its presence expires;
+      // a live runner marks its calls in progress every third of it.
+      const config = toolCallConsumer(tool.name, opts.ackWaitMs ?? presenceTtlMs);
       const drift = await ensureConsumer(topo.jsm, STREAMS.toolCalls.name, config);
       for (const line of drift) logger.warn({ evt: "consumer_drift", drift: line }, "consumer drift");
+      if (drift.some((line) => line.includes(": ack_wait is "))) {
+        // A consumer made with another ack_wait (an older version's 30 s): take this runner's.
+        await topo.jsm.consumers.update(STREAMS.toolCalls.name, config.durable_name, { ack_wait: config.ack_wait });
+      }
       const info = await topo.jsm.consumers.info(STREAMS.toolCalls.name, config.durable_name);
       workingIntervalMs = Math.min(
         workingIntervalMs,
@@ -281,16 +291,16 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       deliveryCount: m.info.deliveryCount,
       ...(decoded.ok ? { sessionId: decoded.value.sessionId, toolCallId: decoded.value.toolCallId } : {}),
     });
-    if (!decoded.ok || decoded.value.toolName !== tool.name) {
-      const error = decoded.ok
-        ? `toolName ${JSON.stringify(decoded.value.toolName)} was published on the subject of tool ${JSON.stringify(tool.name)}`
-        : decoded.error;
-      log.error({ evt: "tool_call_invalid", error }, "invalid tool call request dropped");
+    const key = decoded.ok ? toolCallMsgId(decoded.value.sessionId, decoded.value.toolCallId) : "";
+    const current = decoded.ok ? inflight.get(key) : undefined;
+    const first = decideDelivery({ decoded, toolName: tool.name, runningSeq: current?.seq, seq: m.seq });
+    if (first.kind === "invalid") {
+      log.error({ evt: "tool_call_invalid", error: first.error }, "invalid tool call request dropped");
       const ident = decoded.ok ? decoded.value : readIdentity(m.data);
       if (ident) {
         // Only for a call nothing was written for yet (expected subject sequence 0): a bad copy must not
         // overwrite the outcome of a real call with the same ids.
-        await publishRecord(js, runnerId, ident, errorRecord(`Invalid tool call request: ${error}`), {
+        await publishRecord(js, runnerId, ident, errorRecord(`Invalid tool call request: ${first.error}`), {
           msgID: finalMsgId(ident),
           expectLastSeq: 0,
         }).catch((err) => log.warn({ evt: "invalid_request_unanswered", err }, "invalid request left unanswered"));
@@ -299,22 +309,20 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       metrics.delivery(tool.name, "bad_request");
       return;
     }
-    const req = decoded.value;
-    const key = toolCallMsgId(req.sessionId, req.toolCallId);
-    const current = inflight.get(key);
-    if (current) {
-      if (current.seq === m.seq) {
-        // Our own call came back (ack wait passed): keep working on it with the newest delivery.
-        current.msg = m;
-        m.working();
-        return;
-      }
+    if (first.kind === "keep_working" && current) {
+      current.msg = m;
+      m.working();
+      return;
+    }
+    if (first.kind === "after_running" && current) {
       await current.done;
       log.info({ evt: "tool_call_duplicate" }, "a second request of a call this runner ran; acked");
       await ackSafely(m, log);
       metrics.delivery(tool.name, "duplicate");
       return;
     }
+    if (!decoded.ok) return;
+    const req = decoded.value;
     let finish!: () => void;
     const entry: InFlight = {
       msg: m,
@@ -360,38 +368,53 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     // subject sequence 0, so if anything exists it fails (10071) and the real state is read.
     let state: CallState = { kind: "none", seq: 0 };
     for (let attempt = 0; ; attempt++) {
-      if (state.kind === "result") {
-        log.info({ evt: "tool_call_duplicate" }, "call already has a result; not run again");
-        await ackSafely(entry.msg, log);
-        return "duplicate";
-      }
       const owner = state.kind === "running" ? state.runnerId : undefined;
-      if (owner && owner !== runnerId && (await (presence as PresenceHeartbeat).isLive(owner))) {
-        log.info({ evt: "tool_call_busy", owner }, "call is running on another live runner; looking again later");
-        entry.msg.nak(busyRetryMs);
-        return "busy";
-      }
+      const decision = decideClaim({
+        state,
+        runnerId,
+        toolName: tool.name,
+        retry: tool.retry,
+        ownerSeenAt: owner && owner !== runnerId ? await (presence as PresenceHeartbeat).seenAt(owner) : undefined,
+        presenceTtlMs,
+        busyRetryMs,
+        now: now(),
+      });
       try {
-        if (state.kind !== "none" && tool.retry === "never") {
-          // Started by a runner that is gone, and no result: never run it twice.
-          await publishRecord(js, runnerId, call, errorRecord(toolErrorText.runnerLost(tool.name)), {
-            msgID: finalMsgId(call),
-            expectLastSeq: state.seq,
-          });
-          log.warn(
-            { evt: "tool_runner_lost", previousRunner: owner },
-            "runner lost while executing; error result given",
-          );
-          await ackSafely(entry.msg, log);
-          return "runner_lost";
+        switch (decision.kind) {
+          case "duplicate":
+            log.info({ evt: "tool_call_duplicate" }, "call already has a result; not run again");
+            await ackSafely(entry.msg, log);
+            return "duplicate";
+          case "busy":
+            log.info({ evt: "tool_call_busy", owner: decision.owner }, "call is running on another live runner");
+            entry.msg.nak(decision.delayMs);
+            return "busy";
+          case "fail":
+            await publishRecord(js, runnerId, call, errorRecord(decision.text), {
+              msgID: finalMsgId(call),
+              expectLastSeq: decision.expectLastSeq,
+            });
+            log.warn(
+              { evt: "tool_runner_lost", previousRunner: decision.previousRunner },
+              "runner lost while executing; error result given",
+            );
+            await ackSafely(entry.msg, log);
+            return "runner_lost";
+          case "claim":
+            if (decision.expectLastSeq > 0) {
+              log.warn(
+                { evt: "tool_call_rerun", previousRunner: decision.rerunOf },
+                "re-running a call whose runner is gone (retry: safe)",
+              );
+            }
+            await publishRecord(
+              js,
+              runnerId,
+              call,
+              { kind: "started", runnerId, ts: now() },
+              { expectLastSeq: decision.expectLastSeq },
+            );
         }
-        if (state.kind !== "none") {
-          log.warn(
-            { evt: "tool_call_rerun", previousRunner: owner },
-            "re-running a call whose runner is gone (retry: safe)",
-          );
-        }
-        await publishRecord(js, runnerId, call, { kind: "started", runnerId, ts: now() }, { expectLastSeq: state.seq });
         break;
       } catch (err) {
         if (!isWrongLastSequence(err) || attempt >= 3) throw err;

@@ -1,12 +1,14 @@
 import { decodeRunnerPresence, RUNNER_PRESENCE_KEYS, type RunnerPresence, runnerPresenceKey } from "@fleet/protocol";
 import { readKvEntries } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 
 export interface PresenceHeartbeat {
   start(): Promise<void>;
   stop(): Promise<void>;
-  isLive(runnerId: string): Promise<boolean>;
+  /** When `runnerId`'s presence was last written (server time, epoch ms); undefined when it has none. */
+  seenAt(runnerId: string): Promise<number | undefined>;
   /** Every live runner's presence (stale or unreadable entries are skipped). */
   liveRunners(): Promise<RunnerPresence[]>;
 }
@@ -16,6 +18,8 @@ export function createPresenceHeartbeat(opts: {
   runnerId: string;
   tools: RunnerPresence["tools"];
   heartbeatMs: number;
+  /** When given, presence is written again at once after each reconnect (keys may have expired during the outage). */
+  nc?: NatsConnection;
   now: () => number;
   logger: Pick<Logger, "warn">;
 }): PresenceHeartbeat {
@@ -23,6 +27,27 @@ export function createPresenceHeartbeat(opts: {
   const startedAt = opts.now();
   let timer: NodeJS.Timeout | undefined;
   let beating: Promise<unknown> | undefined;
+  let stopped = false;
+
+  const tick = () => {
+    if (beating || stopped) return;
+    beating = beat()
+      .catch((err) => opts.logger.warn({ evt: "presence_heartbeat_failed", err }, "runner presence heartbeat failed"))
+      .finally(() => {
+        beating = undefined;
+      });
+  };
+
+  async function reannounce(nc: NatsConnection) {
+    for await (const status of nc.status()) {
+      if (stopped) return;
+      if (status.type === "reconnect") {
+        opts.logger.warn({ evt: "presence_reannounce" }, "reconnected: runner presence written again");
+        if (beating) await beating;
+        tick();
+      }
+    }
+  }
 
   const beat = () =>
     opts.kv.put(
@@ -38,26 +63,19 @@ export function createPresenceHeartbeat(opts: {
   return {
     async start() {
       await beat();
-      timer = setInterval(() => {
-        if (beating) return;
-        beating = beat()
-          .catch((err) =>
-            opts.logger.warn({ evt: "presence_heartbeat_failed", err }, "runner presence heartbeat failed"),
-          )
-          .finally(() => {
-            beating = undefined;
-          });
-      }, opts.heartbeatMs);
+      timer = setInterval(tick, opts.heartbeatMs);
       timer.unref();
+      if (opts.nc) void reannounce(opts.nc);
     },
     async stop() {
+      stopped = true;
       if (timer) clearInterval(timer);
       if (beating) await beating;
       await opts.kv.delete(key).catch(() => undefined);
     },
-    async isLive(runnerId) {
+    async seenAt(runnerId) {
       const entry = await opts.kv.get(runnerPresenceKey(runnerId));
-      return entry !== null && entry.operation === "PUT";
+      return entry !== null && entry.operation === "PUT" ? entry.created.getTime() : undefined;
     },
     async liveRunners() {
       const out: RunnerPresence[] = [];
