@@ -297,6 +297,7 @@ export {
   SessionSummary,
   STORE_OPS,
   StoreError,
+  StoreErrorCode,
   type StoreOp,
   StoreReply,
   type StoreReplyOf,
