@@ -7,6 +7,8 @@ export interface SelfHealer {
   poke(): void;
   /** True while this instance is rebuilding after a loss. */
   readonly healing: boolean;
+  /** Settles after the first check (and the build it started, if any). */
+  readonly firstCheck: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -73,19 +75,21 @@ export function startSelfHealer(opts: SelfHealOptions): SelfHealer {
     }
   }
 
-  function poke() {
-    if (stopped || running) return;
+  function poke(): Promise<void> | undefined {
+    if (stopped || running) return running;
     running = check()
       .catch((err) => logger.warn({ evt: "store_heal_check_failed", err }, "checking the control record failed"))
       .finally(() => {
         running = undefined;
       });
+    return running;
   }
 
   const timer = setInterval(poke, opts.intervalMs ?? 1_000);
-  poke();
+  const firstCheck = poke() ?? Promise.resolve();
   return {
-    poke,
+    poke: () => void poke(),
+    firstCheck,
     get healing() {
       return healing;
     },

@@ -120,6 +120,9 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
     logger,
   });
 
+  // A fresh store (or an empty stream) is ready in milliseconds; a long rebuild goes on after start-up.
+  await Promise.race([healer.firstCheck, delay(5_000)]);
+
   const workers = new Map<number, PartitionWorker>();
   const slots = createSlots(opts.concurrentBatches ?? 2);
   const ops = await startOpsServer({
