@@ -5,6 +5,7 @@ import {
   createSessionCache,
   createSessionRepo,
   type EventRecord,
+  newNamespaceId,
   streamGapReader,
   syntheticEvents,
 } from "@fleet/session-store/testing";
@@ -45,7 +46,10 @@ beforeAll(async () => {
     );
   }
   await publisher.publishInterleaved([...logs.values()]);
-  ns = (await createNamespaceControl(f.redis, f.prefix).active()).ns;
+  ns = newNamespaceId();
+  const control = createNamespaceControl(f.redis, f.prefix);
+  await control.markBorn(ns);
+  await control.switchTo(ns, 1);
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import {
   syntheticEvents,
 } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Fixture, Publisher, silent, startFixture, waitFor } from "./support.js";
+import { activateNamespaceFromStart, type Fixture, Publisher, silent, startFixture, waitFor } from "./support.js";
 
 let f: Fixture;
 
@@ -36,6 +36,7 @@ describe("a partition worker's pending count", () => {
         applied.push(...records);
       },
     };
+    await activateNamespaceFromStart(f.redis, "pending-test");
     const worker = startPartitionWorker({
       partition: 0,
       js: f.js,

@@ -1,4 +1,4 @@
-import { buildContext, type FleetEvent, foldSessionTreeEvents, StoreReply, subjects } from "@fleet/protocol";
+import { buildContext, type FleetEvent, foldSessionTreeEvents, STREAMS, StoreReply, subjects } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
 import { syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -108,10 +108,13 @@ describe("query errors", () => {
 
   it("waits for a session that does not exist yet", async () => {
     const other = syntheticEvents({ sessionId: "q-2", seed: 6, runs: 1 });
-    const pending = query(f.nc, "get_context", { sessionId: "q-2", minSeq: 1, timeoutMs: 5_000 });
+    // The first sequence the new session's first event can get: the partition's applied position may
+    // be anywhere below it (a build marks every partition applied up to the stream's end).
+    const minSeq = (await f.jsm.streams.info(STREAMS.events.name)).state.last_seq + 1;
+    const pending = query(f.nc, "get_context", { sessionId: "q-2", minSeq, timeoutMs: 5_000 });
     await new Promise((r) => setTimeout(r, 100));
     for (const e of other) await publisher.publish(e);
-    // minSeq 1 is met by the session's first event: the answer is the session as of some prefix of its log.
+    // minSeq is met by the session's first event: the answer is the session as of some prefix of its log.
     const early = await pending;
     const entryIds = other.flatMap((e) =>
       (e as { entry?: { id: string } }).entry ? [(e as { entry: { id: string } }).entry.id] : [],

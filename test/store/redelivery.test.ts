@@ -10,6 +10,7 @@ import {
 } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  activateNamespaceFromStart,
   canonicalTree,
   expectedTree,
   type Fixture,
@@ -41,6 +42,7 @@ beforeAll(async () => {
     logs.set(sid, syntheticEvents({ sessionId: sid, seed: 40 + i, runs: 12, branchRate: 0.3, labelRate: 0.3 }));
   }
   await publisher.publishInterleaved([...logs.values()]);
+  await activateNamespaceFromStart(f.redis, f.prefix);
   store = await startStore(f);
   await waitProjected(f, publisher);
 });

@@ -13,7 +13,7 @@ import {
 } from "@fleet/protocol";
 import { applyTopology, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
-import { createSessionRepo } from "@fleet/session-store/testing";
+import { createNamespaceControl, createSessionRepo, newNamespaceId } from "@fleet/session-store/testing";
 import { type NatsServer, type RedisServer, startNats, startRedis } from "@fleet/testkit";
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -59,6 +59,18 @@ export async function startFixture(opts: { partitions?: number; leaseTtlMs?: num
       await nats.stop();
     },
   };
+}
+
+/**
+ * Makes a fresh namespace active from stream sequence 1, so the projectors deliver the whole stream
+ * into it live (without it, a store on a non-empty stream first rebuilds by replay). Returns its id.
+ */
+export async function activateNamespaceFromStart(redis: Redis, prefix: string): Promise<string> {
+  const control = createNamespaceControl(redis, prefix);
+  const ns = newNamespaceId();
+  await control.markBorn(ns);
+  await control.switchTo(ns, 1);
+  return ns;
 }
 
 /** Appends events as the loop does: `msgID = meta.id`, `expect.lastSubjectSequence` per session. */

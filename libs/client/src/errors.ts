@@ -1,5 +1,5 @@
 // Errors the SDK throws. Callers classify them by `kind` (a field), never by `instanceof` alone.
-import type { RejectionCode } from "@fleet/protocol";
+import type { RejectionCode, StoreErrorCode } from "@fleet/protocol";
 
 export type FleetErrorKind =
   /** The loop answered with `command_rejected`; `code` is the rejection code. */
@@ -56,7 +56,7 @@ export class CommandRejectedError extends FleetError {
 /** A session-store query answered `{ok: false, code, error}`. */
 export class StoreQueryError extends FleetError {
   readonly op: string;
-  constructor(op: string, code: "invalid" | "not_found" | "timeout", error: string) {
+  constructor(op: string, code: Exclude<StoreErrorCode, "unavailable">, error: string) {
     super("store", code, `${op}: ${error}`);
     this.name = "StoreQueryError";
     this.op = op;

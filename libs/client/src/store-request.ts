@@ -3,6 +3,7 @@ import {
   formatIssues,
   parseJson,
   STORE_OPS,
+  type StoreErrorCode,
   type StoreOp,
   StoreReply,
   type StoreReplyOf,
@@ -53,8 +54,12 @@ export async function storeRequest<Op extends StoreOp>(
       `${op}: the session store sent a reply that does not match the protocol`,
     );
   }
-  const value = reply.data as { ok: boolean; code?: "invalid" | "not_found" | "timeout"; error?: string };
-  if (!value.ok) throw new StoreQueryError(op, value.code ?? "invalid", value.error ?? "failed");
+  const value = reply.data as { ok: boolean; code?: StoreErrorCode; error?: string };
+  if (!value.ok) {
+    // Retryable as is: the store is rebuilding (or lost Redis) and answers again shortly.
+    if (value.code === "unavailable") throw new FleetError("unavailable", "store_unavailable", `${op}: ${value.error}`);
+    throw new StoreQueryError(op, value.code ?? "invalid", value.error ?? "failed");
+  }
   const { ok: _ok, ...rest } = value;
   return rest as StoreResult<Op>;
 }

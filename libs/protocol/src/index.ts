@@ -328,6 +328,7 @@ export {
   SessionSummary,
   STORE_OPS,
   StoreError,
+  StoreErrorCode,
   type StoreOp,
   StoreReply,
   type StoreReplyOf,

@@ -31,7 +31,12 @@ export const StoreRequest = {
   export: ExportRequest,
 } as const satisfies Record<StoreOp, z.ZodType>;
 
-export const StoreErrorCode = z.enum(["invalid", "not_found", "timeout"]);
+/**
+ * `unavailable`: the store cannot answer right now and the request may be retried as is, e.g. while
+ * it rebuilds from the log after Redis lost its data (it never answers with a partial tree).
+ */
+export const StoreErrorCode = z.enum(["invalid", "not_found", "timeout", "unavailable"]);
+export type StoreErrorCode = z.infer<typeof StoreErrorCode>;
 export const StoreError = z.object({ ok: z.literal(false), code: StoreErrorCode, error: z.string() });
 export type StoreError = z.infer<typeof StoreError>;
 

@@ -31,6 +31,7 @@ export { type OpsServer, startOpsServer } from "./ops-server.js";
 export {
   createLeaseManager,
   type HeldLease,
+  isWrongLastSequence,
   type LeaseManager,
   type LeaseManagerOptions,
   LeaseValue,
@@ -40,6 +41,8 @@ export { atLeast, compareVersions } from "./semver.js";
 export { sleep } from "./sleep.js";
 export {
   createStreamPublisher,
+  type DurablePublishOptions,
+  isTransientPublishFailure,
   NO_STREAM,
   PUBLISH_FAILED,
   PUBLISH_TIMEOUT,

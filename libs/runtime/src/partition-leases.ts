@@ -3,6 +3,11 @@ import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { readKvEntries } from "./kv-entries.js";
+import { WRONG_LAST_SEQUENCE } from "./stream-publisher.js";
+
+export const isWrongLastSequence = (err: unknown) =>
+  (err as { code?: unknown } | undefined)?.code === WRONG_LAST_SEQUENCE ||
+  /wrong last sequence/i.test((err as Error | undefined)?.message ?? "");
 
 export const LeaseValue = z.object({ workerId: z.string(), epoch: z.number().int().nonnegative() });
 export type LeaseValue = z.infer<typeof LeaseValue>;
@@ -74,22 +79,29 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
 
   // Leases are renewed concurrently: one slow KV round trip must not push the others past the TTL.
   // `renewedAt` is when the update was sent: the server stored it later, so the entry outlives it by
-  // at least the TTL.
+  // at least the TTL. Only the server decides a loss: an update guarded by our revision succeeds only
+  // while nobody else could have claimed the key, so a renewal that is late on our side (a stalled
+  // event loop) but lands before the server expired the entry keeps the lease. A transient failure
+  // (timeout, no responders, an election) is retried at the next renewal; once the TTL has passed
+  // without a confirmed renewal, any failure loses the lease.
   async function renewAll() {
     await Promise.all(
       [...held.values()].map(async (lease) => {
         const key = leaseKey(opts.role, lease.partition);
-        if (now() - lease.renewedAt > opts.ttlMs) {
-          await lose(lease, "not renewed within the TTL");
-          return;
-        }
         const sentAt = now();
         try {
           const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
           // Released or lost meanwhile: nothing to record.
           if (held.get(lease.partition) === lease) held.set(lease.partition, { ...lease, revision, renewedAt: sentAt });
         } catch (err) {
-          await lose(lease, (err as Error).message);
+          const message = (err as Error).message;
+          if (isWrongLastSequence(err)) await lose(lease, message);
+          else if (now() - lease.renewedAt > opts.ttlMs) await lose(lease, `not renewed within the TTL (${message})`);
+          else
+            opts.logger?.warn(
+              { evt: "lease_renew_retry", partition: lease.partition, err },
+              "renewal failed; retrying",
+            );
         }
       }),
     );

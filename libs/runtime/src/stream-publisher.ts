@@ -1,4 +1,6 @@
+import { jetstreamManager } from "@nats-io/jetstream";
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { sleep } from "./sleep.js";
 
 /** JetStream's "wrong last sequence" (optimistic concurrency) error code. */
 export const WRONG_LAST_SEQUENCE = 10071;
@@ -28,8 +30,23 @@ export interface PublishOptions {
  * and headers as `js.publish`; errors are data (`ok: false`), never thrown. Acks resolve in the
  * order the server sends them.
  */
+export interface DurablePublishOptions extends PublishOptions {
+  /** The stream that captures `subject`: read to tell a retry's 10071 caused by our own landed attempt. */
+  stream: string;
+  /** How long transient failures are retried (default 30 s): no responders, timeouts, a lost connection. */
+  retryForMs?: number;
+}
+
 export interface StreamPublisher {
   publish(subject: string, data: Uint8Array, opts?: PublishOptions): Promise<PublishAck>;
+  /**
+   * `publish`, retried with backoff through transient failures (a stream leader election, a NATS
+   * restart) with the same msgID and the same expected last subject sequence, so at most one copy is
+   * stored. A 10071 after an attempt whose outcome is unknown (timed out, connection lost) is checked
+   * against the subject's last message: when that is this msgID, the first attempt landed and the
+   * result is that message's sequence (`duplicate: true`), not a fence.
+   */
+  publishDurably(subject: string, data: Uint8Array, opts: DurablePublishOptions): Promise<PublishAck>;
   /** Acks being waited for. */
   readonly pending: number;
   /** Fails every pending publish (PUBLISH_FAILED) and stops listening. */
@@ -93,31 +110,55 @@ export function createStreamPublisher(
     void nc.closed().then(() => failAll("connection closed"));
   };
 
+  function publish(subject: string, data: Uint8Array, publishOpts: PublishOptions = {}): Promise<PublishAck> {
+    if (closed || nc.isClosed()) {
+      return Promise.resolve({ ok: false, code: PUBLISH_FAILED, error: "connection closed" });
+    }
+    ensureSubscribed();
+    const token = (counter++).toString(36);
+    const h = headers();
+    if (publishOpts.msgID !== undefined) h.set("Nats-Msg-Id", publishOpts.msgID);
+    if (publishOpts.expectLastSubjectSequence !== undefined) {
+      h.set("Nats-Expected-Last-Subject-Sequence", String(publishOpts.expectLastSubjectSequence));
+    }
+    return new Promise<PublishAck>((resolve) => {
+      waiting.set(token, { resolve, deadline: Date.now() + (publishOpts.timeoutMs ?? defaultTimeout) });
+      if (!sweeper) {
+        sweeper = setInterval(sweep, 100);
+        sweeper.unref();
+      }
+      try {
+        nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h });
+      } catch (err) {
+        settle(token, { ok: false, code: PUBLISH_FAILED, error: (err as Error).message });
+      }
+    });
+  }
+
+  async function publishDurably(subject: string, data: Uint8Array, o: DurablePublishOptions): Promise<PublishAck> {
+    const deadline = Date.now() + (o.retryForMs ?? 30_000);
+    let outcomeUnknown = false;
+    let delay = 50;
+    for (;;) {
+      const ack = await publish(subject, data, o);
+      if (ack.ok) return ack;
+      if (ack.code === WRONG_LAST_SEQUENCE) {
+        if (!outcomeUnknown || o.msgID === undefined) return ack;
+        const landed = await lastMessageOf(nc, o.stream, subject, deadline);
+        return landed?.msgId === o.msgID ? { ok: true, stream: o.stream, seq: landed.seq, duplicate: true } : ack;
+      }
+      const stopped = closed || nc.isClosed();
+      if (stopped || !isTransientPublishFailure(ack.code) || Date.now() + delay > deadline) return ack;
+      // 503: no stream leader received it. Anything else may have been stored without an ack.
+      if (ack.code !== NO_STREAM) outcomeUnknown = true;
+      await sleep(delay);
+      delay = Math.min(delay * 2, 1_000);
+    }
+  }
+
   return {
-    publish(subject, data, publishOpts = {}) {
-      if (closed || nc.isClosed()) {
-        return Promise.resolve({ ok: false, code: PUBLISH_FAILED, error: "connection closed" });
-      }
-      ensureSubscribed();
-      const token = (counter++).toString(36);
-      const h = headers();
-      if (publishOpts.msgID !== undefined) h.set("Nats-Msg-Id", publishOpts.msgID);
-      if (publishOpts.expectLastSubjectSequence !== undefined) {
-        h.set("Nats-Expected-Last-Subject-Sequence", String(publishOpts.expectLastSubjectSequence));
-      }
-      return new Promise<PublishAck>((resolve) => {
-        waiting.set(token, { resolve, deadline: Date.now() + (publishOpts.timeoutMs ?? defaultTimeout) });
-        if (!sweeper) {
-          sweeper = setInterval(sweep, 100);
-          sweeper.unref();
-        }
-        try {
-          nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h });
-        } catch (err) {
-          settle(token, { ok: false, code: PUBLISH_FAILED, error: (err as Error).message });
-        }
-      });
-    },
+    publish,
+    publishDurably,
     get pending() {
       return waiting.size;
     },
@@ -128,6 +169,38 @@ export function createStreamPublisher(
       sub = undefined;
     },
   };
+}
+
+/** JetStream "cluster not available" / "stream not current" style errors seen during elections. */
+const TRANSIENT_API_CODES = new Set([10008, 10074]);
+
+/** Failures worth retrying with the same msgID: nothing final was said about the message. */
+export function isTransientPublishFailure(code: number): boolean {
+  return code === NO_STREAM || code === PUBLISH_TIMEOUT || code === PUBLISH_FAILED || TRANSIENT_API_CODES.has(code);
+}
+
+/**
+ * The last stored message of `subject` (its sequence and `Nats-Msg-Id`), or null when the subject is
+ * empty or it could not be read before `deadline` (retried meanwhile, e.g. during an election).
+ */
+async function lastMessageOf(
+  nc: NatsConnection,
+  stream: string,
+  subject: string,
+  deadline: number,
+): Promise<{ seq: number; msgId: string | undefined } | null> {
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
+    try {
+      const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: 2_000 });
+      const msg = await jsm.streams.getMessage(stream, { last_by_subj: subject });
+      return msg ? { seq: msg.seq, msgId: msg.header?.get("Nats-Msg-Id") || undefined } : null;
+    } catch (err) {
+      if (/no message found/i.test((err as Error).message)) return null;
+      // No stream leader yet, or a timeout: retried below.
+    }
+    if (Date.now() + delay > deadline) return null;
+    await sleep(delay);
+  }
 }
 
 function parseAck(data: Uint8Array): PublishAck {

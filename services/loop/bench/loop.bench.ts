@@ -198,6 +198,7 @@ async function main() {
   };
 
   const nc = await connectNats({ url: server.url, name: "bench-loop" });
+  let leasesLost = 0;
   const worker = await startLoopWorker({
     nc,
     workerId: "bench-loop",
@@ -214,7 +215,12 @@ async function main() {
       approvalTools: new Set(),
       defaults: BENCH_CONFIG,
     },
-    logger: createLogger("bench-loop", { level: "warn" }),
+    logger: createLogger("bench-loop", {
+      level: "warn",
+      onRecord: (fields) => {
+        if ((fields as { evt?: unknown } | undefined)?.evt === "lease_lost") leasesLost++;
+      },
+    }),
     registry: new Registry(),
     newId: () => newId(),
   });
@@ -363,6 +369,7 @@ async function main() {
   console.log(
     `  delta p50 ≤ window + 2 ms   ${fmt(p50, 2)} ms vs ${COALESCE_MS + 2} ms  ${p50 <= COALESCE_MS + 2 ? "MET" : "NOT MET"}`,
   );
+  console.log(`leases lost: ${leasesLost}`);
 
   await worker.stop();
   await nc.close();

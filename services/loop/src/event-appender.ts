@@ -1,4 +1,4 @@
-import { encodeEvent, type FleetEvent, subjects } from "@fleet/protocol";
+import { encodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
 import { type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
@@ -26,7 +26,8 @@ export function createSessionAppender(opts: {
   partition: number;
   lastSeq: number;
   now: () => number;
-  retries?: number;
+  /** How long transient publish failures are retried (default 30 s). */
+  retryForMs?: number;
   onAppended?: (event: FleetEvent, seq: number, latencyMs: number) => void;
 }): SessionAppender {
   const subject = subjects.event(opts.partition, opts.sessionId);
@@ -39,26 +40,24 @@ export function createSessionAppender(opts: {
     const encoded = encodeEvent(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
-    let lastError = "";
-    // A retry re-sends the same msgID: if the lost ack's publish was stored, the server acks it again.
-    for (let attempt = 0; attempt <= (opts.retries ?? 3); attempt++) {
-      const ack = await opts.publisher.publish(subject, encoded.bytes, {
-        msgID: event.meta.id,
-        expectLastSubjectSequence: lastSeq,
-        timeoutMs: 5_000,
-      });
-      if (ack.ok) {
-        lastSeq = ack.seq;
-        opts.onAppended?.(event, ack.seq, opts.now() - started);
-        return { ok: true, seq: ack.seq, event };
-      }
-      if (ack.code === WRONG_LAST_SEQUENCE) {
-        fenced = true;
-        return { ok: false, kind: "fenced", error: ack.error };
-      }
-      lastError = ack.error;
+    // Retried through elections and restarts with the same msgID and expected sequence (see publishDurably).
+    const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
+      stream: STREAMS.events.name,
+      msgID: event.meta.id,
+      expectLastSubjectSequence: lastSeq,
+      timeoutMs: 5_000,
+      retryForMs: opts.retryForMs ?? 30_000,
+    });
+    if (ack.ok) {
+      lastSeq = ack.seq;
+      opts.onAppended?.(event, ack.seq, opts.now() - started);
+      return { ok: true, seq: ack.seq, event };
     }
-    return { ok: false, kind: "failed", error: lastError };
+    if (ack.code === WRONG_LAST_SEQUENCE) {
+      fenced = true;
+      return { ok: false, kind: "fenced", error: ack.error };
+    }
+    return { ok: false, kind: "failed", error: ack.error };
   }
 
   return {

@@ -24,6 +24,7 @@ import { connect } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { storeConsumerConfig } from "../src/consumer-control.js";
 import { appliedKey, controlKey } from "../src/keys.js";
+import { createNamespaceControl, newNamespaceId } from "../src/namespace.js";
 import { SYNTHETIC_CONFIG, syntheticSession } from "../src/testing/synthetic-session.js";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -291,6 +292,12 @@ async function main() {
       return [...partitionLast].every(([p, seq]) => Number(applied[String(p)] ?? 0) >= seq);
     };
     const project = async (instances: number, prefix: string) => {
+      // Live projection from sequence 1 into an active namespace, as before the store healed itself:
+      // without one, the first instance would rebuild the fresh prefix from the log on its own.
+      const control = createNamespaceControl(redis, prefix);
+      const ns = newNamespaceId();
+      await control.markBorn(ns);
+      await control.switchTo(ns, 1);
       // Timed from the first lease acquired: process start-up (tsx compiling the sources) is excluded.
       const stores = Array.from({ length: instances }, (_, i) =>
         runStoreProcess("main", [], { ...envFor(prefix), FLEET_WORKER_ID: `bench-${i}` }, /"evt":"lease_acquired"/),
@@ -334,12 +341,16 @@ async function main() {
     const one = await project(1, PREFIX);
     results.projectionOneInstanceEventsPerSec = report("1 instance", one);
     results.projectionEventsPerCpuSecond = rate(published, one.cpu * 1000);
+    let leasesLost = one.leaseLosses;
     if (INSTANCES > 1) {
       const many = await project(INSTANCES, `${PREFIX}:x${INSTANCES}`);
       results.projectionEventsPerSec = report(`${INSTANCES} instances`, many);
+      leasesLost += many.leaseLosses;
     } else {
       results.projectionEventsPerSec = results.projectionOneInstanceEventsPerSec;
     }
+    results.leasesLost = leasesLost;
+    out(`leases lost: ${leasesLost}`);
 
     // Optional: check the projection made under load (lease churn included) against a replay.
     if (process.env.BENCH_VERIFY) {

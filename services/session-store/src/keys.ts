@@ -15,6 +15,8 @@
  * - `<prefix>:<ns>:applied` (hash, global): partition → highest stream sequence applied in it.
  * - `<prefix>:<ns>:reset` (hash, global): partition → "1" once its durable consumer was moved to
  *   this namespace's `startSeq`.
+ * - `<prefix>:<ns>:born` (string, global): written before a build's first write; `ctl` switches to
+ *   the namespace only while it exists, so a namespace flushed mid-build never becomes active.
  */
 export interface SessionKeys {
   meta: string;
@@ -42,6 +44,7 @@ export function sessionKeys(prefix: string, ns: string, sessionId: string): Sess
 export const sessionsIndexKey = (prefix: string, ns: string) => `${prefix}:${ns}:sessions`;
 export const appliedKey = (prefix: string, ns: string) => `${prefix}:${ns}:applied`;
 export const resetKey = (prefix: string, ns: string) => `${prefix}:${ns}:reset`;
+export const bornKey = (prefix: string, ns: string) => `${prefix}:${ns}:born`;
 
 /** Every key of a namespace matches this SCAN pattern (used to drop old and scratch namespaces). */
 export const namespacePattern = (prefix: string, ns: string) => `${escapeGlob(prefix)}:${escapeGlob(ns)}:*`;

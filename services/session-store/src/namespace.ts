@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { controlKey, resetKey } from "./keys.js";
+import { bornKey, controlKey, resetKey } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
 
 /**
@@ -22,31 +22,43 @@ const Control = z.object({
     .transform(Number),
 });
 
-/** Creates the control record unless it exists; returns the record in force. */
-const INIT_SCRIPT = luaScript(`
-if redis.call('HEXISTS', KEYS[1], 'ns') == 0 then
-  redis.call('HSET', KEYS[1], 'ns', ARGV[1], 'startSeq', '1', 'switchedAt', ARGV[2])
-end
-return redis.call('HMGET', KEYS[1], 'ns', 'startSeq')
-`);
-
-/** Sets the control record; returns the previous namespace (or false). */
+/**
+ * Sets the control record, only while the new namespace's birth marker (KEYS[2]) still exists: a
+ * FLUSHALL during its build removed the marker, and a namespace missing part of its keys must never
+ * become active. Returns {1, previous namespace or false}, or {0} when the marker is gone.
+ */
 const SWITCH_SCRIPT = luaScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
 local old = redis.call('HGET', KEYS[1], 'ns')
 redis.call('HSET', KEYS[1], 'ns', ARGV[1], 'startSeq', ARGV[2], 'switchedAt', ARGV[3])
-return old
+return {1, old}
 `);
 
 export function newNamespaceId(now: number = Date.now()): string {
   return `n${now.toString(36)}${randomBytes(3).toString("hex")}`;
 }
 
+/** The switch was refused: Redis lost the namespace's keys (FLUSHALL, restart) while it was built. */
+export class NamespaceLostError extends Error {
+  constructor(ns: string) {
+    super(`namespace ${ns} lost its keys while it was built (Redis flushed or restarted)`);
+    this.name = "NamespaceLostError";
+  }
+}
+
 export interface NamespaceControl {
-  /** The active namespace; created (empty, startSeq 1) when there is none, e.g. after FLUSHALL. */
-  active(): Promise<ActiveNamespace>;
-  /** The active namespace without creating one. */
+  /**
+   * The active namespace, or null when there is none: Redis lost its data (FLUSHALL, a restart
+   * without persistence) or no namespace was ever built. Only a complete build creates one
+   * (`switchTo`), so a reader never sees a half-filled namespace.
+   */
   peek(): Promise<ActiveNamespace | null>;
-  /** Makes `ns` active from `startSeq`; returns the namespace it replaced. */
+  /** Writes `ns`'s birth marker; call before the first write into a namespace that `switchTo` will activate. */
+  markBorn(ns: string): Promise<void>;
+  /**
+   * Makes `ns` active from `startSeq`; returns the namespace it replaced. Throws NamespaceLostError
+   * (and switches nothing) when `ns`'s birth marker is gone.
+   */
   switchTo(ns: string, startSeq: number): Promise<string | null>;
   isReset(ns: string, partition: number): Promise<boolean>;
   markReset(ns: string, partition: number): Promise<void>;
@@ -60,17 +72,17 @@ export function createNamespaceControl(redis: Redis, prefix: string): NamespaceC
     return checked.data;
   };
   return {
-    async active() {
-      const reply = await INIT_SCRIPT.run(redis, [key], [newNamespaceId(), Date.now()]);
-      const [ns, startSeq] = Array.isArray(reply) ? reply : [];
-      return parse(ns, startSeq);
-    },
     async peek() {
       const [ns, startSeq] = await redis.hmget(key, "ns", "startSeq");
       return ns === null ? null : parse(ns, startSeq);
     },
+    async markBorn(ns) {
+      await redis.set(bornKey(prefix, ns), String(Date.now()));
+    },
     async switchTo(ns, startSeq) {
-      const old = await SWITCH_SCRIPT.run(redis, [key], [ns, startSeq, Date.now()]);
+      const reply = await SWITCH_SCRIPT.run(redis, [key, bornKey(prefix, ns)], [ns, startSeq, Date.now()]);
+      const [switched, old] = Array.isArray(reply) ? reply : [0];
+      if (switched !== 1) throw new NamespaceLostError(ns);
       return typeof old === "string" ? old : null;
     },
     async isReset(ns, partition) {

@@ -22,6 +22,8 @@ export interface PartitionWorkerOptions {
   /** Idle wake-up interval: how soon a namespace switch is noticed without traffic. */
   idleMs?: number;
   onBatch?: (partition: number, size: number, lastSeq: number) => void;
+  /** Called when there is no active namespace (Redis lost its data): the worker pauses until one exists. */
+  onNoNamespace?: () => void;
 }
 
 export interface PartitionWorker {
@@ -45,6 +47,7 @@ export interface PartitionWorker {
  * the writes. Before every batch it re-reads the active namespace; when that changed (a rebuild
  * switched, or Redis lost the control record) it moves its consumer to the namespace's `startSeq`
  * once per namespace and partition, so nothing acked into the old namespace is missing in the new one.
+ * With no active namespace (Redis lost its data) it closes its consumer and waits for the heal.
  */
 export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWorker {
   const { partition, logger } = opts;
@@ -103,7 +106,16 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     while (!stopping) {
       let batch: JsMsg[] = [];
       try {
-        const active = await opts.namespaces.active();
+        const active = await opts.namespaces.peek();
+        if (!active) {
+          // Nothing may be applied (or acked) until a complete namespace is active again.
+          if (current) logger.warn({ evt: "store_namespace_missing", partition, ns: current.ns }, "namespace gone");
+          current = undefined;
+          await closeConsumer();
+          opts.onNoNamespace?.();
+          await new Promise((r) => setTimeout(r, Math.min(idleMs, 250)));
+          continue;
+        }
         if (!current || active.ns !== current.ns || !messages) await openConsumer(active);
         batch = await inbox.take(maxBatch, idleMs);
         if (batch.length === 0) continue;

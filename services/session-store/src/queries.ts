@@ -6,6 +6,7 @@ import {
   parseJson,
   partitionOf,
   type SessionTree,
+  type StoreErrorCode,
   type StoreOp,
   StoreRequest,
   validate,
@@ -16,7 +17,7 @@ import { listSessions } from "./session-index.js";
 import type { SessionRepo } from "./session-repo.js";
 import type { ProjectedSession } from "./session-state.js";
 
-export type StoreErrorReply = { ok: false; code: "invalid" | "not_found" | "timeout"; error: string };
+export type StoreErrorReply = { ok: false; code: StoreErrorCode; error: string };
 export type QueryReply = ({ ok: true } & Record<string, unknown>) | StoreErrorReply;
 
 export interface QueryContext {
@@ -33,6 +34,10 @@ export const MAX_MIN_SEQ_TIMEOUT_MS = 30_000;
 export const DEFAULT_LIST_LIMIT = 50;
 
 const fail = (code: StoreErrorReply["code"], error: string): StoreErrorReply => ({ ok: false, code, error });
+
+/** While no namespace is active (Redis lost its data and the store rebuilds from the log). */
+export const REBUILDING_ERROR = "the store lost its Redis data and is rebuilding from the log; retry shortly";
+const rebuilding = () => fail("unavailable", REBUILDING_ERROR);
 
 /**
  * The last `get_context` reply per tree. Trees are immutable (every change makes a new one) and the
@@ -85,11 +90,14 @@ async function readAtLeast(
   let delay = 2;
   for (;;) {
     const active = await ctx.namespaces.peek();
-    const read: Read = active ? await readSession(ctx, active.ns, sessionId) : { kind: "missing" };
+    if (!active) return rebuilding();
+    const read = await readSession(ctx, active.ns, sessionId);
     if (read.kind === "failed") return read.reply;
+    // Missing may mean the namespace vanished after it was read (FLUSHALL): never answer not_found then.
+    if (read.kind === "missing" && (await ctx.namespaces.peek())?.ns !== active.ns) return rebuilding();
     const seq = read.kind === "ok" ? read.session.lastSeq : 0;
     let reached = minSeq === undefined || seq >= minSeq;
-    if (!reached && active) {
+    if (!reached) {
       reached = (await ctx.repo.applied(active.ns, partitionOf(sessionId, ctx.partitions))) >= (minSeq as number);
     }
     if (reached) return read.kind === "ok" ? read.session : fail("not_found", `Session ${sessionId} not found`);
@@ -159,7 +167,7 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
       const req = validate(StoreRequest.list_sessions, json.value);
       if (!req.ok) return fail("invalid", req.error);
       const active = await ctx.namespaces.peek();
-      if (!active) return { ok: true, sessions: [] };
+      if (!active) return rebuilding();
       const page = await listSessions(ctx.repo.redis, ctx.repo.prefix, active.ns, {
         limit: req.value.limit ?? DEFAULT_LIST_LIMIT,
         cursor: req.value.cursor,

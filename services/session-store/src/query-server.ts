@@ -47,7 +47,7 @@ export function startQueryServer(
       reply = await handleQuery(ctx, op, msg.data);
     } catch (err) {
       logger.warn({ evt: "store_query_failed", op, err }, "query failed");
-      reply = { ok: false, code: "timeout", error: `store unavailable: ${(err as Error).message}` };
+      reply = { ok: false, code: "unavailable", error: `store unavailable: ${(err as Error).message}` };
     }
     let bytes = encodedReplies.get(reply) ?? encoder.encode(JSON.stringify(reply));
     encodedReplies.set(reply, bytes);

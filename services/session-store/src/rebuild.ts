@@ -4,7 +4,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Redis } from "ioredis";
 import { appliedKey, namespacePattern, rebuildLockKey } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
-import { createNamespaceControl, newNamespaceId } from "./namespace.js";
+import { createNamespaceControl, NamespaceLostError, newNamespaceId } from "./namespace.js";
 import { createProjector, type Projector } from "./projector.js";
 import { replayStream, streamGapReader, streamLastSeq } from "./replay.js";
 import { createSessionCache } from "./session-cache.js";
@@ -48,6 +48,7 @@ export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<Buil
         "invalid event",
       ),
   });
+  await createNamespaceControl(deps.redis, deps.prefix).markBorn(ns);
   let last = 0;
   let events = 0;
   let lastLog = 0;
@@ -90,10 +91,53 @@ export interface RebuildResult {
   deletedKeys: number;
 }
 
+/** Another rebuild (an operator's, or another instance healing) holds the lock. */
+export class RebuildLockedError extends Error {
+  constructor(lockKey: string) {
+    super(`another rebuild holds ${lockKey}`);
+    this.name = "RebuildLockedError";
+  }
+}
+
 const RELEASE_LOCK = luaScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `);
+
+/** Runs `work` while holding `<prefix>:lock:rebuild` (refreshed); throws RebuildLockedError when taken. */
+async function withRebuildLock<T>(deps: ReplayDeps, lockMs: number, work: () => Promise<T>): Promise<T> {
+  const lockKey = rebuildLockKey(deps.prefix);
+  const token = randomUUID();
+  if ((await deps.redis.set(lockKey, token, "PX", lockMs, "NX")) !== "OK") {
+    throw new RebuildLockedError(lockKey);
+  }
+  const refresh = setInterval(() => void deps.redis.pexpire(lockKey, lockMs).catch(() => undefined), lockMs / 3);
+  try {
+    return await work();
+  } finally {
+    clearInterval(refresh);
+    await RELEASE_LOCK.run(deps.redis, [lockKey], [token]).catch(() => undefined);
+  }
+}
+
+/** Builds a fresh namespace and switches to it; a namespace flushed mid-build is deleted, not switched to. */
+async function buildAndSwitch(deps: ReplayDeps): Promise<BuildResult & { oldNs: string | null }> {
+  const ns = newNamespaceId();
+  deps.logger.info({ evt: "store_rebuild_started", ns }, "rebuild started");
+  const built = await buildNamespace(deps, ns);
+  let oldNs: string | null;
+  try {
+    oldNs = await createNamespaceControl(deps.redis, deps.prefix).switchTo(ns, built.lastSeq + 1);
+  } catch (err) {
+    if (err instanceof NamespaceLostError) await deleteNamespace(deps.redis, deps.prefix, ns).catch(() => undefined);
+    throw err;
+  }
+  deps.logger.info(
+    { evt: "store_rebuild_switched", ns, oldNs, lastSeq: built.lastSeq, events: built.events },
+    "switched to the rebuilt namespace",
+  );
+  return { ...built, oldNs };
+}
 
 /**
  * `rebuild`: replays the stream into a fresh namespace while queries keep reading the active one,
@@ -106,32 +150,28 @@ export async function rebuild(
   deps: ReplayDeps,
   opts: { graceMs?: number; keepOld?: boolean } = {},
 ): Promise<RebuildResult> {
-  const lockKey = rebuildLockKey(deps.prefix);
-  const token = randomUUID();
-  const lockMs = 60_000;
-  if ((await deps.redis.set(lockKey, token, "PX", lockMs, "NX")) !== "OK") {
-    throw new Error(`another rebuild holds ${lockKey}`);
-  }
-  const refresh = setInterval(() => void deps.redis.pexpire(lockKey, lockMs).catch(() => undefined), lockMs / 3);
-  try {
-    const ns = newNamespaceId();
-    deps.logger.info({ evt: "store_rebuild_started", ns }, "rebuild started");
-    const built = await buildNamespace(deps, ns);
-    const oldNs = await createNamespaceControl(deps.redis, deps.prefix).switchTo(ns, built.lastSeq + 1);
-    deps.logger.info(
-      { evt: "store_rebuild_switched", ns, oldNs, lastSeq: built.lastSeq, events: built.events },
-      "switched to the rebuilt namespace",
-    );
+  return withRebuildLock(deps, 60_000, async () => {
+    const built = await buildAndSwitch(deps);
+    const { ns, oldNs } = built;
     let deletedKeys = 0;
     if (oldNs && oldNs !== ns && !opts.keepOld) {
       await new Promise((r) => setTimeout(r, opts.graceMs ?? 10_000));
       deletedKeys = await deleteNamespace(deps.redis, deps.prefix, oldNs);
     }
     return { ns, oldNs, lastSeq: built.lastSeq, events: built.events, ms: built.ms, deletedKeys };
-  } finally {
-    clearInterval(refresh);
-    await RELEASE_LOCK.run(deps.redis, [lockKey], [token]).catch(() => undefined);
-  }
+  });
+}
+
+/**
+ * Builds and activates a namespace only if none is active (Redis lost its data, or a fresh store),
+ * checked under the rebuild lock so two healers never build one after the other. Resolves null when
+ * a namespace was active; throws RebuildLockedError while another rebuild runs.
+ */
+export async function buildIfMissing(deps: ReplayDeps, lockMs: number): Promise<BuildResult | null> {
+  return withRebuildLock(deps, lockMs, async () => {
+    if (await createNamespaceControl(deps.redis, deps.prefix).peek()) return null;
+    return buildAndSwitch(deps);
+  });
 }
 
 /** Deletes every key of a namespace (SCAN + UNLINK); returns how many. */

@@ -20,6 +20,7 @@ import { type PartitionWorker, startPartitionWorker } from "./partition-worker.j
 import { createProjector } from "./projector.js";
 import { startQueryServer } from "./query-server.js";
 import { streamGapReader, streamLastSeq } from "./replay.js";
+import { startSelfHealer } from "./self-heal.js";
 import { createSessionCache } from "./session-cache.js";
 import { createSessionRepo } from "./session-repo.js";
 import { createSlots } from "./slots.js";
@@ -105,6 +106,23 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       logger.warn({ evt: "store_invalid_event", seq: record.seq, subject: record.subject, error }, "invalid event"),
   });
 
+  const healer = startSelfHealer({
+    deps: {
+      js,
+      jsm,
+      redis,
+      prefix: opts.prefix,
+      partitions: topology.partitions,
+      logger,
+      cacheEntries: opts.cacheEntries,
+    },
+    namespaces,
+    logger,
+  });
+
+  // A fresh store (or an empty stream) is ready in milliseconds; a long rebuild goes on after start-up.
+  await Promise.race([healer.firstCheck, delay(5_000)]);
+
   const workers = new Map<number, PartitionWorker>();
   const slots = createSlots(opts.concurrentBatches ?? 2);
   const ops = await startOpsServer({
@@ -132,7 +150,17 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       workers.get(partition)?.stop();
       workers.set(
         partition,
-        startPartitionWorker({ partition, js, jsm, namespaces, projector, slots, logger, maxBatch: opts.maxBatch }),
+        startPartitionWorker({
+          partition,
+          js,
+          jsm,
+          namespaces,
+          projector,
+          slots,
+          logger,
+          maxBatch: opts.maxBatch,
+          onNoNamespace: healer.poke,
+        }),
       );
       metrics.partitions.set(workers.size);
     },
@@ -192,6 +220,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       await leases.stop();
       await Promise.all([...workers.values()].map((w) => w.stop()));
       workers.clear();
+      await healer.stop();
       await queries.close();
       await ncData.drain().catch(() => undefined);
       await nc.drain().catch(() => undefined);

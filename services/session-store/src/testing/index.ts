@@ -3,7 +3,7 @@
 
 export { prepareStoreConsumer, storeConsumerDrift } from "../consumer-control.js";
 export { ackReplyOf, pendingOf, prevSeqOf, streamSeqOf, toEventRecord } from "../delivered-message.js";
-export { createNamespaceControl } from "../namespace.js";
+export { createNamespaceControl, newNamespaceId } from "../namespace.js";
 export { startPartitionWorker } from "../partition-worker.js";
 export { createProjector, type EventRecord, type Projector } from "../projector.js";
 export { streamGapReader } from "../replay.js";
