@@ -73,7 +73,13 @@ describe("bash in the sandbox: limits", () => {
   it("a memory hog fails to allocate past the address-space limit", async () => {
     const t0 = Date.now();
     // Doubles a string until an allocation fails (gawk: "cannot allocate", mawk: "out of memory").
-    const out = await h.run(bash, { command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'` });
+    // With CPU time to spare: on a busy machine the copying can use up 1 s of CPU (SIGXCPU) first.
+    const roomy = await createHarness({
+      sandbox: sandboxSettings({ limits: { ...settings.limits, cpuSeconds: 20 } }),
+    });
+    const out = await roomy
+      .run(bash, { command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'` })
+      .finally(() => roomy.cleanup());
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(out).toMatchObject({ isError: true, details: { exitCode: 2 } });
     expect(textOf(out)).toMatch(/cannot allocate \d+ bytes of memory|out of memory/);
