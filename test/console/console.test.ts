@@ -214,19 +214,25 @@ describe("web console", () => {
     }
     const imported = await stack.client.importSession({ entries }, { sessionId, timeoutMs: 60_000 });
     expect(imported.seq).toBeGreaterThan(0);
-    const folded = await call(base, "GET", `/v1/sessions/${sessionId}`);
-    const leafId = folded.body.leafId as string;
-    // Labels: each is an accepted command and a `label` entry, two events.
-    for (let round = 0; round < 30; round++) {
-      await Promise.all(
-        Array.from({ length: 50 }, (_, i) =>
-          stack.client.send(sessionId, {
-            type: "label",
-            targetId: leafId,
-            label: `l${round * 50 + i}`,
-          }),
-        ),
-      );
+    // Then replies streamed one character per millisecond: the loop coalesces the deltas into a
+    // `message_update` every 10 ms, until the log holds 10,000 events.
+    const count = async () =>
+      (await call(base, "GET", `/v1/sessions/${sessionId}/events?follow=false`)).text.split("\nid: ").length;
+    for (let round = 1; round <= 8 && (await count()) < 10_000; round++) {
+      const deltas = Array.from({ length: 5_000 }, (_, i) => String.fromCharCode(97 + (i % 26)));
+      stack.fake.script(fakeReply([fakeText(deltas.join(""), deltas)], { eventDelayMs: 1 }));
+      await call(base, "POST", `/v1/sessions/${sessionId}/commands`, {
+        body: { type: "prompt", text: `go on ${round}` },
+      });
+      await expect
+        .poll(
+          async () => {
+            const state = (await call(base, "GET", `/v1/sessions/${sessionId}`)).body;
+            return `${state.status} ${state.messages.length}`;
+          },
+          { timeout: 60_000, interval: 300 },
+        )
+        .toBe(`idle ${7000 + 2 * round}`);
     }
 
     // Baseline in the same run: the small first session.
@@ -263,5 +269,5 @@ describe("web console", () => {
       ].join("\n"),
     );
     await shot("replay-10k");
-  }, 180_000);
+  }, 400_000);
 });

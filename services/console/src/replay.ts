@@ -1,6 +1,6 @@
 // A session's log folded with the protocol's reducers, with a checkpoint every CHECKPOINT_EVERY
 // events, so the state at any event costs one clone and fewer than CHECKPOINT_EVERY folds.
-import { evolveSession, initialSessionState, type SessionState } from "@fleet/protocol";
+import { evolveSession, initialSessionState, type SessionState, streamingMessageOf } from "@fleet/protocol";
 import type { LoggedEvent } from "./sse.js";
 
 export const CHECKPOINT_EVERY = 250;
@@ -40,7 +40,7 @@ export class ReplayLog {
       if (item.seq <= this.live.seq) continue;
       this.events.push(item);
       foldInto(this.live, item);
-      if (this.events.length % CHECKPOINT_EVERY === 0) this.checkpoints.push(structuredClone(this.live));
+      if (this.events.length % CHECKPOINT_EVERY === 0) this.checkpoints.push(snapshot(this.live));
     }
   }
 
@@ -63,9 +63,35 @@ export class ReplayLog {
     if (from && from.index <= target && target - from.index < CHECKPOINT_EVERY) state = from;
     else {
       const checkpoint = this.checkpoints[Math.floor(target / CHECKPOINT_EVERY)] ?? this.checkpoints[0];
-      state = structuredClone(checkpoint as Folded);
+      state = snapshot(checkpoint as Folded);
     }
     while (state.index < target) foldInto(state, this.events[state.index] as LoggedEvent);
     return state;
   }
+}
+
+/**
+ * A copy that folding either side never changes: what `evolveSession` mutates in place is copied
+ * (the tree's arrays and labels, the command and approval records, the open compaction, the buffered
+ * deltas, settled first); what it replaces (agent status, run cursor, owner) and the entries (never
+ * modified once created) are shared. Far cheaper than `structuredClone` for a long session.
+ */
+export function snapshot(state: Folded): Folded {
+  const s = state.session;
+  streamingMessageOf(s);
+  const session: SessionState = {
+    ...s,
+    tree: {
+      ...s.tree,
+      entries: s.tree.entries.slice(),
+      labels: { ...s.tree.labels },
+      leafEventIds: s.tree.leafEventIds.slice(),
+    },
+    commands: new Map([...s.commands].map(([id, record]) => [id, { ...record }])),
+    approvals: new Map([...s.approvals].map(([id, record]) => [id, { ...record }])),
+    pendingWrites: s.pendingWrites.slice(),
+    compaction: s.compaction ? { ...s.compaction } : null,
+    streamDeltas: s.streamDeltas.slice(),
+  };
+  return { ...state, session, progress: new Map(state.progress) };
 }

@@ -11,8 +11,6 @@ export function Transcript(props: {
 }) {
   const { messages } = props;
   const hidden = Math.max(0, messages.length - SHOWN);
-  const results = new Map<string, ContextMessage>();
-  for (const m of messages) if (m.role === "toolResult") results.set(m.toolCallId, m);
   return (
     <div class="transcript" data-testid="transcript">
       {hidden > 0 && <div class="muted">{hidden} earlier messages not shown</div>}
