@@ -7,7 +7,7 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY . .
-RUN npm ci --no-audit --no-fund && npx tsc -b && npm prune --omit=dev --no-audit --no-fund
+RUN npm ci --no-audit --no-fund && npx tsc -b && npm run build -w @fleet/console && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 # bash runs the `bash` tool; bubblewrap is its sandbox.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Shared set-up step of `npm test` and `npm start`: makes sure nats-server, redis-server and (on
-# Linux) bubblewrap exist; bubblewrap is the sandbox of every process a tool starts.
+# Linux) bubblewrap and chromium exist; bubblewrap is the sandbox of every process a tool starts,
+# chromium (/usr/bin/chromium) runs the web console's browser tests.
 # Root (or passwordless sudo) on Debian/Ubuntu: installs them with apt-get, saying so first.
 # Elsewhere: prints the exact install command and exits non-zero (tests may still use testcontainers
 # where a container runtime exists; set FLEET_ALLOW_CONTAINERS=1 to skip this check).
@@ -10,6 +11,7 @@ command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missin
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 if [ "$(uname)" = "Linux" ]; then
   command -v bwrap >/dev/null 2>&1 || [ -x /usr/bin/bwrap ] || missing+=(bubblewrap)
+  [ -x "${FLEET_CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium)
 fi
 # tmux is optional: the tests that drive `fleet chat` as a person would are skipped without it.
 optional=()
@@ -35,6 +37,6 @@ if command -v apt-get >/dev/null 2>&1; then
 elif [ "$(uname)" = "Darwin" ]; then
   echo "fleet: missing ${missing[*]}. Install with: brew install nats-server redis" >&2
 else
-  echo "fleet: missing ${missing[*]}. Install nats-server (https://nats.io), redis-server and bubblewrap with your package manager." >&2
+  echo "fleet: missing ${missing[*]}. Install nats-server (https://nats.io), redis-server, bubblewrap and chromium with your package manager." >&2
 fi
 exit 1

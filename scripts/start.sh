@@ -19,6 +19,10 @@ if ! npx tsc -b >"$home/build.log" 2>&1; then
   echo "fleet: the build failed (see $home/build.log); running from the TypeScript sources instead" >&2
   export FLEET_FROM_SOURCE=1
 fi
+# The web console (static files the gateway serves at /).
+if ! npm run build -w @fleet/console >>"$home/build.log" 2>&1; then
+  echo "fleet: the web console build failed (see $home/build.log); the gateway will say so at /" >&2
+fi
 
 # The tools' workspace: by default a sandbox under .fleet/, seeded with this README so the demo has a
 # file to read and does not write into the repository.

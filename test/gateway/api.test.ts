@@ -1,5 +1,8 @@
 // Every route of the gateway end to end against the real stack, each answer checked against
 // GET /openapi.json, and every error code: 400, 401, 403, 404, 409, 413, 503.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { tokenTable } from "@fleet/gateway";
 import { openSse } from "@fleet/gateway/testing";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
@@ -20,16 +23,25 @@ const tokens = tokenTable({
 });
 
 let stack: GatewayStack;
+/** A stand-in build of the web console (the browser tests use the real one). */
+const consoleDir = mkdtempSync(join(tmpdir(), "fleet-console-"));
 let checker: ReturnType<typeof openApiChecker>;
 
 beforeAll(async () => {
-  stack = await startGatewayStack({ gateway: { tokens, bodyLimitBytes: 64 * 1024 }, approvalTools: ["write"] });
+  mkdirSync(join(consoleDir, "assets"), { recursive: true });
+  writeFileSync(join(consoleDir, "index.html"), '<div id="app"></div><script src="/assets/app-1.js"></script>');
+  writeFileSync(join(consoleDir, "assets/app-1.js"), "console.log(1)");
+  stack = await startGatewayStack({
+    gateway: { tokens, bodyLimitBytes: 64 * 1024, consoleDir },
+    approvalTools: ["write"],
+  });
   const doc = await call(stack.gateway.url, "GET", "/openapi.json");
   checker = openApiChecker(doc.body);
   checker.check("GET", "/openapi.json", doc.status, doc.headers.get("content-type"), doc.body);
 }, 60_000);
 afterAll(async () => {
   await stack?.stop();
+  rmSync(consoleDir, { recursive: true, force: true });
 });
 
 type CallOptions = Parameters<typeof call>[3];
@@ -253,6 +265,33 @@ describe("gateway / API", () => {
     expect((await api("DELETE", `/v1/webhooks/${created.body.id}`)).status).toBe(204);
     const gone = await api("DELETE", `/v1/webhooks/${created.body.id}`);
     expect([gone.status, gone.body.error.code]).toEqual([404, "not_found"]);
+  });
+
+  it("fleet health: the doctor's report (partitions, lease holders, workers, tools, store lag)", async () => {
+    const health = await api("GET", "/v1/fleet/health", { token: READ });
+    expect(health.status).toBe(200);
+    expect(health.body.partitions).toBe(4);
+    expect(health.body.workers.loop.length).toBeGreaterThan(0);
+    expect(health.body.workers.runners.length).toBeGreaterThan(0);
+    expect(health.body.tools.map((t: { name: string }) => t.name)).toContain("write");
+    const loopLeases = health.body.leases.find((l: { role: string }) => l.role === "loop");
+    expect(loopLeases.held + loopLeases.unheld.length).toBe(4);
+    expect(health.body.storeLag).toEqual(expect.any(Number));
+    expect((await call(stack.gateway.url, "GET", "/v1/fleet/health")).status).toBe(401);
+  });
+
+  it("serves the web console at / with index.html for app paths; /v1 paths stay API 404s", async () => {
+    for (const path of ["/", "/sessions/s-any", "/approvals"]) {
+      const page = await call(stack.gateway.url, "GET", path);
+      expect([path, page.status, page.headers.get("content-type")]).toEqual([path, 200, "text/html; charset=utf-8"]);
+      expect(page.text).toContain('<div id="app">');
+    }
+    const asset = /src="(\/assets\/[^"]+\.js)"/.exec((await call(stack.gateway.url, "GET", "/")).text)?.[1];
+    const js = await call(stack.gateway.url, "GET", asset ?? "/assets/missing.js");
+    expect([js.status, js.headers.get("content-type")]).toEqual([200, "text/javascript; charset=utf-8"]);
+    expect((await call(stack.gateway.url, "GET", "/assets/../../package.json")).status).toBe(404);
+    const api404 = await call(stack.gateway.url, "GET", "/v1/nope", { token: OPERATE });
+    expect([api404.status, api404.body.error.code]).toEqual([404, "not_found"]);
   });
 
   it("every route of the OpenAPI document was exercised and matched it", () => {

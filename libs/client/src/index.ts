@@ -1,5 +1,12 @@
 // Public surface of @fleet/client: the TypeScript SDK for driving and reading Fleet sessions.
 
+export {
+  type DeploymentReport,
+  inspectDeployment,
+  type LeaseReport,
+  type StreamReport,
+  type ToolReport,
+} from "./cli/inspect-deployment.js";
 export { CommandRejectedError, FleetError, type FleetErrorKind, isFleetError, StoreQueryError } from "./errors.js";
 export {
   type CommandBody,

@@ -1,10 +1,12 @@
 // The gateway process's core: Fastify with every route, the NATS links, SSE keep-alives, webhooks.
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import { FleetError } from "@fleet/client";
 import { AgentMessage, ContextMessage, FleetCommand, FleetEvent, SessionConfig, SessionEntry } from "@fleet/protocol";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
+import { registerConsoleStatic } from "./http/console-static.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { registerRoutes } from "./http/register-routes.js";
 import type { AnyRouteSpec } from "./http/route-spec.js";
@@ -14,6 +16,7 @@ import { approvalRoutes } from "./routes/approvals.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
+import { fleetHealthRoutes } from "./routes/fleet-health.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -40,6 +43,8 @@ export interface GatewayOptions {
   logger: Logger;
   /** NATS connection name; default `fleet-gateway`. */
   name?: string;
+  /** The web console's built files, served at `/`; default `services/console/dist`. */
+  consoleDir?: string;
 }
 
 export interface Gateway {
@@ -117,6 +122,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...eventRoutes(ctx, connections),
     ...exportImportRoutes(ctx),
     ...approvalRoutes(ctx),
+    ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore),
     ...opsRoutes({ natsUp: links.natsUp, registry, openApi: () => openApi }),
   ];
@@ -142,6 +148,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     );
   });
   registerRoutes(app, routes, { tokens: opts.tokens, natsUp: links.natsUp, logger });
+  registerConsoleStatic(app, opts.consoleDir ?? fileURLToPath(new URL("../../console/dist/", import.meta.url)));
 
   const keepalive = setInterval(() => {
     for (const connection of connections) connection.comment("keepalive");

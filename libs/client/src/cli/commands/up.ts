@@ -146,6 +146,7 @@ export async function upCommand(io: CliIo): Promise<number> {
       if (gatewayUrl) {
         banner.push(
           `  gateway  ${gatewayUrl}  (${io.env.FLEET_GATEWAY_TOKENS ? "bearer tokens" : "loopback clients only"}; /openapi.json)`,
+          `  console  ${gatewayUrl}/  (the web console: sessions, replay, tree, approvals, health)`,
         );
         continue;
       }

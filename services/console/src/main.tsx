@@ -1,0 +1,62 @@
+// The console's entry: layout, navigation and the page for the current path.
+import { type JSX, render } from "preact";
+import { useState } from "preact/hooks";
+import { setToken, token } from "./api.js";
+import { linkTo, usePath } from "./router.js";
+import "./style.css";
+import { ApprovalsPage } from "./views/approvals-page.js";
+import { HealthPage } from "./views/health-page.js";
+import { SessionPage } from "./views/session-page.js";
+import { SessionsPage } from "./views/sessions-page.js";
+
+function App() {
+  const path = usePath();
+  const session = /^\/sessions\/([^/]+)\/?$/.exec(path);
+  let page: JSX.Element;
+  if (path === "/" || path === "/sessions") page = <SessionsPage />;
+  else if (session) {
+    const id = decodeURIComponent(session[1] as string);
+    page = <SessionPage key={id} sessionId={id} />;
+  } else if (path === "/approvals") page = <ApprovalsPage />;
+  else if (path === "/health") page = <HealthPage />;
+  else page = <div class="notice">No page at {path}.</div>;
+  return (
+    <>
+      <nav>
+        <b>Fleet</b>
+        {(
+          [
+            ["/", "Sessions"],
+            ["/approvals", "Approvals"],
+            ["/health", "Health"],
+          ] as const
+        ).map(([href, label]) => (
+          <a key={href} href={href} onClick={linkTo(href)} class={path === href ? "on" : ""}>
+            {label}
+          </a>
+        ))}
+        <TokenField />
+      </nav>
+      <main>{page}</main>
+    </>
+  );
+}
+
+function TokenField() {
+  const [value, setValue] = useState(token() ?? "");
+  return (
+    <input
+      class="token"
+      type="password"
+      placeholder="bearer token (if the gateway needs one)"
+      value={value}
+      onChange={(e) => {
+        const v = (e.target as HTMLInputElement).value.trim();
+        setValue(v);
+        setToken(v);
+      }}
+    />
+  );
+}
+
+render(<App />, document.getElementById("app") as HTMLElement);

@@ -1,0 +1,97 @@
+// A session's log folded with the protocol's reducers, with a checkpoint every CHECKPOINT_EVERY
+// events, so the state at any event costs one clone and fewer than CHECKPOINT_EVERY folds.
+import { evolveSession, initialSessionState, type SessionState, streamingMessageOf } from "@fleet/protocol";
+import type { LoggedEvent } from "./sse.js";
+
+export const CHECKPOINT_EVERY = 250;
+
+/** The folded state after `index` events; `progress` is the last partial result per running tool call. */
+export interface Folded {
+  session: SessionState;
+  progress: Map<string, unknown>;
+  index: number;
+  seq: number;
+  /** `meta.ts` of the last event folded. */
+  ts: number | null;
+}
+
+function initialFolded(): Folded {
+  return { session: initialSessionState(), progress: new Map(), index: 0, seq: 0, ts: null };
+}
+
+/** Folds one event in place. */
+export function foldInto(state: Folded, item: LoggedEvent): void {
+  const { event } = item;
+  evolveSession(state.session, event);
+  if (event.type === "tool_execution_update") state.progress.set(event.toolCallId, event.partialResult);
+  else if (event.type === "tool_execution_end") state.progress.delete(event.toolCallId);
+  state.index++;
+  state.seq = item.seq;
+  state.ts = event.meta.ts;
+}
+
+export class ReplayLog {
+  readonly events: LoggedEvent[] = [];
+  private readonly checkpoints: Folded[] = [initialFolded()];
+  private readonly live: Folded = initialFolded();
+
+  append(items: readonly LoggedEvent[]): void {
+    for (const item of items) {
+      if (item.seq <= this.live.seq) continue;
+      this.events.push(item);
+      foldInto(this.live, item);
+      if (this.events.length % CHECKPOINT_EVERY === 0) this.checkpoints.push(snapshot(this.live));
+    }
+  }
+
+  get length(): number {
+    return this.events.length;
+  }
+
+  /** The state after every event (shared: read only). */
+  latest(): Folded {
+    return this.live;
+  }
+
+  /**
+   * A state of its own after `n` events. `from` (a state this returned before, now given up) is
+   * folded forward when it is at most one checkpoint behind; else the nearest checkpoint is cloned.
+   */
+  at(n: number, from?: Folded): Folded {
+    const target = Math.max(0, Math.min(n, this.events.length));
+    let state: Folded;
+    if (from && from.index <= target && target - from.index < CHECKPOINT_EVERY) state = from;
+    else {
+      const checkpoint = this.checkpoints[Math.floor(target / CHECKPOINT_EVERY)] ?? this.checkpoints[0];
+      state = snapshot(checkpoint as Folded);
+    }
+    while (state.index < target) foldInto(state, this.events[state.index] as LoggedEvent);
+    return state;
+  }
+}
+
+/**
+ * A copy that folding either side never changes: what `evolveSession` mutates in place is copied
+ * (the tree's arrays and labels, the command and approval records, the open compaction, the buffered
+ * deltas, settled first); what it replaces (agent status, run cursor, owner) and the entries (never
+ * modified once created) are shared. Far cheaper than `structuredClone` for a long session.
+ */
+export function snapshot(state: Folded): Folded {
+  const s = state.session;
+  streamingMessageOf(s);
+  const session: SessionState = {
+    ...s,
+    tree: {
+      ...s.tree,
+      entries: s.tree.entries.slice(),
+      labels: { ...s.tree.labels },
+      leafEventIds: s.tree.leafEventIds.slice(),
+    },
+    commands: new Map([...s.commands].map(([id, record]) => [id, { ...record }])),
+    approvals: new Map([...s.approvals].map(([id, record]) => [id, { ...record }])),
+    pendingWrites: s.pendingWrites.slice(),
+    compaction: s.compaction ? { ...s.compaction } : null,
+    streamDeltas: s.streamDeltas.slice(),
+  };
+  return { ...state, session, progress: new Map(state.progress) };
+}

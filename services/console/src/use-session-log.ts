@@ -1,0 +1,77 @@
+// A session's log in the browser: the whole log first (`follow=false`), then live frames after it.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ReplayLog } from "./replay.js";
+import { streamEvents } from "./sse.js";
+
+export type LogStatus =
+  | { kind: "loading" }
+  | { kind: "open"; openMs: number }
+  | { kind: "missing"; message: string }
+  | { kind: "error"; message: string };
+
+export interface SessionLog {
+  log: ReplayLog;
+  status: LogStatus;
+  /** Bumped on every appended batch (re-render trigger). */
+  version: number;
+}
+
+export function useSessionLog(sessionId: string): SessionLog {
+  const logRef = useRef<ReplayLog>(new ReplayLog());
+  const [status, setStatus] = useState<LogStatus>({ kind: "loading" });
+  const [version, setVersion] = useState(0);
+  useEffect(() => {
+    const log = new ReplayLog();
+    logRef.current = log;
+    setStatus({ kind: "loading" });
+    setVersion(0);
+    const abort = new AbortController();
+    const started = performance.now();
+    let frame = 0;
+    const bump = () => {
+      if (frame) return;
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        setVersion((v) => v + 1);
+      });
+    };
+    void (async () => {
+      const first = await streamEvents(sessionId, {
+        after: 0,
+        follow: false,
+        signal: abort.signal,
+        onBatch: (items) => log.append(items),
+      });
+      if (abort.signal.aborted) return;
+      if (!first.ok) {
+        setStatus(
+          first.status === 404
+            ? { kind: "missing", message: first.message }
+            : { kind: "error", message: `${first.status}: ${first.message}` },
+        );
+        return;
+      }
+      setStatus({ kind: "open", openMs: performance.now() - started });
+      setVersion((v) => v + 1);
+      let after = first.lastSeq;
+      while (!abort.signal.aborted) {
+        const live = await streamEvents(sessionId, {
+          after,
+          follow: true,
+          signal: abort.signal,
+          onBatch: (items) => {
+            log.append(items);
+            bump();
+          },
+        });
+        after = log.latest().seq;
+        if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, live.ok ? 200 : 1000));
+      }
+    })();
+    return () => {
+      abort.abort();
+      if (frame) cancelAnimationFrame(frame);
+    };
+  }, [sessionId]);
+  return { log: logRef.current, status, version };
+}

@@ -1,0 +1,133 @@
+// All sessions, paged by the store's cursor: live status, model, last activity, name; search.
+import { useEffect, useState } from "preact/hooks";
+import { api } from "../api.js";
+import { linkTo, navigate } from "../router.js";
+
+interface SessionRow {
+  sessionId: string;
+  name: string | null;
+  status: string;
+  updatedAt: string;
+  seq: number;
+}
+interface Detail {
+  model: { provider: string; modelId: string } | null;
+}
+
+const PAGE = 20;
+const REFRESH_MS = 2_000;
+
+export function SessionsPage() {
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const [page, setPage] = useState<{ sessions: SessionRow[]; cursor?: string } | null>(null);
+  const [details, setDetails] = useState<Record<string, Detail>>({});
+  const [awaiting, setAwaiting] = useState<Set<string>>(new Set());
+  const [search, setSearch] = useState("");
+  const [error, setError] = useState("");
+  const cursor = cursors[cursors.length - 1];
+
+  useEffect(() => {
+    let stopped = false;
+    const load = async () => {
+      const r = await api<{ sessions: SessionRow[]; cursor?: string }>(
+        "GET",
+        `/v1/sessions?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
+      const a = await api<{ approvals: { sessionId: string }[] }>("GET", "/v1/approvals");
+      if (stopped) return;
+      if (!r.ok) return setError(r.message);
+      setError("");
+      setPage(r.body);
+      if (a.ok) setAwaiting(new Set(a.body.approvals.map((x) => x.sessionId)));
+      for (const s of r.body.sessions) {
+        void api<Detail>("GET", `/v1/sessions/${encodeURIComponent(s.sessionId)}`).then((d) => {
+          if (d.ok && !stopped) setDetails((prev) => ({ ...prev, [s.sessionId]: { model: d.body.model } }));
+        });
+      }
+    };
+    void load();
+    const timer = setInterval(load, REFRESH_MS);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, [cursor]);
+
+  const create = async () => {
+    const r = await api<{ sessionId: string }>("POST", "/v1/sessions", {});
+    if (r.ok) navigate(`/sessions/${encodeURIComponent(r.body.sessionId)}`);
+    else setError(r.message);
+  };
+  const needle = search.trim().toLowerCase();
+  const rows = (page?.sessions ?? []).filter(
+    (s) => !needle || s.sessionId.toLowerCase().includes(needle) || (s.name ?? "").toLowerCase().includes(needle),
+  );
+  return (
+    <div class="sessions">
+      <div class="toolbar">
+        <input
+          data-testid="search"
+          placeholder="search by name or id"
+          value={search}
+          onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+        />
+        <button type="button" data-testid="new-session" onClick={create}>
+          New session
+        </button>
+      </div>
+      {error && <div class="error-text">{error}</div>}
+      <table data-testid="sessions-table">
+        <thead>
+          <tr>
+            <th>name</th>
+            <th>status</th>
+            <th>model</th>
+            <th>last activity</th>
+            <th>events</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((s) => {
+            const status = awaiting.has(s.sessionId) ? "awaiting approval" : s.status;
+            const model = details[s.sessionId]?.model;
+            return (
+              <tr key={s.sessionId} data-testid="session-row">
+                <td>
+                  <a href={`/sessions/${s.sessionId}`} onClick={linkTo(`/sessions/${encodeURIComponent(s.sessionId)}`)}>
+                    {s.name ?? s.sessionId}
+                  </a>
+                  {s.name && <div class="muted small">{s.sessionId}</div>}
+                </td>
+                <td>
+                  <span class={`badge ${status.replace(/ /g, "-")}`}>{status}</span>
+                </td>
+                <td>{model ? `${model.provider}/${model.modelId}` : "—"}</td>
+                <td title={s.updatedAt}>{ago(s.updatedAt)}</td>
+                <td>{s.seq}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {page && rows.length === 0 && <div class="muted">no sessions{needle ? " match" : " yet"}</div>}
+      <div class="pager">
+        <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
+          ← newer
+        </button>
+        <span class="muted">page {cursors.length}</span>
+        <button type="button" disabled={!page?.cursor} onClick={() => setCursors([...cursors, page?.cursor])}>
+          older →
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function ago(iso: string): string {
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (Number.isNaN(s)) return iso;
+  if (s < 60) return `${Math.round(s)} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return new Date(iso).toLocaleString();
+}

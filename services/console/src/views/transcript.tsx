@@ -1,0 +1,123 @@
+// A transcript: messages, the partial message, running tools with progress; thinking folded, errors marked.
+import type { AgentMessage, ContextMessage } from "@fleet/protocol";
+
+const SHOWN = 200;
+
+export function Transcript(props: {
+  messages: readonly ContextMessage[];
+  streaming?: AgentMessage | undefined;
+  running?: ReadonlyMap<string, unknown> | undefined;
+  pending?: ReadonlySet<string> | undefined;
+}) {
+  const { messages } = props;
+  const hidden = Math.max(0, messages.length - SHOWN);
+  return (
+    <div class="transcript" data-testid="transcript">
+      {hidden > 0 && <div class="muted">{hidden} earlier messages not shown</div>}
+      {messages.slice(hidden).map((m, i) => (
+        <Message key={hidden + i} message={m} />
+      ))}
+      {props.streaming && (
+        <div class="streaming" data-testid="streaming">
+          <Message message={props.streaming} />
+        </div>
+      )}
+      {props.pending && props.pending.size > 0 && (
+        <div class="running" data-testid="running-tools">
+          {[...props.pending].map((id) => (
+            <div key={id} class="tool running-tool">
+              running tool call <code>{id}</code>
+              {props.running?.has(id) && <pre class="progress">{show(props.running.get(id))}</pre>}
+            </div>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
+
+export function Message({ message: m }: { message: AgentMessage | ContextMessage }) {
+  switch (m.role) {
+    case "user":
+      return (
+        <div class="msg user" data-role="user">
+          <span class="who">user</span>
+          <div class="text">{contentText(m.content)}</div>
+        </div>
+      );
+    case "assistant":
+      return (
+        <div class={`msg assistant${m.stopReason === "error" ? " error" : ""}`} data-role="assistant">
+          <span class="who">assistant</span>
+          {m.content.map((block, i) => {
+            if (block.type === "text")
+              return (
+                <div key={i} class="text">
+                  {block.text}
+                </div>
+              );
+            if (block.type === "thinking")
+              return (
+                <details key={i} class="thinking">
+                  <summary>thinking</summary>
+                  {block.thinking}
+                </details>
+              );
+            if (block.type === "toolCall")
+              return (
+                <div key={i} class="tool call" data-testid="tool-call">
+                  tool <b>{block.name}</b> <code>{block.id}</code>
+                  <pre>{show(block.arguments)}</pre>
+                </div>
+              );
+            return null;
+          })}
+          {m.errorMessage && <div class="error-text">error: {m.errorMessage}</div>}
+        </div>
+      );
+    case "toolResult":
+      return (
+        <div class={`msg tool-result${m.isError ? " error" : ""}`} data-testid="tool-result" data-role="toolResult">
+          <span class="who">
+            {m.isError ? "✗" : "✓"} {m.toolName} result
+          </span>
+          <pre>{contentText(m.content)}</pre>
+        </div>
+      );
+    case "custom":
+      return (
+        <div class="msg custom">
+          <span class="who">{m.customType}</span>
+          <div class="text">{contentText(m.content)}</div>
+        </div>
+      );
+    case "branchSummary":
+      return (
+        <div class="msg summary">
+          <span class="who">branch summary</span>
+          <div class="text">{m.summary}</div>
+        </div>
+      );
+    case "compactionSummary":
+      return (
+        <div class="msg summary">
+          <span class="who">compaction summary</span>
+          <div class="text">{m.summary}</div>
+        </div>
+      );
+  }
+}
+
+export function contentText(content: string | readonly { type: string; text?: string }[]): string {
+  if (typeof content === "string") return content;
+  return content.map((b) => (b.type === "text" ? (b.text ?? "") : `[${b.type}]`)).join("\n");
+}
+
+export function show(value: unknown): string {
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value, null, 2) ?? "";
+  } catch {
+    return String(value);
+  }
+}

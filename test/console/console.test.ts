@@ -1,0 +1,273 @@
+// The web console in a real browser (Chromium via playwright-core) against the real stack: NATS,
+// Redis, store, tool runner, loop worker (fake Anthropic API) and the gateway serving the console.
+import { join } from "node:path";
+import type { SessionEntry } from "@fleet/protocol";
+import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, type GatewayStack, startGatewayStack } from "../gateway/support.js";
+import { buildConsole, launchChromium, ROOT } from "./browser.js";
+
+const SHOTS = join(ROOT, "docs/screenshots");
+let stack: GatewayStack;
+let browser: Browser;
+let page: Page;
+let base: string;
+let firstSession = "";
+
+beforeAll(async () => {
+  buildConsole();
+  stack = await startGatewayStack({ approvalTools: ["write"] });
+  base = stack.gateway.url;
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.on("pageerror", (err) => console.error(`console page error: ${err.message}`));
+  page.setDefaultTimeout(15_000);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close().catch(() => undefined);
+  await stack?.stop();
+});
+
+const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+const sessionIdOfUrl = () => decodeURIComponent(new URL(page.url()).pathname.split("/")[2] ?? "");
+
+/** The 0-based position of the first event of `type` in a session's log. */
+async function positionOf(sessionId: string, type: string): Promise<number> {
+  const { text } = await call(base, "GET", `/v1/sessions/${sessionId}/events?follow=false`);
+  const frames = text.split("\n\n").filter((f) => f.includes("id: "));
+  return frames.findIndex((f) => f.includes(`event: ${type}\n`));
+}
+
+/** Opens a session page and waits for its whole log; wall time from navigation, and the page's own figure. */
+async function openTimed(sessionId: string): Promise<{ wallMs: number; openMs: string; events: number }> {
+  await page.goto(`${base}/`);
+  const started = performance.now();
+  await page.goto(`${base}/sessions/${sessionId}`);
+  await page.getByTestId("session").waitFor({ timeout: 30_000 });
+  const wallMs = performance.now() - started;
+  const session = page.getByTestId("session");
+  return {
+    wallMs,
+    openMs: (await session.getAttribute("data-open-ms")) ?? "?",
+    events: Number(await session.getAttribute("data-events")),
+  };
+}
+
+describe("web console", () => {
+  it("creates a session, streams the reply token by token, shows the tool call and its result", async () => {
+    stack.fake.script(
+      fakeReply(
+        [
+          fakeText("Let me look around the workspace first.", [
+            "Let me ",
+            "look ",
+            "around ",
+            "the ",
+            "workspace ",
+            "first.",
+          ]),
+          fakeToolUse("ls", { path: "." }, { id: "toolu_console_ls" }),
+        ],
+        { eventDelayMs: 150 },
+      ),
+      fakeReply("The workspace is empty, nothing to report.", { eventDelayMs: 20 }),
+    );
+    await page.goto(`${base}/`);
+    await page.getByTestId("new-session").click();
+    await page.waitForURL(/\/sessions\/[^/]+$/);
+    firstSession = sessionIdOfUrl();
+    await page.getByTestId("input").fill("list the files");
+    await page.getByTestId("send-prompt").click();
+
+    const partials: string[] = [];
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && (await page.getByTestId("tool-result").count()) === 0) {
+      const streaming = page.getByTestId("streaming");
+      const text = (await streaming.count()) ? ((await streaming.textContent()) ?? "") : "";
+      if (text.includes("Let me") && partials.at(-1) !== text) partials.push(text);
+      await page.waitForTimeout(25);
+    }
+    // Several growing partial texts were on screen before the message ended.
+    expect(partials.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < partials.length; i++)
+      expect((partials[i] as string).length).toBeGreaterThan((partials[i - 1] as string).length);
+
+    await expect.poll(() => page.getByTestId("tool-call").first().textContent(), { timeout: 15_000 }).toContain("ls");
+    await expect
+      .poll(() => page.getByTestId("tool-result").first().textContent(), { timeout: 15_000 })
+      .toContain("ls result");
+    await expect
+      .poll(() => page.getByTestId("transcript").textContent(), { timeout: 15_000 })
+      .toContain("nothing to report");
+    await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
+    await shot("session");
+  });
+
+  it("scrubs back to before the tool result, steps forward with the arrow keys, and goes live", async () => {
+    const total = Number(await page.getByTestId("session").getAttribute("data-events"));
+    const end = await positionOf(firstSession, "tool_execution_end");
+    expect(end).toBeGreaterThan(0);
+    await page.getByTestId("slider").fill(String(end));
+    await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(end));
+    expect(await page.getByTestId("tool-result").count()).toBe(0);
+    expect(await page.getByTestId("running-tools").textContent()).toContain("toolu_console_ls");
+    expect(await page.getByTestId("transcript").textContent()).not.toContain("nothing to report");
+    await shot("replay");
+
+    await page.locator("body").click({ position: { x: 5, y: 5 } });
+    let at = end;
+    while ((await page.getByTestId("tool-result").count()) === 0 && at < total) {
+      await page.keyboard.press("ArrowRight");
+      at++;
+      await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(at));
+    }
+    expect(at).toBeGreaterThan(end);
+    expect(at).toBeLessThan(total);
+    expect(await page.getByTestId("running-tools").count()).toBe(0);
+    await page.keyboard.press("ArrowLeft");
+    await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(at - 1));
+    expect(await page.getByTestId("tool-result").count()).toBe(0);
+    await page.getByTestId("live").click();
+    await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(total));
+    expect(await page.getByTestId("transcript").textContent()).toContain("nothing to report");
+  });
+
+  it("forks a new session from an entry of the tree, with the context up to that entry", async () => {
+    await page.getByTestId("tree-tab").click({ timeout: 10_000 });
+    const userEntry = page.getByTestId("tree-entry").filter({ hasText: "user: list the files" });
+    await userEntry.locator("text").click({ timeout: 10_000 });
+    await expect.poll(() => page.getByTestId("entry-panel").textContent()).toContain("list the files");
+    await shot("tree");
+    await page.getByTestId("fork").click({ timeout: 10_000 });
+    await expect.poll(() => sessionIdOfUrl(), { timeout: 15_000 }).not.toBe(firstSession);
+    const forked = sessionIdOfUrl();
+    await expect
+      .poll(() => page.getByTestId("transcript").textContent(), { timeout: 15_000 })
+      .toContain("list the files");
+    expect(await page.locator('[data-role="assistant"]').count()).toBe(0);
+    expect(await page.getByTestId("tool-result").count()).toBe(0);
+    const state = await call(base, "GET", `/v1/sessions/${forked}`);
+    expect(state.body.forkedFrom.sessionId).toBe(firstSession);
+    expect(state.body.context.messages.map((m: { role: string }) => m.role)).toEqual(["user"]);
+  });
+
+  it("lists a pending approval across sessions; approving it lets the run go on", async () => {
+    stack.fake.script(
+      fakeReply([
+        fakeText("Writing the file."),
+        fakeToolUse("write", { path: "ok.txt", content: "ok\n" }, { id: "toolu_console_w" }),
+      ]),
+      fakeReply("Written."),
+    );
+    const created = await call(base, "POST", "/v1/sessions", { body: {} });
+    const sessionId = created.body.sessionId as string;
+    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, {
+      body: { type: "set_name", name: "needs approval" },
+    });
+    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, { body: { type: "prompt", text: "write ok.txt" } });
+    await page.goto(`${base}/approvals`);
+    const row = page.getByTestId("approval-row").filter({ hasText: sessionId });
+    await row.waitFor({ timeout: 15_000 });
+    expect(await row.textContent()).toContain("ok.txt");
+    await page.goto(`${base}/`);
+    await expect
+      .poll(() => page.getByTestId("session-row").filter({ hasText: "needs approval" }).textContent(), {
+        timeout: 10_000,
+      })
+      .toContain("awaiting approval");
+    await shot("sessions");
+    await page.goto(`${base}/approvals`);
+    await shot("approvals");
+    await page.getByTestId("approval-row").filter({ hasText: sessionId }).getByTestId("approve").click();
+    await page.goto(`${base}/sessions/${sessionId}`);
+    await expect.poll(() => page.getByTestId("transcript").textContent(), { timeout: 15_000 }).toContain("Written.");
+    expect(await page.getByTestId("tool-result").first().textContent()).toContain("✓ write result");
+    await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
+  });
+
+  it("shows fleet health: partitions and owners, workers, runners and tools, store lag", async () => {
+    await page.goto(`${base}/health`);
+    await expect.poll(() => page.getByTestId("health").textContent(), { timeout: 10_000 }).toContain("4 partitions");
+    const text = (await page.getByTestId("health").textContent()) ?? "";
+    expect(text).toContain("store lag");
+    expect(text).toMatch(/loop: \S+/);
+    expect(text).toContain("write");
+    await shot("health");
+  });
+
+  it("an unknown session URL says the session does not exist", async () => {
+    await page.goto(`${base}/sessions/no-such-session`);
+    await expect
+      .poll(() => page.getByTestId("missing-session").textContent(), { timeout: 10_000 })
+      .toContain("session no-such-session does not exist");
+  });
+
+  it("benchmark: opening a 10,000-event session and stepping the slider", async () => {
+    const sessionId = "s-console-10k";
+    const entries: SessionEntry[] = [];
+    // As many user messages as one import command holds (1 MiB), then labels (two events each).
+    for (let i = 0; i < 7000; i++) {
+      const message = { role: "user" as const, content: `q${i}`, timestamp: i };
+      entries.push({ type: "message", id: `e${i}`, parentId: i ? `e${i - 1}` : null, timestamp: i, message });
+    }
+    const imported = await stack.client.importSession({ entries }, { sessionId, timeoutMs: 60_000 });
+    expect(imported.seq).toBeGreaterThan(0);
+    // Then replies streamed one character per millisecond: the loop coalesces the deltas into a
+    // `message_update` every 10 ms, until the log holds 10,000 events.
+    const count = async () =>
+      (await call(base, "GET", `/v1/sessions/${sessionId}/events?follow=false`)).text.split("\nid: ").length;
+    for (let round = 1; round <= 8 && (await count()) < 10_000; round++) {
+      const deltas = Array.from({ length: 5_000 }, (_, i) => String.fromCharCode(97 + (i % 26)));
+      stack.fake.script(fakeReply([fakeText(deltas.join(""), deltas)], { eventDelayMs: 1 }));
+      await call(base, "POST", `/v1/sessions/${sessionId}/commands`, {
+        body: { type: "prompt", text: `go on ${round}` },
+      });
+      await expect
+        .poll(
+          async () => {
+            const state = (await call(base, "GET", `/v1/sessions/${sessionId}`)).body;
+            return `${state.status} ${state.messages.length}`;
+          },
+          { timeout: 60_000, interval: 300 },
+        )
+        .toBe(`idle ${7000 + 2 * round}`);
+    }
+
+    // Baseline in the same run: the small first session.
+    const small = await openTimed(firstSession);
+    const big = await openTimed(sessionId);
+    expect(big.events).toBeGreaterThanOrEqual(10_000);
+
+    // Slider steps on the big session: arrow keys from the end, then jumps across checkpoints.
+    await page.locator("body").click({ position: { x: 5, y: 5 } });
+    const steps: number[] = [];
+    let at = big.events;
+    for (let i = 0; i < 30; i++) {
+      await page.keyboard.press(i < 20 ? "ArrowLeft" : "ArrowRight");
+      at += i < 20 ? -1 : 1;
+      await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(at));
+      steps.push(Number(await page.evaluate(() => document.body.dataset.stepMs)));
+    }
+    const jumps: number[] = [];
+    for (const target of [5_000, 123, 9_876, 2_500, 7_777, 1]) {
+      await page.getByTestId("slider").fill(String(target));
+      await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(target));
+      jumps.push(Number(await page.evaluate(() => document.body.dataset.stepMs)));
+    }
+    const fmt = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      return `median ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`;
+    };
+    console.log(
+      [
+        `console bench: open ${small.events}-event session (baseline): ${small.wallMs.toFixed(0)} ms wall, ${small.openMs} ms in page`,
+        `console bench: open ${big.events}-event session: ${big.wallMs.toFixed(0)} ms wall, ${big.openMs} ms in page (fetch + fold with checkpoints)`,
+        `console bench: slider arrow step (fold + render), ${steps.length} steps: ${fmt(steps)}`,
+        `console bench: slider jump across checkpoints, ${jumps.length} jumps: ${fmt(jumps)}`,
+      ].join("\n"),
+    );
+    await shot("replay-10k");
+  }, 400_000);
+});
