@@ -202,7 +202,8 @@ describe("a 3-node cluster loses the FLEET_EVENTS leader during a run", () => {
     expect(count("tool_execution_start")).toBe(TOOL_CALLS);
     expect(count("tool_execution_end")).toBe(TOOL_CALLS);
     const ends = events.filter((e) => e.type === "tool_execution_end");
-    expect(ends.every((e) => e.type === "tool_execution_end" && !e.isError)).toBe(true);
+    // Every call ran: no error result (the list names any, with its text).
+    expect(ends.filter((e) => e.type === "tool_execution_end" && e.isError).map((e) => JSON.stringify(e))).toEqual([]);
     const last = events.filter((e) => e.type === "message_end").at(-1);
     expect(JSON.stringify(last)).toContain("all done");
 

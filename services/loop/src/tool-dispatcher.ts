@@ -54,6 +54,9 @@ export interface ToolDispatcher {
   close(): void;
 }
 
+/** How long a call's dispatch is retried through transient failures (at most the call's timeout). */
+const DISPATCH_RETRY_MS = 30_000;
+
 const errorResult = (text: string, details?: unknown): RemoteToolResult => ({
   content: [{ type: "text", text }],
   isError: true,
@@ -197,8 +200,11 @@ export function createToolDispatcher(opts: {
           deadline,
         });
         if (!encoded.ok) return errorResult(`Tool call could not be dispatched: ${encoded.error}`);
-        const ack = await opts.publisher.publish(subjects.toolCall(call.toolName), encoded.bytes, {
+        // Retried through a leader election or a NATS restart; the msgID keeps it to one stored call.
+        const ack = await opts.publisher.publishDurably(subjects.toolCall(call.toolName), encoded.bytes, {
           msgID: toolCallMsgId(call.sessionId, call.toolCallId),
+          stream: STREAMS.toolCalls.name,
+          retryForMs: Math.min(call.timeoutMs, DISPATCH_RETRY_MS),
         });
         if (!ack.ok) return errorResult(`Tool call could not be dispatched: ${ack.error}`);
         signal.addEventListener("abort", onAbort, { once: true });
