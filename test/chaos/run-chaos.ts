@@ -1,5 +1,8 @@
 // One chaos run: start the system, load it while the fault schedule runs, let it settle, probe every
 // session, collect the records and check the invariants.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
 import { checkCommands } from "./checks/check-commands.js";
 import { checkLiveness } from "./checks/check-liveness.js";
@@ -43,7 +46,21 @@ export async function runChaos(
   log(`chaos: seed ${o.seed} (repeat with --seed ${o.seed}), ${schedule.length} faults planned:`);
   for (const f of schedule) log(`  ${formatFault(f)}`);
   log(`starting nats${o.cluster ? " cluster" : ""}, redis, fake anthropic, 2 loops, 2 runners, 2 stores`);
-  const system = await startSystem({ cluster: o.cluster, leaseTtlMs: LEASE_TTL_MS, partitions: PARTITIONS, log });
+  // Kept only when the run finds a violation: every service's output and the failing sessions' logs.
+  const artifacts = mkdtempSync(join(tmpdir(), `fleet-chaos-${o.seed}-`));
+  const logDir = join(artifacts, "services");
+  mkdirSync(logDir);
+  let keepArtifacts = false;
+  const system = await startSystem({
+    cluster: o.cluster,
+    leaseTtlMs: LEASE_TTL_MS,
+    partitions: PARTITIONS,
+    log,
+    logDir,
+  }).catch((err) => {
+    log(`services' output: ${logDir}`);
+    throw err;
+  });
   onSystem(system);
   let client: FleetClient | undefined;
   try {
@@ -111,6 +128,17 @@ export async function runChaos(
       records.map((r) => r.log),
       runnerKills,
     );
+    const failing = new Set(violations.flatMap((v) => (v.sessionId === undefined ? [] : [v.sessionId])));
+    if (violations.length > 0) {
+      keepArtifacts = true;
+      const sessionsDir = join(artifacts, "sessions");
+      mkdirSync(sessionsDir);
+      for (const r of records.filter((r) => failing.has(r.log.sessionId))) {
+        const jsonl = r.log.events.map((e) => JSON.stringify(e)).join("\n");
+        writeFileSync(join(sessionsDir, `${r.log.sessionId}.jsonl`), `${jsonl}\n`);
+      }
+      log(`artifacts: ${artifacts} (services/*.log, sessions/<id>.jsonl of the ${failing.size} failing sessions)`);
+    }
     const lines = formatReport({
       seed: o.seed,
       durationMs: o.durationMs,
@@ -130,5 +158,6 @@ export async function runChaos(
     await client?.close().catch(() => undefined);
     await system.stop();
     onSystem(undefined);
+    if (!keepArtifacts) rmSync(artifacts, { recursive: true, force: true });
   }
 }

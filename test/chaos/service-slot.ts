@@ -1,6 +1,7 @@
 // One restartable service instance (a loop worker, tool runner or store) as a real child process.
 // Each start is a new incarnation with its own worker id; exits the suite did not cause are recorded
 // and the instance is started again, so the run goes on.
+import { join } from "node:path";
 import { type ServiceName, type ServiceProcess, spawnService } from "../support/service-process.js";
 
 export interface ServiceSlot {
@@ -31,6 +32,8 @@ export function createServiceSlot(
   index: number,
   envOf: (workerId: string) => Record<string, string>,
   log: (line: string) => void,
+  /** A directory where each incarnation's output is kept, as `<label>.log`. */
+  logDir?: string,
 ): ServiceSlot {
   const label = `${kind === "tools" ? "runner" : kind}-${index}`;
   let incarnation = 0;
@@ -43,7 +46,7 @@ export function createServiceSlot(
 
   const spawnOnce = (): ServiceProcess => {
     incarnation++;
-    const proc = spawnService(kind, envOf(id()));
+    const proc = spawnService(kind, envOf(id()), logDir === undefined ? undefined : join(logDir, `${id()}.log`));
     const started = Date.now();
     proc.proc.once("exit", (code, signal) => {
       if (expectExit || stopped || current !== proc) return;

@@ -22,6 +22,8 @@ export interface SystemSettings {
   leaseTtlMs: number;
   partitions: number;
   log: (line: string) => void;
+  /** Where each service incarnation's output is kept as `<label>-<n>.log`; it outlives the run. */
+  logDir?: string;
 }
 
 /** NATS as the faults see it: one server, or the nodes of a cluster. */
@@ -101,6 +103,7 @@ export async function startSystem(s: SystemSettings): Promise<System> {
           ANTHROPIC_BASE_URL: fake.url,
         }),
         s.log,
+        s.logDir,
       ),
     );
     const runners = [0, 1].map((i) =>
@@ -109,6 +112,7 @@ export async function startSystem(s: SystemSettings): Promise<System> {
         i,
         (id) => ({ ...common, FLEET_RUNNER_ID: id, FLEET_WORKSPACE: workspace, FLEET_TOOLS: "bash,write" }),
         s.log,
+        s.logDir,
       ),
     );
     const stores = [0, 1].map((i) =>
@@ -117,6 +121,7 @@ export async function startSystem(s: SystemSettings): Promise<System> {
         i,
         (id) => ({ ...common, FLEET_WORKER_ID: id, REDIS_URL: redis.url, FLEET_LEASE_TTL_MS: String(s.leaseTtlMs) }),
         s.log,
+        s.logDir,
       ),
     );
     const all = [...loops, ...runners, ...stores];

@@ -1,7 +1,7 @@
 // Runs a service's real entry point (loop, tool runner, session store) as a child process from the
 // TypeScript sources, with its own environment (e.g. its own NATS user).
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { createWriteStream, existsSync } from "node:fs";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -26,7 +26,8 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-export function spawnService(name: ServiceName, env: Record<string, string>): ServiceProcess {
+/** `logFile`: every line the service writes is also appended there (kept after the process ends). */
+export function spawnService(name: ServiceName, env: Record<string, string>, logFile?: string): ServiceProcess {
   const args = ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, ENTRIES[name])];
   // With util-linux `setpriv` the service dies with this process (PR_SET_PDEATHSIG), even on SIGKILL;
   // setpriv execs node, so `proc.pid` is the service's own pid.
@@ -41,6 +42,12 @@ export function spawnService(name: ServiceName, env: Record<string, string>): Se
   let out = "";
   proc.stdout?.on("data", (d) => (out += d));
   proc.stderr?.on("data", (d) => (out += d));
+  if (logFile !== undefined) {
+    const file = createWriteStream(logFile, { flags: "a" });
+    proc.stdout?.pipe(file, { end: false });
+    proc.stderr?.pipe(file, { end: false });
+    proc.once("close", () => file.end());
+  }
   return {
     name,
     proc,

@@ -17,7 +17,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function worker(id: string, events: string[]) {
+async function worker(id: string, events: string[], now?: () => number) {
   const nc = await connectNats({ url: server.url, name: id });
   conns.push(nc);
   const topo = await applyTopology(nc, { leaseTtlMs: TTL });
@@ -29,6 +29,7 @@ async function worker(id: string, events: string[]) {
     ttlMs: TTL,
     onAcquire: (p, epoch) => void events.push(`${id}+${p}@${epoch}`),
     onRelease: (p, reason) => void events.push(`${id}-${p}:${reason}`),
+    ...(now ? { now } : {}),
   });
   return { nc, mgr };
 }
@@ -87,5 +88,37 @@ describe("partition leases", () => {
     expect(first).toBeGreaterThan(0);
     expect(second).toBeGreaterThan(first);
     await c.mgr.stop();
+  });
+
+  it("a holder whose lease view is stale writes only after a renewal lands, and never once another holder claimed it", async () => {
+    const events: string[] = [];
+    let skew = 0;
+    // No start(): this holder renews only when told, like a paused or starved process.
+    const a = await worker("w-d", events, () => Date.now() + skew);
+    await a.mgr.tick();
+    const epoch = a.mgr.held().get(5)?.epoch ?? 0;
+    expect(epoch).toBeGreaterThan(0);
+    expect(a.mgr.writable(5, epoch)).toBe(true);
+    expect(await a.mgr.writable(5, epoch + 1)).toBe(false);
+
+    // Its clock jumped past the TTL (a pause), but the server still holds the lease: the write waits
+    // for the renewal, which succeeds.
+    skew = TTL;
+    const revisionBefore = a.mgr.held().get(5)?.revision ?? 0;
+    const gate = a.mgr.writable(5, epoch);
+    expect(gate).toBeInstanceOf(Promise);
+    expect(await gate).toBe(true);
+    expect(a.mgr.held().get(5)?.revision ?? 0).toBeGreaterThan(revisionBefore);
+
+    // Really paused past the TTL: the server expires the lease and another holder claims it.
+    await sleep(TTL * 2.5);
+    const b = await worker("w-e", events);
+    await b.mgr.tick();
+    expect(b.mgr.held().has(5)).toBe(true);
+    expect(await a.mgr.writable(5, epoch)).toBe(false);
+    expect(a.mgr.held().has(5)).toBe(false);
+    expect(events).toContain("w-d-5:lost");
+    await b.mgr.stop();
+    await a.mgr.stop();
   });
 });

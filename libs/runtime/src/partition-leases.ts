@@ -44,6 +44,14 @@ export interface LeaseManager {
   stop(): Promise<void>;
   held(): ReadonlyMap<number, HeldLease>;
   liveWorkers(): Promise<string[]>;
+  /**
+   * The write fence of a lease holder: true while `partition` is held at `epoch` and was renewed
+   * within `ttl − ttl/6` (synchronously, the common case); otherwise it waits for a renewal and
+   * resolves true once one lands, false once the lease is no longer held at `epoch`. A holder that
+   * was paused or starved past its lease therefore never writes on a lease the server may have
+   * expired: everything it wrote was stored before a new holder could claim the partition.
+   */
+  writable(partition: number, epoch: number): true | Promise<boolean>;
 }
 
 /**
@@ -122,6 +130,21 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     return renewing;
   }
 
+  const writeMarginMs = Math.floor(opts.ttlMs / 6);
+  async function waitWritable(partition: number, epoch: number): Promise<boolean> {
+    for (;;) {
+      const lease = held.get(partition);
+      if (lease?.epoch !== epoch || stopped) return false;
+      if (now() < lease.renewedAt + opts.ttlMs - writeMarginMs) return true;
+      await renew();
+      const after = held.get(partition);
+      // A transient failure leaves the lease held but stale: retry shortly (renewAll loses it past the TTL).
+      if (after?.epoch === epoch && now() >= after.renewedAt + opts.ttlMs - writeMarginMs) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
   async function release(partition: number, reason: ReleaseReason) {
     // A renewal in flight would move the revision the delete below is guarded by.
     if (renewing) await renewing;
@@ -139,16 +162,24 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
 
   async function claim(partition: number): Promise<boolean> {
     const key = leaseKey(opts.role, partition);
+    let revision: number;
     try {
-      const revision = await opts.kv.create(key, value(0));
+      revision = await opts.kv.create(key, value(0));
       // The create revision is unique and grows with every claim: it is the epoch.
       const sentAt = now();
       const epochRevision = await opts.kv.update(key, value(revision), revision);
       held.set(partition, { partition, epoch: revision, revision: epochRevision, renewedAt: sentAt });
-      opts.logger?.info({ evt: "lease_acquired", partition, epoch: revision }, "partition lease acquired");
+    } catch {
+      return false;
+    }
+    opts.logger?.info({ evt: "lease_acquired", partition, epoch: revision }, "partition lease acquired");
+    try {
       await opts.onAcquire(partition, revision);
       return true;
-    } catch {
+    } catch (err) {
+      // A lease held without serving its partition would strand its work: hand it back, claim it later.
+      opts.logger?.warn({ evt: "lease_serve_failed", partition, err }, "could not serve a claimed partition; released");
+      await release(partition, "lost");
       return false;
     }
   }
@@ -214,5 +245,10 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     },
     held: () => held,
     liveWorkers,
+    writable(partition, epoch) {
+      const lease = held.get(partition);
+      if (lease?.epoch === epoch && now() < lease.renewedAt + opts.ttlMs - writeMarginMs) return true;
+      return waitWritable(partition, epoch);
+    },
   };
 }

@@ -25,9 +25,19 @@ const event = (sessionId: string, name: string, id: string, producer = "p"): Fle
   meta: { v: 1, id, sessionId, ts: 1_000, producer },
 });
 
+/** The event ids stored on a session's subject, in order. */
+async function storedIds(partition: number, sessionId: string): Promise<string[]> {
+  const ids: string[] = [];
+  const subject = subjects.event(partition, sessionId);
+  for await (const rec of readSubject(jetstream(nc), await jetstreamManager(nc), STREAMS.events.name, subject)) {
+    const ev = decodeEvent(rec.data);
+    if (ev.ok) ids.push(ev.value.meta.id);
+  }
+  return ids;
+}
+
 describe("session appender (single writer, fenced by the log)", () => {
   it("two writers racing from the same position: exactly one wins, the other is fenced and stays fenced", async () => {
-    const js = jetstream(nc);
     const mk = () =>
       createSessionAppender({
         publisher: createStreamPublisher(nc),
@@ -52,13 +62,39 @@ describe("session appender (single writer, fenced by the log)", () => {
     const next = await winner.append(event("race-1", "e-next", "e-next"));
     expect(next.ok).toBe(true);
 
-    const jsm = await jetstreamManager(nc);
-    const stored: string[] = [];
-    for await (const rec of readSubject(js, jsm, STREAMS.events.name, subjects.event(3, "race-1"))) {
-      const ev = decodeEvent(rec.data);
-      if (ev.ok) stored.push(ev.value.meta.id);
-    }
-    expect(stored).toEqual([winner === a ? "e-a" : "e-b", "e-next"]);
+    expect(await storedIds(3, "race-1")).toEqual([winner === a ? "e-a" : "e-b", "e-next"]);
+  });
+
+  it("appends only through an open lease gate: a gate that waits delays the append, a closed one fences it", async () => {
+    let release!: (open: boolean) => void;
+    const gates: Array<boolean | Promise<boolean>> = [
+      true,
+      new Promise<boolean>((r) => {
+        release = r;
+      }),
+      false,
+    ];
+    const appender = createSessionAppender({
+      publisher: createStreamPublisher(nc),
+      sessionId: "gated-1",
+      partition: 2,
+      lastSeq: 0,
+      now: () => 1_000,
+      writeGate: () => gates.shift() ?? true,
+    });
+    expect((await appender.append(event("gated-1", "g-1", "g-1"))).ok).toBe(true);
+    const waiting = appender.append(event("gated-1", "g-2", "g-2"));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(appender.lastSeq).toBeGreaterThan(0);
+    const seqBefore = appender.lastSeq;
+    release(true);
+    expect((await waiting).ok).toBe(true);
+    expect(appender.lastSeq).toBeGreaterThan(seqBefore);
+    expect(await appender.append(event("gated-1", "g-3", "g-3"))).toMatchObject({ ok: false, kind: "fenced" });
+    expect(appender.fenced).toBe(true);
+    // Fenced for good: the gate is not asked again.
+    expect(await appender.append(event("gated-1", "g-4", "g-4"))).toMatchObject({ ok: false, kind: "fenced" });
+    expect(await storedIds(2, "gated-1")).toEqual(["g-1", "g-2"]);
   });
 
   it("a retried publish with the same event id is deduplicated, not appended twice", async () => {

@@ -26,6 +26,11 @@ export function createSessionAppender(opts: {
   partition: number;
   lastSeq: number;
   now: () => number;
+  /**
+   * The owner's lease fence (LeaseManager.writable): consulted before every append; false makes the
+   * append, and every later one, `fenced`. Absent: only the expected sequence fences.
+   */
+  writeGate?: () => boolean | Promise<boolean>;
   /** How long transient publish failures are retried (default 30 s). */
   retryForMs?: number;
   onAppended?: (event: FleetEvent, seq: number, latencyMs: number) => void;
@@ -37,6 +42,11 @@ export function createSessionAppender(opts: {
 
   async function publishOnce(event: FleetEvent): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
+    const gate = opts.writeGate?.() ?? true;
+    if (gate !== true && !(await gate)) {
+      fenced = true;
+      return { ok: false, kind: "fenced", error: "the partition lease is no longer held" };
+    }
     const encoded = encodeEvent(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();

@@ -103,6 +103,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   const actors: ActorRegistry = createActorRegistry({
     // A loaded session first finishes what its log shows as begun (a run, a compaction, writes).
     load: async (sessionId, partition) => {
+      const epoch = epochs.get(partition) ?? 0;
       const actor = await SessionActor.load({
         nc: opts.nc,
         js,
@@ -112,7 +113,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         partition,
         partitions,
         workerId: opts.workerId,
-        epoch: epochs.get(partition) ?? 0,
+        epoch,
+        writeGate: () => leases.writable(partition, epoch),
         now,
         newId: opts.newId,
         providers: opts.providers,

@@ -77,6 +77,8 @@ export interface ActorDeps {
   partitions: number;
   workerId: string;
   epoch: number;
+  /** The partition lease's write fence (see SessionAppender `writeGate`). */
+  writeGate?: () => boolean | Promise<boolean>;
   now: () => number;
   newId: () => string;
   /** LLM port per provider name (`anthropic`, `scripted`). */
@@ -145,6 +147,7 @@ export class SessionActor {
       partition: deps.partition,
       lastSeq,
       now: deps.now,
+      ...(deps.writeGate ? { writeGate: deps.writeGate } : {}),
       onAppended: (event, _seq, ms) => {
         deps.metrics.eventsAppended.inc({ type: event.type });
         deps.metrics.appendLatency.observe(ms / 1000);

@@ -17,7 +17,7 @@ import {
   toolErrorText,
 } from "@fleet/protocol";
 import { applyTopology, createLogger, ensureConsumer } from "@fleet/runtime";
-import { type ConsumerMessages, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
+import { type Consumer, type ConsumerMessages, type JetStreamClient, type JsMsg, jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -248,8 +248,21 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
 
   /** Pulls while there are free slots: one outstanding fetch for the free slots at a time. */
   async function pump(tool: AnyToolDefinition): Promise<void> {
-    const consumer = await js.consumers.get(STREAMS.toolCalls.name, `tool-${tool.name}`);
+    let consumer: Consumer | undefined;
     while (!stopping) {
+      if (!consumer) {
+        try {
+          consumer = await js.consumers.get(STREAMS.toolCalls.name, `tool-${tool.name}`);
+        } catch (err) {
+          // NATS is restarting or paused: keep trying; a runner never exits over an outage.
+          logger.warn(
+            { evt: "consumer_unavailable", tool: tool.name, err },
+            "tool call consumer unavailable; retrying",
+          );
+          await sleep(500);
+          continue;
+        }
+      }
       const free = concurrency - active(tool.name);
       if (free <= 0) {
         await waitForSlot(tool.name);
@@ -267,11 +280,16 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
           }
           activeByTool.set(tool.name, active(tool.name) + 1);
           metrics.active(tool.name, 1);
-          void handleDelivery(m, tool).finally(() => {
-            activeByTool.set(tool.name, active(tool.name) - 1);
-            metrics.active(tool.name, -1);
-            freeSlot(tool.name);
-          });
+          void handleDelivery(m, tool)
+            .catch((err) =>
+              // Unacked: the consumer redelivers it after ack_wait.
+              logger.error({ evt: "tool_delivery_failed", tool: tool.name, err }, "tool call delivery failed"),
+            )
+            .finally(() => {
+              activeByTool.set(tool.name, active(tool.name) - 1);
+              metrics.active(tool.name, -1);
+              freeSlot(tool.name);
+            });
         }
       } catch (err) {
         if (stopping) break;
