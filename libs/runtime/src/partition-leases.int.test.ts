@@ -1,6 +1,6 @@
 import { type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { connectNats } from "./nats-connection.js";
 import { createLeaseManager, type LeaseManager } from "./partition-leases.js";
 import { applyTopology } from "./topology.js";
@@ -17,7 +17,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function worker(id: string, events: string[], now?: () => number) {
+async function worker(id: string, events: string[], now?: () => number, onLost?: (partition: number) => Promise<void>) {
   const nc = await connectNats({ url: server.url, name: id });
   conns.push(nc);
   const topo = await applyTopology(nc, { leaseTtlMs: TTL });
@@ -28,7 +28,10 @@ async function worker(id: string, events: string[], now?: () => number) {
     workerId: id,
     ttlMs: TTL,
     onAcquire: (p, epoch) => void events.push(`${id}+${p}@${epoch}`),
-    onRelease: (p, reason) => void events.push(`${id}-${p}:${reason}`),
+    onRelease: async (p, reason) => {
+      events.push(`${id}-${p}:${reason}`);
+      if (reason === "lost") await onLost?.(p);
+    },
     ...(now ? { now } : {}),
   });
   return { nc, mgr };
@@ -93,8 +96,18 @@ describe("partition leases", () => {
   it("a holder whose lease view is stale writes only after a renewal lands, and never once another holder claimed it", async () => {
     const events: string[] = [];
     let skew = 0;
-    // No start(): this holder renews only when told, like a paused or starved process.
-    const a = await worker("w-d", events, () => Date.now() + skew);
+    // Like a loop worker, releasing a lost partition waits for a write in hand, which asks the fence.
+    const lostWrites: string[] = [];
+    const a: { mgr: LeaseManager } = await worker(
+      "w-d",
+      events,
+      () => Date.now() + skew,
+      async (p) => {
+        const claims = events.filter((e) => e.startsWith(`w-d+${p}@`));
+        const epochOf = Number(claims.at(-1)?.split("@")[1]);
+        lostWrites.push(`${p}:${await a.mgr.writable(p, epochOf)}`);
+      },
+    );
     await a.mgr.tick();
     const epoch = a.mgr.held().get(5)?.epoch ?? 0;
     expect(epoch).toBeGreaterThan(0);
@@ -118,6 +131,10 @@ describe("partition leases", () => {
     expect(await a.mgr.writable(5, epoch)).toBe(false);
     expect(a.mgr.held().has(5)).toBe(false);
     expect(events).toContain("w-d-5:lost");
+    const lost = events.filter((e) => e.startsWith("w-d-") && e.endsWith(":lost")).length;
+    await vi.waitFor(() => expect(lostWrites).toHaveLength(lost));
+    expect(lostWrites).toContain("5:false");
+    expect(new Set(lostWrites.map((w) => w.split(":")[1]))).toEqual(new Set(["false"]));
     await b.mgr.stop();
     await a.mgr.stop();
   });

@@ -78,11 +78,26 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     return ids.sort();
   }
 
-  async function lose(lease: HeldLease, why: string) {
+  /**
+   * Lost partitions whose `onRelease` is still running. Renewals never wait for it (a release waits
+   * for the partition's commands in hand, which may wait for the write fence, which waits for
+   * renewals), and a partition is not claimed again before its release finished.
+   */
+  const releasing = new Map<number, Promise<void>>();
+  function lose(lease: HeldLease, why: string) {
     if (held.get(lease.partition) !== lease) return;
     held.delete(lease.partition);
     opts.logger?.warn({ evt: "lease_lost", partition: lease.partition, why }, "partition lease lost");
-    await opts.onRelease(lease.partition, "lost");
+    const done = (async () => {
+      try {
+        await opts.onRelease(lease.partition, "lost");
+      } catch (err) {
+        opts.logger?.warn({ evt: "lease_release_failed", partition: lease.partition, err }, "release failed");
+      } finally {
+        releasing.delete(lease.partition);
+      }
+    })();
+    releasing.set(lease.partition, done);
   }
 
   // Leases are renewed concurrently: one slow KV round trip must not push the others past the TTL.
@@ -103,8 +118,8 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
           if (held.get(lease.partition) === lease) held.set(lease.partition, { ...lease, revision, renewedAt: sentAt });
         } catch (err) {
           const message = (err as Error).message;
-          if (isWrongLastSequence(err)) await lose(lease, message);
-          else if (now() - lease.renewedAt > opts.ttlMs) await lose(lease, `not renewed within the TTL (${message})`);
+          if (isWrongLastSequence(err)) lose(lease, message);
+          else if (now() - lease.renewedAt > opts.ttlMs) lose(lease, `not renewed within the TTL (${message})`);
           else
             opts.logger?.warn(
               { evt: "lease_renew_retry", partition: lease.partition, err },
@@ -131,17 +146,19 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   }
 
   const writeMarginMs = Math.floor(opts.ttlMs / 6);
+  // Polls instead of awaiting a renewal: see `releasing`. A renewal is asked for at most every 250 ms
+  // (renewAll loses the lease once the TTL passed without one).
+  let renewAskedAt = 0;
   async function waitWritable(partition: number, epoch: number): Promise<boolean> {
     for (;;) {
       const lease = held.get(partition);
       if (lease?.epoch !== epoch || stopped) return false;
       if (now() < lease.renewedAt + opts.ttlMs - writeMarginMs) return true;
-      await renew();
-      const after = held.get(partition);
-      // A transient failure leaves the lease held but stale: retry shortly (renewAll loses it past the TTL).
-      if (after?.epoch === epoch && now() >= after.renewedAt + opts.ttlMs - writeMarginMs) {
-        await new Promise((r) => setTimeout(r, 50));
+      if (now() - renewAskedAt >= 250) {
+        renewAskedAt = now();
+        void renew();
       }
+      await new Promise((r) => setTimeout(r, 25));
     }
   }
 
@@ -202,7 +219,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
       // A long claim phase (slow KV under load) must not delay the next pass's renewals past the TTL.
       if (now() > claimUntil) break;
       const p = (start + i) % opts.partitions;
-      if (!held.has(p)) await claim(p);
+      if (!held.has(p) && !releasing.has(p)) await claim(p);
     }
   }
 
@@ -237,6 +254,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
       if (running) await running;
       if (renewing) await renewing;
       for (const p of [...held.keys()]) await release(p, "shutdown");
+      await Promise.all(releasing.values());
       try {
         await opts.kv.delete(presenceKey);
       } catch {
