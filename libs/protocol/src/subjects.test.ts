@@ -25,6 +25,7 @@ describe("subjects / builders", () => {
     expect(subjects.toolResultsOfSession("s-1")).toBe("fleet.tool.result.s-1.*");
     expect(subjects.toolResultsAll).toBe("fleet.tool.result.>");
     expect(subjects.toolCancel("s-1", "toolu_01")).toBe("fleet.tool.cancel.s-1.toolu_01");
+    expect(subjects.toolCancelsAll).toBe("fleet.tool.cancel.*.*");
     expect(subjects.store("get_context")).toBe("fleet.store.get_context");
     expect(subjects.hook("before_tool_call")).toBe("fleet.hook.before_tool_call");
     expect(STORE_QUEUE_GROUP).toBe("fleet-store");

@@ -18,6 +18,8 @@ export const subjects = {
   toolResultsAll: "fleet.tool.result.>" as const,
   toolCancel: (sessionId: string, toolCallId: string) =>
     `fleet.tool.cancel.${token(sessionId, isSessionId)}.${token(toolCallId, isToolCallId)}`,
+  /** Every call's cancel subject (what a runner listens on). */
+  toolCancelsAll: "fleet.tool.cancel.*.*" as const,
   store: (op: StoreOp) => `fleet.store.${op}`,
   hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
 } as const;

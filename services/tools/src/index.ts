@@ -25,14 +25,10 @@ export {
 export { createMemoryBlobSink, type MemoryBlobSink } from "./memory-blob-sink.js";
 export { runToolRunnerProcess } from "./run-process.js";
 export { RUNNER_ID_HEADER } from "./runner/call-records.js";
-export {
-  createToolRunner,
-  defaultRunnerId,
-  type StartOutcome,
-  type ToolRunner,
-  type ToolRunnerOptions,
-} from "./runner/create-tool-runner.js";
+export { createToolRunner } from "./runner/create-tool-runner.js";
+export { defaultRunnerId } from "./runner/runner-id.js";
 export { schemaHash } from "./runner/tool-registry.js";
+export type { StartOutcome, ToolRunner, ToolRunnerOptions } from "./runner/tool-runner.js";
 export { openSandbox } from "./sandbox/open-sandbox.js";
 export type {
   ProcessSandbox,

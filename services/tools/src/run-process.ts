@@ -11,7 +11,8 @@ import {
 import { Registry } from "prom-client";
 import { ToolsEnv } from "./config.js";
 import type { AnyToolDefinition } from "./define-tool.js";
-import { createToolRunner, defaultRunnerId } from "./runner/create-tool-runner.js";
+import { createToolRunner } from "./runner/create-tool-runner.js";
+import { defaultRunnerId } from "./runner/runner-id.js";
 import { sandboxSettingsFromEnv } from "./sandbox/sandbox-settings.js";
 
 /**

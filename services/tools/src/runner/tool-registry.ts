@@ -35,6 +35,20 @@ function stableJson(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/** The names of the tools a runner serves; throws when a name is defined twice. */
+export function toolNames(tools: readonly AnyToolDefinition[]): string[] {
+  const names = new Set<string>();
+  for (const t of tools) {
+    if (names.has(t.name)) throw new Error(`tool ${t.name} is defined twice`);
+    names.add(t.name);
+  }
+  return [...names];
+}
+
+/** What a runner's presence says it serves: each tool's version and schema hash. */
+export const presenceTools = (tools: readonly AnyToolDefinition[]): RunnerPresence["tools"] =>
+  Object.fromEntries(tools.map((t) => [t.name, { version: t.version, schemaHash: schemaHash(toRegistration(t)) }]));
+
 export type RegistrationOutcome = { ok: true } | { ok: false; error: string };
 
 /**

@@ -1,0 +1,111 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { STREAMS } from "@fleet/protocol";
+import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import type { AnyToolDefinition } from "../define-tool.js";
+import type { RunnerMetrics } from "./runner-metrics.js";
+
+/**
+ * Pulls calls from each tool's durable consumer `tool-<name>` on FLEET_TOOL_CALLS: at most
+ * `concurrency` deliveries of one tool are handled at once, with one outstanding fetch for the free
+ * slots. Once stopping, messages still arriving are handed back (nak). An unavailable consumer (NATS
+ * restarting) or a failed pull is retried every 500 ms until stopped.
+ */
+export interface CallConsumer {
+  /** Starts one pull loop per tool; `onDelivery` must settle when the delivery is done with. */
+  start(onDelivery: (m: JsMsg, tool: AnyToolDefinition) => Promise<void>): void;
+  /** Stops pulling and resolves when every pull loop ended (handlers may still run). */
+  stop(): Promise<void>;
+}
+
+export function createCallConsumer(opts: {
+  js: JetStreamClient;
+  tools: readonly AnyToolDefinition[];
+  concurrency: number;
+  metrics: RunnerMetrics;
+  logger: Pick<Logger, "warn" | "error">;
+}): CallConsumer {
+  const fetches = new Set<ConsumerMessages>();
+  const pumps: Promise<void>[] = [];
+  const slotWaiters = new Map<string, Array<() => void>>();
+  const activeByTool = new Map<string, number>();
+  let stopping = false;
+
+  const active = (tool: string) => activeByTool.get(tool) ?? 0;
+  const freeSlot = (tool: string) => slotWaiters.get(tool)?.shift()?.();
+  const waitForSlot = (tool: string) =>
+    new Promise<void>((resolve) => {
+      const list = slotWaiters.get(tool) ?? [];
+      list.push(resolve);
+      slotWaiters.set(tool, list);
+    });
+
+  async function pump(tool: AnyToolDefinition, onDelivery: (m: JsMsg, tool: AnyToolDefinition) => Promise<void>) {
+    let consumer: Consumer | undefined;
+    while (!stopping) {
+      if (!consumer) {
+        try {
+          consumer = await opts.js.consumers.get(STREAMS.toolCalls.name, `tool-${tool.name}`);
+        } catch (err) {
+          // NATS is restarting or paused: keep trying; a runner never exits over an outage.
+          opts.logger.warn(
+            { evt: "consumer_unavailable", tool: tool.name, err },
+            "tool call consumer unavailable; retrying",
+          );
+          await sleep(500);
+          continue;
+        }
+      }
+      const free = opts.concurrency - active(tool.name);
+      if (free <= 0) {
+        await waitForSlot(tool.name);
+        continue;
+      }
+      let batch: ConsumerMessages | undefined;
+      try {
+        batch = await consumer.fetch({ max_messages: free, expires: 5_000 });
+        fetches.add(batch);
+        if (stopping) batch.stop();
+        for await (const m of batch) {
+          if (stopping) {
+            m.nak();
+            continue;
+          }
+          activeByTool.set(tool.name, active(tool.name) + 1);
+          opts.metrics.active(tool.name, 1);
+          void onDelivery(m, tool)
+            .catch((err) =>
+              // Unacked: the consumer redelivers it after ack_wait.
+              opts.logger.error({ evt: "tool_delivery_failed", tool: tool.name, err }, "tool call delivery failed"),
+            )
+            .finally(() => {
+              activeByTool.set(tool.name, active(tool.name) - 1);
+              opts.metrics.active(tool.name, -1);
+              freeSlot(tool.name);
+            });
+        }
+      } catch (err) {
+        if (stopping) break;
+        opts.logger.warn({ evt: "fetch_failed", tool: tool.name, err }, "pulling tool calls failed; retrying");
+        await sleep(500);
+      } finally {
+        if (batch) fetches.delete(batch);
+      }
+    }
+  }
+
+  return {
+    start(onDelivery) {
+      for (const tool of opts.tools) pumps.push(pump(tool, onDelivery));
+    },
+    async stop() {
+      stopping = true;
+      for (const batch of fetches) batch.stop();
+      for (const [tool, waiters] of slotWaiters) {
+        for (const wake of waiters.splice(0)) wake();
+        slotWaiters.delete(tool);
+      }
+      await Promise.allSettled(pumps);
+    },
+  };
+}
