@@ -188,6 +188,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
           log.warn({ subject }, "undeliverable command dropped");
         },
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
+        onReopen: (why) => log.warn({ evt: "intake_reopen", partition, why }, "command consumer reopened"),
       });
       intakes.set(partition, intake);
       void scanPartition({

@@ -15,6 +15,13 @@ export interface CommandDelivery {
   msg: JsMsg;
 }
 
+/**
+ * A pull of the command consumer lasts this long; the server heartbeats it every half of it, and two
+ * missed heartbeats in a row (a consumer without a leader, a lost node) reopen the consume.
+ */
+const CONSUME_EXPIRES_MS = 10_000;
+const MISSED_HEARTBEATS_TO_REOPEN = 2;
+
 export interface PartitionIntake {
   readonly partition: number;
   stop(): Promise<void>;
@@ -36,6 +43,8 @@ export async function startPartitionIntake(opts: {
   handle: (delivery: CommandDelivery) => Promise<void>;
   onUndeliverable: (subject: string) => void;
   onError: (err: unknown, delivery: CommandDelivery) => void;
+  /** The consumer stopped delivering and is opened again (see CONSUME_EXPIRES_MS). */
+  onReopen?: (why: string) => void;
 }): Promise<PartitionIntake> {
   const config = loopCommandConsumer(opts.partition, opts.ackWaitMs);
   const drift = await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
@@ -43,8 +52,15 @@ export async function startPartitionIntake(opts: {
     // A consumer made with another ack_wait (an older version, another TTL): take this worker's.
     await opts.jsm.consumers.update(STREAMS.commands.name, config.durable_name, { ack_wait: config.ack_wait });
   }
-  const consumer = await opts.js.consumers.get(STREAMS.commands.name, config.durable_name);
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
+  const open = async () => {
+    // Made again when it was deleted meanwhile (it starts at the stream's first command; commands
+    // that already have an outcome are recognised as duplicates by the actor).
+    await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
+    const consumer = await opts.js.consumers.get(STREAMS.commands.name, config.durable_name);
+    return consumer.consume({ max_messages: 256, expires: CONSUME_EXPIRES_MS });
+  };
+  let messages: ConsumerMessages = await open();
+  let stopped = false;
   const chains = new Map<string, Promise<void>>();
   // Every command pulled and not yet handled, waiting in its session's chain or being handled.
   const held = new Set<JsMsg>();
@@ -56,8 +72,24 @@ export async function startPartitionIntake(opts: {
   );
   heartbeat.unref();
 
-  const loop = (async () => {
-    for await (const msg of messages) {
+  // Ends the current consume when the server stops answering its pulls, so `loop` opens it again.
+  const watch = (m: ConsumerMessages) =>
+    void (async () => {
+      let missed = 0;
+      for await (const status of m.status()) {
+        if (status.type === "heartbeats_missed") missed++;
+        else if (status.type === "next" || status.type === "heartbeat") missed = 0;
+        if (missed >= MISSED_HEARTBEATS_TO_REOPEN || status.type === "consumer_deleted") {
+          opts.onReopen?.(status.type);
+          m.stop();
+          return;
+        }
+      }
+    })().catch(() => undefined);
+  watch(messages);
+
+  const serve = async (m: ConsumerMessages) => {
+    for await (const msg of m) {
       const parsed = parseCommandSubject(msg.subject);
       if (
         !parsed ||
@@ -90,11 +122,28 @@ export async function startPartitionIntake(opts: {
         });
       chains.set(parsed.sessionId, next);
     }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await serve(messages).catch((err) => opts.onReopen?.(String(err)));
+      while (!stopped) {
+        await new Promise((r) => setTimeout(r, 500));
+        if (stopped) break;
+        try {
+          messages = await open();
+          watch(messages);
+          break;
+        } catch (err) {
+          opts.onReopen?.(String(err));
+        }
+      }
+    }
   })();
 
   return {
     partition: opts.partition,
     async stop() {
+      stopped = true;
       clearInterval(heartbeat);
       await messages.close().catch(() => undefined);
       await loop.catch(() => undefined);

@@ -1,5 +1,5 @@
 import { STREAMS, storeEventConsumer } from "@fleet/protocol";
-import type { JetStreamManager } from "@nats-io/jetstream";
+import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 
 const STREAM = STREAMS.events.name;
 
@@ -41,15 +41,37 @@ export async function prepareStoreConsumer(
   opts: { startSeq: number; reset: boolean },
 ): Promise<ConsumerPreparation> {
   const name = storeEventConsumer(partition).durable_name;
-  const info = await jsm.consumers.info(STREAM, name).catch(() => null);
+  // Only "not found" means missing. Any other failure (a consumer without a leader after a node was
+  // lost, a timeout) makes it unknown: it is deleted and made again from the namespace's startSeq,
+  // which is safe (redelivered events at or below a session's lastSeq are no-ops).
+  let info: ConsumerInfo | null = null;
+  let unknown = false;
+  try {
+    info = await jsm.consumers.info(STREAM, name);
+  } catch (err) {
+    if (!isConsumerNotFound(err)) unknown = true;
+  }
   const drifted = info
     ? storeConsumerDrift(partition, info.config as unknown as Record<string, unknown>).length > 0
     : false;
   if (!opts.reset && info && info.num_ack_pending === 0 && !drifted) return "kept";
   const startSeq = opts.reset || !info ? opts.startSeq : Math.max(opts.startSeq, info.ack_floor.stream_seq + 1);
-  if (info) await jsm.consumers.delete(STREAM, name).catch(() => false);
+  // A delete that fails leaves the old consumer, and `add` with another start is then refused: throw,
+  // and the caller tries again.
+  if (info || unknown) await deleteConsumer(jsm, name);
   await jsm.consumers.add(STREAM, storeConsumerConfig(partition, startSeq));
   if (opts.reset) return "reset";
-  if (!info) return "created";
+  if (!info) return unknown ? "takeover" : "created";
   return info.num_ack_pending > 0 ? "takeover" : "drift";
 }
+
+async function deleteConsumer(jsm: JetStreamManager, name: string): Promise<void> {
+  try {
+    await jsm.consumers.delete(STREAM, name);
+  } catch (err) {
+    if (!isConsumerNotFound(err)) throw err;
+  }
+}
+
+const isConsumerNotFound = (err: unknown) =>
+  err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
