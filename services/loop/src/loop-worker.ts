@@ -19,7 +19,7 @@ import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import { scanPartition } from "./takeover-scan.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
-import { createToolDispatcher } from "./tool-dispatcher.js";
+import { createToolDispatcher, DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
 
 export interface LoopWorkerOptions {
@@ -86,8 +86,9 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     now,
     runnerAvailable: (toolName) => runners.serves(toolName),
     awaitRunner: (toolName, ms) => runners.whenServed(toolName, ms),
-    // A runner writes its presence on reconnect; the worker's own watcher may reconnect a moment later.
-    runnerGraceMs: 2 * presenceTtlMs,
+    // A runner writes its presence on reconnect, and a restarted one once the bus answers (leader
+    // elections can take seconds): a call waits for it as long as for a pickup.
+    runnerGraceMs: Math.max(2 * presenceTtlMs, opts.toolPickupMs ?? DEFAULT_TOOL_PICKUP_MS),
     ...(opts.toolPickupMs !== undefined ? { pickupTimeoutMs: opts.toolPickupMs } : {}),
   });
   const remoteHooks = createRemoteHookClient(opts.nc, {

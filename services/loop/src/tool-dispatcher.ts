@@ -63,6 +63,9 @@ const errorResult = (text: string, details?: unknown): RemoteToolResult => ({
   ...(details !== undefined ? { details } : {}),
 });
 
+/** How long a call waits for a runner to claim it before it fails (see `pickupTimeoutMs`). */
+export const DEFAULT_TOOL_PICKUP_MS = 30_000;
+
 export function createToolDispatcher(opts: {
   nc: NatsConnection;
   /** Dispatches calls (msgID `sessionId.toolCallId`); errors are data. */
@@ -90,7 +93,7 @@ export function createToolDispatcher(opts: {
   runnerGraceMs?: number;
 }): ToolDispatcher {
   const cancelGrace = opts.cancelGraceMs ?? 2_000;
-  const pickupTimeout = opts.pickupTimeoutMs ?? 30_000;
+  const pickupTimeout = opts.pickupTimeoutMs ?? DEFAULT_TOOL_PICKUP_MS;
 
   async function storedResult(sessionId: string, toolCallId: string): Promise<RemoteToolResult | null> {
     try {
