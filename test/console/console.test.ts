@@ -33,6 +33,16 @@ afterAll(async () => {
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
 const sessionIdOfUrl = () => decodeURIComponent(new URL(page.url()).pathname.split("/")[2] ?? "");
 
+/** Creates a session from the sessions page and sends `text` as its prompt; the new session's id. */
+async function newSessionWithPrompt(text: string): Promise<string> {
+  await page.goto(`${base}/`);
+  await page.getByTestId("new-session").click();
+  await page.waitForURL(/\/sessions\/[^/]+$/);
+  await page.getByTestId("input").fill(text);
+  await page.getByTestId("send-prompt").click();
+  return sessionIdOfUrl();
+}
+
 /** The 0-based position of the first event of `type` in a session's log. */
 async function positionOf(sessionId: string, type: string): Promise<number> {
   const { text } = await call(base, "GET", `/v1/sessions/${sessionId}/events?follow=false`);
@@ -40,17 +50,31 @@ async function positionOf(sessionId: string, type: string): Promise<number> {
   return frames.findIndex((f) => f.includes(`event: ${type}\n`));
 }
 
-/** Opens a session page and waits for its whole log; wall time from navigation, and the page's own figure. */
-async function openTimed(sessionId: string): Promise<{ wallMs: number; openMs: string; events: number }> {
+/**
+ * Opens a session page and waits for its whole log: wall time from navigation, the page's own figure
+ * (from its request for the log to the first view of it), and how much of that the history's HTTP
+ * answer took (from the request to its last byte: the gateway's share, overlapped with the folding).
+ */
+async function openTimed(
+  sessionId: string,
+): Promise<{ wallMs: number; openMs: number; historyMs: number; events: number }> {
   await page.goto(`${base}/`);
   const started = performance.now();
   await page.goto(`${base}/sessions/${sessionId}`);
   await page.getByTestId("session").waitFor({ timeout: 30_000 });
   const wallMs = performance.now() - started;
   const session = page.getByTestId("session");
+  const historyMs = await page.evaluate(() => {
+    const entry = performance
+      .getEntriesByType("resource")
+      .filter((e) => e.name.includes("follow=false"))
+      .at(-1) as PerformanceResourceTiming | undefined;
+    return entry ? entry.responseEnd - entry.startTime : Number.NaN;
+  });
   return {
     wallMs,
-    openMs: (await session.getAttribute("data-open-ms")) ?? "?",
+    openMs: Number(await session.getAttribute("data-open-ms")),
+    historyMs,
     events: Number(await session.getAttribute("data-events")),
   };
 }
@@ -74,12 +98,7 @@ describe("web console", () => {
       ),
       fakeReply("The workspace is empty, nothing to report.", { eventDelayMs: 20 }),
     );
-    await page.goto(`${base}/`);
-    await page.getByTestId("new-session").click();
-    await page.waitForURL(/\/sessions\/[^/]+$/);
-    firstSession = sessionIdOfUrl();
-    await page.getByTestId("input").fill("list the files");
-    await page.getByTestId("send-prompt").click();
+    firstSession = await newSessionWithPrompt("list the files");
 
     const partials: string[] = [];
     const deadline = Date.now() + 20_000;
@@ -153,6 +172,48 @@ describe("web console", () => {
     expect(state.body.context.messages.map((m: { role: string }) => m.role)).toEqual(["user"]);
   });
 
+  it("labels an entry of the tree, and the tree shows the label", async () => {
+    await page.goto(`${base}/sessions/${firstSession}`);
+    await page.getByTestId("tree-tab").click();
+    const userEntry = () => page.getByTestId("tree-entry").filter({ hasText: "user: list the files" });
+    await userEntry().locator("text").click();
+    await page.getByTestId("label-input").fill("start here");
+    await page.getByTestId("label-entry").click();
+    await expect.poll(() => userEntry().textContent(), { timeout: 15_000 }).toContain("[start here]");
+    await expect.poll(() => page.getByTestId("entry-note").textContent()).toBe("labelled");
+    const tree = await call(base, "GET", `/v1/sessions/${firstSession}/tree`);
+    const entryId = await userEntry().getAttribute("data-entry-id");
+    expect(tree.body.labels[entryId as string]).toBe("start here");
+  });
+
+  it("moves the leaf to an entry, and the transcript and context are the branch up to it", async () => {
+    const before = await call(base, "GET", `/v1/sessions/${firstSession}`);
+    expect(before.body.context.messages.map((m: { role: string }) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
+    // The assistant message that called `ls`, before its result (pi moves a leaf sent to a user
+    // message to that message's parent, so an assistant entry shows the move plainly).
+    const toolCall = page.getByTestId("tree-entry").filter({ hasText: "assistant: Let me look around" });
+    await toolCall.locator("text").click();
+    await page.getByTestId("move-leaf").click();
+    await expect.poll(() => toolCall.textContent(), { timeout: 15_000 }).toContain("◀ leaf");
+    await expect.poll(() => page.getByTestId("entry-note").textContent()).toBe("leaf moved");
+    const entryId = await toolCall.getAttribute("data-entry-id");
+    await page.getByRole("button", { name: "Transcript" }).click();
+    await expect.poll(() => page.getByTestId("tool-result").count(), { timeout: 15_000 }).toBe(0);
+    const transcript = (await page.getByTestId("transcript").textContent()) ?? "";
+    expect(transcript).toContain("list the files");
+    expect(transcript).toContain("Let me look around the workspace first.");
+    expect(transcript).not.toContain("nothing to report");
+    expect(await page.getByTestId("tool-call").count()).toBe(1);
+    const after = await call(base, "GET", `/v1/sessions/${firstSession}`);
+    expect(after.body.leafId).toBe(entryId);
+    expect(after.body.context.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
+  });
+
   it("lists a pending approval across sessions; approving it lets the run go on", async () => {
     stack.fake.script(
       fakeReply([
@@ -185,6 +246,107 @@ describe("web console", () => {
     await expect.poll(() => page.getByTestId("transcript").textContent(), { timeout: 15_000 }).toContain("Written.");
     expect(await page.getByTestId("tool-result").first().textContent()).toContain("✓ write result");
     await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
+  });
+
+  it("shows a steer and a follow-up sent during a run in the queues, then in the transcript", async () => {
+    const slow = Array.from({ length: 40 }, (_, i) => `word${i} `);
+    stack.fake.script(
+      fakeReply([fakeText(slow.join(""), slow)], { eventDelayMs: 150 }),
+      fakeReply("Steered: checking the tests."),
+      fakeReply("Followed up: here is the summary."),
+    );
+    const sessionId = await newSessionWithPrompt("start the long task");
+    await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("running");
+    await page.getByTestId("input").fill("also check the tests");
+    await page.getByTestId("send-steer").click();
+    await expect.poll(() => page.getByTestId("input-note").textContent()).toBe("steer sent");
+    await page.getByTestId("input").fill("then write a summary");
+    await page.getByTestId("send-follow-up").click();
+    await expect.poll(() => page.getByTestId("input-note").textContent()).toBe("follow_up sent");
+    // Both wait in the queues while the first reply still streams.
+    await expect
+      .poll(() => page.getByTestId("queue-steer").textContent(), { timeout: 5_000 })
+      .toContain("also check the tests");
+    await expect
+      .poll(() => page.getByTestId("queue-followUp").textContent(), { timeout: 5_000 })
+      .toContain("then write a summary");
+    expect(await page.getByTestId("session-status").textContent()).toBe("running");
+    await expect
+      .poll(() => page.getByTestId("transcript").textContent(), { timeout: 30_000 })
+      .toContain("Followed up: here is the summary.");
+    await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
+    expect(await page.getByTestId("queues").textContent()).toBe("queues empty");
+    const users = await page.locator('[data-role="user"] .text').allTextContents();
+    expect(users).toEqual(["start the long task", "also check the tests", "then write a summary"]);
+    const state = await call(base, "GET", `/v1/sessions/${sessionId}`);
+    expect(state.body.messages.map((m: { role: string }) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+  });
+
+  it("abort stops a running session: it goes idle and the run ends aborted", async () => {
+    const slow = Array.from({ length: 100 }, (_, i) => `token${i} `);
+    stack.fake.script(fakeReply([fakeText(slow.join(""), slow)], { eventDelayMs: 150 }));
+    const sessionId = await newSessionWithPrompt("a task to abort");
+    await expect.poll(() => page.getByTestId("streaming").textContent(), { timeout: 15_000 }).toContain("token2");
+    expect(await page.getByTestId("session-status").textContent()).toBe("running");
+    await page.getByTestId("abort").click();
+    await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 10_000 }).toBe("idle");
+    const assistant = page.locator('[data-role="assistant"]').last();
+    expect(await assistant.getAttribute("data-stop-reason")).toBe("aborted");
+    expect(await assistant.textContent()).toContain("aborted");
+    expect(await assistant.textContent()).not.toContain("token99");
+    const state = await call(base, "GET", `/v1/sessions/${sessionId}`);
+    expect(state.body.status).toBe("idle");
+    expect(state.body.messages.at(-1).stopReason).toBe("aborted");
+  });
+
+  it("searches sessions by name across all pages, and pages through more sessions than one page", async () => {
+    const create = async (sessionId: string, name?: string) => {
+      expect((await call(base, "POST", "/v1/sessions", { body: { sessionId } })).status).toBe(201);
+      if (name) await call(base, "POST", `/v1/sessions/${sessionId}/commands`, { body: { type: "set_name", name } });
+    };
+    // The named session is the oldest of these, so it is not on the first page of the plain list.
+    await create("s-paged-needle", "Quarterly report draft");
+    for (let i = 0; i < 24; i++) await create(`s-paged-${String(i).padStart(2, "0")}`);
+    await page.goto(`${base}/`);
+    const rows = page.getByTestId("session-row");
+    /** Name and id of each row (the other cells change as time passes). */
+    const shown = () => rows.locator("td:first-child").allTextContents();
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(20);
+    const first = await shown();
+    expect(first.join(" ")).not.toContain("Quarterly report draft");
+    await page.getByTestId("page-older").click();
+    await expect.poll(() => page.getByTestId("page-number").textContent()).toBe("page 2");
+    await expect.poll(async () => (await shown()).join(" ")).toContain("Quarterly report draft");
+    const second = await shown();
+    expect(second.length).toBeGreaterThan(0);
+    expect(second.some((r) => first.includes(r))).toBe(false);
+    await page.getByTestId("page-newer").click();
+    await expect.poll(() => page.getByTestId("page-number").textContent()).toBe("page 1");
+    await expect.poll(async () => (await shown()).join("|")).toBe(first.join("|"));
+
+    // Search is the gateway's: it finds the session that is not on the loaded page.
+    await page.getByTestId("search").fill("quarterly REPORT");
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(1);
+    expect(await rows.first().textContent()).toContain("s-paged-needle");
+    // A search with more matches than a page pages the same way.
+    await page.getByTestId("search").fill("s-paged-");
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(20);
+    expect(await page.getByTestId("page-older").isEnabled()).toBe(true);
+    await page.getByTestId("page-older").click();
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(5);
+    expect(await page.getByTestId("page-older").isEnabled()).toBe(false);
+    await page.getByTestId("search").fill("no session is called this");
+    await expect
+      .poll(() => page.getByTestId("no-sessions").textContent(), { timeout: 10_000 })
+      .toContain("no sessions match");
+    expect(await page.getByTestId("page-number").textContent()).toBe("page 1");
   });
 
   it("shows fleet health: partitions and owners, workers, runners and tools, store lag", async () => {
@@ -235,9 +397,12 @@ describe("web console", () => {
         .toBe(`idle ${7000 + 2 * round}`);
     }
 
-    // Baseline in the same run: the small first session.
+    // Baseline in the same run: the small first session. The big one opens a few times (the machine
+    // is shared; the median and the best say more than one run).
     const small = await openTimed(firstSession);
-    const big = await openTimed(sessionId);
+    const opens: Awaited<ReturnType<typeof openTimed>>[] = [];
+    for (let i = 0; i < 5; i++) opens.push(await openTimed(sessionId));
+    const big = [...opens].sort((a, b) => a.openMs - b.openMs)[2] as (typeof opens)[number];
     expect(big.events).toBeGreaterThanOrEqual(10_000);
 
     // Slider steps on the big session: arrow keys from the end, then jumps across checkpoints.
@@ -262,8 +427,9 @@ describe("web console", () => {
     };
     console.log(
       [
-        `console bench: open ${small.events}-event session (baseline): ${small.wallMs.toFixed(0)} ms wall, ${small.openMs} ms in page`,
-        `console bench: open ${big.events}-event session: ${big.wallMs.toFixed(0)} ms wall, ${big.openMs} ms in page (fetch + fold with checkpoints)`,
+        `console bench: open ${small.events}-event session (baseline): ${small.wallMs.toFixed(0)} ms wall, ${small.openMs.toFixed(1)} ms in page`,
+        `console bench: open ${big.events}-event session, median of ${opens.length}: ${big.wallMs.toFixed(0)} ms wall, ${big.openMs.toFixed(1)} ms in page (fetch + fold with checkpoints + first view), of which the history's HTTP answer ${big.historyMs.toFixed(0)} ms`,
+        `console bench: open ${big.events}-event session, each in page: ${opens.map((o) => o.openMs.toFixed(0)).join(", ")} ms`,
         `console bench: slider arrow step (fold + render), ${steps.length} steps: ${fmt(steps)}`,
         `console bench: slider jump across checkpoints, ${jumps.length} jumps: ${fmt(jumps)}`,
       ].join("\n"),

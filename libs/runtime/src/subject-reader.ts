@@ -24,14 +24,14 @@ export async function lastSubjectSeq(jsm: JetStreamManager, stream: string, subj
 /**
  * Reads every message of one subject in stream order, from `fromSeq` (inclusive, default 1) through
  * the subject's last message at call time, or through `toSeq`. Uses an ordered consumer with a single
- * filter subject (nats-server 2.9).
+ * filter subject (nats-server 2.9). `batch`: messages per pull (default 512).
  */
 export async function* readSubject(
   js: JetStreamClient,
   jsm: JetStreamManager,
   stream: string,
   subject: string,
-  opts: { fromSeq?: number; toSeq?: number } = {},
+  opts: { fromSeq?: number; toSeq?: number; batch?: number } = {},
 ): AsyncGenerator<StoredRecord> {
   const last = await lastSubjectSeq(jsm, stream, subject);
   const end = opts.toSeq !== undefined ? Math.min(opts.toSeq, last) : last;
@@ -42,7 +42,7 @@ export async function* readSubject(
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: from,
   });
-  const messages = await consumer.consume({ max_messages: 512 });
+  const messages = await consumer.consume({ max_messages: opts.batch ?? 512 });
   try {
     for await (const m of messages) {
       if (m.seq > end) break;

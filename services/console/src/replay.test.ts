@@ -65,6 +65,15 @@ describe("ReplayLog", () => {
     }
   });
 
+  it("settling the checkpoints in the background changes no state", () => {
+    const settledLog = new ReplayLog();
+    settledLog.append(items);
+    while (settledLog.settleCheckpoints(performance.now() + 1)) {}
+    for (const n of [CHECKPOINT_EVERY + 5, 2 * CHECKPOINT_EVERY, items.length - 1]) {
+      expect(viewOf(settledLog.at(n))).toBe(viewOf(replay.at(n)));
+    }
+  });
+
   it("states handed out are independent of each other and of the live fold", () => {
     const a = replay.at(600);
     const before = viewOf(replay.at(600));

@@ -1,5 +1,8 @@
 // A session's log folded with the protocol's reducers, with a checkpoint every CHECKPOINT_EVERY
 // events, so the state at any event costs one clone and fewer than CHECKPOINT_EVERY folds.
+// Checkpoints are taken without applying the buffered `message_update` deltas (that is most of the
+// cost of a fold): `settleCheckpoints` applies them in idle time after the open, and a checkpoint
+// not settled yet applies them once, in place, the first time a state is cloned from it.
 import { evolveSession, initialSessionState, type SessionState, streamingMessageOf } from "@fleet/protocol";
 import type { LoggedEvent } from "./sse.js";
 
@@ -33,6 +36,8 @@ export function foldInto(state: Folded, item: LoggedEvent): void {
 export class ReplayLog {
   readonly events: LoggedEvent[] = [];
   private readonly checkpoints: Folded[] = [initialFolded()];
+  /** Checkpoints before this one have their deltas applied. */
+  private settled = 0;
   private readonly live: Folded = initialFolded();
 
   append(items: readonly LoggedEvent[]): void {
@@ -42,6 +47,18 @@ export class ReplayLog {
       foldInto(this.live, item);
       if (this.events.length % CHECKPOINT_EVERY === 0) this.checkpoints.push(snapshot(this.live));
     }
+  }
+
+  /**
+   * Applies the buffered deltas of checkpoints until `deadline` (a `performance.now()` time) passes;
+   * true while some are left. Only makes later `at` calls cheaper: states are the same either way.
+   */
+  settleCheckpoints(deadline: number): boolean {
+    while (this.settled < this.checkpoints.length && performance.now() < deadline) {
+      streamingMessageOf((this.checkpoints[this.settled] as Folded).session);
+      this.settled++;
+    }
+    return this.settled < this.checkpoints.length;
   }
 
   get length(): number {
@@ -62,8 +79,10 @@ export class ReplayLog {
     let state: Folded;
     if (from && from.index <= target && target - from.index < CHECKPOINT_EVERY) state = from;
     else {
-      const checkpoint = this.checkpoints[Math.floor(target / CHECKPOINT_EVERY)] ?? this.checkpoints[0];
-      state = snapshot(checkpoint as Folded);
+      const checkpoint = (this.checkpoints[Math.floor(target / CHECKPOINT_EVERY)] ?? this.checkpoints[0]) as Folded;
+      // Settling replaces the cursor, status and buffer (never mutates them), so copies share nothing.
+      streamingMessageOf(checkpoint.session);
+      state = snapshot(checkpoint);
     }
     while (state.index < target) foldInto(state, this.events[state.index] as LoggedEvent);
     return state;
@@ -72,13 +91,12 @@ export class ReplayLog {
 
 /**
  * A copy that folding either side never changes: what `evolveSession` mutates in place is copied
- * (the tree's arrays and labels, the command and approval records, the open compaction, the buffered
- * deltas, settled first); what it replaces (agent status, run cursor, owner) and the entries (never
- * modified once created) are shared. Far cheaper than `structuredClone` for a long session.
+ * (the tree's arrays and labels, the command and approval records, the open compaction, the list of
+ * buffered deltas); what it replaces (agent status, run cursor, owner) and the entries and delta
+ * batches (never modified once created) are shared. Far cheaper than `structuredClone` for a long session.
  */
 export function snapshot(state: Folded): Folded {
   const s = state.session;
-  streamingMessageOf(s);
   const session: SessionState = {
     ...s,
     tree: {

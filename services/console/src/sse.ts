@@ -8,10 +8,13 @@ export interface LoggedEvent {
   event: FleetEvent;
 }
 
+/** Characters of history text parsed at once. */
+const HISTORY_SLICE = 256 * 1024;
+
 export type StreamEnd = { ok: true; lastSeq: number } | { ok: false; status: number; message: string };
 
 /**
- * Streams a session's events after `after`, calling `onBatch` with every chunk's complete frames.
+ * Streams a session's events after `after`, calling `onBatch` with complete frames.
  * `follow: false` ends at the log's end. Resolves when the stream ends or `signal` aborts.
  */
 export async function streamEvents(
@@ -36,24 +39,26 @@ export async function streamEvents(
     } catch {}
     return { ok: false, status: res.status, message };
   }
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
+  const deliver = (items: LoggedEvent[]) => {
+    if (!items.length) return;
+    lastSeq = (items[items.length - 1] as LoggedEvent).seq;
+    opts.onBatch(items);
+  };
+  // History (`follow: false`) is parsed in slices of at least HISTORY_SLICE characters, so its
+  // frames are folded while the rest arrives; live frames are parsed as soon as they arrive.
+  const slice = opts.follow ? 0 : HISTORY_SLICE;
   try {
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) break;
-      buffer += value;
-      const frames = buffer.split("\n\n");
-      buffer = frames.pop() ?? "";
-      const batch: LoggedEvent[] = [];
-      for (const frame of frames) {
-        const item = parseFrame(frame);
-        if (item) {
-          batch.push(item);
-          lastSeq = item.seq;
-        }
+      if (!done) buffer += value;
+      if (done || buffer.length >= slice) {
+        const parsed = parseFrames(buffer);
+        buffer = parsed.rest;
+        deliver(parsed.items);
       }
-      if (batch.length) opts.onBatch(batch);
+      if (done) break;
     }
   } catch (err) {
     if (!opts.signal.aborted) return { ok: false, status: 0, message: String(err) };
@@ -61,15 +66,60 @@ export async function streamEvents(
   return { ok: true, lastSeq };
 }
 
-/** One SSE frame → its event (comments and malformed frames → undefined). */
-export function parseFrame(frame: string): LoggedEvent | undefined {
-  let id: number | undefined;
-  let data = "";
-  for (const line of frame.split("\n")) {
-    if (line.startsWith("id: ")) id = Number(line.slice(4));
-    else if (line.startsWith("data: ")) data += line.slice(6);
+/**
+ * Every complete frame of `text` (frames end with a blank line), in one pass; `rest` is the
+ * unfinished tail. Comments and malformed frames are skipped.
+ */
+export function parseFrames(text: string): { items: LoggedEvent[]; rest: string } {
+  const items: LoggedEvent[] = [];
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf("\n\n", start);
+    if (end < 0) break;
+    const item = parseFrame(text, start, end);
+    if (item) items.push(item);
+    start = end + 2;
   }
-  if (id === undefined || !data) return undefined;
-  const parsed = FleetEvent.safeParse(JSON.parse(data));
-  return parsed.success ? { seq: id, event: parsed.data } : undefined;
+  return { items, rest: text.slice(start) };
+}
+
+/** The frame in `text` from `start` to `end` (its blank line excluded) → its event. */
+function parseFrame(text: string, start: number, end: number): LoggedEvent | undefined {
+  let id: number | undefined;
+  let data: string | undefined;
+  for (let line = start; line < end; ) {
+    const next = text.indexOf("\n", line);
+    const stop = next < 0 || next > end ? end : next;
+    if (text.startsWith("id: ", line)) id = Number(text.slice(line + 4, stop));
+    else if (text.startsWith("data: ", line)) {
+      const chunk = text.slice(line + 6, stop);
+      data = data === undefined ? chunk : `${data}\n${chunk}`;
+    }
+    line = stop + 1;
+  }
+  if (id === undefined || !Number.isSafeInteger(id) || data === undefined) return undefined;
+  const event = eventOf(data);
+  return event ? { seq: id, event } : undefined;
+}
+
+const EVENT_TYPES: ReadonlySet<string> = new Set(FleetEvent.options.map((o) => o.shape.type.value));
+
+/**
+ * A frame's `data` → the event. The gateway decodes every event with the `FleetEvent` schema before
+ * it frames it (services/gateway, routes/events.ts), so re-validating each one here would only repeat
+ * that work (it was a third of a 10,000-event open). What the fold relies on is checked: a known
+ * `type` and a `meta` with its `ts`. Contract: never throws.
+ */
+export function eventOf(data: string): FleetEvent | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const { type, meta } = value as { type?: unknown; meta?: { ts?: unknown } | null };
+  if (typeof type !== "string" || !EVENT_TYPES.has(type)) return undefined;
+  if (typeof meta !== "object" || meta === null || typeof meta.ts !== "number") return undefined;
+  return value as FleetEvent;
 }

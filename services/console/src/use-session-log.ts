@@ -3,6 +3,9 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ReplayLog } from "./replay.js";
 import { streamEvents } from "./sse.js";
 
+/** Longest stretch of background checkpoint work between two yields to the page. */
+const SETTLE_SLICE_MS = 8;
+
 export type LogStatus =
   | { kind: "loading" }
   | { kind: "open"; openMs: number }
@@ -53,6 +56,11 @@ export function useSessionLog(sessionId: string): SessionLog {
       }
       setStatus({ kind: "open", openMs: performance.now() - started });
       setVersion((v) => v + 1);
+      // Then, in slices that leave the page responsive, make every checkpoint ready for the slider.
+      const settle = () => {
+        if (!abort.signal.aborted && log.settleCheckpoints(performance.now() + SETTLE_SLICE_MS)) setTimeout(settle, 0);
+      };
+      setTimeout(settle, 0);
       let after = first.lastSeq;
       while (!abort.signal.aborted) {
         const live = await streamEvents(sessionId, {

@@ -17,6 +17,8 @@ export const SessionParams = z.object({ id: SessionId });
 export const ListSessionsQuery = z.object({
   limit: z.coerce.number().int().positive().max(1000).optional(),
   cursor: z.string().min(1).optional(),
+  /** Only sessions whose name or id contains this (case-insensitive), across all pages. */
+  q: z.string().max(256).optional(),
 });
 export const SessionList = z.object({ sessions: z.array(SessionSummary), cursor: z.string().optional() });
 

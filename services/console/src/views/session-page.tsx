@@ -179,7 +179,7 @@ function Queues({
   return (
     <div class="queues" data-testid="queues">
       {rows.map((k) => (
-        <div key={k}>
+        <div key={k} data-testid={`queue-${k}`}>
           <b>{k}</b>:{" "}
           {queues[k].map((m, i) => (
             <span key={i} class="queued">
@@ -215,8 +215,10 @@ function InputBox({ sessionId, running }: { sessionId: string; running: boolean 
   const [text, setText] = useState("");
   const [note, setNote] = useState("");
   const send = async (type: "prompt" | "steer" | "follow_up" | "abort") => {
-    const r = await command(sessionId, type === "abort" ? { type } : { type, text });
-    if (r.ok && type !== "abort") setText("");
+    const sent = text;
+    const r = await command(sessionId, type === "abort" ? { type } : { type, text: sent });
+    // What was typed while the command was on its way stays.
+    if (r.ok && type !== "abort") setText((current) => (current === sent ? "" : current));
     setNote(r.ok ? `${type} sent` : `${type} failed: ${r.message}`);
   };
   return (
@@ -245,16 +247,20 @@ function InputBox({ sessionId, running }: { sessionId: string; running: boolean 
         >
           Prompt
         </button>
-        <button type="button" disabled={!text.trim()} onClick={() => send("steer")}>
+        <button type="button" data-testid="send-steer" disabled={!text.trim()} onClick={() => send("steer")}>
           Steer
         </button>
-        <button type="button" disabled={!text.trim()} onClick={() => send("follow_up")}>
+        <button type="button" data-testid="send-follow-up" disabled={!text.trim()} onClick={() => send("follow_up")}>
           Follow-up
         </button>
         <button type="button" data-testid="abort" onClick={() => send("abort")}>
           Abort
         </button>
-        {note && <span class="note">{note}</span>}
+        {note && (
+          <span class="note" data-testid="input-note">
+            {note}
+          </span>
+        )}
       </div>
     </form>
   );

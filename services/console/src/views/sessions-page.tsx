@@ -1,4 +1,5 @@
-// All sessions, paged by the store's cursor: live status, model, last activity, name; search.
+// All sessions, paged by the store's cursor: live status, model, last activity, name; search by name
+// or id across all sessions (the gateway's `q`), paged the same way.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { linkTo, navigate } from "../router.js";
@@ -16,6 +17,8 @@ interface Detail {
 
 const PAGE = 20;
 const REFRESH_MS = 2_000;
+/** Typing pauses this long before the search goes to the gateway. */
+const SEARCH_DEBOUNCE_MS = 250;
 
 export function SessionsPage() {
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
@@ -23,15 +26,30 @@ export function SessionsPage() {
   const [details, setDetails] = useState<Record<string, Detail>>({});
   const [awaiting, setAwaiting] = useState<Set<string>>(new Set());
   const [search, setSearch] = useState("");
+  /** The search the list shows (`search` once typing pauses). */
+  const [query, setQuery] = useState("");
   const [error, setError] = useState("");
   const cursor = cursors[cursors.length - 1];
+
+  useEffect(() => {
+    const needle = search.trim();
+    if (needle === query) return;
+    const timer = setTimeout(() => {
+      setQuery(needle);
+      setCursors([undefined]);
+      setPage(null);
+    }, SEARCH_DEBOUNCE_MS);
+    return () => clearTimeout(timer);
+  }, [search, query]);
 
   useEffect(() => {
     let stopped = false;
     const load = async () => {
       const r = await api<{ sessions: SessionRow[]; cursor?: string }>(
         "GET",
-        `/v1/sessions?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        `/v1/sessions?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}${
+          query ? `&q=${encodeURIComponent(query)}` : ""
+        }`,
       );
       const a = await api<{ approvals: { sessionId: string }[] }>("GET", "/v1/approvals");
       if (stopped) return;
@@ -51,17 +69,14 @@ export function SessionsPage() {
       stopped = true;
       clearInterval(timer);
     };
-  }, [cursor]);
+  }, [cursor, query]);
 
   const create = async () => {
     const r = await api<{ sessionId: string }>("POST", "/v1/sessions", {});
     if (r.ok) navigate(`/sessions/${encodeURIComponent(r.body.sessionId)}`);
     else setError(r.message);
   };
-  const needle = search.trim().toLowerCase();
-  const rows = (page?.sessions ?? []).filter(
-    (s) => !needle || s.sessionId.toLowerCase().includes(needle) || (s.name ?? "").toLowerCase().includes(needle),
-  );
+  const rows = page?.sessions ?? [];
   return (
     <div class="sessions">
       <div class="toolbar">
@@ -109,13 +124,29 @@ export function SessionsPage() {
           })}
         </tbody>
       </table>
-      {page && rows.length === 0 && <div class="muted">no sessions{needle ? " match" : " yet"}</div>}
+      {page && rows.length === 0 && (
+        <div class="muted" data-testid="no-sessions">
+          {query ? `no sessions match “${query}”${page.cursor ? " on this page" : ""}` : "no sessions yet"}
+        </div>
+      )}
       <div class="pager">
-        <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
+        <button
+          type="button"
+          data-testid="page-newer"
+          disabled={cursors.length < 2}
+          onClick={() => setCursors(cursors.slice(0, -1))}
+        >
           ← newer
         </button>
-        <span class="muted">page {cursors.length}</span>
-        <button type="button" disabled={!page?.cursor} onClick={() => setCursors([...cursors, page?.cursor])}>
+        <span class="muted" data-testid="page-number">
+          page {cursors.length}
+        </span>
+        <button
+          type="button"
+          data-testid="page-older"
+          disabled={!page?.cursor}
+          onClick={() => setCursors([...cursors, page?.cursor])}
+        >
           older →
         </button>
       </div>

@@ -47,8 +47,12 @@ export function Message({ message: m }: { message: AgentMessage | ContextMessage
       );
     case "assistant":
       return (
-        <div class={`msg assistant${m.stopReason === "error" ? " error" : ""}`} data-role="assistant">
-          <span class="who">assistant</span>
+        <div
+          class={`msg assistant${m.stopReason === "error" ? " error" : ""}${m.stopReason === "aborted" ? " aborted" : ""}`}
+          data-role="assistant"
+          data-stop-reason={m.stopReason}
+        >
+          <span class="who">assistant{m.stopReason === "aborted" ? " · aborted" : ""}</span>
           {m.content.map((block, i) => {
             if (block.type === "text")
               return (
@@ -72,7 +76,7 @@ export function Message({ message: m }: { message: AgentMessage | ContextMessage
               );
             return null;
           })}
-          {m.errorMessage && <div class="error-text">error: {m.errorMessage}</div>}
+          {m.errorMessage && m.stopReason !== "aborted" && <div class="error-text">error: {m.errorMessage}</div>}
         </div>
       );
     case "toolResult":

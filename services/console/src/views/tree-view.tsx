@@ -75,13 +75,20 @@ function EntryPanel({ sessionId, tree, entryId }: { sessionId: string; tree: Ses
       <div class="actions">
         <button
           type="button"
+          data-testid="move-leaf"
           onClick={() => act(command(sessionId, { type: "navigate", targetId: entryId }), "leaf moved")}
         >
           Move leaf here
         </button>
-        <input placeholder="label" value={label} onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
+        <input
+          placeholder="label"
+          data-testid="label-input"
+          value={label}
+          onInput={(e) => setLabel((e.target as HTMLInputElement).value)}
+        />
         <button
           type="button"
+          data-testid="label-entry"
           onClick={() =>
             act(command(sessionId, { type: "label", targetId: entryId, label: label || null }), "labelled")
           }
@@ -99,7 +106,11 @@ function EntryPanel({ sessionId, tree, entryId }: { sessionId: string; tree: Ses
         >
           Fork new session from here
         </button>
-        {note && <span class="note">{note}</span>}
+        {note && (
+          <span class="note" data-testid="entry-note">
+            {note}
+          </span>
+        )}
       </div>
       {context.ok ? <Transcript messages={context.messages} /> : <div class="error-text">{context.error}</div>}
     </div>

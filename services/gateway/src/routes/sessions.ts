@@ -11,9 +11,15 @@ import {
 } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
+import { searchSessions } from "../session-search.js";
 import { SessionState, sessionStateOf } from "../session-state.js";
 import type { RouteContext } from "./route-context.js";
 import { sessionCreation } from "./session-creation.js";
+
+/** Matches per search page unless `limit` says otherwise (the store's own default page). */
+const SEARCH_LIMIT = 50;
+/** Sessions one search request reads at most before it answers with what it found and a cursor. */
+const SEARCH_MAX_SCANNED = 10_000;
 
 export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
   return [
@@ -21,7 +27,7 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       method: "GET",
       url: "/v1/sessions",
       operationId: "listSessions",
-      summary: "List sessions with status, seq and name, paged (from the session store)",
+      summary: "List sessions with status, seq and name, paged (from the session store); `q` searches names and ids",
       tag: "sessions",
       access: "read",
       usesNats: true,
@@ -29,6 +35,15 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: { 200: { description: "A page of sessions; pass `cursor` for the next", schema: SessionList } },
       async handler({ query, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
+        const q = query.q?.trim();
+        if (q) {
+          const page = await searchSessions((opts) => link.client.listSessions(opts), q, {
+            limit: query.limit ?? SEARCH_LIMIT,
+            cursor: query.cursor,
+            maxScanned: SEARCH_MAX_SCANNED,
+          });
+          return { status: 200, json: page };
+        }
         const page = await link.client.listSessions({
           ...(query.limit !== undefined ? { limit: query.limit } : {}),
           ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
