@@ -181,4 +181,29 @@ describe("nats-server outages under a running stack", () => {
     await promptThrough("pause", pause, "tool");
     await promptThrough("pause", pause, "stream");
   }, 240_000);
+
+  it("the only runner is gone for longer than two presence TTLs: a call made meanwhile waits for its restart and runs", async () => {
+    const common = { NATS_URL: nats.url, FLEET_LEASE_TTL_MS: String(TTL), FLEET_OPS_PORT: "0" };
+    const killed = tools;
+    const exited = new Promise((r) => killed.proc.once("exit", r));
+    killed.proc.kill("SIGKILL");
+    await exited;
+    await sleep(TTL + 500); // its presence has expired: no live runner serves bash
+    const sid = newSessionId();
+    const events = follow(sid);
+    await client.prompt(sid, { text: "go without a runner" });
+    await events.until("tool start", (e) => count(e, "tool_execution_start") === 1);
+    const gapMs = 3 * TTL + 1_000; // longer than the two TTLs a call used to wait
+    await sleep(gapMs);
+    tools = spawnService("tools", { ...common, FLEET_WORKSPACE: dir, FLEET_TOOLS: "bash", FLEET_RUNNER_ID: "r-later" });
+    await tools.waitForLog(undefined, 60_000);
+    await events.until("agent_end", (e) => count(e, "agent_end") === 1, 90_000);
+    const log = events.seen.map((s) => s.event);
+    events.stop();
+    const ends = log.filter((e) => e.type === "tool_execution_end");
+    expect(ends).toHaveLength(1);
+    expect(ends[0]?.type === "tool_execution_end" && ends[0].isError).toBe(false);
+    expect(JSON.stringify(ends[0])).toContain("slept");
+    console.log(`runner gap: a call waited ${gapMs} ms without a runner and ran on the restarted one`);
+  }, 120_000);
 });
