@@ -190,6 +190,12 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         },
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
         onReopen: (why) => log.warn({ evt: "intake_reopen", partition, why }, "command consumer reopened"),
+        onStalled: (pending, inHand) =>
+          log.warn(
+            { evt: "intake_stalled", partition, pending, inHand },
+            "commands stuck pending; consumer made again",
+          ),
+        now,
       });
       intakes.set(partition, intake);
       void scanPartition({

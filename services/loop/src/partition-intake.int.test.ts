@@ -56,4 +56,47 @@ describe("partition intake", () => {
       await intake.stop();
     }
   }, 30_000);
+
+  it("makes its consumer again when a command stays pending that none of its pulls holds", async () => {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const sessionId = "intake-stuck";
+    const partition = partitionOf(sessionId, PARTITIONS);
+    // The ack wait is long, so only the stall check can bring the command back within the test.
+    const ackWaitMs = 60_000;
+    const config = loopCommandConsumer(partition, ackWaitMs);
+    await jsm.consumers.add(STREAMS.commands.name, config as never);
+    const stuck = await js.publish(subjects.command(partition, sessionId), "stuck", { msgID: "stuck" });
+    // Delivered to a pull that is gone and never acked: pending for the whole ack wait.
+    const lost = await (await js.consumers.get(STREAMS.commands.name, config.durable_name)).next();
+    expect(lost?.seq).toBe(stuck.seq);
+    const handled: string[] = [];
+    const stalled: string[] = [];
+    const intake = await startPartitionIntake({
+      js,
+      jsm,
+      partition,
+      partitions: PARTITIONS,
+      ackWaitMs,
+      handle: async (d) => {
+        handled.push(new TextDecoder().decode(d.data));
+        await d.msg.ackAck();
+      },
+      onUndeliverable: () => undefined,
+      onError: () => undefined,
+      onStalled: (pending, inHand) => stalled.push(`${pending}/${inHand}`),
+      stallCheckMs: 200,
+      stuckAfterMs: 1_000,
+    });
+    try {
+      await js.publish(subjects.command(partition, sessionId), "fresh", { msgID: "fresh" });
+      await vi.waitFor(() => expect(handled).toContain("fresh"), { timeout: 5_000 });
+      await vi.waitFor(() => expect(handled).toContain("stuck"), { timeout: 15_000, interval: 200 });
+      expect(stalled[0]).toBe("1/0");
+      // Acked once before the consumer was made again: not delivered a second time.
+      expect(handled.filter((h) => h === "fresh")).toHaveLength(1);
+    } finally {
+      await intake.stop();
+    }
+  }, 30_000);
 });

@@ -21,6 +21,16 @@ export interface CommandDelivery {
  */
 const CONSUME_EXPIRES_MS = 10_000;
 const MISSED_HEARTBEATS_TO_REOPEN = 2;
+/**
+ * How often the intake compares the consumer's pending acknowledgements with the commands it holds.
+ * While this worker holds the partition nobody else should hold its commands: more pending than held
+ * for longer than `stuckAfterMs` (default 2 ack waits; a command delivered to a pull that was already
+ * gone is redelivered within one) means a command will never come back (seen on a 3-node nats-server
+ * 2.9 cluster after leader elections). The intake then deletes the consumer and makes it again; in
+ * the work-queue stream the new one delivers every command not acked yet, and the actor answers a
+ * command that already has an outcome as a duplicate.
+ */
+const STALL_CHECK_MS = 5_000;
 
 export interface PartitionIntake {
   readonly partition: number;
@@ -45,6 +55,11 @@ export async function startPartitionIntake(opts: {
   onError: (err: unknown, delivery: CommandDelivery) => void;
   /** The consumer stopped delivering and is opened again (see CONSUME_EXPIRES_MS). */
   onReopen?: (why: string) => void;
+  /** Commands stayed pending that no pull of this worker holds; the consumer is made again. */
+  onStalled?: (pending: number, held: number) => void;
+  stallCheckMs?: number;
+  stuckAfterMs?: number;
+  now?: () => number;
 }): Promise<PartitionIntake> {
   const config = loopCommandConsumer(opts.partition, opts.ackWaitMs);
   const drift = await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
@@ -123,6 +138,26 @@ export async function startPartitionIntake(opts: {
       chains.set(parsed.sessionId, next);
     }
   };
+  const now = opts.now ?? Date.now;
+  const stuckAfterMs = opts.stuckAfterMs ?? 2 * opts.ackWaitMs;
+  let stalledSince: number | undefined;
+  const checkStalled = async () => {
+    const info = await opts.jsm.consumers.info(STREAMS.commands.name, config.durable_name);
+    if (info.num_ack_pending <= held.size) {
+      stalledSince = undefined;
+      return;
+    }
+    stalledSince ??= now();
+    if (now() - stalledSince < stuckAfterMs) return;
+    stalledSince = undefined;
+    opts.onStalled?.(info.num_ack_pending, held.size);
+    await opts.jsm.consumers.delete(STREAMS.commands.name, config.durable_name);
+  };
+  const stallTimer = setInterval(() => {
+    if (!stopped) void checkStalled().catch(() => undefined);
+  }, opts.stallCheckMs ?? STALL_CHECK_MS);
+  stallTimer.unref();
+
   const loop = (async () => {
     while (!stopped) {
       await serve(messages).catch((err) => opts.onReopen?.(String(err)));
@@ -145,6 +180,7 @@ export async function startPartitionIntake(opts: {
     async stop() {
       stopped = true;
       clearInterval(heartbeat);
+      clearInterval(stallTimer);
       await messages.close().catch(() => undefined);
       await loop.catch(() => undefined);
       await Promise.allSettled([...chains.values()]);
