@@ -65,6 +65,11 @@ function startQuerying() {
       const reply = await query(f.nc, "get_tree", { sessionId: sid }, 15_000);
       if (reply.ok) {
         const seq = reply.seq as number;
+        // The store can apply an event before this test's publish of it has its ack (and its seq):
+        // compare once the publisher knows every event up to the reply's seq.
+        for (let w = 0; w < 500 && (publisher.lastSeq.get(sid) ?? 0) < seq; w++) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
         const got = canonicalTree({
           entries: reply.entries,
           leafId: reply.leafId,
