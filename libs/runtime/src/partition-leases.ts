@@ -146,6 +146,9 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   }
 
   const writeMarginMs = Math.floor(opts.ttlMs / 6);
+  /** The write fence's test: held at `epoch` and renewed within ttl − ttl/6 of this clock. */
+  const fresh = (lease: HeldLease | undefined, epoch: number): lease is HeldLease =>
+    lease?.epoch === epoch && now() < lease.renewedAt + opts.ttlMs - writeMarginMs;
   // Polls instead of awaiting a renewal: see `releasing`. A renewal is asked for at most every 250 ms
   // (renewAll loses the lease once the TTL passed without one).
   let renewAskedAt = 0;
@@ -153,7 +156,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     for (;;) {
       const lease = held.get(partition);
       if (lease?.epoch !== epoch || stopped) return false;
-      if (now() < lease.renewedAt + opts.ttlMs - writeMarginMs) return true;
+      if (fresh(lease, epoch)) return true;
       if (now() - renewAskedAt >= 250) {
         renewAskedAt = now();
         void renew();
@@ -264,9 +267,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     held: () => held,
     liveWorkers,
     writable(partition, epoch) {
-      const lease = held.get(partition);
-      if (lease?.epoch === epoch && now() < lease.renewedAt + opts.ttlMs - writeMarginMs) return true;
-      return waitWritable(partition, epoch);
+      return fresh(held.get(partition), epoch) ? true : waitWritable(partition, epoch);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { loopCommandConsumer, parseCommandSubject, partitionOf, STREAMS } from "@fleet/protocol";
 import { ensureConsumer } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import { decideStall } from "./stall-decision.js";
 
 export interface CommandDelivery {
   partition: number;
@@ -62,15 +63,14 @@ export async function startPartitionIntake(opts: {
   now?: () => number;
 }): Promise<PartitionIntake> {
   const config = loopCommandConsumer(opts.partition, opts.ackWaitMs);
-  const drift = await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
-  if (drift.length > 0) {
-    // A consumer made with another ack_wait (an older version, another TTL): take this worker's.
-    await opts.jsm.consumers.update(STREAMS.commands.name, config.durable_name, { ack_wait: config.ack_wait });
-  }
   const open = async () => {
     // Made again when it was deleted meanwhile (it starts at the stream's first command; commands
     // that already have an outcome are recognised as duplicates by the actor).
-    await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
+    const drift = await ensureConsumer(opts.jsm, STREAMS.commands.name, config);
+    if (drift.length > 0) {
+      // A consumer made with another ack_wait (an older version, another TTL): take this worker's.
+      await opts.jsm.consumers.update(STREAMS.commands.name, config.durable_name, { ack_wait: config.ack_wait });
+    }
     const consumer = await opts.js.consumers.get(STREAMS.commands.name, config.durable_name);
     return consumer.consume({ max_messages: 256, expires: CONSUME_EXPIRES_MS });
   };
@@ -143,13 +143,15 @@ export async function startPartitionIntake(opts: {
   let stalledSince: number | undefined;
   const checkStalled = async () => {
     const info = await opts.jsm.consumers.info(STREAMS.commands.name, config.durable_name);
-    if (info.num_ack_pending <= held.size) {
-      stalledSince = undefined;
-      return;
-    }
-    stalledSince ??= now();
-    if (now() - stalledSince < stuckAfterMs) return;
-    stalledSince = undefined;
+    const verdict = decideStall({
+      pending: info.num_ack_pending,
+      held: held.size,
+      stalledSince,
+      now: now(),
+      stuckAfterMs,
+    });
+    stalledSince = verdict.stalledSince;
+    if (!verdict.remake) return;
     opts.onStalled?.(info.num_ack_pending, held.size);
     await opts.jsm.consumers.delete(STREAMS.commands.name, config.durable_name);
   };
