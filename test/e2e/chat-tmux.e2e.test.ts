@@ -1,7 +1,7 @@
 // `fleet chat` as a person uses it, driven under tmux (send-keys / capture-pane): a prompt, a /steer
 // while a tool runs, Ctrl-C mid-stream, /tree, and Ctrl-C twice to quit. Needs the loop service and tmux.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,10 +39,20 @@ describe.skipIf(!HAS_LOOP || !HAS_TMUX)("e2e / fleet chat under tmux", () => {
     for (;;) {
       const text = screen();
       if (pattern.test(text)) return text;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; screen:\n${text}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${pattern}; screen:\n${text}\nservice logs:\n${stackLogs()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   };
+  // The tail of each service's log, for a failure's message.
+  const stackLogs = () =>
+    ["loop", "tools", "store"]
+      .map((name) => {
+        const file = join(stack.home, "logs", `${name}.log`);
+        const lines = existsSync(file) ? readFileSync(file, "utf8").trimEnd().split("\n").slice(-60) : [];
+        return `--- ${name}.log\n${lines.join("\n")}`;
+      })
+      .join("\n");
   const alive = () => spawnSync("tmux", ["has-session", "-t", tmuxSession]).status === 0;
 
   beforeAll(async () => {
