@@ -156,6 +156,34 @@ function steerQueued() {
   return b.events;
 }
 
+/** A prompt's run cut before its user message: only the acceptance (with the input) names it. */
+function promptCut(sessionId: string, seed: number, turnStarted: boolean) {
+  const b = log(sessionId, seed);
+  b.add({
+    type: "command_accepted",
+    commandId: `p-${sessionId}`,
+    commandType: "prompt",
+    messages: [userMessage(`prompt of ${sessionId}`)],
+  });
+  b.add({ type: "agent_start" });
+  if (turnStarted) b.add({ type: "turn_start" });
+  return b.events;
+}
+
+/** A run cut between a steering drain's queue_update and the drained message. */
+function drainCut() {
+  const b = log("rec-drain-cut", 43);
+  promptRun(b, "p-drain", "first");
+  b.add({ type: "message_start", message: startOf(said([textOf("one")])) });
+  b.add({ type: "message_end", message: said([textOf("one")]) });
+  const steer: AgentMessage = userMessage("steered before the cut");
+  accepted(b, "s-drain", "steer", { type: "queue_update", steer: [steer], followUp: [], nextTurn: [] });
+  b.add({ type: "turn_end", message: said([textOf("one")]), toolResults: [] });
+  b.add({ type: "turn_start" });
+  b.add({ type: "queue_update", steer: [], followUp: [], nextTurn: [], delivering: [steer] });
+  return b.events;
+}
+
 function approvalRun(sessionId: string, seed: number, callId: string, decided: boolean) {
   const b = log(sessionId, seed);
   promptRun(b, `p-${sessionId}`, "use the tool");
@@ -258,6 +286,9 @@ beforeAll(async () => {
   logs.set("rec-compact", compactionOpen("rec-compact", 36, false));
   logs.set("rec-compact-abort", compactionOpen("rec-compact-abort", 38, true));
   logs.set("rec-unstarted", promptNotStarted());
+  logs.set("rec-cut-start", promptCut("rec-cut-start", 41, false));
+  logs.set("rec-cut-turn", promptCut("rec-cut-turn", 42, true));
+  logs.set("rec-drain-cut", drainCut());
   logs.set("rec-auto-threshold", autoCompactionOpen("rec-auto-threshold", 39, "threshold"));
   logs.set("rec-auto-overflow", autoCompactionOpen("rec-auto-overflow", 40, "overflow"));
   const js = jetstream(nc);
@@ -379,6 +410,32 @@ describe("takeover / what a dead worker accepted is carried out from the log", (
     expect(events.filter((e) => e.type === "command_accepted")).toHaveLength(1);
     expect(events.filter((e) => e.type === "agent_start")).toHaveLength(1);
     expect(llmCalls.get("rec-unstarted")).toEqual(["start me"]);
+  });
+
+  for (const [sessionId, where] of [
+    ["rec-cut-start", "after agent_start"],
+    ["rec-cut-turn", "after turn_start"],
+  ] as const) {
+    it(`a prompt's run cut ${where}: the heir delivers the logged prompt, then calls the LLM with it`, async () => {
+      const events = await cmd.waitFor(sessionId, ended, 15_000);
+      expect(llmCalls.get(sessionId)).toEqual([`prompt of ${sessionId}`]);
+      const users = events.filter((e) => e.type === "message_end" && e.message.role === "user");
+      expect(users).toHaveLength(1);
+      expect(users[0]?.meta.producer).toBe("heir");
+      const roles = appended(events).flatMap((e) => (e.type === "message_end" ? [e.message.role] : []));
+      expect(roles).toEqual(["user", "assistant"]);
+      expect(appended(events).filter((e) => e.type === "turn_start")).toHaveLength(
+        sessionId === "rec-cut-turn" ? 0 : 1,
+      );
+    });
+  }
+
+  it("a run cut between a steering drain and the steer: the heir delivers the steer, then calls the LLM", async () => {
+    const events = await cmd.waitFor("rec-drain-cut", ended, 15_000);
+    expect(llmCalls.get("rec-drain-cut")).toEqual(["steered before the cut"]);
+    const delivered = appended(events).filter((e) => e.type === "message_end" && e.message.role === "user");
+    expect(delivered).toHaveLength(1);
+    expect(events.filter((e) => e.type === "agent_end")).toHaveLength(1);
   });
 
   it("a run cut inside its threshold compaction: the heir redoes the summary, then makes the LLM call", async () => {

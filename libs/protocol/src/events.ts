@@ -80,7 +80,16 @@ export const SessionCreatedEvent = ev("session_created", {
   config: SessionConfig,
   forkedFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
 });
-export const CommandAcceptedEvent = ev("command_accepted", { commandId: z.string().min(1), commandType: z.string() });
+export const CommandAcceptedEvent = ev("command_accepted", {
+  commandId: z.string().min(1),
+  commandType: z.string(),
+  /**
+   * On a command that starts a run with input (`prompt`, `append_message` with `triggerTurn`): the
+   * messages the run delivers after its `turn_start`. A worker that takes the run over before their
+   * `message_start` delivers them from here.
+   */
+  messages: z.array(AgentMessage).optional(),
+});
 export const CommandRejectedEvent = ev("command_rejected", {
   commandId: z.string().min(1),
   commandType: z.string(),
@@ -91,6 +100,11 @@ export const QueueUpdateEvent = ev("queue_update", {
   steer: z.array(AgentMessage),
   followUp: z.array(AgentMessage),
   nextTurn: z.array(AgentMessage),
+  /**
+   * On a run's drain: the messages this update takes off the queues to deliver now, in order; their
+   * `message_start`s follow. A worker that takes the run over before them delivers them from here.
+   */
+  delivering: z.array(AgentMessage).optional(),
 });
 export const ModelChangeEvent = entryEv("model_change", { provider: z.string().min(1), modelId: z.string().min(1) });
 export const ThinkingLevelChangeEvent = entryEv("thinking_level_change", { thinkingLevel: ThinkingLevel });

@@ -318,8 +318,12 @@ export class SessionActor {
     };
   }
 
+  /**
+   * Acks a handled command, unless this actor died or was detached meanwhile (its lease lost): what
+   * the command began may not be in the log, and the next owner completes it from the redelivery.
+   */
   private ack(delivery: CommandDelivery) {
-    if (this.dead) return;
+    if (this.dead || this.detached) return;
     delivery.msg.ack();
     this.deps.metrics.commandLag.observe(Math.max(0, this.deps.now() - delivery.time) / 1000);
   }

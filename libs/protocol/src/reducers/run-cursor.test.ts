@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { assistantMessage, createLogBuilder, startOf, textOf, toolCall, userMessage } from "../../fixtures/builders.js";
+import {
+  assistantMessage,
+  createLogBuilder,
+  startOf,
+  streamAssistant,
+  textOf,
+  toolCall,
+  userMessage,
+} from "../../fixtures/builders.js";
 import { SCENARIOS } from "../../fixtures/scenarios.js";
 import type { FleetEvent } from "../events.js";
 import { findRunCursor, foldRunCursor, idleRunCursor } from "./run-cursor.js";
@@ -42,6 +50,7 @@ describe("run cursor / a run with two parallel tools", () => {
       messages: [],
       turns: 0,
       abortRequested: false,
+      undelivered: [],
     });
     expect(at(isType("turn_start"))).toMatchObject({ kind: "awaiting_llm", turns: 1, openMessage: null });
     const userStart = events[indexOf(events, isType("message_start", role("user")))] as FleetEvent & {
@@ -169,6 +178,31 @@ describe("run cursor / other positions", () => {
     const mid = findRunCursor(log.events.slice(0, 5));
     expect(foldRunCursor(mid, resumed)).toBe(mid);
     expect(foldRunCursor(mid, owner)).toBe(mid);
+  });
+
+  it("keeps the messages the log says the run delivers until their message_start: the prompt's, a drain's", () => {
+    const log = createLogBuilder(4);
+    const prompt = userMessage("do it");
+    const queued = userMessage("queued before");
+    log.add({ type: "command_accepted", commandId: "c1", commandType: "prompt", messages: [prompt] });
+    log.add({ type: "agent_start" });
+    expect(findRunCursor(log.events)).toMatchObject({ kind: "run_started", undelivered: [prompt] });
+    log.add({ type: "turn_start" });
+    log.add({ type: "queue_update", steer: [], followUp: [], nextTurn: [], delivering: [queued] });
+    expect(findRunCursor(log.events)).toMatchObject({ kind: "awaiting_llm", undelivered: [queued, prompt] });
+    log.add({ type: "message_start", message: queued });
+    expect(findRunCursor(log.events)).toMatchObject({ openMessage: queued, undelivered: [prompt] });
+    log.add({ type: "message_end", message: queued });
+    log.add({ type: "message_start", message: prompt });
+    log.add({ type: "message_end", message: prompt });
+    expect(findRunCursor(log.events)).toMatchObject({ openMessage: null, undelivered: [], messages: [queued, prompt] });
+    // a steering drain after a turn
+    streamAssistant(log, assistantMessage([textOf("ok")]));
+    log.add({ type: "turn_end", message: assistantMessage([textOf("ok")]), toolResults: [] });
+    log.add({ type: "turn_start" });
+    const steer = userMessage("steer");
+    log.add({ type: "queue_update", steer: [], followUp: [], nextTurn: [], delivering: [steer] });
+    expect(findRunCursor(log.events)).toMatchObject({ kind: "awaiting_llm", undelivered: [steer] });
   });
 
   it("ignores message events outside a run", () => {

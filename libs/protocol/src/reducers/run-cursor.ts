@@ -8,14 +8,23 @@ import { applyDeltas } from "./apply-deltas.js";
 export interface RunProgress {
   /** `meta.runId` of `agent_start` (its `meta.id` if the event has none). */
   runId: string;
-  /** The last `command_accepted` before `agent_start`: the command that started the run. */
-  trigger: { commandId: string; commandType: string } | null;
+  /**
+   * The last `command_accepted` before `agent_start`: the command that started the run, with the
+   * input messages it delivers (`command_accepted.messages`; absent in logs written before them).
+   */
+  trigger: { commandId: string; commandType: string; messages?: AgentMessage[] } | null;
   /** Messages ended in this run so far, in order (what `agent_end.messages` would carry). */
   messages: AgentMessage[];
   /** `turn_start` events seen in this run. */
   turns: number;
   /** An `abort` was accepted during the run: a resumer carries the run on as aborted. */
   abortRequested: boolean;
+  /**
+   * Messages the log says this run delivers and whose `message_start` is not in it yet, in delivery
+   * order: the trigger's `messages` (from `agent_start`), and a drain's `queue_update.delivering`
+   * (put before them: the engine delivers drained `nextTurn` messages before the prompt's own).
+   */
+  undelivered: AgentMessage[];
 }
 
 /** Commands whose acceptance while idle leads to a run (`pendingTrigger`). */
@@ -81,6 +90,7 @@ function progressOf(cursor: Exclude<RunCursor, { kind: "idle" }>): RunProgress {
     messages: cursor.messages,
     turns: cursor.turns,
     abortRequested: cursor.abortRequested,
+    undelivered: cursor.undelivered,
   };
 }
 
@@ -100,11 +110,13 @@ export function foldRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
       messages: [],
       turns: 0,
       abortRequested: false,
+      undelivered: trigger?.messages ?? [],
     };
   }
   if (cursor.kind === "idle") {
     if (event.type !== "command_accepted" || !RUN_TRIGGER_COMMANDS.has(event.commandType)) return cursor;
-    return { ...cursor, pendingTrigger: { commandId: event.commandId, commandType: event.commandType } };
+    const { commandId, commandType, messages } = event;
+    return { ...cursor, pendingTrigger: { commandId, commandType, ...(messages ? { messages } : {}) } };
   }
   const progress = progressOf(cursor);
   switch (event.type) {
@@ -120,9 +132,17 @@ export function foldRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
       return { kind: "awaiting_llm", ...progress, openMessage: null, overflowRetry: true };
     case "turn_end":
       return { kind: "between_turns", ...progress, lastAssistant: event.message, lastToolResults: event.toolResults };
-    case "message_start":
+    case "queue_update":
+      if (!event.delivering?.length) return cursor;
+      return { ...cursor, undelivered: [...event.delivering, ...cursor.undelivered] };
+    case "message_start": {
       if (event.message.role === "assistant") return { kind: "streaming", ...progress, partial: event.message };
-      return "openMessage" in cursor ? { ...cursor, openMessage: event.message } : cursor;
+      const delivered =
+        event.message.role !== "toolResult" && cursor.undelivered.length > 0
+          ? { ...cursor, undelivered: cursor.undelivered.slice(1) }
+          : cursor;
+      return "openMessage" in delivered ? { ...delivered, openMessage: event.message } : delivered;
+    }
     case "message_update":
       return cursor.kind === "streaming" ? { ...cursor, partial: applyDeltas(cursor.partial, event.deltas) } : cursor;
     case "message_end":

@@ -51,7 +51,14 @@ describe("loop decider / budgets at the start of a run", () => {
     given(createdWith({ run: { inputTokens: 18 } }))
       .when(prompt("x".repeat(40)))
       .then({
-        events: [{ type: "command_accepted", commandId: "cmd-1", commandType: "prompt" }],
+        events: [
+          {
+            type: "command_accepted",
+            commandId: "cmd-1",
+            commandType: "prompt",
+            messages: [userMessage("x".repeat(40))],
+          },
+        ],
         effects: [{ type: "start_run", kind: "prompt", messages: [{ ...userMessage("x".repeat(40)) }] }],
       });
   });

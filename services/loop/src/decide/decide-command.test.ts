@@ -179,7 +179,7 @@ describe("session decider / prompt and continue", () => {
       .when(command("prompt", { text: "hi" }))
       .then({
         events: [
-          { type: "command_accepted", commandId: "cmd-1", commandType: "prompt" },
+          { type: "command_accepted", commandId: "cmd-1", commandType: "prompt", messages: [userMessage("hi", T0)] },
           { type: "session_created", config: SPEC_DEFAULTS },
         ],
         effects: [{ type: "start_run", kind: "prompt", messages: [userMessage("hi", T0)] }],
@@ -218,7 +218,7 @@ describe("session decider / prompt and continue", () => {
     given(...STATES.idle)
       .when(command("append_message", { message, triggerTurn: true }))
       .then({
-        events: [{ type: "command_accepted", commandId: "cmd-1", commandType: "append_message" }],
+        events: [{ type: "command_accepted", commandId: "cmd-1", commandType: "append_message", messages: [message] }],
         effects: [{ type: "start_run", kind: "prompt", messages: [message] }],
       });
   });
@@ -608,6 +608,24 @@ describe("session decider / a command redelivered after a crash", () => {
     given(...STATES.idle, { type: "command_accepted", commandId: "cmd-1", commandType: "prompt" })
       .whenRedelivered(command("prompt", { text: "again" }))
       .then({ events: [], effects: [{ type: "start_run", kind: "prompt", messages: [userMessage("again", T0)] }] });
+  });
+
+  it("a prompt accepted with its input but never started is started with the logged input", () => {
+    const logged = userMessage("first", T0 - 5_000);
+    given(...STATES.idle, { type: "command_accepted", commandId: "cmd-1", commandType: "prompt", messages: [logged] })
+      .whenRedelivered(command("prompt", { text: "first" }))
+      .then({ events: [], effects: [{ type: "start_run", kind: "prompt", messages: [logged] }] });
+  });
+
+  it("a prompt whose run started decides nothing: the resumed run delivers the logged input", () => {
+    const logged = userMessage("first", T0 - 5_000);
+    const started = given(
+      ...STATES.idle,
+      { type: "command_accepted", commandId: "cmd-1", commandType: "prompt", messages: [logged] },
+      { type: "agent_start" },
+    );
+    started.whenRedelivered(command("prompt", { text: "first" })).then({ events: [], effects: [] });
+    expect(started.state.cursor).toMatchObject({ kind: "run_started", undelivered: [logged] });
   });
 
   it("a steer whose queue_update was cut is queued now", () => {

@@ -219,10 +219,13 @@ function accepted(
   events: readonly DraftEvent[],
   effects: Effect[] = [],
 ): Decision {
+  // A run's input goes into the log with its acceptance: a worker that takes the run over delivers it.
+  const input = effects.find((e) => e.type === "start_run" && e.kind === "prompt");
+  const messages = input?.type === "start_run" && input.kind === "prompt" ? { messages: input.messages.slice() } : {};
   return {
     kind: "decided",
     events: [
-      { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type } },
+      { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages } },
       ...ofCommand(cmd.id, events),
     ],
     effects,

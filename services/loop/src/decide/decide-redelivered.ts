@@ -53,7 +53,10 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
           : {
               type: "start_run",
               kind: "prompt",
-              messages: [cmd.type === "prompt" ? messageFromInput(cmd, ctx.now) : cmd.message],
+              // The logged input (logs from before `command_accepted.messages` have none).
+              messages: cursor.pendingTrigger?.messages ?? [
+                cmd.type === "prompt" ? messageFromInput(cmd, ctx.now) : cmd.message,
+              ],
             };
       return { kind: "decided", events: ofCommand(cmd.id, created), effects: [effect] };
     }

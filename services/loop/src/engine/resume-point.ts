@@ -16,7 +16,8 @@ interface ResumeCommon {
 
 /**
  * - `awaiting_llm`: a turn is open (`turnOpen`) or about to start, no assistant message yet. An
- *   `openMessage` (started, never ended) gets its `message_end` first. Then the LLM is called.
+ *   `openMessage` (started, never ended) gets its `message_end` first, then the `undelivered`
+ *   messages (the prompt's, a drain's) are delivered. Then the LLM is called.
  * - `streaming`: the assistant message was cut mid-stream. It is closed with `message_end`
  *   (stopReason `error`, errorMessage naming the interruption) and `turn_end`; then a new turn
  *   calls the LLM again (providers drop error messages when replaying).
@@ -36,6 +37,8 @@ export type ResumePoint = ResumeCommon &
         at: "awaiting_llm";
         turnOpen: boolean;
         openMessage?: AgentMessage | null;
+        /** Messages the run delivers before its LLM call that the log has no `message_start` of. */
+        undelivered?: readonly AgentMessage[];
         /** The call is the one retry after a context overflow: no second overflow compaction. */
         overflowRetry?: boolean;
       }
@@ -63,13 +66,14 @@ export function resumePointFromCursor(cursor: RunCursor, reason: string): Resume
   const common = { runId: cursor.runId, reason, runMessages: cursor.messages, aborted: cursor.abortRequested };
   switch (cursor.kind) {
     case "run_started":
-      return { ...common, at: "awaiting_llm", turnOpen: false };
+      return { ...common, at: "awaiting_llm", turnOpen: false, undelivered: cursor.undelivered };
     case "awaiting_llm":
       return {
         ...common,
         at: "awaiting_llm",
         turnOpen: true,
         openMessage: cursor.openMessage,
+        undelivered: cursor.undelivered,
         ...(cursor.overflowRetry ? { overflowRetry: true } : {}),
       };
     case "streaming":

@@ -167,6 +167,50 @@ describe("resume", () => {
     ]);
   });
 
+  it("awaiting the LLM with messages the log says it delivers: they are delivered, then the LLM is called", async () => {
+    const { engine, rec, provider } = testEngine({ steps: [{ text: "a" }], init: { messages: [user("hi")] } });
+    await engine.resume({
+      at: "awaiting_llm",
+      runId: "r",
+      reason: "crash",
+      turnOpen: true,
+      openMessage: user("first"),
+      undelivered: [user("second")],
+    });
+    expect(trace(rec.events)).toEqual([
+      "run_resumed(crash)",
+      "message_end:user(first)",
+      "message_start:user(second)",
+      "message_end:user(second)",
+      "message_start:assistant(…)",
+      "message_end:assistant(stop)",
+      "turn_end[]",
+      "agent_end(3)",
+    ]);
+    expect(provider.requests[0]?.context.messages).toEqual([user("hi"), user("first"), user("second")]);
+  });
+
+  it("a run cut before its first turn delivers its prompt in a new turn", async () => {
+    const { engine, rec } = testEngine({ steps: [{ text: "a" }] });
+    await engine.resume({
+      at: "awaiting_llm",
+      runId: "r",
+      reason: "crash",
+      turnOpen: false,
+      undelivered: [user("go")],
+    });
+    expect(trace(rec.events)).toEqual([
+      "run_resumed(crash)",
+      "turn_start",
+      "message_start:user(go)",
+      "message_end:user(go)",
+      "message_start:assistant(…)",
+      "message_end:assistant(stop)",
+      "turn_end[]",
+      "agent_end(2)",
+    ]);
+  });
+
   it("awaiting turn_end of an error message: turn_end, agent_end", async () => {
     const { engine, rec } = testEngine({});
     await engine.resume({
@@ -187,10 +231,20 @@ describe("resume", () => {
     await full.engine.prompt("go");
     const log = full.rec.events;
     const expected = full.engine.state.messages.map((m) => m.role);
+    // The decider logs the prompt's input with its acceptance, before the run starts.
+    const input = log.find((e) => e.body.type === "message_start")?.body;
+    if (input?.type !== "message_start") throw new Error("no prompt message");
+    const accepted = {
+      type: "command_accepted",
+      commandId: "c1",
+      commandType: "prompt",
+      messages: [input.message],
+      meta: { v: 1, id: "a1", sessionId: "s", ts: T0, producer: "test" },
+    } as FleetEvent;
 
-    for (let cut = 3; cut < log.length - 1; cut++) {
+    for (let cut = 1; cut < log.length - 1; cut++) {
       const prefix = log.slice(0, cut);
-      const cursor = findRunCursor(prefix.map(toFleetEvent));
+      const cursor = findRunCursor([accepted, ...prefix.map(toFleetEvent)]);
       const point = resumePointFromCursor(cursor, "cut");
       expect(point, `cut ${cut}`).toBeDefined();
       if (!point) continue;

@@ -83,7 +83,7 @@ export function runResumed(interrupted: ResumePoint, loop: LoopState, run: RunSc
           loop.newMessages.push(open);
         }
         return drive(loop, run, {
-          pending: [],
+          pending: point.undelivered?.slice() ?? [],
           hasMoreToolCalls: true,
           inTurn: point.turnOpen,
           overflowRetry: point.overflowRetry === true,

@@ -539,7 +539,8 @@ export class SessionEngine {
 
   /**
    * @internal The drain's `queue_update`, just before the injected messages' first `message_start`:
-   * the queues as they are at delivery, without the drained heads (messages queued meanwhile stay).
+   * the queues as they are at delivery, without the drained heads (messages queued meanwhile stay),
+   * which it names in `delivering` for a worker that takes the run over before they are delivered.
    */
   announceDrain(): Promise<void> | undefined {
     const polled = this.polled;
@@ -547,11 +548,19 @@ export class SessionEngine {
     this.polled = { ...NOTHING_POLLED };
     return this.sink.emit(() => {
       const queues = this.session.status.queues;
-      return queueUpdate({
-        steer: queues.steer.slice(polled.steer),
-        followUp: queues.followUp.slice(polled.followUp),
-        nextTurn: queues.nextTurn.slice(polled.nextTurn),
-      }) as LoopEventBody;
+      const delivering = [
+        ...queues.nextTurn.slice(0, polled.nextTurn),
+        ...queues.steer.slice(0, polled.steer),
+        ...queues.followUp.slice(0, polled.followUp),
+      ];
+      return {
+        ...queueUpdate({
+          steer: queues.steer.slice(polled.steer),
+          followUp: queues.followUp.slice(polled.followUp),
+          nextTurn: queues.nextTurn.slice(polled.nextTurn),
+        }),
+        delivering,
+      } as LoopEventBody;
     });
   }
 
