@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAnthropicStreamFn, type LoopWorker } from "@fleet/loop";
+import { createAnthropicStreamFn, DEFAULT_TOOL_PICKUP_MS, type LoopWorker } from "@fleet/loop";
 import { decodeEvent, type FleetEvent, foldSessionTreeEvents, partitionOf, STREAMS, subjects } from "@fleet/protocol";
 import { applyTopology, connectNats, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
@@ -88,6 +88,9 @@ beforeAll(async () => {
     providers: { anthropic: createAnthropicStreamFn({ apiKey: "sk-test", baseURL: fake.url, maxRetries: 5 }) },
     defaultProvider: "anthropic",
     coalesceMs: 25,
+    // The production pickup time: a call dispatched during the election is picked up once it ends
+    // (about 6 s on 2.9.10), later than the harness's short default.
+    toolPickupMs: DEFAULT_TOOL_PICKUP_MS,
   });
   worker = w.worker;
   workerNc = w.nc;

@@ -4,7 +4,7 @@ export { ensureAuditMirror } from "./audit-feed.js";
 export { envBool, envInt, envLogLevel, envString, loadEnvOrExit, parseEnv, serviceEnvFields } from "./env-config.js";
 export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";
-export { followKv, type KvFollower } from "./kv-follow.js";
+export { type FollowKvOptions, followKv, type KvFollower } from "./kv-follow.js";
 export { createLogger, type Logger } from "./logger.js";
 export {
   buildNatsAuth,

@@ -7,49 +7,90 @@ export interface KvFollower {
   stop(): void;
 }
 
+export interface FollowKvOptions {
+  /**
+   * The connection's status events (`nc.status()`). After every `reconnect` the watch is made again:
+   * a watch whose consumer lived on a cluster node that died can stay silent for good, neither
+   * ending nor failing.
+   */
+  statuses?: () => AsyncIterable<{ type: string }>;
+  /** Wait before making a watch again after it ended or could not be made (default 500 ms). */
+  retryMs?: number;
+}
+
 /**
  * Follows the keys of a KV bucket (those matching `filter`, or all): `onEntry` gets each key's
  * current value, then every later put or delete/purge (`operation` is `PUT`, `DEL` or `PURGE`), in
  * the order the bucket stored them. The watch opens first and a snapshot of the keys follows, so
- * nothing written before `ready` is missed; a key the watch already delivered is not read again.
+ * nothing written before `ready` is missed; a value is delivered once, and never after a newer one
+ * of its key. A watch that ends, fails, or outlives a reconnect is made again; its first values
+ * (each key's last message, a delete marker included) catch up on what changed meanwhile. A key that
+ * expired by age meanwhile is not reported: nats-server 2.9 tells no watcher of expiries.
  */
 export function followKv(
   kv: KV,
   filter: string | undefined,
   onEntry: (key: string, operation: string, value: Uint8Array) => void,
+  opts: FollowKvOptions = {},
 ): KvFollower {
-  const delivered = new Set<string>();
+  /** Per key: the revision last delivered. */
+  const revisions = new Map<string, number>();
   let stopped = false;
-  let stopWatch: (() => void) | undefined;
+  let current: { stop(): void } | undefined;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => {
     markReady = resolve;
   });
 
-  void (async () => {
-    const iter = await kv.watch(filter === undefined ? {} : { key: filter });
-    stopWatch = () => iter.stop();
-    void (async () => {
-      for (const entry of await readKvEntries(kv, filter)) {
-        if (delivered.has(entry.key)) continue;
-        delivered.add(entry.key);
-        onEntry(entry.key, entry.operation, entry.value);
+  const deliver = (key: string, operation: string, value: Uint8Array, revision: number) => {
+    if ((revisions.get(key) ?? 0) >= revision) return;
+    revisions.set(key, revision);
+    onEntry(key, operation, value);
+  };
+
+  /** The snapshot after a watch opened (the watch's own first values may still be in flight). */
+  async function snapshot() {
+    for (const entry of await readKvEntries(kv, filter))
+      deliver(entry.key, entry.operation, entry.value, entry.revision);
+  }
+
+  async function follow() {
+    for (let round = 0; !stopped; round++) {
+      try {
+        const iter = await kv.watch(filter === undefined ? {} : { key: filter });
+        current = iter;
+        if (stopped) iter.stop();
+        const first = round === 0;
+        void snapshot()
+          .catch(() => undefined)
+          .finally(() => {
+            if (first) markReady();
+          });
+        for await (const entry of iter) deliver(entry.key, entry.operation, entry.value, entry.revision);
+      } catch {
+        if (round === 0) markReady();
       }
-    })()
-      .catch(() => undefined)
-      .finally(() => markReady());
-    if (stopped) iter.stop();
-    for await (const entry of iter) {
-      delivered.add(entry.key);
-      onEntry(entry.key, entry.operation, entry.value);
+      current = undefined;
+      if (!stopped) await new Promise((r) => setTimeout(r, opts.retryMs ?? 500));
     }
-  })().catch(() => markReady());
+  }
+  void follow();
+
+  const statuses = opts.statuses?.()[Symbol.asyncIterator]();
+  if (statuses) {
+    void (async () => {
+      for (let next = await statuses.next(); !next.done && !stopped; next = await statuses.next()) {
+        if (next.value.type === "reconnect") current?.stop();
+      }
+    })().catch(() => undefined);
+  }
 
   return {
     ready,
     stop() {
       stopped = true;
-      stopWatch?.();
+      current?.stop();
+      void statuses?.return?.();
     },
   };
 }

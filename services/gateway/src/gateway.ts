@@ -92,6 +92,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     webhooks = startWebhookService({
       store,
       js: link.client.js,
+      follow: { statuses: () => link.client.nc.status() },
       backoffMs: opts.webhookBackoffMs,
       backoffMaxMs: opts.webhookBackoffMaxMs,
       timeoutMs: opts.webhookTimeoutMs,

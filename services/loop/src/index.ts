@@ -16,3 +16,4 @@ export { type LoopWorker, type LoopWorkerOptions, startLoopWorker } from "./loop
 export { createAnthropicStreamFn } from "./providers/index.js";
 export { createScriptedStreamFn } from "./scripted-stream-fn.js";
 export type { ActorSettings } from "./session-actor.js";
+export { DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";

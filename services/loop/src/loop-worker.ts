@@ -71,13 +71,17 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   const publisher = createStreamPublisher(opts.nc);
   const jsm = topology.jsm;
   const metrics = createLoopMetrics(opts.registry);
-  const tools = watchToolRegistry(topology.kv.tools, (key, error) =>
-    log.warn({ key, error }, "invalid tool registration"),
+  // Views of KV buckets: each watch is made again after a reconnect (see followKv).
+  const follow = { statuses: () => opts.nc.status() };
+  const tools = watchToolRegistry(
+    topology.kv.tools,
+    (key, error) => log.warn({ key, error }, "invalid tool registration"),
+    follow,
   );
   // Runners heartbeat every TTL/3 of the bucket as it exists (whoever created it chose the TTL).
   const presenceTtlMs = (await topology.kv.leases.status()).ttl || 15_000;
-  const runners = watchRunnerPresence(topology.kv.leases, { ttlMs: presenceTtlMs, now });
-  const tenantBudget = watchTenantBudget(topology.kv.budgets);
+  const runners = watchRunnerPresence(topology.kv.leases, { ttlMs: presenceTtlMs, now, follow });
+  const tenantBudget = watchTenantBudget(topology.kv.budgets, follow);
   await Promise.all([tools.ready, runners.ready, tenantBudget.ready]);
   const dispatcher = createToolDispatcher({
     nc: opts.nc,

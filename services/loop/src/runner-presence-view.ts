@@ -1,5 +1,5 @@
 import { decodeRunnerPresence, RUNNER_PRESENCE_KEYS } from "@fleet/protocol";
-import { followKv } from "@fleet/runtime";
+import { type FollowKvOptions, followKv } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
 
 /**
@@ -24,19 +24,27 @@ export interface RunnerPresenceView {
 /** A runner seen this recently may only be cut off by a bus outage: calls wait for it to reappear. */
 const RECENT_MS = 30_000;
 
-export function watchRunnerPresence(kv: KV, opts: { ttlMs: number; now: () => number }): RunnerPresenceView {
+export function watchRunnerPresence(
+  kv: KV,
+  opts: { ttlMs: number; now: () => number; follow?: FollowKvOptions },
+): RunnerPresenceView {
   const runners = new Map<string, { tools: ReadonlySet<string>; seenAt: number }>();
   const waiters = new Set<() => void>();
-  const follower = followKv(kv, RUNNER_PRESENCE_KEYS, (key, operation, value) => {
-    if (operation !== "PUT") {
-      runners.delete(key);
-      return;
-    }
-    const presence = decodeRunnerPresence(value);
-    if (!presence.ok) return;
-    runners.set(key, { tools: new Set(Object.keys(presence.value.tools)), seenAt: opts.now() });
-    for (const wake of [...waiters]) wake();
-  });
+  const follower = followKv(
+    kv,
+    RUNNER_PRESENCE_KEYS,
+    (key, operation, value) => {
+      if (operation !== "PUT") {
+        runners.delete(key);
+        return;
+      }
+      const presence = decodeRunnerPresence(value);
+      if (!presence.ok) return;
+      runners.set(key, { tools: new Set(Object.keys(presence.value.tools)), seenAt: opts.now() });
+      for (const wake of [...waiters]) wake();
+    },
+    opts.follow,
+  );
   const serves = (toolName: string) => {
     const now = opts.now();
     for (const runner of runners.values()) {

@@ -8,7 +8,7 @@ import {
   type Spend,
   TenantSpendRecord,
 } from "@fleet/protocol";
-import { followKv } from "@fleet/runtime";
+import { type FollowKvOptions, followKv } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
 
 /**
@@ -43,7 +43,7 @@ const decodeJson =
 const decodeRecord = decodeJson(TenantSpendRecord);
 const decodeLimits = decodeJson(BudgetLimits);
 
-export function watchTenantBudget(kv: KV): TenantBudgetView {
+export function watchTenantBudget(kv: KV, follow: FollowKvOptions = {}): TenantBudgetView {
   let limits: BudgetLimits | undefined;
   const records = new Map<string, TenantSpendRecord>();
   /** Sum of the records of each day, kept with every change (the guard reads it at every delta). */
@@ -64,19 +64,24 @@ export function watchTenantBudget(kv: KV): TenantBudgetView {
     records.set(key, record);
     totals.set(record.day, addSpend(totals.get(record.day) ?? emptySpend(), record));
   };
-  const follower = followKv(kv, undefined, (key, operation, value) => {
-    if (key === BUDGET_KEYS.limits) {
-      limits = operation === "PUT" ? decodeLimits(value) : undefined;
-      return;
-    }
-    if (operation !== "PUT") {
-      put(key, undefined);
-      return;
-    }
-    const parsed = decodeRecord(value);
-    const known = records.get(key);
-    if (parsed && (!known || known.events <= parsed.events)) put(key, parsed);
-  });
+  const follower = followKv(
+    kv,
+    undefined,
+    (key, operation, value) => {
+      if (key === BUDGET_KEYS.limits) {
+        limits = operation === "PUT" ? decodeLimits(value) : undefined;
+        return;
+      }
+      if (operation !== "PUT") {
+        put(key, undefined);
+        return;
+      }
+      const parsed = decodeRecord(value);
+      const known = records.get(key);
+      if (parsed && (!known || known.events <= parsed.events)) put(key, parsed);
+    },
+    follow,
+  );
   return {
     ready: follower.ready,
     limits: () => limits,

@@ -1,5 +1,5 @@
 import { decodeToolRegistration, type ToolRegistration } from "@fleet/protocol";
-import { followKv } from "@fleet/runtime";
+import { type FollowKvOptions, followKv } from "@fleet/runtime";
 import type { KV } from "@nats-io/kv";
 
 /**
@@ -14,17 +14,26 @@ export interface ToolRegistry {
   stop(): void;
 }
 
-export function watchToolRegistry(kv: KV, onInvalid?: (key: string, error: string) => void): ToolRegistry {
+export function watchToolRegistry(
+  kv: KV,
+  onInvalid?: (key: string, error: string) => void,
+  follow: FollowKvOptions = {},
+): ToolRegistry {
   const tools = new Map<string, ToolRegistration>();
-  const follower = followKv(kv, undefined, (key, operation, value) => {
-    if (operation !== "PUT") {
-      tools.delete(key);
-      return;
-    }
-    const decoded = decodeToolRegistration(value);
-    if (decoded.ok) tools.set(key, decoded.value);
-    else onInvalid?.(key, decoded.error);
-  });
+  const follower = followKv(
+    kv,
+    undefined,
+    (key, operation, value) => {
+      if (operation !== "PUT") {
+        tools.delete(key);
+        return;
+      }
+      const decoded = decodeToolRegistration(value);
+      if (decoded.ok) tools.set(key, decoded.value);
+      else onInvalid?.(key, decoded.error);
+    },
+    follow,
+  );
   return {
     get: (name) => tools.get(name),
     all: () => [...tools.values()].sort((a, b) => a.name.localeCompare(b.name)),

@@ -1,5 +1,5 @@
 // Runs a deliverer for every registration in KV `fleet_webhooks`, following puts and deletes.
-import { followKv, type KvFollower } from "@fleet/runtime";
+import { type FollowKvOptions, followKv, type KvFollower } from "@fleet/runtime";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import type { GatewayMetrics } from "../metrics.js";
@@ -16,6 +16,8 @@ export interface WebhookService {
 export function startWebhookService(opts: {
   store: WebhookStore;
   js: JetStreamClient;
+  /** How the registrations are followed (see followKv: a new watch after each reconnect). */
+  follow?: FollowKvOptions;
   backoffMs: number;
   backoffMaxMs: number;
   timeoutMs: number;
@@ -23,21 +25,26 @@ export function startWebhookService(opts: {
   metrics: GatewayMetrics;
 }): WebhookService {
   const deliverers = new Map<string, Deliverer>();
-  const follower: KvFollower = followKv(opts.store.kv, undefined, (key, operation, value) => {
-    if (operation !== "PUT") {
-      const deliverer = deliverers.get(key);
-      deliverers.delete(key);
-      void deliverer?.stop();
-      return;
-    }
-    const webhook = decodeWebhook(value);
-    if (!webhook) {
-      opts.logger.warn({ evt: "gateway_webhook_invalid", key }, "ignored an invalid webhook registration");
-      return;
-    }
-    if (deliverers.has(key)) return;
-    deliverers.set(key, startDeliverer({ ...opts, webhook }));
-  });
+  const follower: KvFollower = followKv(
+    opts.store.kv,
+    undefined,
+    (key, operation, value) => {
+      if (operation !== "PUT") {
+        const deliverer = deliverers.get(key);
+        deliverers.delete(key);
+        void deliverer?.stop();
+        return;
+      }
+      const webhook = decodeWebhook(value);
+      if (!webhook) {
+        opts.logger.warn({ evt: "gateway_webhook_invalid", key }, "ignored an invalid webhook registration");
+        return;
+      }
+      if (deliverers.has(key)) return;
+      deliverers.set(key, startDeliverer({ ...opts, webhook }));
+    },
+    opts.follow,
+  );
   return {
     ready: follower.ready,
     running: () => deliverers.size,
