@@ -1,9 +1,11 @@
-// followKv on a 3-node cluster: the node that the follower's connection and the bucket's leader are
-// on is SIGKILLed. Without a new watch after the reconnect, the follower heard nothing more (the
-// loop then saw every tool runner as gone and failed calls with "No live tool runner serves ...").
-import { type NatsCluster, startNatsCluster } from "@fleet/testkit";
+// followKv when its watch fails. On a 3-node cluster, the node that the follower's connection and the
+// bucket's leader are on is SIGKILLed: without a new watch after the reconnect, the follower heard
+// nothing more (the loop then saw every tool runner as gone and failed calls with "No live tool
+// runner serves ..."). On one server, a watch that ends is made again, and a silent one is covered
+// by the periodic read.
+import { type NatsCluster, type NatsServer, startNats, startNatsCluster } from "@fleet/testkit";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { Kvm } from "@nats-io/kv";
+import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { followKv, type KvFollower } from "./kv-follow.js";
@@ -11,15 +13,81 @@ import { connectNats } from "./nats-connection.js";
 import { applyTopology } from "./topology.js";
 
 let cluster: NatsCluster;
+let server: NatsServer;
 const connections: NatsConnection[] = [];
-let follower: KvFollower | undefined;
+const followers: KvFollower[] = [];
 beforeAll(async () => {
-  cluster = await startNatsCluster();
+  [cluster, server] = await Promise.all([startNatsCluster(), startNats()]);
 }, 60_000);
 afterAll(async () => {
-  follower?.stop();
+  for (const f of followers) f.stop();
   for (const nc of connections) await nc.close().catch(() => undefined);
   await cluster?.stop();
+  await server?.stop();
+});
+
+/** A watch that never yields and never ends: what a watch whose consumer died looks like. */
+const silentWatch = async () => ({
+  stop() {},
+  [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<never>>(() => undefined) }),
+});
+
+describe("followKv / a watch that fails on one server", () => {
+  const values = (seen: string[]) => seen.map((s) => s.split(" ").slice(2).join(" "));
+
+  it("makes a watch that ended again, and delivers every value once, in order", async () => {
+    const nc = await connectNats({ url: server.url, name: "kv-follow-ended" });
+    connections.push(nc);
+    const kv = await new Kvm(nc).create("follow_ended");
+    const realWatch = kv.watch.bind(kv);
+    let watches = 0;
+    // The first watch ends at once; the next ones are real.
+    (kv as { watch: KV["watch"] }).watch = async (opts) => {
+      watches++;
+      const iter = await realWatch(opts);
+      if (watches === 1) iter.stop();
+      return iter;
+    };
+    const seen: string[] = [];
+    const f = followKv(
+      kv,
+      undefined,
+      (key, op, value) => seen.push(`${key} ${op} ${new TextDecoder().decode(value)}`),
+      {
+        retryMs: 50,
+      },
+    );
+    followers.push(f);
+    await f.ready;
+    for (let i = 0; i < 5; i++) await kv.put("k", `v${i}`);
+    await expect.poll(() => values(seen), { timeout: 5_000 }).toContain("v4");
+    expect(watches).toBeGreaterThanOrEqual(2);
+    expect(values(seen)).toEqual([...new Set(values(seen))]);
+    expect(values(seen).map((v) => Number(v.slice(1)))).toEqual(
+      [...values(seen).map((v) => Number(v.slice(1)))].sort(),
+    );
+  });
+
+  it("with resyncMs, delivers new values even while the watch stays silent", async () => {
+    const nc = await connectNats({ url: server.url, name: "kv-follow-silent" });
+    connections.push(nc);
+    const kv = await new Kvm(nc).create("follow_silent");
+    (kv as { watch: unknown }).watch = silentWatch;
+    const seen: string[] = [];
+    const f = followKv(
+      kv,
+      undefined,
+      (key, op, value) => seen.push(`${key} ${op} ${new TextDecoder().decode(value)}`),
+      {
+        resyncMs: 100,
+      },
+    );
+    followers.push(f);
+    await kv.put("runner.a", "one");
+    await expect.poll(() => seen, { timeout: 3_000 }).toEqual(["runner.a PUT one"]);
+    await kv.put("runner.a", "two");
+    await expect.poll(() => seen, { timeout: 3_000 }).toEqual(["runner.a PUT one", "runner.a PUT two"]);
+  });
 });
 
 describe("followKv / a cluster node dies", () => {
@@ -34,12 +102,13 @@ describe("followKv / a cluster node dies", () => {
     const watcherNc = await connectNats({ url: cluster.urls[index] as string, name: "kv-follow-watcher" });
     connections.push(watcherNc);
     const seen: string[] = [];
-    follower = followKv(
+    const follower = followKv(
       await new Kvm(watcherNc).open("fleet_leases"),
       "runner.>",
       (key, operation, value) => seen.push(`${key} ${operation} ${new TextDecoder().decode(value)}`),
       { statuses: () => watcherNc.status() },
     );
+    followers.push(follower);
     await follower.ready;
     const writer = await new Kvm(nc).open("fleet_leases");
     await writer.put("runner.a", "before");

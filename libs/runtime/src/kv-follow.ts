@@ -16,6 +16,11 @@ export interface FollowKvOptions {
   statuses?: () => AsyncIterable<{ type: string }>;
   /** Wait before making a watch again after it ended or could not be made (default 500 ms). */
   retryMs?: number;
+  /**
+   * Also reads the keys every `resyncMs` and delivers what is newer than delivered: for a small set of
+   * keys whose freshness matters (runner presence), in case a watch goes silent without a reconnect.
+   */
+  resyncMs?: number;
 }
 
 /**
@@ -76,6 +81,9 @@ export function followKv(
   }
   void follow();
 
+  const resync = opts.resyncMs ? setInterval(() => void snapshot().catch(() => undefined), opts.resyncMs) : undefined;
+  resync?.unref();
+
   const statuses = opts.statuses?.()[Symbol.asyncIterator]();
   if (statuses) {
     void (async () => {
@@ -89,6 +97,7 @@ export function followKv(
     ready,
     stop() {
       stopped = true;
+      if (resync) clearInterval(resync);
       current?.stop();
       void statuses?.return?.();
     },

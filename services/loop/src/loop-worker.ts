@@ -80,7 +80,12 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   );
   // Runners heartbeat every TTL/3 of the bucket as it exists (whoever created it chose the TTL).
   const presenceTtlMs = (await topology.kv.leases.status()).ttl || 15_000;
-  const runners = watchRunnerPresence(topology.kv.leases, { ttlMs: presenceTtlMs, now, follow });
+  // Presence is read again every third of its TTL too: a stale view fails calls.
+  const runners = watchRunnerPresence(topology.kv.leases, {
+    ttlMs: presenceTtlMs,
+    now,
+    follow: { ...follow, resyncMs: Math.max(1_000, Math.floor(presenceTtlMs / 3)) },
+  });
   const tenantBudget = watchTenantBudget(topology.kv.budgets, follow);
   await Promise.all([tools.ready, runners.ready, tenantBudget.ready]);
   const dispatcher = createToolDispatcher({

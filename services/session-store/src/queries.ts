@@ -96,16 +96,19 @@ async function readAtLeast(
     // Missing may mean the namespace vanished after it was read (FLUSHALL): never answer not_found then.
     if (read.kind === "missing" && (await ctx.namespaces.peek())?.ns !== active.ns) return rebuilding();
     const seq = read.kind === "ok" ? read.session.lastSeq : 0;
+    const partition = partitionOf(sessionId, ctx.partitions);
+    let applied: number | undefined;
     let reached = minSeq === undefined || seq >= minSeq;
     if (!reached) {
-      reached = (await ctx.repo.applied(active.ns, partitionOf(sessionId, ctx.partitions))) >= (minSeq as number);
+      applied = await ctx.repo.applied(active.ns, partition);
+      reached = applied >= (minSeq as number);
     }
     if (reached) return read.kind === "ok" ? read.session : fail("not_found", `Session ${sessionId} not found`);
     const left = deadline - ctx.now();
     if (left <= 0) {
       return fail(
         "timeout",
-        `timed out after ${timeout} ms waiting for the projection to reach seq ${minSeq} (session at ${seq})`,
+        `timed out after ${timeout} ms waiting for the projection to reach seq ${minSeq} (session at ${seq}, partition ${partition} applied to ${applied})`,
       );
     }
     await ctx.sleep(Math.min(delay, left));
