@@ -68,6 +68,32 @@ describe("followKv / a watch that fails on one server", () => {
     );
   });
 
+  it("is ready only once the contents could be read: a failed first read is tried again", async () => {
+    const nc = await connectNats({ url: server.url, name: "kv-follow-ready" });
+    connections.push(nc);
+    const kv = await new Kvm(nc).create("follow_ready");
+    await kv.put("runner.r", "live");
+    const streams = (kv as unknown as { jsm: { streams: { info: (...a: unknown[]) => Promise<unknown> } } }).jsm
+      .streams;
+    const realInfo = streams.info.bind(streams);
+    let failures = 0;
+    // The first two reads fail, as they do while the server restarts.
+    streams.info = async (...args) => {
+      if (failures < 2) {
+        failures++;
+        throw new Error("TimeoutError: timeout");
+      }
+      return realInfo(...args);
+    };
+    const seen: string[] = [];
+    const f = followKv(kv, undefined, (key, op) => seen.push(`${key} ${op}`), { retryMs: 50 });
+    followers.push(f);
+    (kv as { watch: unknown }).watch = silentWatch;
+    await f.ready;
+    expect(failures).toBe(2);
+    expect(seen).toEqual(["runner.r PUT"]);
+  });
+
   it("with resyncMs, delivers new values even while the watch stays silent", async () => {
     const nc = await connectNats({ url: server.url, name: "kv-follow-silent" });
     connections.push(nc);

@@ -2,7 +2,7 @@ import type { KV } from "@nats-io/kv";
 import { readKvEntries } from "./kv-entries.js";
 
 export interface KvFollower {
-  /** Resolves once every value written before the call is delivered (or reading them failed). */
+  /** Resolves once every value written before the call is delivered (or on `stop`). */
   ready: Promise<void>;
   stop(): void;
 }
@@ -59,24 +59,40 @@ export function followKv(
       deliver(entry.key, entry.operation, entry.value, entry.revision);
   }
 
+  /**
+   * The first snapshot, retried until it succeeds: `ready` means the contents are known. A view made
+   * ready on a failed read would answer "nothing there" (no live runner, no tool) while the bus is
+   * down or electing a leader.
+   */
+  let firstSnapshot: Promise<void> | undefined;
+  const retryMs = opts.retryMs ?? 500;
+  async function snapshotUntilRead() {
+    while (!stopped) {
+      try {
+        await snapshot();
+        markReady();
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, retryMs));
+      }
+    }
+  }
+
   async function follow() {
-    for (let round = 0; !stopped; round++) {
+    while (!stopped) {
       try {
         const iter = await kv.watch(filter === undefined ? {} : { key: filter });
         current = iter;
         if (stopped) iter.stop();
-        const first = round === 0;
-        void snapshot()
-          .catch(() => undefined)
-          .finally(() => {
-            if (first) markReady();
-          });
+        // After the watch opened, so nothing written in between is missed.
+        if (!firstSnapshot) firstSnapshot = snapshotUntilRead();
+        else void snapshot().catch(() => undefined);
         for await (const entry of iter) deliver(entry.key, entry.operation, entry.value, entry.revision);
       } catch {
-        if (round === 0) markReady();
+        // The watch could not be made or failed: made again below.
       }
       current = undefined;
-      if (!stopped) await new Promise((r) => setTimeout(r, opts.retryMs ?? 500));
+      if (!stopped) await new Promise((r) => setTimeout(r, retryMs));
     }
   }
   void follow();
@@ -97,6 +113,7 @@ export function followKv(
     ready,
     stop() {
       stopped = true;
+      markReady();
       if (resync) clearInterval(resync);
       current?.stop();
       void statuses?.return?.();
