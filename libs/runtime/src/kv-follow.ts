@@ -64,7 +64,7 @@ export function followKv(
    * ready on a failed read would answer "nothing there" (no live runner, no tool) while the bus is
    * down or electing a leader.
    */
-  let firstSnapshot: Promise<void> | undefined;
+  let firstSnapshotStarted = false;
   const retryMs = opts.retryMs ?? 500;
   async function snapshotUntilRead() {
     while (!stopped) {
@@ -85,8 +85,10 @@ export function followKv(
         current = iter;
         if (stopped) iter.stop();
         // After the watch opened, so nothing written in between is missed.
-        if (!firstSnapshot) firstSnapshot = snapshotUntilRead();
-        else void snapshot().catch(() => undefined);
+        if (!firstSnapshotStarted) {
+          firstSnapshotStarted = true;
+          void snapshotUntilRead();
+        } else void snapshot().catch(() => undefined);
         for await (const entry of iter) deliver(entry.key, entry.operation, entry.value, entry.revision);
       } catch {
         // The watch could not be made or failed: made again below.

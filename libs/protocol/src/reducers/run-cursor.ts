@@ -137,6 +137,8 @@ export function foldRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
       return { ...cursor, undelivered: [...event.delivering, ...cursor.undelivered] };
     case "message_start": {
       if (event.message.role === "assistant") return { kind: "streaming", ...progress, partial: event.message };
+      // By position: the engine delivers them in order, right after their drain or `turn_start`; other
+      // user or custom messages of a run (deferred writes) are flushed only at turn boundaries.
       const delivered =
         event.message.role !== "toolResult" && cursor.undelivered.length > 0
           ? { ...cursor, undelivered: cursor.undelivered.slice(1) }

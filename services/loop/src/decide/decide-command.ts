@@ -213,6 +213,8 @@ function busy(ctx: OutcomeContext, cmd: FleetCommand, activity: SessionActivity,
   return undefined;
 }
 
+type PromptRun = Extract<Effect, { type: "start_run"; kind: "prompt" }>;
+
 function accepted(
   ctx: OutcomeContext,
   cmd: FleetCommand,
@@ -220,8 +222,8 @@ function accepted(
   effects: Effect[] = [],
 ): Decision {
   // A run's input goes into the log with its acceptance: a worker that takes the run over delivers it.
-  const input = effects.find((e) => e.type === "start_run" && e.kind === "prompt");
-  const messages = input?.type === "start_run" && input.kind === "prompt" ? { messages: input.messages.slice() } : {};
+  const input = effects.find((e): e is PromptRun => e.type === "start_run" && e.kind === "prompt");
+  const messages = input ? { messages: input.messages.slice() } : {};
   return {
     kind: "decided",
     events: [
