@@ -12,6 +12,7 @@ import { checkToolEffects } from "./checks/check-tool-effects.js";
 import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
 import type { Violation } from "./checks/types.js";
 import { collectSession } from "./collect.js";
+import { diagnoseCommands } from "./command-diagnosis.js";
 import { runFaults } from "./fault-runner.js";
 import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
 import type { ChaosOptions } from "./options.js";
@@ -136,6 +137,16 @@ export async function runChaos(
       for (const r of records.filter((r) => failing.has(r.log.sessionId))) {
         const jsonl = r.log.events.map((e) => JSON.stringify(e)).join("\n");
         writeFileSync(join(sessionsDir, `${r.log.sessionId}.jsonl`), `${jsonl}\n`);
+      }
+      const lost = violations.flatMap((v) => {
+        const commandId = /^command (\S+) /.exec(v.detail)?.[1];
+        return v.kind === "no_outcome" && v.sessionId !== undefined && commandId !== undefined
+          ? [{ sessionId: v.sessionId, commandId }]
+          : [];
+      });
+      if (lost.length > 0) {
+        const diagnosis = await diagnoseCommands(c.nc, PARTITIONS, lost);
+        writeFileSync(join(artifacts, "commands.json"), `${JSON.stringify(diagnosis, null, 2)}\n`);
       }
       log(`artifacts: ${artifacts} (services/*.log, sessions/<id>.jsonl of the ${failing.size} failing sessions)`);
     }

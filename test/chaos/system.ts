@@ -98,6 +98,8 @@ export async function startSystem(s: SystemSettings): Promise<System> {
           ...common,
           FLEET_WORKER_ID: id,
           FLEET_LEASE_TTL_MS: String(s.leaseTtlMs),
+          // Every command delivery and ack is logged, so a command without an outcome can be traced.
+          LOG_LEVEL: "debug",
           FLEET_PROVIDER: "anthropic",
           ANTHROPIC_API_KEY: "sk-chaos-fake",
           ANTHROPIC_BASE_URL: fake.url,

@@ -149,6 +149,10 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   });
 
   async function handle(delivery: CommandDelivery) {
+    log.debug(
+      { evt: "command_pulled", sessionId: delivery.sessionId, ref: delivery.commandRef, streamSeq: delivery.streamSeq },
+      "command pulled",
+    );
     let actor: SessionActor;
     try {
       actor = await actors.get(delivery.sessionId, delivery.partition);

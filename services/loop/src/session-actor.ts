@@ -264,6 +264,10 @@ export class SessionActor {
     }
     const input = commandInput(delivery, this.deps.settings.maxCommandBytes);
     const commandId = input.ok ? input.command.id : input.commandId;
+    this.log.debug(
+      { evt: "command_received", commandId, streamSeq: delivery.streamSeq, deliveries: delivery.msg.info.deliveryCount },
+      "command received",
+    );
     try {
       // The log is the truth: once `agent_end` is appended the run is over for every observer,
       // even while the engine settles in memory; the command is decided after it settled.
@@ -323,8 +327,15 @@ export class SessionActor {
    * the command began may not be in the log, and the next owner completes it from the redelivery.
    */
   private ack(delivery: CommandDelivery) {
-    if (this.dead || this.detached) return;
+    if (this.dead || this.detached) {
+      this.log.debug(
+        { evt: "command_not_acked", streamSeq: delivery.streamSeq, why: this.dead ? "dead" : "detached" },
+        "command left for redelivery",
+      );
+      return;
+    }
     delivery.msg.ack();
+    this.log.debug({ evt: "command_acked", streamSeq: delivery.streamSeq }, "command acked");
     this.deps.metrics.commandLag.observe(Math.max(0, this.deps.now() - delivery.time) / 1000);
   }
 
