@@ -8,6 +8,15 @@ import type { ActiveNamespace, NamespaceControl } from "./namespace.js";
 import type { EventRecord, Projector } from "./projector.js";
 import type { Slots } from "./slots.js";
 
+/**
+ * A pull of the partition's consumer lasts this long, and the server heartbeats it every half of it.
+ * Two missed heartbeats in a row (a pull the server dropped during a pause, a restart or an election)
+ * close the consumer and the loop opens it again: a projection stands still for about this long at
+ * most once the bus is back, where nats.js alone waits two heartbeats of its 30 s default.
+ */
+const CONSUME_EXPIRES_MS = 5_000;
+const MISSED_HEARTBEATS_TO_REOPEN = 2;
+
 export interface PartitionWorkerOptions {
   partition: number;
   js: JetStreamClient;
@@ -84,6 +93,7 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     const gen = ++generation;
     const opened = await consumer.consume({
       max_messages: Math.min(maxBatch, 5000),
+      expires: CONSUME_EXPIRES_MS,
       callback: (m) => {
         // Only messages of the consumer opened last: a closed one's stragglers would be stale.
         if (generation === gen && !stopping) {
@@ -94,6 +104,19 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     });
     messages = opened;
     current = active;
+    void (async () => {
+      for await (const status of opened.status()) {
+        if (status.type !== "heartbeats_missed" || status.count < MISSED_HEARTBEATS_TO_REOPEN) continue;
+        if (messages !== opened) return;
+        logger.warn(
+          { evt: "store_consume_stalled", partition, missed: status.count },
+          "partition consumer silent; opening it again",
+        );
+        messages = undefined;
+        await opened.close().catch(() => undefined);
+        return;
+      }
+    })().catch(() => undefined);
     void opened.closed().then((err) => {
       if (err) logger.warn({ evt: "store_consume_failed", partition, err }, "consuming the partition failed");
       // The consumer stopped delivering (deleted, closed): the loop opens it again.
