@@ -203,9 +203,9 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         },
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
         onReopen: (why) => log.warn({ evt: "intake_reopen", partition, why }, "command consumer reopened"),
-        onStalled: (pending, inHand) =>
+        onStalled: (pending, undelivered, inHand) =>
           log.warn(
-            { evt: "intake_stalled", partition, pending, inHand },
+            { evt: "intake_stalled", partition, pending, undelivered, inHand },
             "commands stuck pending; consumer made again",
           ),
         now,

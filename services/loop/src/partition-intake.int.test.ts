@@ -84,7 +84,7 @@ describe("partition intake", () => {
       },
       onUndeliverable: () => undefined,
       onError: () => undefined,
-      onStalled: (pending, inHand) => stalled.push(`${pending}/${inHand}`),
+      onStalled: (pending, undelivered, inHand) => stalled.push(`${pending}/${undelivered}/${inHand}`),
       stallCheckMs: 200,
       stuckAfterMs: 1_000,
     });
@@ -92,7 +92,7 @@ describe("partition intake", () => {
       await js.publish(subjects.command(partition, sessionId), "fresh", { msgID: "fresh" });
       await vi.waitFor(() => expect(handled).toContain("fresh"), { timeout: 5_000 });
       await vi.waitFor(() => expect(handled).toContain("stuck"), { timeout: 15_000, interval: 200 });
-      expect(stalled[0]).toBe("1/0");
+      expect(stalled[0]).toBe("1/0/0");
       // Acked once before the consumer was made again: not delivered a second time.
       expect(handled.filter((h) => h === "fresh")).toHaveLength(1);
     } finally {

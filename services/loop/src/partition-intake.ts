@@ -56,8 +56,8 @@ export async function startPartitionIntake(opts: {
   onError: (err: unknown, delivery: CommandDelivery) => void;
   /** The consumer stopped delivering and is opened again (see CONSUME_EXPIRES_MS). */
   onReopen?: (why: string) => void;
-  /** Commands stayed pending that no pull of this worker holds; the consumer is made again. */
-  onStalled?: (pending: number, held: number) => void;
+  /** Commands stayed pending that no pull of this worker holds, or undelivered; the consumer is made again. */
+  onStalled?: (pending: number, undelivered: number, held: number) => void;
   stallCheckMs?: number;
   stuckAfterMs?: number;
   now?: () => number;
@@ -141,18 +141,24 @@ export async function startPartitionIntake(opts: {
   const now = opts.now ?? Date.now;
   const stuckAfterMs = opts.stuckAfterMs ?? 2 * opts.ackWaitMs;
   let stalledSince: number | undefined;
+  let deliveredBefore: number | undefined;
   const checkStalled = async () => {
     const info = await opts.jsm.consumers.info(STREAMS.commands.name, config.durable_name);
     const verdict = decideStall({
       pending: info.num_ack_pending,
+      undelivered: info.num_pending,
+      delivered: info.delivered.consumer_seq,
+      deliveredBefore,
+      maxAckPending: config.max_ack_pending,
       held: held.size,
       stalledSince,
       now: now(),
       stuckAfterMs,
     });
     stalledSince = verdict.stalledSince;
+    deliveredBefore = verdict.remake ? undefined : info.delivered.consumer_seq;
     if (!verdict.remake) return;
-    opts.onStalled?.(info.num_ack_pending, held.size);
+    opts.onStalled?.(info.num_ack_pending, info.num_pending, held.size);
     await opts.jsm.consumers.delete(STREAMS.commands.name, config.durable_name);
   };
   const stallTimer = setInterval(() => {

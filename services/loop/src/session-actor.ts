@@ -265,7 +265,12 @@ export class SessionActor {
     const input = commandInput(delivery, this.deps.settings.maxCommandBytes);
     const commandId = input.ok ? input.command.id : input.commandId;
     this.log.debug(
-      { evt: "command_received", commandId, streamSeq: delivery.streamSeq, deliveries: delivery.msg.info.deliveryCount },
+      {
+        evt: "command_received",
+        commandId,
+        streamSeq: delivery.streamSeq,
+        deliveries: delivery.msg.info.deliveryCount,
+      },
       "command received",
     );
     try {

@@ -1,17 +1,32 @@
 /**
- * Whether a partition's command consumer must be made again: while a worker holds the partition,
- * commands pending acknowledgement that none of its pulls holds should come back within one ack
- * wait. More pending than held, without a break, for `stuckAfterMs` means they will not.
- * `stalledSince` is when the current stretch began (undefined: none); the caller keeps it.
+ * Whether a partition's command consumer must be made again. While a worker holds the partition, a
+ * stretch of either of these for `stuckAfterMs` means commands will not reach it:
+ * - more commands pending acknowledgement than its pulls hold (they should come back within one ack
+ *   wait);
+ * - commands stored and not delivered, with room under `max_ack_pending`, and nothing delivered since
+ *   the previous check (a consumer that stopped delivering: seen on a 3-node nats-server 2.9 cluster
+ *   after leader elections, with its heartbeats still arriving).
+ * `stalledSince` is when the current stretch began (undefined: none); the caller keeps it and the
+ * consumer's delivered sequence of the previous check.
  */
 export function decideStall(input: {
+  /** Delivered, not acknowledged (`num_ack_pending`). */
   pending: number;
+  /** Stored, not delivered yet (`num_pending`). */
+  undelivered: number;
+  /** The consumer's delivered sequence now, and at the previous check (undefined: first check). */
+  delivered: number;
+  deliveredBefore: number | undefined;
+  maxAckPending: number;
   held: number;
   stalledSince: number | undefined;
   now: number;
   stuckAfterMs: number;
 }): { remake: boolean; stalledSince: number | undefined } {
-  if (input.pending <= input.held) return { remake: false, stalledSince: undefined };
+  const lost = input.pending > input.held;
+  const silent =
+    input.undelivered > 0 && input.delivered === input.deliveredBefore && input.pending < input.maxAckPending;
+  if (!lost && !silent) return { remake: false, stalledSince: undefined };
   const since = input.stalledSince ?? input.now;
   if (input.now - since < input.stuckAfterMs) return { remake: false, stalledSince: since };
   return { remake: true, stalledSince: undefined };
