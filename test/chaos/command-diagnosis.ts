@@ -13,6 +13,16 @@ export async function diagnoseCommands(nc: NatsConnection, partitions: number, l
   const jsm = await jetstreamManager(nc);
   const attempt = async <T>(f: () => Promise<T>) => f().catch((err: unknown) => ({ error: String(err) }));
   const stream = await attempt(async () => (await jsm.streams.info(STREAMS.commands.name)).state);
+  // Every command the work-queue stream still holds (acknowledged ones are removed).
+  const remaining = await attempt(async () => {
+    const { first_seq, last_seq } = (await jsm.streams.info(STREAMS.commands.name)).state;
+    const out: { seq: number; subject: string; msgId: string | undefined }[] = [];
+    for (let seq = first_seq; seq <= Math.min(last_seq, first_seq + 2_000); seq++) {
+      const m = await jsm.streams.getMessage(STREAMS.commands.name, { seq }).catch(() => null);
+      if (m) out.push({ seq, subject: m.subject, msgId: m.header?.get("Nats-Msg-Id") });
+    }
+    return out;
+  });
   const commands = await Promise.all(
     lost.map(async ({ sessionId, commandId }) => {
       const p = partitionOf(sessionId, partitions);
@@ -29,5 +39,5 @@ export async function diagnoseCommands(nc: NatsConnection, partitions: number, l
       return { sessionId, commandId, partition: p, subject, lastStoredOnSubject: stored, consumer };
     }),
   );
-  return { stream, commands };
+  return { stream, remaining, commands };
 }

@@ -203,11 +203,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         },
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
         onReopen: (why) => log.warn({ evt: "intake_reopen", partition, why }, "command consumer reopened"),
-        onStalled: (pending, undelivered, inHand) =>
-          log.warn(
-            { evt: "intake_stalled", partition, pending, undelivered, inHand },
-            "commands stuck pending; consumer made again",
-          ),
+        onStalled: (counts) =>
+          log.warn({ evt: "intake_stalled", partition, ...counts }, "commands stuck pending; consumer made again"),
         now,
       });
       intakes.set(partition, intake);

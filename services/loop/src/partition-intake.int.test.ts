@@ -84,7 +84,7 @@ describe("partition intake", () => {
       },
       onUndeliverable: () => undefined,
       onError: () => undefined,
-      onStalled: (pending, undelivered, inHand) => stalled.push(`${pending}/${undelivered}/${inHand}`),
+      onStalled: (c) => stalled.push(`${c.pending}/${c.undelivered}/${c.held}`),
       stallCheckMs: 200,
       stuckAfterMs: 1_000,
     });

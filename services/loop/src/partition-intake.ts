@@ -57,7 +57,7 @@ export async function startPartitionIntake(opts: {
   /** The consumer stopped delivering and is opened again (see CONSUME_EXPIRES_MS). */
   onReopen?: (why: string) => void;
   /** Commands stayed pending that no pull of this worker holds, or undelivered; the consumer is made again. */
-  onStalled?: (pending: number, undelivered: number, held: number) => void;
+  onStalled?: (counts: { pending: number; undelivered: number; stored: number; held: number }) => void;
   stallCheckMs?: number;
   stuckAfterMs?: number;
   now?: () => number;
@@ -144,9 +144,13 @@ export async function startPartitionIntake(opts: {
   let deliveredBefore: number | undefined;
   const checkStalled = async () => {
     const info = await opts.jsm.consumers.info(STREAMS.commands.name, config.durable_name);
+    // The work-queue stream holds only commands not acknowledged yet: a short scan on nats-server 2.9.
+    const stream = await opts.jsm.streams.info(STREAMS.commands.name, { subjects_filter: config.filter_subject });
+    const stored = Object.values(stream.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
     const verdict = decideStall({
       pending: info.num_ack_pending,
       undelivered: info.num_pending,
+      stored,
       delivered: info.delivered.consumer_seq,
       deliveredBefore,
       maxAckPending: config.max_ack_pending,
@@ -158,7 +162,7 @@ export async function startPartitionIntake(opts: {
     stalledSince = verdict.stalledSince;
     deliveredBefore = verdict.remake ? undefined : info.delivered.consumer_seq;
     if (!verdict.remake) return;
-    opts.onStalled?.(info.num_ack_pending, info.num_pending, held.size);
+    opts.onStalled?.({ pending: info.num_ack_pending, undelivered: info.num_pending, stored, held: held.size });
     await opts.jsm.consumers.delete(STREAMS.commands.name, config.durable_name);
   };
   const stallTimer = setInterval(() => {

@@ -76,4 +76,40 @@ describe("decideStall", () => {
       stalledSince: undefined,
     });
   });
+
+  it("given commands stored that the consumer neither holds pending nor will deliver, when checked for stuckAfterMs, then it is made again", () => {
+    const input = {
+      pending: 0,
+      held: 0,
+      undelivered: 0,
+      stored: 1,
+      delivered: 48,
+      deliveredBefore: 48,
+      maxAckPending: 1000,
+    };
+    expect(decideStall({ ...input, stalledSince: undefined, now: 7_000, stuckAfterMs: STUCK })).toEqual({
+      remake: false,
+      stalledSince: 7_000,
+    });
+    expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
+      remake: true,
+      stalledSince: undefined,
+    });
+  });
+
+  it("given every stored command pending or undelivered, when checked, then nothing was skipped", () => {
+    const input = {
+      pending: 2,
+      held: 2,
+      undelivered: 1,
+      stored: 3,
+      delivered: 48,
+      deliveredBefore: 47,
+      maxAckPending: 1000,
+    };
+    expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
+      remake: false,
+      stalledSince: undefined,
+    });
+  });
 });

@@ -5,7 +5,11 @@
  *   wait);
  * - commands stored and not delivered, with room under `max_ack_pending`, and nothing delivered since
  *   the previous check (a consumer that stopped delivering: seen on a 3-node nats-server 2.9 cluster
- *   after leader elections, with its heartbeats still arriving).
+ *   after leader elections, with its heartbeats still arriving);
+ * - more commands stored on the partition's subjects than the consumer has pending and undelivered
+ *   together: it moved past commands without delivering them (the work-queue stream removes a
+ *   command once acknowledged, so what is stored and not accounted for was skipped; seen on the same
+ *   cluster after a node was killed).
  * `stalledSince` is when the current stretch began (undefined: none); the caller keeps it and the
  * consumer's delivered sequence of the previous check.
  */
@@ -14,6 +18,8 @@ export function decideStall(input: {
   pending: number;
   /** Stored, not delivered yet (`num_pending`). */
   undelivered: number;
+  /** Commands the stream holds on the partition's subjects (undefined: not known). */
+  stored?: number;
   /** The consumer's delivered sequence now, and at the previous check (undefined: first check). */
   delivered: number;
   deliveredBefore: number | undefined;
@@ -26,7 +32,8 @@ export function decideStall(input: {
   const lost = input.pending > input.held;
   const silent =
     input.undelivered > 0 && input.delivered === input.deliveredBefore && input.pending < input.maxAckPending;
-  if (!lost && !silent) return { remake: false, stalledSince: undefined };
+  const skipped = input.stored !== undefined && input.stored > input.pending + input.undelivered;
+  if (!lost && !silent && !skipped) return { remake: false, stalledSince: undefined };
   const since = input.stalledSince ?? input.now;
   if (input.now - since < input.stuckAfterMs) return { remake: false, stalledSince: since };
   return { remake: true, stalledSince: undefined };
