@@ -19,12 +19,14 @@ export {
 export {
   type ConnectOptions,
   checkServer,
+  checkServerAtStartup,
   connectFleet,
   connectNats,
   describeConnectError,
   type FleetConnectOptions,
   NatsConnectError,
   type ServerCapabilities,
+  STARTUP_JETSTREAM_WAIT_MS,
   watchPermissionErrors,
 } from "./nats-connection.js";
 export { type OpsServer, startOpsServer } from "./ops-server.js";

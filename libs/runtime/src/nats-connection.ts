@@ -1,8 +1,10 @@
 import { type FleetRole, inboxPrefixOf, MIN_NATS_SERVER } from "@fleet/protocol";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
 import { buildNatsAuth, type NatsAuth, type NatsAuthSettings, redactUrl } from "./nats-auth.js";
 import { atLeast } from "./semver.js";
+import { sleep } from "./sleep.js";
 
 export interface ConnectOptions {
   url: string;
@@ -115,23 +117,31 @@ const FEATURE_GATES: ReadonlyArray<[string, string]> = [
 
 /**
  * Checks the server version and JetStream availability. Returns an error string (data) when Fleet
- * cannot run on this server.
+ * cannot run on this server. With `waitMs`, JetStream that does not answer (a server restarting, a
+ * cluster electing its leaders) is asked again every `retryMs` until it answers or `waitMs` is over,
+ * so a service started during an outage waits for the bus instead of exiting; a server that is too
+ * old fails at once.
  */
 export async function checkServer(
   nc: NatsConnection,
+  opts: { waitMs?: number; retryMs?: number; onRetry?: (error: string) => void } = {},
 ): Promise<{ ok: true; caps: ServerCapabilities } | { ok: false; error: string }> {
   const version = nc.info?.version ?? "0.0.0";
   if (!atLeast(version, MIN_NATS_SERVER)) {
     return { ok: false, error: `nats-server ${version} is too old: Fleet needs ${MIN_NATS_SERVER} or newer` };
   }
-  try {
-    const jsm = await jetstreamManager(nc, { timeout: 5_000 });
-    await jsm.getAccountInfo();
-  } catch (err) {
-    return {
-      ok: false,
-      error: `JetStream is not available on nats-server ${version} (${(err as Error).message}); start it with -js`,
-    };
+  const deadline = Date.now() + (opts.waitMs ?? 0);
+  for (;;) {
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: 5_000 });
+      await jsm.getAccountInfo();
+      break;
+    } catch (err) {
+      const error = `JetStream is not available on nats-server ${version} (${(err as Error).message}); start it with -js`;
+      if (Date.now() >= deadline || nc.isClosed()) return { ok: false, error };
+      opts.onRetry?.(error);
+      await sleep(opts.retryMs ?? 1_000);
+    }
   }
   const gaps = FEATURE_GATES.filter(([min]) => !atLeast(version, min)).map(([min, f]) => `${f} (needs ${min})`);
   return { ok: true, caps: { version, jetstream: true, gaps } };
@@ -168,3 +178,13 @@ export async function connectFleet(opts: FleetConnectOptions): Promise<{ nc: Nat
   if (opts.onPermissionError) watchPermissionErrors(nc, built.auth.identity, opts.onPermissionError);
   return { nc, identity: built.auth.identity };
 }
+
+/** How long a starting service waits for JetStream before it gives up. */
+export const STARTUP_JETSTREAM_WAIT_MS = 60_000;
+
+/** `checkServer` for a starting service: waits for JetStream, logging each failed try. */
+export const checkServerAtStartup = (nc: NatsConnection, logger: Pick<Logger, "warn">) =>
+  checkServer(nc, {
+    waitMs: STARTUP_JETSTREAM_WAIT_MS,
+    onRetry: (error) => logger.warn({ evt: "jetstream_wait", error }, "waiting for JetStream"),
+  });

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { sessionConfigWith } from "@fleet/protocol";
 import {
   applyTopology,
-  checkServer,
+  checkServerAtStartup,
   connectFleet,
   createLogger,
   loadEnvOrExit,
@@ -77,7 +77,7 @@ async function main() {
     process.stderr.write(`fleet-loop: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  const server = await checkServer(nc);
+  const server = await checkServerAtStartup(nc, logger);
   if (!server.ok) {
     process.stderr.write(`fleet-loop: ${server.error}\n`);
     process.exit(1);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import {
   applyTopology,
-  checkServer,
+  checkServerAtStartup,
   connectFleet,
   createLeaseManager,
   type LeaseManager,
@@ -78,7 +78,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       })
     ).nc;
   const nc = await connect(`fleet-store-${workerId}`);
-  const server = await checkServer(nc);
+  const server = await checkServerAtStartup(nc, logger);
   if (!server.ok) {
     await nc.close();
     throw new Error(server.error);

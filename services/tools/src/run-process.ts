@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import {
   applyTopology,
-  checkServer,
+  checkServerAtStartup,
   connectFleet,
   createLogger,
   loadEnvOrExit,
@@ -45,7 +45,7 @@ export async function runToolRunnerProcess(opts: {
     auth: natsAuthFromEnv(process.env),
     onPermissionError: (line, detail) => logger.error({ evt: "nats_permission_denied", ...detail }, line),
   }).catch((err: Error) => fail(err.message));
-  const server = await checkServer(nc);
+  const server = await checkServerAtStartup(nc, logger);
   if (!server.ok) fail(server.error);
   // Creates the streams with FLEET_STREAM_REPLICAS, and fleet_config with FLEET_PARTITIONS, before the
   // runner applies (and checks) the topology.
