@@ -71,7 +71,10 @@ export interface FleetClientOptions {
 
 /** Per-command options. */
 export interface CommandOptions {
-  /** The command id (also its `Nats-Msg-Id`); default a fresh UUIDv7. Re-sending an id is idempotent. */
+  /**
+   * The command id (also its `Nats-Msg-Id`); default a fresh UUIDv7. Re-sending an id is idempotent; a
+   * re-send also stores the command again if the stream lost its first copy (PROTOCOL change 32).
+   */
   commandId?: string;
   /** Overrides `commandTimeoutMs`. */
   timeoutMs?: number;
@@ -431,16 +434,35 @@ export class FleetClient {
     if (!encoded.ok) throw new FleetError("invalid_input", "invalid", `${command.type}: ${encoded.error}`);
     const partition = this.partitionOf(command.sessionId);
     const eventSubject = subjects.event(partition, command.sessionId);
+    const commandSubject = subjects.command(partition, command.sessionId);
     // The outcome comes after every event that exists now: start reading right after them.
-    let fromSeq = (await this.lastSeq(command.sessionId)) + 1;
+    const logEnd = await this.lastSeq(command.sessionId);
+    let fromSeq = logEnd + 1;
+    // A re-sent command id is deduplicated to its first copy (the ack names its sequence). A copy
+    // that the work-queue stream no longer holds was either handled, and its outcome is in the log,
+    // or lost (a nats-server 2.9 cluster was seen losing stored commands after node kills). Once the
+    // log up to `logEnd` shows no outcome, a lost copy is published again under a msgID derived from
+    // it, so concurrent re-senders add one copy; the loop answers a command id it has decided as a
+    // duplicate.
+    let firstCopy: number | undefined;
+    const republishIfLost = async () => {
+      const seq = firstCopy;
+      firstCopy = undefined;
+      if (seq === undefined) return;
+      const stored = await this.jsm.streams.getMessage(STREAMS.commands.name, { seq }).catch(() => "unknown");
+      if (stored !== null) return;
+      await this.js.publish(commandSubject, encoded.bytes, { msgID: `${command.id}#${seq}` });
+    };
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
     try {
       try {
-        const ack = await this.js.publish(subjects.command(partition, command.sessionId), encoded.bytes, {
-          msgID: command.id,
-        });
-        if (ack.duplicate) fromSeq = 1;
+        const ack = await this.js.publish(commandSubject, encoded.bytes, { msgID: command.id });
+        if (ack.duplicate) {
+          fromSeq = 1;
+          firstCopy = ack.seq;
+          if (logEnd === 0) await republishIfLost().catch(() => undefined);
+        }
       } catch (err) {
         throw new FleetError(
           "unavailable",
@@ -463,6 +485,7 @@ export class FleetClient {
         ) {
           return { seq: record.seq, event };
         }
+        if (record.seq >= logEnd) await republishIfLost().catch(() => undefined);
       }
       if (this.nc.isClosed()) throw new FleetError("unavailable", "closed", "the NATS connection was closed");
       throw new FleetError(
