@@ -21,17 +21,23 @@ export async function lastSubjectSeq(jsm: JetStreamManager, stream: string, subj
   }
 }
 
+/** How long a read may wait for its next message before it fails (see `readSubject`). */
+export const READ_IDLE_TIMEOUT_MS = 15_000;
+
 /**
  * Reads every message of one subject in stream order, from `fromSeq` (inclusive, default 1) through
  * the subject's last message at call time, or through `toSeq`. Uses an ordered consumer with a single
  * filter subject (nats-server 2.9). `batch`: messages per pull (default 512).
+ * A read that gets no message for `idleMs` (default READ_IDLE_TIMEOUT_MS) before its end throws: an
+ * ordered consumer can stand still for minutes on a 3-node 2.9 cluster after node kills (seen: a
+ * session load held a command for 90 s), and the caller's retry makes a fresh one.
  */
 export async function* readSubject(
   js: JetStreamClient,
   jsm: JetStreamManager,
   stream: string,
   subject: string,
-  opts: { fromSeq?: number; toSeq?: number; batch?: number } = {},
+  opts: { fromSeq?: number; toSeq?: number; batch?: number; idleMs?: number } = {},
 ): AsyncGenerator<StoredRecord> {
   const last = await lastSubjectSeq(jsm, stream, subject);
   const end = opts.toSeq !== undefined ? Math.min(opts.toSeq, last) : last;
@@ -43,8 +49,24 @@ export async function* readSubject(
     opt_start_seq: from,
   });
   const messages = await consumer.consume({ max_messages: opts.batch ?? 512 });
+  const idleMs = opts.idleMs ?? READ_IDLE_TIMEOUT_MS;
+  const iterator = messages[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = (at: number) =>
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`reading ${subject} stalled: no message for ${idleMs} ms after seq ${at} (end ${end})`)),
+        idleMs,
+      );
+    });
+  let at = from - 1;
   try {
-    for await (const m of messages) {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), stalled(at)]);
+      clearTimeout(timer);
+      if (next.done) break;
+      const m = next.value;
+      at = m.seq;
       if (m.seq > end) break;
       yield {
         seq: m.seq,
@@ -56,6 +78,8 @@ export async function* readSubject(
       if (m.seq >= end) break;
     }
   } finally {
+    clearTimeout(timer);
+    void iterator.return?.();
     await messages.close().catch(() => undefined);
   }
 }
