@@ -108,6 +108,11 @@ export interface SessionEventItem {
   event: FleetEvent;
 }
 
+/** A `SessionEventItem` with the stored bytes (the event's JSON) it was decoded from. */
+export interface SessionEventRecord extends SessionEventItem {
+  data: Uint8Array;
+}
+
 export interface EventsOptions {
   /**
    * Where to start: a stream sequence (inclusive), `"start"` (the first event; the default) or
@@ -509,6 +514,18 @@ export class FleetClient {
    * no gap, no duplicate. `from: "new"` is fixed when `events()` is called, not when iteration starts.
    */
   events(sessionId: string, opts: EventsOptions = {}): AsyncIterable<SessionEventItem> {
+    return this.#iterate(sessionId, this.#startOf(sessionId, opts), opts, (seq, event) => ({ seq, event }));
+  }
+
+  /**
+   * `events()` with each event's stored bytes, for a reader that passes the JSON on as it is (the
+   * gateway frames it without serialising the event again). Same contract as `events()`.
+   */
+  eventRecords(sessionId: string, opts: EventsOptions = {}): AsyncIterable<SessionEventRecord> {
+    return this.#iterate(sessionId, this.#startOf(sessionId, opts), opts, (seq, event, data) => ({ seq, event, data }));
+  }
+
+  #startOf(sessionId: string, opts: EventsOptions): Promise<number> {
     const from = opts.from ?? "start";
     const start: Promise<number> =
       from === "new" ? this.lastSeq(sessionId).then((s) => s + 1) : Promise.resolve(from === "start" ? 1 : from);
@@ -516,10 +533,15 @@ export class FleetClient {
     if (typeof from === "number" && (!Number.isInteger(from) || from < 1)) {
       throw new FleetError("invalid_input", "invalid", `events: from must be a positive integer, "start" or "new"`);
     }
-    return this.#iterate(sessionId, start, opts);
+    return start;
   }
 
-  async *#iterate(sessionId: string, start: Promise<number>, opts: EventsOptions): AsyncGenerator<SessionEventItem> {
+  async *#iterate<T>(
+    sessionId: string,
+    start: Promise<number>,
+    opts: EventsOptions,
+    item: (seq: number, event: FleetEvent, data: Uint8Array) => T,
+  ): AsyncGenerator<T> {
     const fromSeq = await start;
     const tail = tailSubject(this.nc, this.js, STREAMS.events.name, this.eventSubject(sessionId), {
       fromSeq,
@@ -532,7 +554,7 @@ export class FleetClient {
         opts.onInvalid?.(record.seq, decoded.error);
         continue;
       }
-      yield { seq: record.seq, event: decoded.value };
+      yield item(record.seq, decoded.value, record.data);
     }
   }
 

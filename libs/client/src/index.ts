@@ -20,6 +20,7 @@ export {
   type OutcomeRecord,
   type ReplayResult,
   type SessionEventItem,
+  type SessionEventRecord,
 } from "./fleet-client.js";
 export { newId, newSessionId } from "./ids.js";
 export { LiveSession, type SessionChangeListener } from "./live-session.js";

@@ -5,8 +5,8 @@
 // Arrival times (epoch ms, sub-ms precision) go into a flat array indexed by (reader, turn, delta);
 // the NATS subscriber also prints `end <session>` at each agent_end. It prints `ready` once every
 // reader is connected, and on `dump` (stdin) prints `dump {"events": n, "arrived": [...]}` and exits.
-import { openSse, sseParser } from "@fleet/gateway/testing";
 import { connect } from "@nats-io/transport-node";
+import { openRawSse } from "./raw-sse-reader.js";
 
 const [mode, url, sessionsArg, turnsArg, deltasArg, fromArg = "0", countArg = "0"] = process.argv.slice(2);
 const SESSIONS = Number(sessionsArg);
@@ -58,39 +58,39 @@ if (mode === "nats") {
   await nc.flush();
   onDump(() => nc.close());
 } else {
-  // Cheap on purpose (this process reads hundreds of streams on a shared CPU): the SSE `event:`
-  // field picks the frames that matter, and text deltas are counted in the data without parsing it.
+  // Cheap on purpose (this process reads hundreds of streams on a shared CPU, and is measuring
+  // apparatus): raw sockets and bytes, no node:http client and no strings. The SSE `event:` field
+  // picks the frames that matter; text deltas are counted in the frame without parsing its JSON.
+  // A delta's arrival time is the time of the socket read that completed its frame.
   const from = Number(fromArg);
-  const TEXT_DELTA = '"type":"text_delta"';
+  const { hostname, port } = new URL(String(url));
+  const TEXT_DELTA = Buffer.from('"type":"text_delta"');
+  const ASSISTANT = Buffer.from('"role":"assistant"');
+  let at = 0;
   const streams = await Promise.all(
     Array.from({ length: readers }, async (_, r) => {
       const session = (from + r) % SESSIONS;
-      const sse = await openSse(`${url}/v1/sessions/bench-${session}/events?after=0`);
-      if (sse.status !== 200) throw new Error(`SSE client ${from + r}: HTTP ${sse.status}`);
-      let at = 0;
-      const parse = sseParser((frame) => {
+      const onFrame = (event: string, frame: Buffer) => {
         events++;
-        const data = frame.data ?? "";
-        if (frame.event === "message_update") {
+        if (event === "message_update") {
           const k = turn[r] as number;
-          for (let pos = data.indexOf(TEXT_DELTA); pos !== -1; pos = data.indexOf(TEXT_DELTA, pos + 1)) {
+          for (let pos = frame.indexOf(TEXT_DELTA); pos !== -1; pos = frame.indexOf(TEXT_DELTA, pos + 1)) {
             const i = index[r] as number;
             index[r] = i + 1;
             if (k < TURNS && i < DELTAS) arrived[(r * TURNS + k) * DELTAS + i] = at;
           }
-        } else if (frame.event === "message_start" && data.includes('"role":"assistant"')) index[r] = 0;
-        else if (frame.event === "message_end" && data.includes('"role":"assistant"'))
-          turn[r] = (turn[r] as number) + 1;
-      });
-      sse.response.removeAllListeners("data");
-      sse.response.on("data", (chunk: string) => {
+        } else if (event === "message_start" && frame.includes(ASSISTANT)) index[r] = 0;
+        else if (event === "message_end" && frame.includes(ASSISTANT)) turn[r] = (turn[r] as number) + 1;
+      };
+      const path = `/v1/sessions/bench-${session}/events?after=0`;
+      return openRawSse(hostname, Number(port), path, onFrame, () => {
         at = now();
-        parse(chunk);
+      }).catch((err: Error) => {
+        throw new Error(`SSE client ${from + r}: ${err.message}`);
       });
-      return sse;
     }),
   );
-  onDump(async () => {
+  onDump(() => {
     for (const s of streams) s.close();
   });
 }

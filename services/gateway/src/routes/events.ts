@@ -4,7 +4,7 @@ import { readSubject } from "@fleet/runtime";
 import { EventsQuery, SessionParams } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
-import { eventFrame, resumeAfter } from "../sse/frame.js";
+import { encodeFrame, eventFrameParts, resumeAfter } from "../sse/frame.js";
 import { SseConnection } from "../sse/sse-connection.js";
 import type { TenantLink } from "../tenant-links.js";
 import type { RouteContext } from "./route-context.js";
@@ -98,8 +98,8 @@ export function eventRoutes(ctx: RouteContext, connections: Set<SseConnection>):
   ];
 }
 
-/** History frames are written in batches of about this many characters (one socket write each). */
-const HISTORY_BATCH_CHARS = 64 * 1024;
+/** History frames are written in batches of about this many bytes (one socket write each). */
+const HISTORY_BATCH_BYTES = 64 * 1024;
 /** Messages per pull when reading history (a 10,000-event log reads in 5 pulls, not 20). */
 const HISTORY_PULL = 2048;
 
@@ -122,18 +122,21 @@ async function writeHistory(
     link.client.eventSubject(sessionId),
     { fromSeq: from, toSeq: to, batch: HISTORY_PULL },
   );
-  let batch = "";
+  let batch: Array<string | Uint8Array> = [];
+  let batchBytes = 0;
   let batchSeq = 0;
   for await (const record of records) {
     if (connection.closed) return;
     const decoded = decodeEvent(record.data);
     if (!decoded.ok) continue;
-    batch += eventFrame(record.seq, decoded.value);
+    batch.push(...eventFrameParts(record.seq, decoded.value, record.data));
+    batchBytes += record.data.byteLength;
     batchSeq = record.seq;
-    if (batch.length >= HISTORY_BATCH_CHARS) {
-      await connection.history(batchSeq, batch);
-      batch = "";
+    if (batchBytes >= HISTORY_BATCH_BYTES) {
+      await connection.history(batchSeq, encodeFrame(batch));
+      batch = [];
+      batchBytes = 0;
     }
   }
-  if (batch && !connection.closed) await connection.history(batchSeq, batch);
+  if (batch.length > 0 && !connection.closed) await connection.history(batchSeq, encodeFrame(batch));
 }

@@ -1,11 +1,12 @@
 // One live tail per session, fanned out to every SSE client of that session in this gateway.
 import type { FleetClient } from "@fleet/client";
 import type { Logger } from "pino";
-import { eventFrame } from "./frame.js";
+import { type EncodedFrame, encodeFrame, eventFrameParts } from "./frame.js";
 
 /** A client of a hub: gets every live frame from the sequence it joined at on. */
 export interface HubListener {
-  deliver(seq: number, frame: Uint8Array): void;
+  /** `frame` is encoded once for every listener of the hub, and shared: never modified. */
+  deliver(seq: number, frame: EncodedFrame): void;
 }
 
 /**
@@ -62,7 +63,7 @@ export class SessionHub {
   async #run(client: FleetClient, logger: Logger): Promise<void> {
     const log = logger.child({ sessionId: this.sessionId });
     try {
-      const items = client.events(this.sessionId, {
+      const items = client.eventRecords(this.sessionId, {
         from: this.nextSeq,
         signal: this.#abort.signal,
         onInvalid: (seq, error) => {
@@ -71,10 +72,10 @@ export class SessionHub {
         },
         onResume: (next) => log.debug({ evt: "gateway_tail_resumed", next }, "tail resumed"),
       });
-      for await (const { seq, event } of items) {
+      for await (const { seq, event, data } of items) {
         if (seq < this.nextSeq) continue;
         this.nextSeq = seq + 1;
-        const frame = Buffer.from(eventFrame(seq, event));
+        const frame = encodeFrame(eventFrameParts(seq, event, data));
         for (const listener of this.listeners) listener.deliver(seq, frame);
       }
     } catch (err) {

@@ -1,9 +1,7 @@
 // One SSE client: history written with backpressure, then live frames through a bounded buffer.
 import type { ServerResponse } from "node:http";
-import { commentFrame } from "./frame.js";
-
-/** An SSE frame: a hub encodes each live frame once, for all its clients. */
-export type Frame = string | Uint8Array;
+import type { Socket } from "node:net";
+import { commentFrame, type EncodedFrame, encodeFrame } from "./frame.js";
 
 /** `slow`: dropped for falling behind; `closed`: the client went away or the stream ended. */
 export type DropReason = "slow" | "closed";
@@ -13,15 +11,22 @@ export type DropReason = "slow" | "closed";
  * or below `lastSeq` is ignored). Live frames never wait: they are written at once, and when the
  * bytes the client has not taken yet exceed `maxBufferBytes` the connection is dropped (the client
  * resumes with Last-Event-ID). While the history is written, live frames queue under the same bound.
+ *
+ * `res` must have sent its head (`flushHeaders`). From then on the connection writes the body to
+ * the socket itself, one write per frame, of bytes encoded once for every client (as the HTTP/1.1
+ * chunk `res` would have written when the response is chunked, else as they are); `end()` lets
+ * `res` end the body.
  */
 export class SseConnection {
   readonly res: ServerResponse;
+  readonly #socket: Socket;
+  readonly #chunked: boolean;
   readonly #maxBufferBytes: number;
   readonly #onClose: (reason: DropReason) => void;
   /** Sequence of the last frame written. */
   lastSeq: number;
   #live = false;
-  #queued: { seq: number; frame: Frame }[] = [];
+  #queued: { seq: number; frame: EncodedFrame }[] = [];
   #queuedBytes = 0;
   #closed = false;
 
@@ -29,7 +34,10 @@ export class SseConnection {
     res: ServerResponse,
     opts: { after: number; maxBufferBytes: number; onClose: (reason: DropReason) => void },
   ) {
+    if (!res.headersSent || !res.socket) throw new Error("SseConnection: the response head must be sent");
     this.res = res;
+    this.#socket = res.socket as Socket;
+    this.#chunked = res.chunkedEncoding;
     this.lastSeq = opts.after;
     this.#maxBufferBytes = opts.maxBufferBytes;
     this.#onClose = opts.onClose;
@@ -41,11 +49,11 @@ export class SseConnection {
   }
 
   /** A live frame from the hub. */
-  deliver(seq: number, frame: Frame): void {
+  deliver(seq: number, frame: EncodedFrame): void {
     if (this.#closed || seq <= this.lastSeq) return;
     if (!this.#live) {
       this.#queued.push({ seq, frame });
-      this.#queuedBytes += frame.length;
+      this.#queuedBytes += frame.bytes.length;
       if (this.#queuedBytes > this.#maxBufferBytes) this.drop();
       return;
     }
@@ -53,18 +61,19 @@ export class SseConnection {
     this.#write(frame);
   }
 
-  /** A history frame; resolves once the client can take more (or the connection closed). */
-  async history(seq: number, frame: string): Promise<void> {
+  /** History frames up to `seq`; resolves once the client can take more (or the connection closed). */
+  async history(seq: number, frames: EncodedFrame): Promise<void> {
     if (this.#closed || seq <= this.lastSeq) return;
     this.lastSeq = seq;
-    if (this.res.write(frame)) return;
+    if (this.#send(frames)) return;
+    const socket = this.#socket;
     await new Promise<void>((resolve) => {
       const done = () => {
-        this.res.off("drain", done);
+        socket.off("drain", done);
         this.res.off("close", done);
         resolve();
       };
-      this.res.on("drain", done);
+      socket.on("drain", done);
       this.res.on("close", done);
     });
   }
@@ -80,7 +89,7 @@ export class SseConnection {
   }
 
   comment(text: string): void {
-    if (!this.#closed) this.#write(commentFrame(text));
+    if (!this.#closed) this.#write(encodeFrame([commentFrame(text)]));
   }
 
   /** Ends the response normally (`follow=false`, shutdown). */
@@ -97,9 +106,14 @@ export class SseConnection {
     this.res.destroy();
   }
 
-  #write(frame: Frame): void {
-    this.res.write(frame);
-    if (this.res.writableLength > this.#maxBufferBytes) this.drop();
+  /** Writes `frame`; false when the socket buffers it (the client has not taken earlier bytes). */
+  #send(frame: EncodedFrame): boolean {
+    return this.#socket.write(this.#chunked ? frame.chunk : frame.bytes);
+  }
+
+  #write(frame: EncodedFrame): void {
+    this.#send(frame);
+    if (this.#socket.writableLength > this.#maxBufferBytes) this.drop();
   }
 
   #close(reason: DropReason): void {
