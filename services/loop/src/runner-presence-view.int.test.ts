@@ -90,4 +90,33 @@ describe("runner presence view", () => {
     expect(Date.now() - t1).toBeLessThan(100);
     view.stop();
   });
+
+  it("whenServed on a view started moments ago waits for runners it has not seen yet", async () => {
+    // A worker started while the bus was down: no runner has written its presence again yet.
+    const fresh = await new Kvm(nc).create("presence_fresh");
+    let now = 50_000;
+    const view = watchRunnerPresence(fresh, { ttlMs: 500, now: () => now });
+    await view.ready;
+    const waiting = view.whenServed("sed", 5_000);
+    setTimeout(
+      () =>
+        void fresh.put(
+          runnerPresenceKey("r-late"),
+          JSON.stringify({
+            runnerId: "r-late",
+            tools: { sed: { version: "1", schemaHash: "h" } },
+            startedAt: 1,
+            ts: 1,
+          }),
+        ),
+      200,
+    );
+    expect(await waiting).toBe(true);
+    // Once the view is older than the window, a tool nobody served fails at once again.
+    now += 30_001;
+    const t0 = Date.now();
+    expect(await view.whenServed("nothing-serves-this", 5_000)).toBe(false);
+    expect(Date.now() - t0).toBeLessThan(100);
+    view.stop();
+  });
 });

@@ -15,7 +15,9 @@ export interface RunnerPresenceView {
   /**
    * Resolves true as soon as a live runner serves `toolName`, false after `timeoutMs` without one, and
    * false at once when no runner of it was seen within `RECENT_MS` (or 3 TTLs if longer). A bus outage (restart, pause) can let
-   * presence go stale while runners live; they write it again on reconnect.
+   * presence go stale while runners live; they write it again on reconnect. A view younger than that
+   * window that knows no live runner at all waits too: a worker started during an outage has not
+   * seen the runners yet.
    */
   whenServed(toolName: string, timeoutMs: number): Promise<boolean>;
   stop(): void;
@@ -28,6 +30,7 @@ export function watchRunnerPresence(
   kv: KV,
   opts: { ttlMs: number; now: () => number; follow?: FollowKvOptions },
 ): RunnerPresenceView {
+  const startedAt = opts.now();
   const runners = new Map<string, { tools: ReadonlySet<string>; seenAt: number }>();
   const waiters = new Set<() => void>();
   const follower = followKv(
@@ -59,7 +62,10 @@ export function watchRunnerPresence(
       if (serves(toolName)) return Promise.resolve(true);
       const now = opts.now();
       const window = Math.max(RECENT_MS, 3 * opts.ttlMs);
-      const recent = [...runners.values()].some((r) => r.tools.has(toolName) && now - r.seenAt <= window);
+      const known = [...runners.values()];
+      // Young and knowing no live runner at all: started during an outage, before runners came back.
+      const unsure = now - startedAt <= window && !known.some((r) => now - r.seenAt <= opts.ttlMs);
+      const recent = unsure || known.some((r) => r.tools.has(toolName) && now - r.seenAt <= window);
       if (!recent) return Promise.resolve(false);
       return new Promise<boolean>((resolve) => {
         const done = (served: boolean) => {
