@@ -4,7 +4,7 @@ import { type NatsServer, startNats } from "@fleet/testkit";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createToolDispatcher, type ToolDispatcher } from "./tool-dispatcher.js";
+import { createToolDispatcher, RESULT_RECHECK_MS, type ToolDispatcher } from "./tool-dispatcher.js";
 
 let server: NatsServer;
 let nc: NatsConnection;
@@ -155,4 +155,31 @@ describe("tool dispatcher", () => {
     cancelSub.unsubscribe();
     quick.close();
   });
+
+  it("finds a result that was stored while its connection moved (the published record never reached it)", async () => {
+    const other = await connectNats({ url: server.url, name: "dispatcher-test-runner" });
+    try {
+      let updates = 0;
+      const waiting = dispatcher.execute({ ...call("s-lost", "hold-lost", true), timeoutMs: 60_000 }, signal, () => {
+        updates++;
+      });
+      for (let i = 0; i < 100 && !held.has("hold-lost"); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(held.has("hold-lost")).toBe(true);
+      // The runner reports progress: the call is picked up, so only its final timer would read the store.
+      await record("s-lost", "hold-lost", { kind: "update", partialResult: { content: [], details: {} } } as never);
+      for (let i = 0; i < 100 && updates === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(updates).toBe(1);
+      // The dispatcher's connection drops and comes back; the result is stored meanwhile.
+      nc.reconnect();
+      const encoded = encodeToolResultRecord(text("stored while away"));
+      if (!encoded.ok) throw new Error(encoded.error);
+      await jetstream(other).publish(subjects.toolResult("s-lost", "hold-lost"), encoded.bytes);
+      const started = Date.now();
+      const result = await waiting;
+      expect(result.content).toEqual([{ type: "text", text: "stored while away" }]);
+      expect(Date.now() - started).toBeLessThan(RESULT_RECHECK_MS + 2_000);
+    } finally {
+      await other.close();
+    }
+  }, 30_000);
 });

@@ -63,6 +63,13 @@ const errorResult = (text: string, details?: unknown): RemoteToolResult => ({
   ...(details !== undefined ? { details } : {}),
 });
 
+/**
+ * While a call waits, its stored result is read this often: results arrive on a core-NATS
+ * subscription, and one published while this worker's connection was moving to another node (a
+ * cluster node killed) never reaches it (seen: a run waited 87 s for a result stored in 1 s).
+ */
+export const RESULT_RECHECK_MS = 5_000;
+
 /** How long a call waits for a runner to claim it before it fails (see `pickupTimeoutMs`). */
 export const DEFAULT_TOOL_PICKUP_MS = 30_000;
 
@@ -223,6 +230,11 @@ export function createToolDispatcher(opts: {
             }, pickupTimeout),
           );
         }
+        const recheck = setInterval(async () => {
+          const stored = done ? null : await storedResult(call.sessionId, call.toolCallId);
+          if (stored) finish(stored);
+        }, RESULT_RECHECK_MS);
+        timers.push(recheck);
         // The runner enforces the deadline; this timer covers "no runner picked it up" and lost runners.
         timers.push(
           setTimeout(async () => {
