@@ -254,6 +254,18 @@ function promptNotStarted() {
   return b.events;
 }
 
+/** A prompt accepted with its messages logged (change 31), whose command the stream then lost. */
+function promptNotStartedCommandLost() {
+  const b = log("rec-unstarted-lost", 44);
+  b.add({
+    type: "command_accepted",
+    commandId: "p-lost",
+    commandType: "prompt",
+    messages: [userMessage("start me without my command")],
+  });
+  return b.events;
+}
+
 async function publishLog(js: ReturnType<typeof jetstream>, events: FleetEvent[]) {
   for (const e of events) {
     const encoded = encodeEvent(e);
@@ -286,6 +298,7 @@ beforeAll(async () => {
   logs.set("rec-compact", compactionOpen("rec-compact", 36, false));
   logs.set("rec-compact-abort", compactionOpen("rec-compact-abort", 38, true));
   logs.set("rec-unstarted", promptNotStarted());
+  logs.set("rec-unstarted-lost", promptNotStartedCommandLost());
   logs.set("rec-cut-start", promptCut("rec-cut-start", 41, false));
   logs.set("rec-cut-turn", promptCut("rec-cut-turn", 42, true));
   logs.set("rec-drain-cut", drainCut());
@@ -410,6 +423,13 @@ describe("takeover / what a dead worker accepted is carried out from the log", (
     expect(events.filter((e) => e.type === "command_accepted")).toHaveLength(1);
     expect(events.filter((e) => e.type === "agent_start")).toHaveLength(1);
     expect(llmCalls.get("rec-unstarted")).toEqual(["start me"]);
+  });
+
+  it("a prompt accepted with its messages whose run never began, and whose command is gone: the heir starts it from the log", async () => {
+    const events = await cmd.waitFor("rec-unstarted-lost", ended, 15_000);
+    expect(events.filter((e) => e.type === "command_accepted")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "agent_start")).toHaveLength(1);
+    expect(llmCalls.get("rec-unstarted-lost")).toEqual(["start me without my command"]);
   });
 
   for (const [sessionId, where] of [

@@ -25,6 +25,7 @@ import { decideRedelivered } from "./decide/decide-redelivered.js";
 import type { DecideContext, Decision, Effect } from "./decide/decision.js";
 import type { DraftEvent } from "./decide/drafts.js";
 import { stampDraft } from "./decide/stamp-draft.js";
+import { unstartedRun } from "./decide/unstarted-run.js";
 import {
   type BeforeToolCallResult,
   createSessionEngine,
@@ -219,6 +220,14 @@ export class SessionActor {
       await this.announceOwner();
       // Not awaited past the start: a resumed run may wait at an approval gate for a command.
       void this.startRun(() => this.engine.resume(point));
+      return;
+    }
+    // Accepted, never started (the command itself may be gone: a cluster was seen losing one).
+    const unstarted = unstartedRun(this.state);
+    if (unstarted) {
+      this.log.info({ evt: "run_start_recovered", kind: unstarted.kind }, "starting an accepted run that never began");
+      await this.announceOwner();
+      void this.runEffect(unstarted).catch((err) => this.log.warn({ err }, "recovered run failed to start"));
       return;
     }
     if (this.state.pendingWrites.length > 0) {

@@ -12,6 +12,7 @@ import {
 import type { DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { messageFromInput } from "./message-input.js";
+import { unstartedRun } from "./unstarted-run.js";
 
 const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
 
@@ -47,17 +48,16 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
         if (cmd.type === "append_message" && !cmd.triggerTurn) return rest(writes(state, cmd, ctx));
         return NOTHING;
       }
+      // The logged input; logs from before `command_accepted.messages` have none.
       const effect: Effect =
-        cmd.type === "continue"
+        unstartedRun(state) ??
+        (cmd.type === "continue"
           ? { type: "start_run", kind: "continue" }
           : {
               type: "start_run",
               kind: "prompt",
-              // The logged input (logs from before `command_accepted.messages` have none).
-              messages: cursor.pendingTrigger?.messages ?? [
-                cmd.type === "prompt" ? messageFromInput(cmd, ctx.now) : cmd.message,
-              ],
-            };
+              messages: [cmd.type === "prompt" ? messageFromInput(cmd, ctx.now) : cmd.message],
+            });
       return { kind: "decided", events: ofCommand(cmd.id, created), effects: [effect] };
     }
     case "steer":
