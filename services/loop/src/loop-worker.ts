@@ -213,7 +213,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         partition,
         active: () => !stopping && intakes.has(partition),
         recover: (sessionId) => actors.get(sessionId, partition),
-        onError: (err, subject) => log.warn({ err, subject }, "recovery failed"),
+        onError: (err, subject) => log.warn({ err, subject }, "recovery failed; trying again"),
       }).catch((err) => log.warn({ err, partition }, "recovery scan failed"));
     },
     onRelease: async (partition, reason) => {

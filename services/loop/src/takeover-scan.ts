@@ -1,4 +1,5 @@
 import { decodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
+import { sleep } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 
 /**
@@ -20,7 +21,10 @@ export function mayNeedRecovery(last: FleetEvent): boolean {
 /**
  * The takeover scan of one partition: for every session subject of the partition, reads its last
  * event and hands the sessions that `mayNeedRecovery` to `recover` (which loads them; loading
- * finishes their work), one at a time, while `active()` holds.
+ * finishes their work), one at a time, while `active()` holds. A session whose last event could not
+ * be read or whose recovery failed (a timeout while a cluster elects its leaders) is tried again
+ * after `retryMs`, doubling up to 8 times that, until it succeeds or the partition is let go:
+ * otherwise its interrupted run waits for the session's next command (seen: 82 s).
  */
 export async function scanPartition(opts: {
   jsm: JetStreamManager;
@@ -28,21 +32,29 @@ export async function scanPartition(opts: {
   active: () => boolean;
   recover: (sessionId: string) => Promise<unknown>;
   onError: (err: unknown, subject: string) => void;
+  retryMs?: number;
 }): Promise<void> {
   const info = await opts.jsm.streams.info(STREAMS.events.name, {
     subjects_filter: subjects.eventsOfPartition(opts.partition),
   });
-  const subjectsMap = (info.state.subjects ?? {}) as Record<string, number>;
-  for (const subject of Object.keys(subjectsMap)) {
-    if (!opts.active()) return;
-    const last = await opts.jsm.streams.getMessage(STREAMS.events.name, { last_by_subj: subject }).catch(() => null);
-    if (!last) continue;
-    const event = decodeEvent(last.data);
-    if (!event.ok || !mayNeedRecovery(event.value)) continue;
-    try {
-      await opts.recover(event.value.meta.sessionId);
-    } catch (err) {
-      opts.onError(err, subject);
+  let pending = Object.keys((info.state.subjects ?? {}) as Record<string, number>);
+  const retryMs = opts.retryMs ?? 1_000;
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    if (attempt > 0) await sleep(retryMs * 2 ** Math.min(attempt - 1, 3));
+    const failed: string[] = [];
+    for (const subject of pending) {
+      if (!opts.active()) return;
+      try {
+        const last = await opts.jsm.streams.getMessage(STREAMS.events.name, { last_by_subj: subject });
+        if (!last) continue;
+        const event = decodeEvent(last.data);
+        if (!event.ok || !mayNeedRecovery(event.value)) continue;
+        await opts.recover(event.value.meta.sessionId);
+      } catch (err) {
+        opts.onError(err, subject);
+        failed.push(subject);
+      }
     }
+    pending = failed;
   }
 }
