@@ -3,7 +3,7 @@ import { decideStall } from "./stall-decision.js";
 
 const STUCK = 10_000;
 /** Nothing stored beyond what was delivered. */
-const QUIET = { undelivered: 0, delivered: 40, deliveredBefore: 40, maxAckPending: 1000 };
+const QUIET = { undelivered: 0, stored: 0, delivered: 40, deliveredBefore: 40, maxAckPending: 1000 };
 
 describe("decideStall", () => {
   it("given nothing pending beyond what is held, when checked, then no stretch and no remake", () => {
@@ -43,7 +43,15 @@ describe("decideStall", () => {
   });
 
   it("given undelivered commands and no delivery since the last check, when checked, then a stretch begins", () => {
-    const input = { pending: 0, held: 0, undelivered: 1, delivered: 40, deliveredBefore: 40, maxAckPending: 1000 };
+    const input = {
+      pending: 0,
+      held: 0,
+      undelivered: 1,
+      stored: 1,
+      delivered: 40,
+      deliveredBefore: 40,
+      maxAckPending: 1000,
+    };
     expect(decideStall({ ...input, stalledSince: undefined, now: 7_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
       stalledSince: 7_000,
@@ -55,7 +63,15 @@ describe("decideStall", () => {
   });
 
   it("given undelivered commands while the consumer still delivers, when checked, then it is not stuck", () => {
-    const input = { pending: 2, held: 2, undelivered: 5, delivered: 41, deliveredBefore: 40, maxAckPending: 1000 };
+    const input = {
+      pending: 2,
+      held: 2,
+      undelivered: 5,
+      stored: 7,
+      delivered: 41,
+      deliveredBefore: 40,
+      maxAckPending: 1000,
+    };
     expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
       stalledSince: undefined,
@@ -67,6 +83,7 @@ describe("decideStall", () => {
       pending: 1000,
       held: 1000,
       undelivered: 5,
+      stored: 1005,
       delivered: 40,
       deliveredBefore: 40,
       maxAckPending: 1000,

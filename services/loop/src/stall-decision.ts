@@ -1,6 +1,6 @@
 /**
  * Whether a partition's command consumer must be made again. While a worker holds the partition, a
- * stretch of either of these for `stuckAfterMs` means commands will not reach it:
+ * stretch of any of these for `stuckAfterMs` means commands will not reach it:
  * - more commands pending acknowledgement than its pulls hold (they should come back within one ack
  *   wait);
  * - commands stored and not delivered, with room under `max_ack_pending`, and nothing delivered since
@@ -18,8 +18,8 @@ export function decideStall(input: {
   pending: number;
   /** Stored, not delivered yet (`num_pending`). */
   undelivered: number;
-  /** Commands the stream holds on the partition's subjects (undefined: not known). */
-  stored?: number;
+  /** Commands the stream holds on the partition's subjects. */
+  stored: number;
   /** The consumer's delivered sequence now, and at the previous check (undefined: first check). */
   delivered: number;
   deliveredBefore: number | undefined;
@@ -32,7 +32,7 @@ export function decideStall(input: {
   const lost = input.pending > input.held;
   const silent =
     input.undelivered > 0 && input.delivered === input.deliveredBefore && input.pending < input.maxAckPending;
-  const skipped = input.stored !== undefined && input.stored > input.pending + input.undelivered;
+  const skipped = input.stored > input.pending + input.undelivered;
   if (!lost && !silent && !skipped) return { remake: false, stalledSince: undefined };
   const since = input.stalledSince ?? input.now;
   if (input.now - since < input.stuckAfterMs) return { remake: false, stalledSince: since };
