@@ -137,7 +137,13 @@ describe("gateway / SSE events", () => {
   it("sends a `:` comment while nothing happens, and follows new events live", async () => {
     const sessionId = "s-gw-keepalive";
     await call(base, "POST", "/v1/sessions", { body: { sessionId } });
-    const end = await stack.client.lastSeq(sessionId);
+    // The create answers at its command_accepted; session_created is appended right after it.
+    let end = 0;
+    for await (const { seq, event } of stack.client.events(sessionId)) {
+      if (event.type !== "session_created") continue;
+      end = seq;
+      break;
+    }
     const sse = await openSse(`${base}/v1/sessions/${sessionId}/events`, { "last-event-id": String(end) });
     const frames: SseFrame[] = [];
     const named = (async () => {
