@@ -5,22 +5,18 @@ const POOL_SIZE = 4096;
 const pool = Buffer.allocUnsafe(POOL_SIZE);
 let offset = POOL_SIZE;
 
-function random16(): Buffer {
+/** A UUIDv7 string: 48-bit Unix ms timestamp, version 7, RFC 4122 variant, 74 random bits. */
+export function newId(now: number = Date.now()): string {
   if (offset + 16 > POOL_SIZE) {
     randomFillSync(pool);
     offset = 0;
   }
-  const bytes = Buffer.from(pool.subarray(offset, offset + 16));
+  // The 16 bytes are written in place (the pool's bytes are used once) and read as hex once.
+  const at = offset;
   offset += 16;
-  return bytes;
-}
-
-/** A UUIDv7 string: 48-bit Unix ms timestamp, version 7, RFC 4122 variant, 74 random bits. */
-export function newId(now: number = Date.now()): string {
-  const bytes = random16();
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70;
-  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
-  const h = bytes.toString("hex");
+  pool.writeUIntBE(now, at, 6);
+  pool[at + 6] = ((pool[at + 6] as number) & 0x0f) | 0x70;
+  pool[at + 8] = ((pool[at + 8] as number) & 0x3f) | 0x80;
+  const h = pool.toString("hex", at, at + 16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }

@@ -20,24 +20,38 @@ const CONTEXT: LlmContext = {
 };
 const OPTIONS: StreamOptions = { model: { provider: "scripted", modelId: "claude-sonnet-5" }, thinkingLevel: "off" };
 
-async function run(limits: BudgetLimits, spent: Spend = emptySpend(), text = "abcd".repeat(100)) {
+async function run(
+  limits: BudgetLimits,
+  spent: Spend = emptySpend(),
+  text = "abcd".repeat(100),
+  limited?: (checks: number) => boolean,
+) {
   const provider = createScriptedProvider({ steps: [{ text }], now: () => 5, chunkChars: 4 });
   let providerSignal: AbortSignal | undefined;
   const stops: string[] = [];
+  let checks = 0;
+  let deltas = 0;
   const streamFn = guardBudget(
     (context, options, signal) => {
       providerSignal = signal;
       return provider.streamFn(context, options, signal);
     },
     {
-      check: (call) => budgetViolation("session", limits, addSpend(spent, call)),
+      check: (call) => {
+        checks++;
+        return budgetViolation("session", limits, addSpend(spent, call));
+      },
+      ...(limited ? { limited: () => limited(deltas) } : {}),
       onExceeded: (v, when) => stops.push(`${v.limit}@${when}`),
     },
     () => 7,
   );
   const events: AssistantStreamEvent[] = [];
-  for await (const event of streamFn(CONTEXT, OPTIONS, undefined)) events.push(event);
-  return { events, stops, providerSignal, calls: provider.requests.length };
+  for await (const event of streamFn(CONTEXT, OPTIONS, undefined)) {
+    events.push(event);
+    if (event.type === "text_delta") deltas++;
+  }
+  return { events, stops, providerSignal, calls: provider.requests.length, checks };
 }
 
 describe("loop / budget guard", () => {
@@ -82,5 +96,21 @@ describe("loop / budget guard", () => {
       "Budget exceeded: session total tokens 1010/1000",
       [],
     ]);
+  });
+
+  it("skips the estimate while no budget applies, and cuts once one does", async () => {
+    const free = await run({ outputTokens: 10 }, emptySpend(), "abcd".repeat(100), () => false);
+    // Only the check before the provider is called runs; the stream passes through whole.
+    expect([free.checks, free.events.at(-1)?.type, free.stops]).toEqual([1, "done", []]);
+
+    // A limit that applies from the 40th delta on (a tenant's limits set while the message streams).
+    const late = await run({ outputTokens: 10 }, emptySpend(), "abcd".repeat(100), (deltas) => deltas >= 40);
+    const last = late.events.at(-1);
+    expect(last?.type).toBe("error");
+    if (last?.type !== "error") return;
+    expect(late.events.filter((e) => e.type === "text_delta")).toHaveLength(40);
+    expect(last.error.content).toEqual([{ type: "text", text: "abcd".repeat(40) }]);
+    expect(last.error.usage.output).toBe(40);
+    expect(late.stops).toEqual(["outputTokens@stream"]);
   });
 });

@@ -12,7 +12,7 @@ import {
   type Usage,
 } from "@fleet/protocol";
 import { finishedContent, syntheticAssistant } from "./engine/messages.js";
-import { applyStreamDelta } from "./engine/stream-assistant.js";
+import { applyDeltaInPlace } from "./engine/stream-assistant.js";
 import type { StreamFn, StreamOptions } from "./engine/types.js";
 import { computeCost, getModelInfo } from "./providers/index.js";
 
@@ -26,6 +26,11 @@ export interface BudgetGuard {
    * called (with nothing spent), at its `start` and after every content delta.
    */
   check(call: Spend): BudgetViolation | undefined;
+  /**
+   * Whether any budget applies now; `false` means `check` cannot find one reached, so the guard
+   * skips the estimate for that delta. Without it every delta is checked.
+   */
+  limited?(): boolean;
   onExceeded?(violation: BudgetViolation, when: BudgetStop): void;
 }
 
@@ -78,13 +83,14 @@ async function* guarded(
         yield event;
         return;
       }
+      // The guard's own copy of the message so far: its content array is updated in place.
       if (event.type === "start") partial = { ...event.partial, content: event.partial.content.slice() };
       else if (partial) {
-        partial = applyStreamDelta(partial, event);
+        applyDeltaInPlace(partial.content, event);
         outputChars += deltaChars(event);
       }
       yield event;
-      if (!partial) continue;
+      if (!partial || guard.limited?.() === false) continue;
       const usage = estimatedUsage(partial.usage, inputEstimate, outputChars, price);
       const over = guard.check(spendOfUsage(usage));
       if (over) {

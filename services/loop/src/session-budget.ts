@@ -58,6 +58,10 @@ export function createSessionBudget(opts: {
           budgetViolation("tenant", tenant?.limits(), tenantSpent(utcDayOf(opts.now()), call))
         );
       },
+      limited: () =>
+        state.spend.budget.run !== undefined ||
+        state.spend.budget.session !== undefined ||
+        tenant?.limits() !== undefined,
       onExceeded: exceeded,
     },
     tenantBudget() {

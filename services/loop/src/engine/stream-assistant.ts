@@ -174,7 +174,7 @@ class AbortableReader implements AbortWatcher {
  * new object (blocks may be shared with an emitted `message_start`); tool-call arguments stay as
  * streamed JSON text in `partialJson` until `toolcall_end`.
  */
-function applyDeltaInPlace(content: AssistantMessage["content"], delta: StreamDelta): void {
+export function applyDeltaInPlace(content: AssistantMessage["content"], delta: StreamDelta): void {
   const i = delta.contentIndex;
   if (i > content.length) return;
   const block = content[i];
