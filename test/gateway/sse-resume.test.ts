@@ -1,5 +1,6 @@
 // SSE through the real gateway and stack: resume after a disconnect with Last-Event-ID, `?after=`,
 // `follow=false`, keep-alive comments, and the fold of the streamed events equals GET /v1/sessions/{id}.
+import { connect } from "node:net";
 import { emptySessionView, foldSessionViewEvents } from "@fleet/client";
 import { sessionStateOf } from "@fleet/gateway";
 import { openSse, type SseFrame } from "@fleet/gateway/testing";
@@ -134,16 +135,48 @@ describe("gateway / SSE events", () => {
     expect(eventsOf(headerFrames).map((e) => e.seq)).toEqual(ids.slice(6));
   });
 
+  it("frames an HTTP/1.1 body as chunks and an HTTP/1.0 body as it is, ended by closing", async () => {
+    const sessionId = "s-gw-http10";
+    await call(base, "POST", "/v1/sessions", { body: { sessionId } });
+    const end = await createdAt(sessionId);
+    const { hostname, port } = new URL(base);
+    const raw = (version: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect({ host: hostname, port: Number(port) }, () =>
+          socket.write(
+            `GET /v1/sessions/${sessionId}/events?follow=false HTTP/${version}\r\nhost: ${hostname}\r\n\r\n`,
+          ),
+        );
+        let text = "";
+        socket.on("data", (chunk) => {
+          text += chunk.toString("utf8");
+          // HTTP/1.1 keeps the connection open after the last chunk.
+          if (version === "1.1" && text.endsWith("\r\n0\r\n\r\n")) socket.end();
+        });
+        socket.on("end", () => resolve(text));
+        socket.on("error", reject);
+      });
+    const idsOf = (body: string) => [...body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+
+    const v10 = await raw("1.0");
+    const [head10 = "", body10 = ""] = v10.split("\r\n\r\n", 2);
+    expect(head10).toMatch(/^HTTP\/1\.1 200/);
+    expect(head10.toLowerCase()).not.toContain("transfer-encoding");
+    expect(body10).toMatch(/^id: \d+\nevent: owner_change\ndata: \{/);
+    expect(idsOf(body10).at(-1)).toBe(end);
+
+    const v11 = await raw("1.1");
+    const [head11 = "", body11 = ""] = v11.split("\r\n\r\n", 2);
+    expect(head11.toLowerCase()).toContain("transfer-encoding: chunked");
+    // Every frame is one chunk: `<size>\r\n<frame>\r\n`, then the last chunk.
+    expect(body11).toMatch(/^[0-9a-f]+\r\nid: \d+\nevent: owner_change\ndata: \{/);
+    expect(idsOf(body11)).toEqual(idsOf(body10));
+  });
+
   it("sends a `:` comment while nothing happens, and follows new events live", async () => {
     const sessionId = "s-gw-keepalive";
     await call(base, "POST", "/v1/sessions", { body: { sessionId } });
-    // The create answers at its command_accepted; session_created is appended right after it.
-    let end = 0;
-    for await (const { seq, event } of stack.client.events(sessionId)) {
-      if (event.type !== "session_created") continue;
-      end = seq;
-      break;
-    }
+    const end = await createdAt(sessionId);
     const sse = await openSse(`${base}/v1/sessions/${sessionId}/events`, { "last-event-id": String(end) });
     const frames: SseFrame[] = [];
     const named = (async () => {
@@ -162,3 +195,9 @@ describe("gateway / SSE events", () => {
     expect(eventsOf(frames).map((e) => e.type)).toEqual(["command_accepted", "session_info"]);
   });
 });
+
+/** The sequence of a session's `session_created`: a create answers at its command_accepted, before it. */
+async function createdAt(sessionId: string): Promise<number> {
+  for await (const { seq, event } of stack.client.events(sessionId)) if (event.type === "session_created") return seq;
+  throw new Error(`no session_created in ${sessionId}`);
+}

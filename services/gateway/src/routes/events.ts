@@ -50,12 +50,19 @@ export function eventRoutes(ctx: RouteContext, connections: Set<SseConnection>):
 
         reply.hijack();
         const res = reply.raw;
-        res.writeHead(200, SSE_HEADERS);
+        // HTTP/1.1 bodies are chunked (set here, so the connection knows how to frame its writes);
+        // an HTTP/1.0 client gets the bare stream, ended by closing the connection.
+        const chunked = request.raw.httpVersionMajor > 1 || request.raw.httpVersionMinor >= 1;
+        res.writeHead(
+          200,
+          chunked ? { ...SSE_HEADERS, "transfer-encoding": "chunked" } : { ...SSE_HEADERS, connection: "close" },
+        );
         res.flushHeaders();
         const log = ctx.logger.child({ sessionId, after, follow });
         let leave: () => void = () => undefined;
         const connection: SseConnection = new SseConnection(res, {
           after,
+          chunked,
           maxBufferBytes: ctx.sseBufferBytes,
           onClose: (reason) => {
             connections.delete(connection);

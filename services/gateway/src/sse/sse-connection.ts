@@ -12,10 +12,10 @@ export type DropReason = "slow" | "closed";
  * bytes the client has not taken yet exceed `maxBufferBytes` the connection is dropped (the client
  * resumes with Last-Event-ID). While the history is written, live frames queue under the same bound.
  *
- * `res` must have sent its head (`flushHeaders`). From then on the connection writes the body to
- * the socket itself, one write per frame, of bytes encoded once for every client (as the HTTP/1.1
- * chunk `res` would have written when the response is chunked, else as they are); `end()` lets
- * `res` end the body.
+ * `res` must have sent its head (`flushHeaders`), with `Transfer-Encoding: chunked` when `chunked`.
+ * From then on the connection writes the body to the socket itself, one write per frame, of bytes
+ * encoded once for every client (each as one HTTP/1.1 chunk when `chunked`, else as they are);
+ * `end()` lets `res` end the body.
  */
 export class SseConnection {
   readonly res: ServerResponse;
@@ -32,12 +32,12 @@ export class SseConnection {
 
   constructor(
     res: ServerResponse,
-    opts: { after: number; maxBufferBytes: number; onClose: (reason: DropReason) => void },
+    opts: { after: number; chunked: boolean; maxBufferBytes: number; onClose: (reason: DropReason) => void },
   ) {
     if (!res.headersSent || !res.socket) throw new Error("SseConnection: the response head must be sent");
     this.res = res;
     this.#socket = res.socket as Socket;
-    this.#chunked = res.chunkedEncoding;
+    this.#chunked = opts.chunked;
     this.lastSeq = opts.after;
     this.#maxBufferBytes = opts.maxBufferBytes;
     this.#onClose = opts.onClose;
