@@ -32,13 +32,15 @@ export async function collectSession(
 async function readLog(client: FleetClient, sessionId: string): Promise<SessionLog> {
   const events: FleetEvent[] = [];
   let invalid = 0;
+  let lastSeq = 0;
   const subject = client.eventSubject(sessionId);
   for await (const record of readSubject(client.js, client.jsm, STREAMS.events.name, subject)) {
+    lastSeq = record.seq;
     const decoded = decodeEvent(record.data);
     if (decoded.ok) events.push(decoded.value);
     else invalid++;
   }
-  return { sessionId, events, invalid };
+  return { sessionId, events, invalid, lastSeq };
 }
 
 /**

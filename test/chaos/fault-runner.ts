@@ -63,6 +63,7 @@ function targetOf(f: Fault): string {
   if (f.kind === "kill_loop" || f.kind === "pause_loop") return `loop-${f.target}`;
   if (f.kind === "kill_store") return `store-${f.target}`;
   if (f.kind === "kill_runner") return `runner-${f.target}`;
+  if (f.kind === "kill_gateway") return `gateway-${f.target}`;
   if (f.kind === "pause_nats" || f.kind === "kill_nats") return `nats-${f.target}`;
   return "redis";
 }
@@ -103,6 +104,8 @@ async function apply(
       return killAndRestart(system.stores[fault.target], "store");
     case "kill_runner":
       return killAndRestart(system.runners[fault.target]);
+    case "kill_gateway":
+      return killAndRestart(system.gateways[fault.target]);
     case "pause_loop": {
       const slot = system.loops[fault.target];
       if (!slot) return none;

@@ -56,11 +56,13 @@ describe("chaos / options and report", () => {
       failovers: [{ role: "loop", cause: "kill", ms: 2_500 }],
       runsResumed: 1,
       runnerSettle: { settledMs: [], unsettled: 0 },
+      sse: { clients: 2, reconnects: 3 },
       toolErrors: new Map(),
       violations: [{ invariant: "log", sessionId: "s", kind: "duplicate_event_id", detail: "x" }],
     });
     expect(lines).toContain("failover loop (kill/stop -> partitions re-leased): n 1, p50 2500 ms, max 2500 ms");
     expect(lines).toContain("  2 log shape: 1 violations (duplicate_event_id)");
+    expect(lines).toContain("SSE clients: 2, reconnected 3 times (Last-Event-ID, next gateway)");
     expect(lines.at(-1)).toBe("chaos: 1 faults, 2 sessions, 1 prompts done, 1 violations");
     expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
     expect(percentile([5, 1, 3, 2, 4], 99)).toBe(5);

@@ -10,6 +10,7 @@ export const FAULT_KINDS = [
   "redis_flushall",
   "redis_restart",
   "pause_loop",
+  "kill_gateway",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -50,6 +51,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   redis_flushall: 1,
   redis_restart: 1,
   pause_loop: 2,
+  kill_gateway: 1,
 };
 
 export function buildFaultSchedule(s: ScheduleSettings): Fault[] {
@@ -71,6 +73,7 @@ function holdFor(kind: FaultKind, r: number, leaseTtlMs: number): number {
     case "kill_loop":
     case "kill_runner":
     case "kill_store":
+    case "kill_gateway":
     case "kill_nats":
     case "redis_restart":
       return Math.round(r * 3_000);

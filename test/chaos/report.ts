@@ -17,6 +17,8 @@ export interface ReportInput {
   runsResumed: number;
   /** Tool calls in flight at runner kills: time to their end. */
   runnerSettle: RunnerSettle;
+  /** The SSE clients (one per session, through the gateways) and how often they reconnected. */
+  sse: { clients: number; reconnects: number };
   /** Tool error results by their text (first 80 characters). */
   toolErrors: ReadonlyMap<string, number>;
   violations: readonly Violation[];
@@ -69,6 +71,7 @@ export function formatReport(r: ReportInput): string[] {
     )}${r.runnerSettle.unsettled ? `, ${r.runnerSettle.unsettled} never ended` : ""}`,
   );
   lines.push(`runs resumed: ${r.runsResumed}`);
+  lines.push(`SSE clients: ${r.sse.clients}, reconnected ${r.sse.reconnects} times (Last-Event-ID, next gateway)`);
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);
   lines.push(`tool error results: ${errors.reduce((n, [, c]) => n + c, 0)}${errors.length ? ":" : ""}`);
   for (const [text, n] of errors.slice(0, 5)) lines.push(`  ${n}x ${text}`);

@@ -7,6 +7,7 @@ import { FleetClient } from "@fleet/client";
 import { checkCommands } from "./checks/check-commands.js";
 import { checkLiveness } from "./checks/check-liveness.js";
 import { checkLogShape } from "./checks/check-log-shape.js";
+import { checkSse } from "./checks/check-sse.js";
 import { checkStore } from "./checks/check-store.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
 import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
@@ -17,6 +18,7 @@ import { runFaults } from "./fault-runner.js";
 import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
 import type { ChaosOptions } from "./options.js";
 import { formatReport } from "./report.js";
+import { watchSession } from "./sse-watch.js";
 import { type System, startSystem } from "./system.js";
 import { startWorkload } from "./workload.js";
 import { CHAOS_TOOL_POLICIES } from "./workload-plan.js";
@@ -25,6 +27,8 @@ const LEASE_TTL_MS = 3_000;
 const PARTITIONS = 16;
 const COMMAND_TIMEOUT_MS = 10_000;
 const PROMPT_TIMEOUT_MS = 90_000;
+/** How long an SSE client may take, after the logs were read, to have received all of its log. */
+const SSE_CATCH_UP_MS = 30_000;
 
 export interface ChaosResult {
   lines: string[];
@@ -46,7 +50,7 @@ export async function runChaos(
   });
   log(`chaos: seed ${o.seed} (repeat with --seed ${o.seed}), ${schedule.length} faults planned:`);
   for (const f of schedule) log(`  ${formatFault(f)}`);
-  log(`starting nats${o.cluster ? " cluster" : ""}, redis, fake anthropic, 2 loops, 2 runners, 2 stores`);
+  log(`starting nats${o.cluster ? " cluster" : ""}, redis, fake anthropic, 2 loops, 2 runners, 2 stores, 2 gateways`);
   // Kept only when the run finds a violation: every service's output and the failing sessions' logs.
   const artifacts = mkdtempSync(join(tmpdir(), `fleet-chaos-${o.seed}-`));
   const logDir = join(artifacts, "services");
@@ -80,6 +84,8 @@ export async function runChaos(
       promptTimeoutMs: PROMPT_TIMEOUT_MS,
       log,
     });
+    // One SSE client per session, through the gateways (session i starts on gateway i % 2).
+    const watches = sessionIds.map((id, i) => watchSession(system.gatewayUrls, id, i));
     const faults = await runFaults(system, client.nc, schedule, {
       startedAt,
       partitions: PARTITIONS,
@@ -94,12 +100,23 @@ export async function runChaos(
     log("collecting logs, tool side effects and store answers");
     const c = client;
     const records = await Promise.all(sessionIds.map((id) => collectSession(c, system.workspace, id)));
+    log("waiting for every SSE client to have received its session's log");
+    const sseReceived = await Promise.all(
+      watches.map(async (w, i) => {
+        const upTo = records[i]?.log.lastSeq ?? 0;
+        await w.reached(upTo, SSE_CATCH_UP_MS);
+        w.stop();
+        // Events appended after the log was read are not compared.
+        return w.received.filter((r) => r.seq <= upTo);
+      }),
+    );
 
     const violations: Violation[] = [];
     const toolErrors = new Map<string, number>();
     let runsResumed = 0;
-    for (const r of records) {
+    for (const [i, r] of records.entries()) {
       violations.push(
+        ...checkSse(r.log, sseReceived[i] ?? []),
         ...checkCommands(r.log, workload.prompts),
         ...checkLogShape(r.log),
         ...checkToolEffects(r.log, r.executions, CHAOS_TOOL_POLICIES, 0),
@@ -161,6 +178,7 @@ export async function runChaos(
       failovers,
       runsResumed,
       runnerSettle,
+      sse: { clients: watches.length, reconnects: watches.reduce((n, w) => n + w.reconnects(), 0) },
       toolErrors,
       violations,
     });

@@ -1,4 +1,4 @@
-// One restartable service instance (a loop worker, tool runner or store) as a real child process.
+// One restartable service instance (a loop worker, tool runner, store or gateway) as a real child process.
 // Each start is a new incarnation with its own worker id; exits the suite did not cause are recorded
 // and the instance is started again, so the run goes on.
 import { join } from "node:path";

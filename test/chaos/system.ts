@@ -1,10 +1,12 @@
 // The system under test, all real and separate: nats-server (or a 3-node cluster) with file storage,
-// redis-server, the fake Anthropic server in stateless mode, 2 loop workers, 2 tool runners, 2 stores.
+// redis-server, the fake Anthropic server in stateless mode, 2 loop workers, 2 tool runners, 2 stores
+// and 2 HTTP gateways (each on a port of its own that it keeps across restarts).
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type FakeAnthropic,
+  getFreePort,
   type NatsCluster,
   type NatsServer,
   type RedisServer,
@@ -49,6 +51,9 @@ export interface System {
   readonly loops: readonly ServiceSlot[];
   readonly runners: readonly ServiceSlot[];
   readonly stores: readonly ServiceSlot[];
+  readonly gateways: readonly ServiceSlot[];
+  /** The gateways' base URLs (`http://127.0.0.1:<port>`), in the order of `gateways`. */
+  readonly gatewayUrls: readonly string[];
   readonly all: readonly ServiceSlot[];
   /** Stops every process; safe to call more than once and after a failed start. */
   stop(): Promise<void>;
@@ -126,7 +131,18 @@ export async function startSystem(s: SystemSettings): Promise<System> {
         s.logDir,
       ),
     );
-    const all = [...loops, ...runners, ...stores];
+    const gatewayPorts = [await getFreePort(), await getFreePort()];
+    const gateways = gatewayPorts.map((port, i) =>
+      createServiceSlot(
+        "gateway",
+        i,
+        () => ({ ...common, FLEET_GATEWAY_HOST: "127.0.0.1", FLEET_GATEWAY_PORT: String(port) }),
+        s.log,
+        s.logDir,
+      ),
+    );
+    const gatewayUrls = gatewayPorts.map((port) => `http://127.0.0.1:${port}`);
+    const all = [...loops, ...runners, ...stores, ...gateways];
     stops.push(async () => {
       await Promise.all(all.map((slot) => slot.stop()));
     });
@@ -137,7 +153,22 @@ export async function startSystem(s: SystemSettings): Promise<System> {
       await Promise.all(all.map((slot) => slot.abort()));
       removeDir();
     };
-    return { dir, workspace, nats, natsUrl, redis, fake, loops, runners, stores, all, stop: stopAll, abort };
+    return {
+      dir,
+      workspace,
+      nats,
+      natsUrl,
+      redis,
+      fake,
+      loops,
+      runners,
+      stores,
+      gateways,
+      gatewayUrls,
+      all,
+      stop: stopAll,
+      abort,
+    };
   } catch (err) {
     await stopAll();
     throw err;

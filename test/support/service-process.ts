@@ -1,4 +1,4 @@
-// Runs a service's real entry point (loop, tool runner, session store) as a child process from the
+// Runs a service's real entry point (loop, tool runner, session store, gateway) as a child process from the
 // TypeScript sources, with its own environment (e.g. its own NATS user).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
@@ -9,9 +9,15 @@ const ENTRIES = {
   loop: "services/loop/src/main.ts",
   tools: "services/tools/src/main.ts",
   store: "services/session-store/src/main.ts",
+  gateway: "services/gateway/src/main.ts",
 } as const;
 /** The pino `evt` each service logs once it serves. */
-export const READY_EVT = { loop: "loop_started", tools: "ops_listening", store: "store_started" } as const;
+export const READY_EVT = {
+  loop: "loop_started",
+  tools: "ops_listening",
+  store: "store_started",
+  gateway: "gateway_started",
+} as const;
 
 const SETPRIV = "/usr/bin/setpriv";
 

@@ -4,11 +4,12 @@ import { describe, expect, it } from "vitest";
 import { checkCommands } from "./check-commands.js";
 import { checkLiveness } from "./check-liveness.js";
 import { checkLogShape } from "./check-log-shape.js";
+import { checkSse } from "./check-sse.js";
 import { checkStore } from "./check-store.js";
 import { checkToolEffects } from "./check-tool-effects.js";
 import { measureRunnerSettle } from "./measure-runner-settle.js";
 import { addPromptRun, SID, sampleLog, withEvents } from "./sample-log.js";
-import type { SentPrompt, StoreAnswer } from "./types.js";
+import type { SentPrompt, SseReceived, StoreAnswer } from "./types.js";
 
 const sent = (commandId: string, extra: Partial<SentPrompt> = {}): SentPrompt => ({
   sessionId: SID,
@@ -162,5 +163,28 @@ describe("chaos / runner kill -> in-flight calls settled", () => {
       log.events.filter((e) => !(e.type === "tool_execution_end" && e.toolCallId === "call-1-b")),
     );
     expect(measureRunnerSettle([open], [kill])).toEqual({ settledMs: [], unsettled: 1 });
+  });
+});
+
+describe("chaos / invariant 6: SSE = log", () => {
+  const { log } = sampleLog(2);
+  const frames = (): SseReceived[] => log.events.map((e, i) => ({ seq: 10 + i, type: e.type, eventId: e.meta.id }));
+
+  it("passes a client that received the whole log once, in order", () => {
+    expect(checkSse(log, frames())).toEqual([]);
+  });
+
+  it("catches a duplicate after a resume, a gap, a foreign event and a wrong order", () => {
+    const all = frames();
+    const dup = [...all.slice(0, 5), all[4] as SseReceived, ...all.slice(5)];
+    expect(kinds(checkSse(log, dup))).toEqual(["sse_order", "sse_duplicate"]);
+    const gap = [...all.slice(0, 5), ...all.slice(6)];
+    expect(kinds(checkSse(log, gap))).toEqual(["sse_missing"]);
+    expect(kinds(checkSse(log, [...all, { seq: 99, type: "leaf", eventId: "x" }]))).toEqual(["sse_foreign"]);
+    // Swapped event ids under increasing sequences: everything arrived once, in the wrong order.
+    const swapped = all.map((f, i) =>
+      i === 2 ? { ...f, eventId: all[3]?.eventId ?? "" } : i === 3 ? { ...f, eventId: all[2]?.eventId ?? "" } : f,
+    );
+    expect(kinds(checkSse(log, swapped))).toEqual(["sse_order"]);
   });
 });

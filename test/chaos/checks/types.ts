@@ -8,6 +8,7 @@ export const INVARIANTS = {
   tools: "3 tool effects",
   store: "4 store = log",
   stuck: "5 nothing stuck",
+  sse: "6 SSE = log",
   processes: "processes",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
@@ -26,6 +27,8 @@ export interface SessionLog {
   events: readonly FleetEvent[];
   /** Stored messages that did not decode. */
   invalid: number;
+  /** Stream sequence of the last stored message read (0: none); absent in hand-built logs. */
+  lastSeq?: number;
 }
 
 /** A prompt the workload sent (once, or re-sent with the same id). */
@@ -56,4 +59,11 @@ export interface StoreAnswer {
   context?: unknown;
   tree?: unknown;
   error?: string;
+}
+
+/** One event frame an SSE client received: its `id:` (stream sequence), `event:` and the event's id. */
+export interface SseReceived {
+  seq: number;
+  type: string;
+  eventId: string;
 }

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const SEED = "7";
-const SMOKE_FAULTS = "kill_loop,kill_store";
+const SMOKE_FAULTS = "kill_loop,kill_store,kill_gateway";
 let child: ChildProcess | undefined;
 
 afterAll(() => {
