@@ -366,6 +366,34 @@ describe("web console", () => {
       .toContain("session no-such-session does not exist");
   });
 
+  it("shows the newest 200 messages of a long session, and earlier ones 200 at a time on request", async () => {
+    const sessionId = "s-console-long";
+    const entries: SessionEntry[] = Array.from({ length: 450 }, (_, i) => ({
+      type: "message",
+      id: `m${i}`,
+      parentId: i ? `m${i - 1}` : null,
+      timestamp: i,
+      message: { role: "user" as const, content: `question ${i}`, timestamp: i },
+    }));
+    await stack.client.importSession({ entries }, { sessionId, timeoutMs: 30_000 });
+    await page.goto(`${base}/sessions/${sessionId}`);
+    const transcript = page.getByTestId("transcript");
+    const shown = () => transcript.locator("[data-role=user]").count();
+    const first = () => transcript.locator("[data-role=user]").first().textContent();
+    // The log streams in: wait until all of it is folded (the newest 200 are 250–449).
+    await expect.poll(first).toBe("userquestion 250");
+    expect(await shown()).toBe(200);
+    const earlier = page.getByTestId("show-earlier");
+    expect(await earlier.textContent()).toBe("show 200 earlier messages (250 not shown)");
+    await earlier.click();
+    await expect.poll(shown).toBe(400);
+    expect(await earlier.textContent()).toBe("show 50 earlier messages (50 not shown)");
+    await earlier.click();
+    await expect.poll(shown).toBe(450);
+    expect(await earlier.count()).toBe(0);
+    expect(await first()).toBe("userquestion 0");
+  });
+
   it("benchmark: opening a 10,000-event session and stepping the slider", async () => {
     const sessionId = "s-console-10k";
     const entries: SessionEntry[] = [];

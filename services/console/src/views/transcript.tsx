@@ -1,7 +1,9 @@
 // A transcript: messages, the partial message, running tools with progress; thinking folded, errors marked.
 import type { AgentMessage, ContextMessage } from "@fleet/protocol";
+import { useState } from "preact/hooks";
 
-const SHOWN = 200;
+/** Messages rendered at first, and added by each "show earlier" click (the newest stay in view). */
+const PAGE = 200;
 
 export function Transcript(props: {
   messages: readonly ContextMessage[];
@@ -10,10 +12,15 @@ export function Transcript(props: {
   pending?: ReadonlySet<string> | undefined;
 }) {
   const { messages } = props;
-  const hidden = Math.max(0, messages.length - SHOWN);
+  const [shown, setShown] = useState(PAGE);
+  const hidden = Math.max(0, messages.length - shown);
   return (
     <div class="transcript" data-testid="transcript">
-      {hidden > 0 && <div class="muted">{hidden} earlier messages not shown</div>}
+      {hidden > 0 && (
+        <button type="button" class="show-earlier" data-testid="show-earlier" onClick={() => setShown(shown + PAGE)}>
+          show {Math.min(PAGE, hidden)} earlier messages ({hidden} not shown)
+        </button>
+      )}
       {messages.slice(hidden).map((m, i) => (
         <Message key={hidden + i} message={m} />
       ))}
