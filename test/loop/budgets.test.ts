@@ -227,6 +227,29 @@ describe("loop service / budgets, reached while streaming and at the start", () 
     expect((await worker.metrics.llmCost.get()).values[0]?.value).toBeGreaterThan(0);
   });
 
+  it("a tenant limit set while a message streams cuts that message at its next delta", async () => {
+    const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
+    fake.reset();
+    // 40 deltas 100 ms apart: about 4 s of streaming with no budget in force at the start.
+    fake.script(
+      fakeReply([fakeText(LONG, CHUNKS)], { usage: { input_tokens: 20, output_tokens: 100 }, eventDelayMs: 100 }),
+    );
+    try {
+      const sessionId = "bud-late-limit";
+      await cmd.send(sessionId, { type: "prompt", text: "go" });
+      await cmd.waitFor(sessionId, (ev) => ev.filter((e) => e.type === "message_update").length >= 3);
+      await kv.put(BUDGET_KEYS.limits, JSON.stringify({ outputTokens: 1 }));
+      const events = await cmd.waitFor(sessionId, (ev) => ended(ev) === 1);
+      const message = lastAssistant(events);
+      expect(message?.errorMessage).toMatch(/^Budget exceeded: tenant output tokens \d+\/1$/);
+      const kept = textOf(message).length / (CHUNKS[0] ?? "").length;
+      expect(kept).toBeGreaterThanOrEqual(3);
+      expect(kept).toBeLessThan(CHUNKS.length);
+    } finally {
+      await kv.delete(BUDGET_KEYS.limits);
+    }
+  });
+
   it("fleet replay and fleet sessions show the spend so far and the budgets", async () => {
     const redis = await startRedis();
     const store = await startStoreService({
