@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { removeTempDir, trackTempDir } from "./cleanup-registry.js";
 import { findBinary, missingBinaryError } from "./find-binary.js";
@@ -57,7 +57,10 @@ export interface NatsCluster {
    */
   kill(index: number, signal?: NodeJS.Signals): Promise<void>;
   restart(index: number): Promise<void>;
-  /** Resolves once a JetStream API call succeeds through the cluster (meta leader elected). */
+  /**
+   * Resolves once a JetStream API call succeeds through the cluster (meta leader elected) and a
+   * stream with a replica on every node can be placed (every node is a current peer).
+   */
   waitForJetStream(timeoutMs?: number): Promise<void>;
 }
 
@@ -186,6 +189,16 @@ async function waitForJetStream(urls: readonly string[], timeoutMs: number): Pro
       try {
         const jsm = await jetstreamManager(nc, { timeout: 1000 });
         await jsm.getAccountInfo();
+        // An elected meta leader may not yet count every node as a peer: until it does, a stream
+        // with a replica on every node fails with "no suitable peers for placement". Place one.
+        const probe = `TESTKIT_PLACEMENT_${process.pid}_${Date.now()}`;
+        await jsm.streams.add({
+          name: probe,
+          subjects: [`testkit.placement.${process.pid}.${Date.now()}`],
+          storage: StorageType.Memory,
+          num_replicas: urls.length,
+        });
+        await jsm.streams.delete(probe);
         return;
       } finally {
         await nc.close();
