@@ -3,7 +3,7 @@
 // (overflow).
 import type { LoopWorker } from "@fleet/loop";
 import { createAnthropicStreamFn } from "@fleet/loop";
-import type { FleetEvent } from "@fleet/protocol";
+import { type FleetEvent, foldSessionEvents } from "@fleet/protocol";
 import {
   type FakeAnthropic,
   fakeContextOverflow,
@@ -65,7 +65,7 @@ describe("loop service / automatic compaction (fake Anthropic, real SDK)", () =>
     await createWithSmallKeep(sid);
     fake.script(
       fakeReply("first answer", { usage: { input_tokens: OVER_THRESHOLD, output_tokens: 20 } }),
-      fakeReply("## Goal\nAnswer the questions."),
+      fakeReply("## Goal\nAnswer the questions.", { usage: { input_tokens: 700, output_tokens: 30 } }),
       fakeReply("second answer", { usage: { input_tokens: 900, output_tokens: 10 } }),
     );
     // queued while idle: the follow-up continues the prompt's run after its first turn
@@ -103,6 +103,10 @@ describe("loop service / automatic compaction (fake Anthropic, real SDK)", () =>
     expect(entry?.type === "compaction" && entry.firstKeptEntryId).toBe(followUp?.meta.id);
     expect(entry?.type === "compaction" && entry.summary).toBe("## Goal\nAnswer the questions.");
     expect(entry?.type === "compaction" && entry.tokensBefore).toBeGreaterThan(OVER_THRESHOLD);
+    // the summary's call is spent like the run's own calls (Fleet addition: the entry's usage)
+    expect(entry?.type === "compaction" && entry.usage).toMatchObject({ input: 700, output: 30 });
+    const spent = foldSessionEvents(events).spend.session;
+    expect([spent.inputTokens, spent.outputTokens]).toEqual([OVER_THRESHOLD + 700 + 900, 20 + 30 + 10]);
     // the requests: reply, pi's summary request, then the call on the compacted context
     expect(fake.requests).toHaveLength(3);
     const [, summary, next] = fake.requests;

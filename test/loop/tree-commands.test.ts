@@ -1,5 +1,12 @@
 import { createScriptedProvider, type ScriptRequest } from "@fleet/loop";
-import { buildContext, emptySessionTree, type FleetEvent, foldSessionTreeEvents, getBranch } from "@fleet/protocol";
+import {
+  buildContext,
+  emptySessionTree,
+  type FleetEvent,
+  foldSessionEvents,
+  foldSessionTreeEvents,
+  getBranch,
+} from "@fleet/protocol";
 import { defineTool } from "@fleet/tools";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -94,6 +101,16 @@ describe("loop service / tree commands", () => {
     expect(summary?.type === "branch_summary" && summary.parentId).toBe(oldTip!.meta.id);
     expect(summary?.type === "branch_summary" && summary.summary).toMatch(/SUMMARY of 1 message/);
     expect(t.labels[summary!.id]).toBe("back");
+    // The summary's LLM call is in the session's spend (Fleet addition: the event's usage).
+    const summarized = events.find((e) => e.type === "branch_summary");
+    const summaryOutput = summarized?.type === "branch_summary" ? (summarized.usage?.output ?? 0) : 0;
+    expect(summaryOutput).toBeGreaterThan(0);
+    const answers = events.flatMap((e) =>
+      e.type === "message_end" && e.message.role === "assistant" ? [e.message] : [],
+    );
+    expect(foldSessionEvents(events).spend.session.outputTokens).toBe(
+      answers.reduce((n, m) => n + m.usage.output, summaryOutput),
+    );
     const ctx2 = buildContext(t);
     expect(ctx2.ok && ctx2.messages.map((m) => m.role)).toEqual([
       "user",
@@ -117,6 +134,7 @@ describe("loop service / tree commands", () => {
     const compaction = events.find((e) => e.type === "compaction");
     expect(compaction?.type === "compaction" && compaction.summary).toMatch(/^SUMMARY of 1 message/);
     expect(compaction?.type === "compaction" && compaction.tokensBefore).toBeGreaterThan(30_000);
+    expect(compaction?.type === "compaction" && compaction.usage?.output).toBeGreaterThan(0);
     const again = await cmd.send(sid, { type: "compact" });
     events = await cmd.waitFor(sid, accepted(again));
     expect(events.find((e) => e.type === "command_rejected" && e.commandId === again)).toMatchObject({

@@ -53,6 +53,27 @@ describe("budget / limits and spend", () => {
     expect(state.spend.budget).toEqual({ session: { costUsd: 1 } });
   });
 
+  it("a compaction or branch summary with usage (its summary's LLM calls) adds to the run, session and day", () => {
+    const log = createLogBuilder(3);
+    log.add({ type: "session_created", config: CONFIG });
+    log.add({ type: "agent_start" });
+    const first = log.add({ type: "message_end", message: userMessage("q") });
+    log.add({
+      type: "compaction",
+      summary: "s",
+      firstKeptEntryId: first.meta.id,
+      tokensBefore: 9,
+      usage: used(100, 10, 0.5).usage,
+    });
+    log.add({ type: "agent_end", messages: [] });
+    log.add({ type: "branch_summary", fromId: "root", summary: "b", usage: used(50, 5, 0.25).usage });
+    log.add({ type: "branch_summary", fromId: "root", summary: "no usage recorded" });
+    const state = foldSessionEvents(log.events);
+    expect(state.spend.session).toEqual({ inputTokens: 154, outputTokens: 15, totalTokens: 169, costUsd: 0.75 });
+    expect(state.spend.run).toEqual(state.spend.session);
+    expect([...state.spend.days.values()]).toEqual([state.spend.session]);
+  });
+
   it("an unfinished message counts at least chars/4 of what it streamed as output; a finished one its usage", () => {
     const cut = { ...used(10, 1, 0), content: [textOf("x".repeat(41))], stopReason: "error" as const };
     expect(spendOfMessage(cut)).toEqual({ inputTokens: 12, outputTokens: 11, totalTokens: 23, costUsd: 0 });

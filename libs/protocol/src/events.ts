@@ -4,7 +4,7 @@ import { SessionBudget } from "./budget.js";
 import { CompactionSettings, type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
-import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage } from "./messages.js";
+import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage, Usage } from "./messages.js";
 
 /**
  * On every event. `runId` is on every event appended while a run is open, from its `agent_start`
@@ -109,13 +109,22 @@ export const QueueUpdateEvent = ev("queue_update", {
 export const ModelChangeEvent = entryEv("model_change", { provider: z.string().min(1), modelId: z.string().min(1) });
 export const ThinkingLevelChangeEvent = entryEv("thinking_level_change", { thinkingLevel: ThinkingLevel });
 export const ActiveToolsChangeEvent = entryEv("active_tools_change", { toolNames: z.array(ToolName) });
+/**
+ * Fleet addition to pi's summary entries: `usage`, what the LLM calls that made the summary spent
+ * (the session's spend counts it; a pi JSONL export leaves it out).
+ */
 export const CompactionEvent = entryEv("compaction", {
   summary: z.string(),
   firstKeptEntryId: EventId,
   tokensBefore: z.number().nonnegative(),
   details: z.unknown().optional(),
+  usage: Usage.optional(),
 });
-export const BranchSummaryEvent = entryEv("branch_summary", { fromId: z.string().min(1), summary: z.string() });
+export const BranchSummaryEvent = entryEv("branch_summary", {
+  fromId: z.string().min(1),
+  summary: z.string(),
+  usage: Usage.optional(),
+});
 export const LabelEvent = entryEv("label", { targetId: EventId, label: z.string().nullable() });
 export const SessionInfoEvent = entryEv("session_info", { name: z.string() });
 export const CustomEvent = entryEv("custom", { customType: z.string().min(1), data: z.unknown() });

@@ -121,6 +121,7 @@ export {
   ABORTED_ERROR_MESSAGE,
   AgentMessage,
   AssistantMessage,
+  addUsage,
   BranchSummaryMessage,
   CompactionSummaryMessage,
   ContextMessage,
@@ -262,6 +263,7 @@ export {
   foldSessionSpend,
   initialSessionSpend,
   type SessionSpend,
+  spendOfEvent,
   spendOfMessage,
 } from "./reducers/session-spend.js";
 export {

@@ -269,7 +269,7 @@ describe("compaction against pi-coding-agent 0.73.1", () => {
       expect(byKind(fleet.requests)).toEqual(byKind(pi.requests));
       expect(byKind(fleet.sent as SummaryRequest[])).toEqual(byKind(pi.requests));
       // the stored result
-      expect(fleet.summary).toEqual({ ok: true, summary: pi.result.summary });
+      expect(fleet.summary).toEqual({ ok: true, summary: pi.result.summary, usage: expect.any(Object) });
       expect({ readFiles: fleet.plan.readFiles, modifiedFiles: fleet.plan.modifiedFiles }).toEqual(pi.result.details);
     });
   }

@@ -587,6 +587,7 @@ export class SessionActor {
           firstKeptEntryId: plan.firstKeptEntryId,
           tokensBefore: plan.tokensBefore,
           details: { readFiles: plan.readFiles, modifiedFiles: plan.modifiedFiles },
+          usage: summary.usage,
         },
       });
       await end({ aborted: false });

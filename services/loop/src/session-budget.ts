@@ -8,7 +8,7 @@ import {
   type FleetEvent,
   type SessionState,
   type Spend,
-  spendOfMessage,
+  spendOfEvent,
   utcDayOf,
 } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
@@ -22,7 +22,7 @@ export interface SessionBudget {
   readonly guard: BudgetGuard;
   /** The tenant's limits and today's spend, for the decider. */
   tenantBudget(): DecideContext["tenantBudget"];
-  /** After an event is durable and folded: counts an assistant message's spend, and records the day. */
+  /** After an event is durable and folded: counts what an LLM call spent (an assistant message, a summary), and records the day. */
   afterFold(event: FleetEvent): void;
   /** Writes the fold's spend of today to the tenant's records (after a load: a crash may have lost it). */
   recordToday(): void;
@@ -77,8 +77,8 @@ export function createSessionBudget(opts: {
           when: "decide",
         });
       }
-      if (event.type !== "message_end" || event.message.role !== "assistant") return;
-      const used = spendOfMessage(event.message);
+      const used = spendOfEvent(event);
+      if (!used) return;
       metrics.llmTokens.inc({ kind: "input" }, used.inputTokens);
       metrics.llmTokens.inc({ kind: "output" }, used.outputTokens);
       metrics.llmCost.inc(used.costUsd);

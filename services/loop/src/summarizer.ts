@@ -1,11 +1,14 @@
 import {
+  addUsage,
   type CompactionPlan,
   type ContextMessage,
   DEFAULT_COMPACTION_SETTINGS,
+  emptyUsage,
   formatFileLists,
   type ModelRef,
   serializeConversation,
   type ThinkingLevel,
+  type Usage,
 } from "@fleet/protocol";
 import {
   compactionSummaryRequests,
@@ -23,7 +26,8 @@ const BRANCH_SECTIONS = `Use this format:
 ## Key Decisions
 ## Next Steps`;
 
-export type SummaryResult = { ok: true; summary: string } | { ok: false; error: string };
+/** `usage`: what the summary's LLM calls spent (their `done` messages' usage, summed). */
+export type SummaryResult = { ok: true; summary: string; usage: Usage } | { ok: false; error: string };
 
 /** Asks the model for one text answer (no tools); text blocks are joined by `\n` (pi). Contract: never rejects. */
 async function complete(
@@ -36,6 +40,7 @@ async function complete(
 ): Promise<SummaryResult> {
   try {
     let final: string | undefined;
+    let usage = emptyUsage();
     let error: string | undefined;
     for await (const ev of streamFn(
       {
@@ -47,6 +52,7 @@ async function complete(
       signal,
     )) {
       if (ev.type === "done") {
+        usage = ev.message.usage;
         final = ev.message.content
           .filter((b) => b.type === "text")
           .map((b) => (b as { text: string }).text)
@@ -55,7 +61,7 @@ async function complete(
     }
     if (error !== undefined) return { ok: false, error: `Summarization failed: ${error}` };
     if (!final?.trim()) return { ok: false, error: "Summarization failed: the model returned no text" };
-    return { ok: true, summary: final.trim() };
+    return { ok: true, summary: final.trim(), usage };
   } catch (err) {
     return { ok: false, error: `Summarization failed: ${(err as Error).message}` };
   }
@@ -87,7 +93,8 @@ export async function summarizeForCompaction(opts: {
   if (turn && !turn.ok) return turn;
   const history = main?.summary ?? NO_PRIOR_HISTORY;
   const body = turn ? `${history}\n\n---\n\n**Turn Context (split turn):**\n\n${turn.summary}` : history;
-  return { ok: true, summary: body + formatFileLists(opts.plan.readFiles, opts.plan.modifiedFiles) };
+  const usage = addUsage(main?.usage ?? emptyUsage(), turn?.usage ?? emptyUsage());
+  return { ok: true, summary: body + formatFileLists(opts.plan.readFiles, opts.plan.modifiedFiles), usage };
 }
 
 /** pi's branch summary of the entries being left. */
@@ -109,6 +116,7 @@ export async function summarizeBranch(opts: {
     ? {
         ok: true,
         summary: `The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n${result.summary}`,
+        usage: result.usage,
       }
     : result;
 }

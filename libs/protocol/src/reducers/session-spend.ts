@@ -4,7 +4,8 @@ import type { FleetEvent } from "../events.js";
 import type { AssistantMessage } from "../messages.js";
 
 /**
- * Spend and budget of one session. Every assistant `message_end` adds its `usage`. A message that
+ * Spend and budget of one session. Every assistant `message_end` adds its `usage`, and so does a
+ * `compaction` or `branch_summary` that carries one (its summary's LLM calls). A message that
  * did not finish (stopReason `error` or `aborted`: cut by an abort, a budget or a crash) counts at
  * least chars/4 of the content it streamed as output, since a provider that was cut off never
  * reported its count; so what streamed before a worker died is spent for the next owner too.
@@ -16,7 +17,7 @@ export interface SessionSpend {
   session: Spend;
   /** Since the last `agent_start` (the open run's, or the last run's once it ended). */
   run: Spend;
-  /** By UTC day of the `message_end`'s `meta.ts` (`YYYY-MM-DD`). */
+  /** By UTC day of the spending event's `meta.ts` (`YYYY-MM-DD`). */
   days: Map<string, Spend>;
 }
 
@@ -36,16 +37,28 @@ export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
     case "agent_start":
       spend.run = emptySpend();
       return;
-    case "message_end": {
-      if (event.message.role !== "assistant") return;
-      const used = spendOfMessage(event.message);
-      spend.session = addSpend(spend.session, used);
-      spend.run = addSpend(spend.run, used);
-      const day = utcDayOf(event.meta.ts);
-      spend.days.set(day, addSpend(spend.days.get(day) ?? emptySpend(), used));
-      return;
+    default: {
+      const used = spendOfEvent(event);
+      if (used) add(spend, used, event.meta.ts);
     }
   }
+}
+
+/** What an event spent: an assistant `message_end`, or a summary entry that carries `usage`. */
+export function spendOfEvent(event: FleetEvent): Spend | undefined {
+  if (event.type === "message_end")
+    return event.message.role === "assistant" ? spendOfMessage(event.message) : undefined;
+  if (event.type === "compaction" || event.type === "branch_summary") {
+    return event.usage ? spendOfUsage(event.usage) : undefined;
+  }
+  return undefined;
+}
+
+function add(spend: SessionSpend, used: Spend, ts: number): void {
+  spend.session = addSpend(spend.session, used);
+  spend.run = addSpend(spend.run, used);
+  const day = utcDayOf(ts);
+  spend.days.set(day, addSpend(spend.days.get(day) ?? emptySpend(), used));
 }
 
 /** `spendOfUsage`, with an unfinished message's output at least chars/4 of its streamed content. */

@@ -20,6 +20,7 @@ import {
   type SessionTree,
   type SessionWrite,
   sessionActivity,
+  type Usage,
 } from "@fleet/protocol";
 import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
 import { budgetRefusal } from "./budget-refusal.js";
@@ -451,7 +452,7 @@ function decideNavigate(
   if (!move.ok) return rejected(ctx, cmd.id, cmd.type, "not_found", move.error);
   const newLeaf = move.leafId;
   const oldLeaf = state.tree.leafId;
-  let summary: string | undefined;
+  let summary: { summary: string; usage?: Usage } | undefined;
   if (cmd.summarize && oldLeaf !== null && newLeaf !== oldLeaf) {
     if (!ctx.branchSummary) {
       const settings = sessionModel(state.tree);
@@ -466,13 +467,23 @@ function decideNavigate(
       };
     }
     if (!ctx.branchSummary.ok) return rejected(ctx, cmd.id, cmd.type, "conflict", ctx.branchSummary.error);
-    summary = ctx.branchSummary.summary;
+    summary = ctx.branchSummary;
   }
   const events: DraftEvent[] = [];
   let labelTarget: string | null = cmd.targetId;
   if (summary !== undefined) {
     const id = ctx.newId();
-    events.push({ id, body: { type: "branch_summary", fromId: newLeaf ?? "root", summary }, parentId: newLeaf });
+    const { usage } = summary;
+    events.push({
+      id,
+      body: {
+        type: "branch_summary",
+        fromId: newLeaf ?? "root",
+        summary: summary.summary,
+        ...(usage ? { usage } : {}),
+      },
+      parentId: newLeaf,
+    });
     labelTarget = id;
   } else if (newLeaf !== oldLeaf) {
     events.push({ id: ctx.newId(), body: { type: "leaf", targetId: newLeaf } });

@@ -10,6 +10,7 @@ import type {
   SessionTree,
   Spend,
   ThinkingLevel,
+  Usage,
 } from "@fleet/protocol";
 import type { DraftEvent } from "./drafts.js";
 
@@ -68,7 +69,7 @@ export interface DecideContext {
    */
   tenantBudget?: { limits: BudgetLimits | undefined; spent: Spend } | undefined;
   /** The branch summary, once the shell made it. */
-  branchSummary?: { ok: true; summary: string } | { ok: false; error: string } | undefined;
+  branchSummary?: { ok: true; summary: string; usage?: Usage } | { ok: false; error: string } | undefined;
 }
 
 /** A command as the shell got it: decoded, or undecodable with the rejection it earned. */

@@ -134,6 +134,7 @@ export class AutoCompaction {
       firstKeptEntryId: plan.firstKeptEntryId,
       tokensBefore: plan.tokensBefore,
       details: { readFiles: plan.readFiles, modifiedFiles: plan.modifiedFiles },
+      usage: summary.usage,
     });
     await this.end(run, reason, { willRetry: reason === "overflow" });
     this.refreshContext(loop);
