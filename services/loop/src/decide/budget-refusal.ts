@@ -1,11 +1,12 @@
-// Whether a run may start: the session's budget and the tenant's against the spend the log shows
-// plus the estimated input of the run's first LLM call.
+// Whether a run or a summary may start: the budgets against the spend the log shows plus the
+// estimated input of the first LLM call.
 import {
   addSpend,
   type BudgetViolation,
   budgetViolation,
   type ContextMessage,
   estimateContextTokens,
+  estimateTokens,
   type SessionState,
   type Spend,
 } from "@fleet/protocol";
@@ -24,11 +25,35 @@ export function budgetRefusal(
   tenant: DecideContext["tenantBudget"],
 ): BudgetViolation | undefined {
   const input = estimateContextTokens([...context, ...added]).tokens + Math.ceil(state.status.systemPrompt.length / 4);
-  const firstCall: Spend = { inputTokens: input, outputTokens: 0, totalTokens: input, costUsd: 0 };
+  return startsOver(state, input, tenant, true);
+}
+
+/**
+ * The first budget a summary's LLM call outside a run (a manual compaction, a branch summary) would
+ * start over: the session's, then the tenant's, against the spend plus pi's estimate of each message
+ * it summarises (chars/4). No run is open, so no run budget applies.
+ */
+export function summaryBudgetRefusal(
+  state: SessionState,
+  summarised: readonly ContextMessage[],
+  tenant: DecideContext["tenantBudget"],
+): BudgetViolation | undefined {
+  let input = 0;
+  for (const message of summarised) input += estimateTokens(message);
+  return startsOver(state, input, tenant, false);
+}
+
+function startsOver(
+  state: SessionState,
+  inputTokens: number,
+  tenant: DecideContext["tenantBudget"],
+  run: boolean,
+): BudgetViolation | undefined {
+  const call: Spend = { inputTokens, outputTokens: 0, totalTokens: inputTokens, costUsd: 0 };
   const budget = state.spend.budget;
   return (
-    budgetViolation("run", budget.run, firstCall) ??
-    budgetViolation("session", budget.session, addSpend(state.spend.session, firstCall)) ??
-    (tenant ? budgetViolation("tenant", tenant.limits, addSpend(tenant.spent, firstCall)) : undefined)
+    (run ? budgetViolation("run", budget.run, call) : undefined) ??
+    budgetViolation("session", budget.session, addSpend(state.spend.session, call)) ??
+    (tenant ? budgetViolation("tenant", tenant.limits, addSpend(tenant.spent, call)) : undefined)
   );
 }

@@ -167,3 +167,45 @@ describe("loop decider / set_budget", () => {
       .then({ events: [] });
   });
 });
+
+describe("loop decider / budgets before a summary's LLM call", () => {
+  const long = (n: number) => userMessage(`${"x".repeat(40_000)} ${n}`);
+  const bigSession = (budget: NonNullable<typeof CONFIG.budget>): EventInput[] => [
+    createdWith(budget),
+    ...[1, 2, 3].flatMap((n): EventInput[] => [
+      { type: "message_end", message: long(n) },
+      { type: "message_end", message: assistantMessage([textOf(`ok ${n}`)]) },
+    ]),
+  ];
+
+  it("refuses a manual compaction that would start over the session's input tokens (chars/4 of what it summarises)", () => {
+    // The last 20,000 tokens are kept, so the first exchange is summarised: about 10,000 tokens.
+    given(...bigSession({ session: { inputTokens: 10_000 } }))
+      .when(command("compact"), noTenant)
+      .thenRejected("budget_exceeded", /^Budget exceeded: session input tokens 100\d\d\/10000$/);
+    const ok = given(...bigSession({ session: { inputTokens: 11_000 } })).when(command("compact"), noTenant);
+    expect(ok.events.map((e) => e.type)).toEqual(["command_accepted", "compaction_start"]);
+    // A run's budget does not apply to a summary outside a run.
+    const runOnly = given(...bigSession({ run: { inputTokens: 1 } })).when(command("compact"), noTenant);
+    expect(runOnly.events.map((e) => e.type)).toEqual(["command_accepted", "compaction_start"]);
+  });
+
+  it("refuses navigate with a summary once the tenant's day is spent; without a summary it moves", () => {
+    const tenantBudget = {
+      limits: { costUsd: 5 },
+      spent: { inputTokens: 100, outputTokens: 100, totalTokens: 200, costUsd: 5 },
+    };
+    const log = given(createdWith({}), ...spentRun);
+    const target = log.state.tree.entries[0]?.id as string;
+    log
+      .when(command("navigate", { targetId: target, summarize: true }), { tenantBudget })
+      .thenRejected("budget_exceeded", "Budget exceeded: tenant cost $5.0000/$5.0000");
+    expect(log.when(command("navigate", { targetId: target }), { tenantBudget }).events.map((e) => e.type)).toEqual([
+      "command_accepted",
+      "leaf",
+    ]);
+    expect(log.when(command("navigate", { targetId: target, summarize: true }), noTenant).decision.kind).toBe(
+      "needs_branch_summary",
+    );
+  });
+});

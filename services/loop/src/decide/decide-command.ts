@@ -23,7 +23,7 @@ import {
   type Usage,
 } from "@fleet/protocol";
 import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
-import { budgetRefusal } from "./budget-refusal.js";
+import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
@@ -429,6 +429,8 @@ function decideCompact(
   if (!branch.ok) return rejected(ctx, cmd.id, cmd.type, "not_found", branch.error);
   const plan = prepareCompaction(branch.entries, compactionSettingsOf(state.tree.config).keepRecentTokens);
   if (!plan.ok) return rejected(ctx, cmd.id, cmd.type, "conflict", plan.error);
+  const over = summaryBudgetRefusal(state, [...plan.messages, ...plan.turnPrefixMessages], ctx.tenantBudget);
+  if (over) return rejected(ctx, cmd.id, cmd.type, "budget_exceeded", budgetExceededMessage(over));
   const start: DraftEvent = {
     id: ctx.newId(),
     body: {
@@ -456,11 +458,14 @@ function decideNavigate(
   if (cmd.summarize && oldLeaf !== null && newLeaf !== oldLeaf) {
     if (!ctx.branchSummary) {
       const settings = sessionModel(state.tree);
+      const messages = entriesLeft(state.tree, oldLeaf, newLeaf)
+        .map((e) => entryToContextMessage(e))
+        .filter((m): m is NonNullable<typeof m> => m !== undefined && m.role !== "toolResult");
+      const over = summaryBudgetRefusal(state, messages, ctx.tenantBudget);
+      if (over) return rejected(ctx, cmd.id, cmd.type, "budget_exceeded", budgetExceededMessage(over));
       return {
         kind: "needs_branch_summary",
-        messages: entriesLeft(state.tree, oldLeaf, newLeaf)
-          .map((e) => entryToContextMessage(e))
-          .filter((m): m is NonNullable<typeof m> => m !== undefined && m.role !== "toolResult"),
+        messages,
         instructions: cmd.instructions,
         model: settings.model,
         thinkingLevel: settings.thinkingLevel,
