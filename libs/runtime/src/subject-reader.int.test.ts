@@ -1,4 +1,5 @@
-// readSubject against a real nats-server: a read whose consumer stands still fails instead of hanging.
+// readSubject against a real nats-server: a read whose consumer stands still fails instead of hanging;
+// a caller that is slow to take records does not.
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -26,6 +27,19 @@ describe("readSubject", () => {
   it("reads a subject through its last message", async () => {
     const seqs: number[] = [];
     for await (const r of readSubject(jetstream(nc), await jetstreamManager(nc), "READS", "reads.a")) seqs.push(r.seq);
+    expect(seqs).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("does not count the time its caller holds a record (a slow consumer is not a stalled read)", async () => {
+    const seqs: number[] = [];
+    const reader = readSubject(jetstream(nc), await jetstreamManager(nc), "READS", "reads.a", {
+      batch: 2,
+      idleMs: 200,
+    });
+    for await (const r of reader) {
+      seqs.push(r.seq);
+      await new Promise((resolve) => setTimeout(resolve, 350));
+    }
     expect(seqs).toEqual([1, 2, 3, 4, 5]);
   });
 

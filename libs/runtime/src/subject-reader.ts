@@ -51,19 +51,26 @@ export async function* readSubject(
   const messages = await consumer.consume({ max_messages: opts.batch ?? 512 });
   const idleMs = opts.idleMs ?? READ_IDLE_TIMEOUT_MS;
   const iterator = messages[Symbol.asyncIterator]();
-  let timer: NodeJS.Timeout | undefined;
-  const stalled = (at: number) =>
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`reading ${subject} stalled: no message for ${idleMs} ms after seq ${at} (end ${end})`)),
-        idleMs,
-      );
-    });
   let at = from - 1;
+  // One timer for the whole read, restarted (`refresh`) each time the read waits for a message, and
+  // one promise it rejects. Time the caller holds a record does not count: the timer then ignores
+  // its own expiry.
+  let timer: NodeJS.Timeout | undefined;
+  let waiting = false;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      if (waiting) {
+        reject(new Error(`reading ${subject} stalled: no message for ${idleMs} ms after seq ${at} (end ${end})`));
+      }
+    }, idleMs);
+  });
+  stalled.catch(() => undefined);
   try {
     for (;;) {
-      const next = await Promise.race([iterator.next(), stalled(at)]);
-      clearTimeout(timer);
+      timer?.refresh();
+      waiting = true;
+      const next = await Promise.race([iterator.next(), stalled]);
+      waiting = false;
       if (next.done) break;
       const m = next.value;
       at = m.seq;
