@@ -18,7 +18,7 @@ import { runFaults } from "./fault-runner.js";
 import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
 import type { ChaosOptions } from "./options.js";
 import { formatReport } from "./report.js";
-import { watchSession } from "./sse-watch.js";
+import { type SseWatch, watchSession } from "./sse-watch.js";
 import { type System, startSystem } from "./system.js";
 import { startWorkload } from "./workload.js";
 import { CHAOS_TOOL_POLICIES } from "./workload-plan.js";
@@ -68,6 +68,8 @@ export async function runChaos(
   });
   onSystem(system);
   let client: FleetClient | undefined;
+  // Stopped in `finally` too: a run that fails midway must not leave them reconnecting.
+  let watches: SseWatch[] = [];
   try {
     client = await FleetClient.connect({
       natsUrl: system.natsUrl,
@@ -85,7 +87,7 @@ export async function runChaos(
       log,
     });
     // One SSE client per session, through the gateways (session i starts on gateway i % 2).
-    const watches = sessionIds.map((id, i) => watchSession(system.gatewayUrls, id, i));
+    watches = sessionIds.map((id, i) => watchSession(system.gatewayUrls, id, i));
     const faults = await runFaults(system, client.nc, schedule, {
       startedAt,
       partitions: PARTITIONS,
@@ -184,6 +186,7 @@ export async function runChaos(
     });
     return { lines, violations: violations.length };
   } finally {
+    for (const w of watches) w.stop();
     await client?.close().catch(() => undefined);
     await system.stop();
     onSystem(undefined);

@@ -191,14 +191,14 @@ async function waitForJetStream(urls: readonly string[], timeoutMs: number): Pro
         await jsm.getAccountInfo();
         // An elected meta leader may not yet count every node as a peer: until it does, a stream
         // with a replica on every node fails with "no suitable peers for placement". Place one.
-        const probe = `TESTKIT_PLACEMENT_${process.pid}_${Date.now()}`;
+        const probe = `${process.pid}_${Date.now()}`;
         await jsm.streams.add({
-          name: probe,
-          subjects: [`testkit.placement.${process.pid}.${Date.now()}`],
+          name: `TESTKIT_PLACEMENT_${probe}`,
+          subjects: [`testkit.placement.${probe}`],
           storage: StorageType.Memory,
           num_replicas: urls.length,
         });
-        await jsm.streams.delete(probe);
+        await jsm.streams.delete(`TESTKIT_PLACEMENT_${probe}`);
         return;
       } finally {
         await nc.close();
