@@ -335,13 +335,39 @@ describe("web console", () => {
     await page.getByTestId("search").fill("quarterly REPORT");
     await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(1);
     expect(await rows.first().textContent()).toContain("s-paged-needle");
-    // A search with more matches than a page pages the same way.
+    // A search with more matches than a page pages the same way. The list is ordered by last
+    // activity and paged by keyset, so a session with activity while the pages are read moves to
+    // page 1 and is not on page 2: the exact count holds only when no match moved meanwhile.
+    const matches = async () => {
+      const r = await call(base, "GET", "/v1/sessions?q=s-paged-&limit=100");
+      return (r.body.sessions as Array<{ sessionId: string; updatedAt: number }>).map(
+        (s) => `${s.sessionId}@${s.updatedAt}`,
+      );
+    };
+    const before = await matches();
+    expect(before).toHaveLength(25);
     await page.getByTestId("search").fill("s-paged-");
     await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(20);
+    const searchFirst = await shown();
     expect(await page.getByTestId("page-older").isEnabled()).toBe(true);
+    const secondAnswer = page.waitForResponse((r) => r.url().includes("q=s-paged-") && r.url().includes("cursor="));
     await page.getByTestId("page-older").click();
-    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(5);
+    const answered = (await (await secondAnswer).json()) as { sessions: Array<{ sessionId: string }> };
+    await expect.poll(() => page.getByTestId("page-number").textContent()).toBe("page 2");
+    await expect.poll(async () => (await shown()).join("|"), { timeout: 10_000 }).not.toBe(searchFirst.join("|"));
+    const searchSecond = await shown();
+    expect(searchSecond.every((r) => r.includes("s-paged-"))).toBe(true);
+    expect(searchSecond.some((r) => searchFirst.includes(r))).toBe(false);
     expect(await page.getByTestId("page-older").isEnabled()).toBe(false);
+    const after = await matches();
+    if (after.join() === before.join()) {
+      expect(searchSecond).toHaveLength(5);
+      expect(answered.sessions).toHaveLength(5);
+    } else {
+      const moved = after.filter((m) => !before.includes(m));
+      console.warn(`search paging: ${moved.length} matches had activity while paging: ${moved.join(", ")}`);
+      expect(searchSecond).toHaveLength(answered.sessions.length);
+    }
     await page.getByTestId("search").fill("no session is called this");
     await expect
       .poll(() => page.getByTestId("no-sessions").textContent(), { timeout: 10_000 })
@@ -381,15 +407,15 @@ describe("web console", () => {
     const shown = () => transcript.locator("[data-role=user]").count();
     const first = () => transcript.locator("[data-role=user]").first().textContent();
     // The log streams in: wait until all of it is folded (the newest 200 are 250–449).
-    await expect.poll(first).toBe("userquestion 250");
+    await expect.poll(first, { timeout: 15_000 }).toBe("userquestion 250");
     expect(await shown()).toBe(200);
     const earlier = page.getByTestId("show-earlier");
     expect(await earlier.textContent()).toBe("show 200 earlier messages (250 not shown)");
     await earlier.click();
-    await expect.poll(shown).toBe(400);
+    await expect.poll(shown, { timeout: 10_000 }).toBe(400);
     expect(await earlier.textContent()).toBe("show 50 earlier messages (50 not shown)");
     await earlier.click();
-    await expect.poll(shown).toBe(450);
+    await expect.poll(shown, { timeout: 10_000 }).toBe(450);
     expect(await earlier.count()).toBe(0);
     expect(await first()).toBe("userquestion 0");
   });
