@@ -29,6 +29,8 @@ export default defineConfig({
           exclude: ["**/node_modules/**", "**/dist/**", "test/chaos/*.test.ts", "test/chaos/checks/**"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          // What crosses a process is awaited for as long as a loaded CI machine can take.
+          expect: { poll: { timeout: 10_000 } },
         },
       },
     ],
