@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
+import { BUDGET_KEYS, KV_BUCKETS, utcDayOf } from "@fleet/protocol";
+import { connectNats } from "@fleet/runtime";
 import type { NatsServer } from "@fleet/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Kvm } from "@nats-io/kv";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { FAKE_RUN_TYPES, type FakeLoop, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
 
@@ -167,5 +170,68 @@ describe("fleet watch / replay / tree / fork", () => {
       "",
       "fleet: list_sessions: no session store is running (no responders on fleet.store.list_sessions)\n",
     ]);
+  });
+});
+
+describe("fleet budget", () => {
+  it("sets, shows and clears the tenant's daily limits, with today's spend by session", async () => {
+    const day = utcDayOf(Date.now());
+    const nc = await connectNats({ url: server.url, name: "cli-budget-test" });
+    onTestFinished(() => nc.close());
+    const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
+    const record = {
+      sessionId: "s-cli-spend",
+      day,
+      events: 9,
+      inputTokens: 120,
+      outputTokens: 42,
+      totalTokens: 162,
+      costUsd: 0.0123,
+    };
+    await kv.put(BUDGET_KEYS.spend(day, "s-cli-spend"), JSON.stringify(record));
+
+    const set = await run(["budget", "set", "--output-tokens", "1000", "--cost", "2.5"]);
+    expect([set.code, set.stdout, set.stderr]).toEqual([0, "tenant daily limits: out ≤ 1000, $ ≤ 2.5000\n", ""]);
+    expect((await kv.get(BUDGET_KEYS.limits))?.json()).toEqual({ outputTokens: 1000, costUsd: 2.5 });
+    expect((await client.tenantBudget()).limits).toEqual({ outputTokens: 1000, costUsd: 2.5 });
+
+    const shown = await run(["budget"]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout.split("\n")).toEqual([
+      `tenant budget ${day} (UTC)`,
+      "  limits  out ≤ 1000, $ ≤ 2.5000",
+      "  spent   in 120 · out 42 · $0.0123 (1 sessions)",
+      "  s-cli-spend  in 120 · out 42 · $0.0123",
+      "",
+    ]);
+    const json = JSON.parse((await run(["budget", "--json"])).stdout);
+    expect(json).toEqual({
+      day,
+      limits: { outputTokens: 1000, costUsd: 2.5 },
+      total: { inputTokens: 120, outputTokens: 42, totalTokens: 162, costUsd: 0.0123 },
+      sessions: [{ sessionId: "s-cli-spend", inputTokens: 120, outputTokens: 42, totalTokens: 162, costUsd: 0.0123 }],
+    });
+    const otherDay = JSON.parse((await run(["budget", "--json", "--day", "2001-02-03"])).stdout);
+    expect(otherDay).toMatchObject({ day: "2001-02-03", sessions: [], total: { outputTokens: 0 } });
+
+    const clear = await run(["budget", "clear"]);
+    expect([clear.code, clear.stdout]).toEqual([0, "tenant daily limits: none\n"]);
+    expect((await kv.get(BUDGET_KEYS.limits))?.operation).toBe("DEL");
+    expect(JSON.parse((await run(["budget", "--json"])).stdout).limits).toBeNull();
+    await kv.delete(BUDGET_KEYS.spend(day, "s-cli-spend"));
+  });
+
+  it("refuses a set without limits, a bad amount and a bad day, with exit code 2", async () => {
+    const none = await run(["budget", "set"]);
+    expect([none.code, none.stdout]).toEqual([2, ""]);
+    expect(none.stderr).toContain("give at least one limit");
+    const cost = await run(["budget", "set", "--cost", "lots"]);
+    expect([cost.code, cost.stderr]).toEqual([
+      2,
+      "fleet: option '--cost <usd>' argument 'lots' is invalid. must be a USD amount like 2.50\n",
+    ]);
+    const day = await run(["budget", "--day", "yesterday"]);
+    expect(day.code).toBe(2);
+    expect(day.stderr).toContain("must be a UTC day, YYYY-MM-DD");
   });
 });

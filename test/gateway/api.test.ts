@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tokenTable } from "@fleet/gateway";
 import { openSse } from "@fleet/gateway/testing";
+import { utcDayOf } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiChecker } from "./openapi-check.js";
@@ -292,6 +293,78 @@ describe("gateway / API", () => {
     expect((await call(stack.gateway.url, "GET", "/assets/../../package.json")).status).toBe(404);
     const api404 = await call(stack.gateway.url, "GET", "/v1/nope", { token: OPERATE });
     expect([api404.status, api404.body.error.code]).toEqual([404, "not_found"]);
+  });
+
+  it("the tenant's daily budget: spend by session, limits set by an operate token, enforced, removed", async () => {
+    const today = utcDayOf(Date.now());
+    const before = await api("GET", "/v1/budget", { token: READ });
+    expect([before.status, before.body.day, before.body.limits]).toEqual([200, today, null]);
+    // One run today, so the tenant has spent: the loop writes the session's record at its end.
+    const sessionId = "s-api-budget";
+    expect((await api("POST", "/v1/sessions", { body: { sessionId } })).status).toBe(201);
+    const path = `/v1/sessions/${sessionId}/commands`;
+    stack.fake.script(fakeReply([fakeText("spent")]));
+    expect((await api("POST", path, { body: { type: "prompt", text: "spend" } })).status).toBe(200);
+    await idle(sessionId, 2);
+    const spentOf = async () =>
+      (
+        (await api("GET", "/v1/budget", { token: READ })).body.sessions as Array<{
+          sessionId: string;
+          outputTokens: number;
+        }>
+      ).find((s) => s.sessionId === sessionId);
+    await expect.poll(async () => (await spentOf())?.outputTokens ?? 0).toBeGreaterThan(0);
+    const spent = await api("GET", `/v1/budget?day=${today}`, { token: READ });
+    expect(spent.body.total.outputTokens).toBeGreaterThanOrEqual((await spentOf())?.outputTokens ?? Number.NaN);
+    expect((await api("GET", "/v1/budget?day=1999-01-01", { token: READ })).body).toMatchObject({
+      day: "1999-01-01",
+      sessions: [],
+      total: { outputTokens: 0, costUsd: 0 },
+    });
+
+    // Bad input is a 400 (an unknown field is not ignored: a typo must not leave the tenant unlimited).
+    for (const [body, pattern] of [
+      [{ outputToken: 5 }, /outputToken/],
+      [{ costUsd: -1 }, /costUsd/],
+      [{ outputTokens: 1.5 }, /outputTokens/],
+    ] as const) {
+      const bad = await api("PUT", "/v1/budget", { body });
+      expect([bad.status, bad.body.error.code]).toEqual([400, "invalid"]);
+      expect(bad.body.error.message).toMatch(pattern);
+    }
+    const badDay = await api("GET", "/v1/budget?day=today", { token: READ });
+    expect([badDay.status, badDay.body.error.code]).toEqual([400, "invalid"]);
+    const readOnly = await api("PUT", "/v1/budget", { token: READ, body: { outputTokens: 1 } });
+    expect([readOnly.status, readOnly.body.error.code]).toEqual([403, "forbidden"]);
+
+    const set = await api("PUT", "/v1/budget", { body: { outputTokens: 1 } });
+    expect([set.status, set.body]).toEqual([200, { limits: { outputTokens: 1 } }]);
+    expect((await api("GET", "/v1/budget", { token: READ })).body.limits).toEqual({ outputTokens: 1 });
+    // The loop follows the limits with a KV watch: the next prompt is refused once it has them (the
+    // answer is the outcome event).
+    stack.fake.script(fakeReply([fakeText("in case the limits were not seen yet")]));
+    await expect
+      .poll(async () => {
+        await idle(sessionId, 0);
+        const answer = await api("POST", path, { body: { type: "prompt", text: "more" } });
+        return `${answer.body.event?.type} ${answer.body.event?.code}`;
+      })
+      .toBe("command_rejected budget_exceeded");
+
+    expect((await api("DELETE", "/v1/budget", { token: READ })).status).toBe(403);
+    const removed = await api("DELETE", "/v1/budget");
+    expect(removed.status).toBe(204);
+    expect((await api("GET", "/v1/budget", { token: READ })).body.limits).toBeNull();
+    stack.fake.script(fakeReply([fakeText("again")]), fakeReply([fakeText("and again")]));
+    await idle(sessionId, 0);
+    const messages = (await api("GET", `/v1/sessions/${sessionId}`, { token: READ })).body.messages.length as number;
+    await expect
+      .poll(async () => {
+        await idle(sessionId, 0);
+        return (await api("POST", path, { body: { type: "prompt", text: "more" } })).body.event?.type;
+      })
+      .toBe("command_accepted");
+    await idle(sessionId, messages + 2);
   });
 
   it("every route of the OpenAPI document was exercised and matched it", () => {

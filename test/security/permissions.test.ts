@@ -240,6 +240,16 @@ describe("security / refused subjects", () => {
       `RequestError: Permissions Violation for Publish to "${limits}"`,
     );
     await asOperator.delete(BUDGET_KEYS.limits);
+
+    // The SDK's call (behind `fleet budget set` and `PUT /v1/budget`): an operator may, a reader is
+    // told it may not.
+    const operatorClient = await FleetClient.fromConnection((await secured.connectAs(TENANT, "operator")).nc);
+    await operatorClient.setTenantLimits({ outputTokens: 5 });
+    expect((await operatorClient.tenantBudget()).limits).toEqual({ outputTokens: 5 });
+    const readerClient = await FleetClient.fromConnection(reader.nc);
+    await expect(readerClient.setTenantLimits(null)).rejects.toMatchObject({ kind: "unavailable", code: "permission" });
+    await operatorClient.setTenantLimits(null);
+    expect((await readerClient.tenantBudget()).limits).toBeUndefined();
   });
 
   it("refuses a wrong password in one line naming the user", async () => {

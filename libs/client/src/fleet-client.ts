@@ -1,5 +1,6 @@
 // FleetClient: drive sessions (commands) and read them (events, live state, replay, store queries).
 import {
+  BudgetLimits,
   CONFIG_KEYS,
   type CommandOf,
   type CompactionSettings,
@@ -9,6 +10,7 @@ import {
   type FleetCommand,
   type FleetEvent,
   foldSessionSpend,
+  formatIssues,
   initialSessionSpend,
   KV_BUCKETS,
   type ModelRef,
@@ -39,7 +41,7 @@ import { LiveSession } from "./live-session.js";
 import { type MessageInput, toMessageFields } from "./message-input.js";
 import { emptySessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 import { type StoreResult, storeRequest } from "./store-request.js";
-import { readTenantBudget, type TenantBudgetReport } from "./tenant-budget.js";
+import { readTenantBudget, type TenantBudgetReport, writeTenantLimits } from "./tenant-budget.js";
 
 export interface FleetClientOptions {
   /** Comma-separated server URLs. Default `nats://127.0.0.1:4222`. */
@@ -666,6 +668,36 @@ export class FleetClient {
       throw new FleetError("unavailable", "kv", `cannot read KV ${KV_BUCKETS.budgets.name} (${describe(err)})`, {
         cause: err,
       });
+    }
+  }
+
+  /**
+   * Sets the tenant's daily limits (`null` removes them). `limits` is checked strictly: an unknown
+   * field is `invalid_input`, not ignored. A login that may not write them (only a tenant's operator
+   * may) gets `unavailable` with code `permission`.
+   */
+  async setTenantLimits(limits: BudgetLimits | null): Promise<void> {
+    let checked: BudgetLimits | null = null;
+    if (limits !== null) {
+      const parsed = BudgetLimits.strict().safeParse(limits);
+      if (!parsed.success) {
+        const issues = formatIssues(parsed.error.issues).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message));
+        throw new FleetError("invalid_input", "invalid", `budget limits: ${issues.join("; ")}`);
+      }
+      checked = parsed.data;
+    }
+    try {
+      await writeTenantLimits(this.nc, checked);
+    } catch (err) {
+      const what = `the tenant's daily budget in KV ${KV_BUCKETS.budgets.name}`;
+      if (/permissions violation/i.test(describe(err))) {
+        throw new FleetError(
+          "unavailable",
+          "permission",
+          `not allowed to set ${what} (an operator may): ${describe(err)}`,
+        );
+      }
+      throw new FleetError("unavailable", "kv", `cannot write ${what} (${describe(err)})`, { cause: err });
     }
   }
 

@@ -27,4 +27,4 @@ export { LiveSession, type SessionChangeListener } from "./live-session.js";
 export type { MessageInput } from "./message-input.js";
 export { emptySessionView, foldSessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 export type { StoreResult } from "./store-request.js";
-export type { TenantBudgetReport } from "./tenant-budget.js";
+export { sessionsBySpend, type TenantBudgetReport } from "./tenant-budget.js";

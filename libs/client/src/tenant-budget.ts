@@ -1,4 +1,4 @@
-// The tenant's daily budget as the client reads it from KV `fleet_budgets` (limits, today's records).
+// The tenant's daily budget in KV `fleet_budgets`: its limits (read and written) and the days' spend records.
 import {
   addSpend,
   BUDGET_KEYS,
@@ -22,6 +22,13 @@ export interface TenantBudgetReport {
   sessions: Map<string, Spend>;
 }
 
+/** The report's sessions with their spend, the most expensive first (then the most tokens). */
+export function sessionsBySpend(report: TenantBudgetReport): Array<{ sessionId: string } & Spend> {
+  return [...report.sessions]
+    .map(([sessionId, spend]) => ({ sessionId, ...spend }))
+    .sort((a, b) => b.costUsd - a.costUsd || b.totalTokens - a.totalTokens);
+}
+
 /** Reads `limits` and the `spend.<day>.*` records (default day: today, UTC). Throws when the bucket is unreadable. */
 export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.now())): Promise<TenantBudgetReport> {
   const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
@@ -39,4 +46,15 @@ export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.n
     total = addSpend(total, spend);
   }
   return { day, limits: limits?.success ? limits.data : undefined, total, sessions };
+}
+
+/**
+ * Writes the tenant's daily limits; `null` deletes them (the tenant then has no limit). The loop
+ * workers watch the key, so the next check of every session uses them. NATS lets only a tenant's
+ * operator write it.
+ */
+export async function writeTenantLimits(nc: NatsConnection, limits: BudgetLimits | null): Promise<void> {
+  const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
+  if (limits === null) await kv.delete(BUDGET_KEYS.limits);
+  else await kv.put(BUDGET_KEYS.limits, JSON.stringify(limits));
 }

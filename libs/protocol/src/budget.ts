@@ -23,12 +23,13 @@ export type SessionBudget = z.infer<typeof SessionBudget>;
 export type BudgetScope = "run" | "session" | "tenant";
 
 /** Tokens and dollars spent (sums of assistant `usage`). */
-export interface Spend {
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  costUsd: number;
-}
+export const Spend = z.object({
+  inputTokens: z.number().nonnegative(),
+  outputTokens: z.number().nonnegative(),
+  totalTokens: z.number().nonnegative(),
+  costUsd: z.number().nonnegative(),
+});
+export type Spend = z.infer<typeof Spend>;
 
 export const emptySpend = (): Spend => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: 0 });
 
@@ -108,6 +109,9 @@ export function utcDayOf(ts: number): string {
   return `${String(y).padStart(4, "0")}-${String(m).padStart(2, "0")}-${String(d).padStart(2, "0")}`;
 }
 
+/** A UTC day, `YYYY-MM-DD` (the tenant budget's period). */
+export const UtcDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC day, YYYY-MM-DD");
+
 /**
  * Keys of KV `fleet_budgets`: `limits` holds the tenant's daily `BudgetLimits` (written by an
  * operator); `spend.<YYYY-MM-DD>.<sessionId>` holds one session's spend on that UTC day
@@ -127,11 +131,8 @@ export const BUDGET_KEYS = {
  */
 export const TenantSpendRecord = z.object({
   sessionId: z.string().min(1),
-  day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+  day: UtcDay,
   events: z.number().int().nonnegative(),
-  inputTokens: z.number().nonnegative(),
-  outputTokens: z.number().nonnegative(),
-  totalTokens: z.number().nonnegative(),
-  costUsd: z.number().nonnegative(),
+  ...Spend.shape,
 });
 export type TenantSpendRecord = z.infer<typeof TenantSpendRecord>;

@@ -12,9 +12,10 @@ export {
   budgetViolation,
   emptySpend,
   SessionBudget,
-  type Spend,
+  Spend,
   spendOfUsage,
   TenantSpendRecord,
+  UtcDay,
   utcDayOf,
 } from "./budget.js";
 export {

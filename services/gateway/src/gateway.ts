@@ -13,6 +13,7 @@ import type { AnyRouteSpec } from "./http/route-spec.js";
 import type { TokenTable } from "./http/tokens-file.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { approvalRoutes } from "./routes/approvals.js";
+import { budgetRoutes } from "./routes/budget.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
@@ -123,6 +124,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...eventRoutes(ctx, connections),
     ...exportImportRoutes(ctx),
     ...approvalRoutes(ctx),
+    ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore),
     ...opsRoutes({ natsUp: links.natsUp, registry, openApi: () => openApi }),

@@ -2,6 +2,7 @@
 import { type NatsAuthSettings, natsAuthFromEnv, redactUrl } from "@fleet/runtime";
 import { FleetClient, isFleetError } from "../index.js";
 import { CliError } from "./cli-error.js";
+import type { CliIo } from "./io.js";
 import { resolveNatsUrl } from "./stack-file.js";
 
 export interface CliContext {
@@ -41,5 +42,15 @@ export async function connectClient(ctx: CliContext, opts: { commandTimeoutMs?: 
       throw new CliError(err.message);
     }
     throw err;
+  }
+}
+
+/** Runs `fn` with a client connected for `io`, closed afterwards. */
+export async function withClient<T>(io: CliIo, fn: (client: FleetClient) => Promise<T>): Promise<T> {
+  const client = await connectClient(io);
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
   }
 }

@@ -1,8 +1,14 @@
 // The `fleet` command line: argument parsing with commander; each action returns an exit code.
-import { isSessionId } from "@fleet/protocol";
+import { isSessionId, UtcDay } from "@fleet/protocol";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { CliError, EXIT } from "./cli-error.js";
 import { auditFeedCommand } from "./commands/audit-feed.js";
+import {
+  type BudgetSetOptions,
+  budgetClearCommand,
+  budgetCommand,
+  budgetSetCommand,
+} from "./commands/budget-commands.js";
 import { chatCommand } from "./commands/chat.js";
 import { doctorCommand } from "./commands/doctor.js";
 import { exportCommand, replayCommand, sessionsCommand, treeCommand, watchCommand } from "./commands/read-commands.js";
@@ -26,6 +32,16 @@ const nonNegativeInt = (value: string) => {
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
     throw new InvalidArgumentError("must be a non-negative integer");
   return n;
+};
+const dollars = (value: string) => {
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n))
+    throw new InvalidArgumentError("must be a USD amount like 2.50");
+  return n;
+};
+const utcDay = (value: string) => {
+  if (!UtcDay.safeParse(value).success) throw new InvalidArgumentError("must be a UTC day, YYYY-MM-DD");
+  return value;
 };
 const fromPosition = (value: string): number | "start" | "new" => {
   if (value === "start" || value === "new") return value;
@@ -158,6 +174,25 @@ export function buildProgram(
     .option("-n, --limit <n>", "at most n sessions", positiveInt)
     .option("--json", "print JSON")
     .action(async (opts: { limit?: number; json?: boolean }) => setExit(await sessionsCommand(io(), opts)));
+
+  const budget = program
+    .command("budget")
+    .description("the tenant's daily limits and what each session spent on a UTC day (default today)")
+    .option("--day <YYYY-MM-DD>", "another UTC day", utcDay)
+    .option("--json", "print JSON")
+    .action(async (opts: { day?: string; json?: boolean }) => setExit(await budgetCommand(io(), opts)));
+  budget
+    .command("set")
+    .description("replace the tenant's daily limits (a limit not given is no limit; needs an operator login)")
+    .option("--input-tokens <n>", "prompt tokens per day (input + cache)", nonNegativeInt)
+    .option("--output-tokens <n>", "output tokens per day", nonNegativeInt)
+    .option("--total-tokens <n>", "input + output tokens per day", nonNegativeInt)
+    .option("--cost <usd>", "USD per day", dollars)
+    .action(async (opts: BudgetSetOptions) => setExit(await budgetSetCommand(io(), opts)));
+  budget
+    .command("clear")
+    .description("remove the tenant's daily limits (needs an operator login)")
+    .action(async () => setExit(await budgetClearCommand(io())));
 
   program
     .command("export")

@@ -39,7 +39,7 @@ export type RouteOutput =
   | ApiError;
 
 export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   /** Fastify syntax: `/v1/sessions/:id`. */
   url: string;
   operationId: string;

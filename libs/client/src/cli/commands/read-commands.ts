@@ -1,24 +1,15 @@
 // Reading commands: watch, replay, tree, sessions, export.
 import { writeFileSync } from "node:fs";
 import { emptySpend, type FleetEvent, type Spend } from "@fleet/protocol";
-import type { FleetClient, ReplayResult } from "../../index.js";
+import type { ReplayResult } from "../../index.js";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
-import { connectClient } from "../connect.js";
+import { withClient } from "../connect.js";
 import { drawTree } from "../draw-tree.js";
 import { contentText, formatToolCall, oneLine, summarizeMessage } from "../format-entry.js";
 import { formatLimits, formatSpend } from "../format-spend.js";
 import { type CliIo, onInterrupt, outStyle } from "../io.js";
 import { loadTree } from "../load-tree.js";
-
-async function withClient<T>(io: CliIo, fn: (client: FleetClient) => Promise<T>): Promise<T> {
-  const client = await connectClient(io);
-  try {
-    return await fn(client);
-  } finally {
-    await client.close();
-  }
-}
 
 /** Follows a session's events, one line each (or NDJSON `{seq, event}`), until Ctrl-C. */
 export async function watchCommand(

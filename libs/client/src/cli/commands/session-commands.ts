@@ -1,21 +1,12 @@
 // One-shot commands: prompt, steer, follow-up, abort, fork, import.
 import { readFileSync } from "node:fs";
 import { importPiJsonl } from "@fleet/protocol";
-import { type FleetClient, newSessionId } from "../../index.js";
+import { newSessionId } from "../../index.js";
 import { CliError } from "../cli-error.js";
-import { connectClient } from "../connect.js";
+import { withClient } from "../connect.js";
 import { type CliIo, errStyle, onInterrupt, outStyle } from "../io.js";
 import { resolveEntry } from "../load-tree.js";
 import { EventRenderer } from "../render-events.js";
-
-async function withClient<T>(io: CliIo, fn: (client: FleetClient) => Promise<T>): Promise<T> {
-  const client = await connectClient(io);
-  try {
-    return await fn(client);
-  } finally {
-    await client.close();
-  }
-}
 
 export interface PromptOptions {
   session?: string;
