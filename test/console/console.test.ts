@@ -1,7 +1,7 @@
 // The web console in a real browser (Chromium via playwright-core) against the real stack: NATS,
 // Redis, store, tool runner, loop worker (fake Anthropic API) and the gateway serving the console.
 import { join } from "node:path";
-import type { SessionEntry } from "@fleet/protocol";
+import { formatSpend, type SessionEntry } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -121,6 +121,12 @@ describe("web console", () => {
       .poll(() => page.getByTestId("transcript").textContent(), { timeout: 15_000 })
       .toContain("nothing to report");
     await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
+    // What the two LLM calls spent, folded in the browser, equals the gateway's fold.
+    const state = await call(base, "GET", `/v1/sessions/${firstSession}`);
+    expect(state.body.spend.session.outputTokens).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.getByTestId("session-spend").textContent())
+      .toBe(`spent ${formatSpend(state.body.spend.session)}`);
     await shot("session");
   });
 
@@ -133,6 +139,13 @@ describe("web console", () => {
     expect(await page.getByTestId("tool-result").count()).toBe(0);
     expect(await page.getByTestId("running-tools").textContent()).toContain("toolu_console_ls");
     expect(await page.getByTestId("transcript").textContent()).not.toContain("nothing to report");
+    // The spend as it stood: the first call's, not the session's total.
+    const outputOf = async () =>
+      Number(/out (\d+)/.exec((await page.getByTestId("session-spend").textContent()) ?? "")?.[1]);
+    const final = (await call(base, "GET", `/v1/sessions/${firstSession}`)).body.spend.session.outputTokens as number;
+    const atEnd = await outputOf();
+    expect(atEnd).toBeGreaterThan(0);
+    expect(atEnd).toBeLessThan(final);
     await shot("replay");
 
     await page.locator("body").click({ position: { x: 5, y: 5 } });
@@ -148,9 +161,13 @@ describe("web console", () => {
     await page.keyboard.press("ArrowLeft");
     await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(at - 1));
     expect(await page.getByTestId("tool-result").count()).toBe(0);
+    await page.getByTestId("slider").fill("1");
+    await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe("1");
+    expect(await page.getByTestId("session-spend").textContent()).toBe("spent in 0 · out 0 · $0.0000");
     await page.getByTestId("live").click();
     await expect.poll(() => page.getByTestId("session").getAttribute("data-at")).toBe(String(total));
     expect(await page.getByTestId("transcript").textContent()).toContain("nothing to report");
+    expect(await outputOf()).toBe(final);
   });
 
   it("forks a new session from an entry of the tree, with the context up to that entry", async () => {

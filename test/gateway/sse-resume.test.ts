@@ -4,7 +4,12 @@ import { connect } from "node:net";
 import { emptySessionView, foldSessionViewEvents } from "@fleet/client";
 import { sessionStateOf } from "@fleet/gateway";
 import { openSse, type SseFrame } from "@fleet/gateway/testing";
-import { type FleetEvent, FleetEvent as FleetEventSchema } from "@fleet/protocol";
+import {
+  type FleetEvent,
+  FleetEvent as FleetEventSchema,
+  foldSessionSpend,
+  initialSessionSpend,
+} from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, type GatewayStack, startGatewayStack } from "./support.js";
@@ -89,13 +94,14 @@ describe("gateway / SSE events", () => {
     expect(eventsOf(resumed)[0]?.seq).toBeGreaterThan(Number(lastId));
     expect(all.every((e) => e.type === e.event.type)).toBe(true);
 
-    const fold = foldSessionViewEvents(
-      emptySessionView(),
-      all.map((e) => ({ seq: e.seq, event: e.event as FleetEvent })),
-    );
+    const folded = all.map((e) => ({ seq: e.seq, event: e.event as FleetEvent }));
+    const fold = foldSessionViewEvents(emptySessionView(), folded);
+    const spend = initialSessionSpend();
+    for (const { event } of folded) foldSessionSpend(spend, event);
     const got = await call(base, "GET", `/v1/sessions/${sessionId}`);
     expect(got.status).toBe(200);
-    expect(JSON.parse(JSON.stringify(sessionStateOf(sessionId, fold)))).toEqual(got.body);
+    expect(JSON.parse(JSON.stringify(sessionStateOf(sessionId, fold, spend)))).toEqual(got.body);
+    expect(got.body.spend.session.outputTokens).toBeGreaterThan(0);
     expect(got.body).toMatchObject({ status: "idle", seq: log.seq });
     expect(got.body.messages.map((m: { role: string }) => m.role)).toEqual([
       "user",

@@ -88,6 +88,7 @@ export {
   SessionWrite,
   ToolExecutionResult,
 } from "./events.js";
+export { formatLimits, formatSpend } from "./format-spend.js";
 export {
   EventId,
   isSessionId,

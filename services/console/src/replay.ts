@@ -92,7 +92,7 @@ export class ReplayLog {
 /**
  * A copy that folding either side never changes: what `evolveSession` mutates in place is copied
  * (the tree's arrays and labels, the command and approval records, the open compaction, the list of
- * buffered deltas); what it replaces (agent status, run cursor, owner) and the entries and delta
+ * buffered deltas, the spend record); what it replaces (agent status, run cursor, owner) and the entries and delta
  * batches (never modified once created) are shared. Far cheaper than `structuredClone` for a long session.
  */
 export function snapshot(state: Folded): Folded {
@@ -110,6 +110,8 @@ export function snapshot(state: Folded): Folded {
     pendingWrites: s.pendingWrites.slice(),
     compaction: s.compaction ? { ...s.compaction } : null,
     streamDeltas: s.streamDeltas.slice(),
+    // foldSessionSpend replaces the totals and the budget but sets days in place.
+    spend: { ...s.spend, days: new Map(s.spend.days) },
   };
   return { ...state, session, progress: new Map(state.progress) };
 }

@@ -6,7 +6,10 @@ import {
   ContextMessage,
   ModelRef,
   QueueMode,
+  SessionBudget,
   SessionConfig,
+  type SessionSpend,
+  Spend,
   ThinkingLevel,
   ToolExecutionMode,
 } from "@fleet/protocol";
@@ -41,6 +44,8 @@ export const SessionState = z.object({
   /** pi's transcript (`Agent.state.messages`). */
   messages: z.array(ContextMessage),
   leafId: z.string().nullable(),
+  /** What LLM calls spent (PROTOCOL change 23): in the session's life and in its last run, and the budget in force. */
+  spend: z.object({ session: Spend, run: Spend, budget: SessionBudget }),
   /** What the model would be sent at the leaf: the built context. */
   context: z.object({
     messages: z.array(ContextMessage),
@@ -52,10 +57,10 @@ export const SessionState = z.object({
 export type SessionState = z.infer<typeof SessionState>;
 
 /**
- * The JSON of a folded view. A client that folds the same events (SSE, `foldSessionViewEvents`)
- * and calls this gets the same value as the route.
+ * The JSON of a folded view and its spend. A client that folds the same events (SSE,
+ * `foldSessionViewEvents` and `foldSessionSpend`) and calls this gets the same value as the route.
  */
-export function sessionStateOf(sessionId: string, view: SessionView): SessionState {
+export function sessionStateOf(sessionId: string, view: SessionView, spend: SessionSpend): SessionState {
   const { agent, tree } = view;
   const built = buildContext(tree);
   const context = built.ok
@@ -91,6 +96,7 @@ export function sessionStateOf(sessionId: string, view: SessionView): SessionSta
     errorMessage: agent.errorMessage ?? null,
     messages: [...agent.messages],
     leafId: tree.leafId,
+    spend: { session: spend.session, run: spend.run, budget: spend.budget },
     context,
   };
 }

@@ -1,10 +1,10 @@
 // The last folded view of recently read sessions, so `GET /v1/sessions/{id}` folds only the events
 // appended since, instead of replaying the whole log on every request.
-import type { FleetClient, ReplayResult, SessionView } from "@fleet/client";
+import type { FleetClient, ReplayResult } from "@fleet/client";
 
 export interface ViewCache {
-  /** The session as of now: the cached view plus the events after it (the whole log when not cached). */
-  current(sessionId: string): Promise<SessionView>;
+  /** The session (view and spend) as of now: the cached one plus the events after it (the whole log when not cached). */
+  current(sessionId: string): Promise<ReplayResult>;
   readonly size: number;
 }
 

@@ -3,6 +3,8 @@ import {
   type AgentMessage,
   type ContextMessage,
   entryToContextMessage,
+  formatLimits,
+  formatSpend,
   getBranch,
   streamingMessageOf,
 } from "@fleet/protocol";
@@ -108,6 +110,11 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
               </a>
             </>
           )}
+        </span>
+        <span class="muted" data-testid="session-spend" title={`last run: ${formatSpend(s.spend.run)}`}>
+          spent {formatSpend(s.spend.session)}
+          {s.spend.budget.session && ` · budget ${formatLimits(s.spend.budget.session)}`}
+          {s.spend.budget.run && ` · per run ${formatLimits(s.spend.budget.run)}`}
         </span>
       </div>
       <div class="slider">

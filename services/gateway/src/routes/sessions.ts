@@ -101,7 +101,7 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
         if (view.seq === 0 || view.tree.sessionId === null) {
           return apiError(404, "not_found", `session ${params.id} does not exist`);
         }
-        return { status: 200, json: sessionStateOf(params.id, view) };
+        return { status: 200, json: sessionStateOf(params.id, view, view.spend) };
       },
     }),
     defineRoute({

@@ -1,10 +1,9 @@
 // `fleet budget`: the tenant's daily limits and what its sessions spent on a UTC day;
 // `fleet budget set` and `fleet budget clear` change the limits (an operator login may).
-import type { BudgetLimits } from "@fleet/protocol";
+import { type BudgetLimits, formatLimits, formatSpend } from "@fleet/protocol";
 import { sessionsBySpend } from "../../tenant-budget.js";
 import { CliError, EXIT } from "../cli-error.js";
 import { withClient } from "../connect.js";
-import { formatLimits, formatSpend } from "../format-spend.js";
 import { type CliIo, outStyle } from "../io.js";
 
 export async function budgetCommand(io: CliIo, opts: { day?: string; json?: boolean }): Promise<number> {

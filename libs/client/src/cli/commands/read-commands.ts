@@ -1,13 +1,12 @@
 // Reading commands: watch, replay, tree, sessions, export.
 import { writeFileSync } from "node:fs";
-import { emptySpend, type FleetEvent, type Spend } from "@fleet/protocol";
+import { emptySpend, type FleetEvent, formatLimits, formatSpend, type Spend } from "@fleet/protocol";
 import type { ReplayResult } from "../../index.js";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
 import { withClient } from "../connect.js";
 import { drawTree } from "../draw-tree.js";
 import { contentText, formatToolCall, oneLine, summarizeMessage } from "../format-entry.js";
-import { formatLimits, formatSpend } from "../format-spend.js";
 import { type CliIo, onInterrupt, outStyle } from "../io.js";
 import { loadTree } from "../load-tree.js";
 

@@ -1,5 +1,5 @@
-// One-line renderings of spend and budgets for the CLI.
-import type { BudgetLimits, Spend } from "@fleet/protocol";
+// One-line renderings of spend and budgets (the CLI, the web console).
+import type { BudgetLimits, Spend } from "./budget.js";
 
 /** `in 1200 · out 340 · $0.0123`. */
 export function formatSpend(s: Spend): string {
