@@ -246,6 +246,12 @@ describe("security / refused subjects", () => {
     const operatorClient = await FleetClient.fromConnection((await secured.connectAs(TENANT, "operator")).nc);
     await operatorClient.setTenantLimits({ outputTokens: 5 });
     expect((await operatorClient.tenantBudget()).limits).toEqual({ outputTokens: 5 });
+    // A misspelt limit is refused before anything is written, not dropped.
+    await expect(operatorClient.setTenantLimits({ outputToken: 1 } as never)).rejects.toMatchObject({
+      kind: "invalid_input",
+      message: expect.stringContaining("outputToken"),
+    });
+    expect((await operatorClient.tenantBudget()).limits).toEqual({ outputTokens: 5 });
     const readerClient = await FleetClient.fromConnection(reader.nc);
     await expect(readerClient.setTenantLimits(null)).rejects.toMatchObject({ kind: "unavailable", code: "permission" });
     await operatorClient.setTenantLimits(null);

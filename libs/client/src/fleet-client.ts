@@ -10,7 +10,6 @@ import {
   type FleetCommand,
   type FleetEvent,
   foldSessionSpend,
-  formatIssues,
   initialSessionSpend,
   KV_BUCKETS,
   type ModelRef,
@@ -21,6 +20,7 @@ import {
   STREAMS,
   subjects,
   type ThinkingLevel,
+  validate,
 } from "@fleet/protocol";
 import {
   connectFleet,
@@ -679,18 +679,15 @@ export class FleetClient {
   async setTenantLimits(limits: BudgetLimits | null): Promise<void> {
     let checked: BudgetLimits | null = null;
     if (limits !== null) {
-      const parsed = BudgetLimits.strict().safeParse(limits);
-      if (!parsed.success) {
-        const issues = formatIssues(parsed.error.issues).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message));
-        throw new FleetError("invalid_input", "invalid", `budget limits: ${issues.join("; ")}`);
-      }
-      checked = parsed.data;
+      const parsed = validate(BudgetLimits.strict(), limits);
+      if (!parsed.ok) throw new FleetError("invalid_input", "invalid", `budget limits: ${parsed.error}`);
+      checked = parsed.value;
     }
     try {
       await writeTenantLimits(this.nc, checked);
     } catch (err) {
       const what = `the tenant's daily budget in KV ${KV_BUCKETS.budgets.name}`;
-      if (/permissions violation/i.test(describe(err))) {
+      if (isPermissionDenied(err)) {
         throw new FleetError(
           "unavailable",
           "permission",
@@ -749,7 +746,7 @@ async function readPartitions(nc: NatsConnection, url: string): Promise<number> 
     value = Number(entry.string());
   } catch (err) {
     if (isFleetError(err)) throw err;
-    if ((err as Error).name === "PermissionViolationError") {
+    if (isPermissionDenied(err)) {
       throw new FleetError("unavailable", "permission", `cannot read KV ${KV_BUCKETS.config.name}: ${describe(err)}`);
     }
     throw missing();
@@ -762,6 +759,14 @@ async function readPartitions(nc: NatsConnection, url: string): Promise<number> 
     );
   }
   return value;
+}
+
+/** The server refused the operation for this login: the error, or a request error it caused. */
+function isPermissionDenied(err: unknown): boolean {
+  const name = (e: unknown) => (e instanceof Error ? e.name : undefined);
+  return (
+    name(err) === "PermissionViolationError" || name((err as Error | undefined)?.cause) === "PermissionViolationError"
+  );
 }
 
 function describe(err: unknown): string {
