@@ -1,5 +1,4 @@
-import { readFile } from "node:fs/promises";
-import { defineTool, resolveInWorkspace } from "@fleet/tools";
+import { defineTool } from "@fleet/tools";
 import { z } from "zod";
 
 /** A custom tool: counts lines, words and characters of a file in the session's workspace. */
@@ -10,7 +9,7 @@ export const wordCount = defineTool({
   retry: "safe", // read-only, so a redelivery after a crash may simply run it again
   timeoutMs: 10_000,
   async execute({ path }, ctx) {
-    const text = await readFile(await resolveInWorkspace(ctx.workspace, path), "utf-8");
+    const text = (await ctx.files.readFile(path)).toString("utf-8");
     const counts = {
       lines: text.split("\n").length - (text.endsWith("\n") ? 1 : 0),
       words: text.split(/\s+/).filter(Boolean).length,

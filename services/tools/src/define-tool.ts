@@ -2,6 +2,7 @@ import type { BlobRef, ToolRegistration, ToolResultContentBlock, ToolRetryPolicy
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { ProcessSandbox } from "./sandbox/process-sandbox.js";
+import type { WorkspaceFiles } from "./workspace/workspace-files.js";
 
 /** Default deadline of one call when neither the tool nor the request sets one: 3 minutes. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 180_000;
@@ -28,8 +29,17 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Streams a partial result; the runner publishes it (throttled) as an `update` record. Never throws. */
   onUpdate: (partial: unknown) => void;
-  /** Absolute path of the session's workspace root (exists when `execute` runs). */
+  /**
+   * Absolute path of the session's workspace root (exists when `execute` runs). To read or write
+   * files in it, use `files`: a path checked here and opened later can be swapped for a symlink
+   * that leads anywhere by a process running beside the tool.
+   */
   workspace: string;
+  /**
+   * The workspace's files, opened so that no symlink leads outside it, whenever it is swapped
+   * (and within the workspace's quota). Every tool that touches the workspace goes through here.
+   */
+  files: WorkspaceFiles;
   logger: Logger;
   sessionId: string;
   toolCallId: string;

@@ -47,4 +47,13 @@ export {
   sandboxSettingsFromEnv,
 } from "./sandbox/sandbox-settings.js";
 export { type ArgsValidation, validateToolArgs } from "./validate-args.js";
-export { ensureWorkspace, resolveInWorkspace, WorkspaceEscapeError } from "./workspace-path.js";
+export {
+  createWorkspaceFiles,
+  type DirEntry,
+  type FileInfo,
+  type FileKind,
+  type WorkspaceFiles,
+  type WorkspaceWalkEntry,
+} from "./workspace/workspace-files.js";
+export { ensureWorkspace, WorkspaceEscapeError } from "./workspace/workspace-path.js";
+export { createWorkspaceQuota, type WorkspaceQuota, WorkspaceQuotaError } from "./workspace/workspace-quota.js";

@@ -28,6 +28,8 @@ export interface BashDetails {
   exitCode: number | null;
   signal?: string;
   timedOut?: boolean;
+  /** The sandbox stopped the command because the workspace went over its quota. */
+  quotaExceeded?: boolean;
   truncation?: Truncation;
   /** The complete output (stdout and stderr, interleaved) in `fleet_blobs`, when truncated. */
   fullOutput?: BlobRef;
@@ -138,6 +140,11 @@ async function runBash(
         details,
         isError: true,
       };
+    }
+    const stopped = proc.stopReason?.();
+    if (stopped) {
+      details.quotaExceeded = true;
+      return { content: [{ type: "text", text: appendStatus(text, stopped) }], details, isError: true };
     }
     if (exit.code !== 0) {
       const status =

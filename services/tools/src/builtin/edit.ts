@@ -1,8 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { defineTool } from "../define-tool.js";
-import { resolveInWorkspace } from "../workspace-path.js";
+import { errnoOf } from "../workspace/beneath.js";
 import { throwIfAborted } from "./abort.js";
 import { applyEdits, type TextEdit } from "./apply-edits.js";
 
@@ -34,31 +32,33 @@ export function createEditTool() {
     retry: "safe",
     async execute({ path, edits }, ctx) {
       throwIfAborted(ctx.signal);
-      const abs = await resolveInWorkspace(ctx.workspace, path);
-      const info = await stat(abs).catch(() => null);
-      if (!info?.isFile())
-        throw new Error(`Could not edit file: ${path}. ${info ? "It is not a regular file" : "File not found"}.`);
-      const raw = (await readFile(abs)).toString("utf-8");
-      const bom = raw.startsWith("\uFEFF") ? "\uFEFF" : "";
-      const content = raw.slice(bom.length);
-      const crlf = detectCrlf(content);
-      const normalized = content.replace(/\r\n/g, "\n");
-      const norm = (s: string) => s.replace(/\r\n/g, "\n");
-      const applied = applyEdits(
-        normalized,
-        edits.map((e): TextEdit => ({ oldText: norm(e.oldText), newText: norm(e.newText) })),
-        path,
-      );
-      throwIfAborted(ctx.signal);
-      const final = bom + (crlf ? applied.content.replace(/\n/g, "\r\n") : applied.content);
-      const tmp = `${abs}.fleet-edit-${randomBytes(4).toString("hex")}`;
-      try {
-        await writeFile(tmp, final, { encoding: "utf-8", mode: info.mode });
-        await rename(tmp, abs);
-      } catch (err) {
-        await unlink(tmp).catch(() => undefined);
-        throw err;
-      }
+      const done: { applied?: ReturnType<typeof applyEdits> } = {};
+      await ctx.files
+        .replaceFile(path, (current) => {
+          const raw = current.toString("utf-8");
+          const bom = raw.startsWith("\uFEFF") ? "\uFEFF" : "";
+          const content = raw.slice(bom.length);
+          const crlf = detectCrlf(content);
+          const norm = (s: string) => s.replace(/\r\n/g, "\n");
+          const applied = applyEdits(
+            norm(content),
+            edits.map((e): TextEdit => ({ oldText: norm(e.oldText), newText: norm(e.newText) })),
+            path,
+          );
+          done.applied = applied;
+          throwIfAborted(ctx.signal);
+          return bom + (crlf ? applied.content.replace(/\n/g, "\r\n") : applied.content);
+        })
+        .catch((err) => {
+          const code = errnoOf(err);
+          if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`Could not edit file: ${path}. File not found.`);
+          if (code === "EISDIR" || code === "EINVAL") {
+            throw new Error(`Could not edit file: ${path}. It is not a regular file.`);
+          }
+          throw err;
+        });
+      const { applied } = done;
+      if (!applied) throw new Error(`Could not edit file: ${path}.`);
       return {
         content: [{ type: "text", text: `Successfully replaced ${edits.length} block(s) in ${path}.` }],
         details: { diff: applied.diff, firstChangedLine: applied.firstChangedLine },

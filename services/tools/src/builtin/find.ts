@@ -1,12 +1,9 @@
-import { stat } from "node:fs/promises";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { defineTool, type ToolOutput } from "../define-tool.js";
-import { resolveInWorkspace } from "../workspace-path.js";
 import { throwIfAborted } from "./abort.js";
 import { listingResult } from "./listing-result.js";
 import { DEFAULT_MAX_BYTES } from "./truncate.js";
-import { walkFiles } from "./walk-files.js";
 
 const DEFAULT_LIMIT = 1000;
 
@@ -40,15 +37,14 @@ export function createFindTool() {
     async execute({ pattern, path, limit }, ctx): Promise<ToolOutput> {
       throwIfAborted(ctx.signal);
       const shown = path || ".";
-      const dir = await resolveInWorkspace(ctx.workspace, shown);
-      const info = await stat(dir).catch(() => null);
+      const info = await ctx.files.stat(shown);
       if (!info) throw new Error(`Path not found: ${shown}`);
-      if (!info.isDirectory()) throw new Error(`Not a directory: ${shown}`);
+      if (info.kind !== "dir") throw new Error(`Not a directory: ${shown}`);
       const max = limit ?? DEFAULT_LIMIT;
       const matches = globMatcher(pattern);
       const found: string[] = [];
       let limitReached = false;
-      for await (const entry of walkFiles(dir, ctx.signal)) {
+      for await (const entry of ctx.files.walk(shown, ctx.signal)) {
         if (!matches(entry.rel)) continue;
         if (found.length >= max) {
           limitReached = true;

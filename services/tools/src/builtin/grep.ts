@@ -1,13 +1,12 @@
-import { open, readFile, realpath, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { basename } from "node:path";
 import { z } from "zod";
 import { defineTool, type ToolOutput } from "../define-tool.js";
-import { isInside, resolveInWorkspace } from "../workspace-path.js";
+import type { FileInfo } from "../workspace/workspace-files.js";
 import { throwIfAborted } from "./abort.js";
 import { globMatcher } from "./find.js";
 import { listingResult } from "./listing-result.js";
 import { DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncateLine } from "./truncate.js";
-import { walkFiles } from "./walk-files.js";
 
 const DEFAULT_LIMIT = 100;
 /** Files larger than this are not searched. */
@@ -45,8 +44,7 @@ export function createGrepTool() {
     async execute(args, ctx): Promise<ToolOutput> {
       throwIfAborted(ctx.signal);
       const shown = args.path || ".";
-      const target = await resolveInWorkspace(ctx.workspace, shown);
-      const info = await stat(target).catch(() => null);
+      const info = await ctx.files.stat(shown);
       if (!info) throw new Error(`Path not found: ${shown}`);
       let regex: RegExp;
       try {
@@ -58,21 +56,11 @@ export function createGrepTool() {
       const max = args.limit ?? DEFAULT_LIMIT;
       const context = args.context ?? 0;
       const globOk = args.glob ? globMatcher(args.glob) : () => true;
-      const files: Array<{ abs: string; rel: string }> = [];
-      if (info.isDirectory()) {
-        for await (const entry of walkFiles(target, ctx.signal)) {
-          if ((entry.kind === "file" || entry.kind === "symlink") && globOk(entry.rel)) files.push(entry);
-        }
-      } else {
-        files.push({ abs: target, rel: basename(target) });
-      }
       const out: string[] = [];
       let matchCount = 0;
       let linesTruncated = false;
-      scan: for (const file of files) {
-        throwIfAborted(ctx.signal);
-        const lines = await readSearchable(file.abs, ctx.workspace);
-        if (!lines) continue;
+      /** Adds a file's matches; false once the limit is reached. */
+      const search = (rel: string, lines: string[]): boolean => {
         for (let i = 0; i < lines.length; i++) {
           if (!regex.test(lines[i] ?? "")) continue;
           matchCount++;
@@ -81,10 +69,23 @@ export function createGrepTool() {
           for (let j = from; j <= to; j++) {
             const cut = truncateLine(lines[j] ?? "");
             if (cut.wasTruncated) linesTruncated = true;
-            out.push(j === i ? `${file.rel}:${j + 1}: ${cut.text}` : `${file.rel}-${j + 1}- ${cut.text}`);
+            out.push(j === i ? `${rel}:${j + 1}: ${cut.text}` : `${rel}-${j + 1}- ${cut.text}`);
           }
-          if (matchCount >= max) break scan;
+          if (matchCount >= max) return false;
         }
+        return true;
+      };
+      if (info.kind === "dir") {
+        for await (const entry of ctx.files.walk(shown, ctx.signal)) {
+          if ((entry.kind !== "file" && entry.kind !== "symlink") || !globOk(entry.rel)) continue;
+          const opened = await ctx.files.openWalked(entry);
+          const lines = opened ? await searchableLines(opened) : null;
+          if (lines && !search(entry.rel, lines)) break;
+        }
+      } else {
+        const opened = await ctx.files.openRead(shown).catch(() => null);
+        const lines = opened ? await searchableLines(opened) : null;
+        if (lines) search(basename(shown), lines);
       }
       if (matchCount === 0) return { content: [{ type: "text", text: "No matches found" }] };
       return listingResult(
@@ -108,25 +109,18 @@ export function createGrepTool() {
   });
 }
 
-/** The file's lines, or null for binary, oversized, unreadable files and symlinks leading outside the workspace. */
-async function readSearchable(abs: string, workspace: string): Promise<string[] | null> {
+/** The file's lines (the handle is closed), or null for binary, oversized and non-regular files. */
+async function searchableLines({ handle, info }: { handle: FileHandle; info: FileInfo }): Promise<string[] | null> {
   try {
-    const real = await realpath(abs);
-    if (!isInside(workspace, real)) return null;
-    const info = await stat(real);
-    if (!info.isFile() || info.size > MAX_FILE_BYTES) return null;
-    const handle = await open(real, "r");
-    try {
-      const head = Buffer.alloc(Math.min(8192, info.size));
-      await handle.read(head, 0, head.length, 0);
-      if (head.includes(0)) return null;
-    } finally {
-      await handle.close();
-    }
-    const lines = (await readFile(real, "utf-8")).replace(/\r\n?/g, "\n").split("\n");
+    if (info.kind !== "file" || info.size > MAX_FILE_BYTES) return null;
+    const bytes = await handle.readFile();
+    if (bytes.subarray(0, 8192).includes(0)) return null;
+    const lines = bytes.toString("utf-8").replace(/\r\n?/g, "\n").split("\n");
     if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
     return lines;
   } catch {
     return null;
+  } finally {
+    await handle.close().catch(() => undefined);
   }
 }

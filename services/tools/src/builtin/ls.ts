@@ -1,8 +1,6 @@
-import { readdir, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { z } from "zod";
 import { defineTool, type ToolOutput } from "../define-tool.js";
-import { resolveInWorkspace } from "../workspace-path.js";
+import { errnoOf } from "../workspace/beneath.js";
 import { throwIfAborted } from "./abort.js";
 import { listingResult } from "./listing-result.js";
 import { DEFAULT_MAX_BYTES } from "./truncate.js";
@@ -14,7 +12,10 @@ const LsArgs = z.object({
   limit: z.number().int().min(1).optional().describe(`Maximum number of entries to return (default: ${DEFAULT_LIMIT})`),
 });
 
-/** `ls {path?, limit?}`: entries sorted case-insensitively, `/` after directories, dotfiles included. */
+/**
+ * `ls {path?, limit?}`: entries sorted case-insensitively, `/` after directories (and after links
+ * to directories inside the workspace), dotfiles included.
+ */
 export function createLsTool() {
   return defineTool({
     name: "ls",
@@ -24,25 +25,17 @@ export function createLsTool() {
     async execute({ path, limit }, ctx): Promise<ToolOutput> {
       throwIfAborted(ctx.signal);
       const shown = path || ".";
-      const dir = await resolveInWorkspace(ctx.workspace, shown);
-      const info = await stat(dir).catch(() => null);
-      if (!info) throw new Error(`Path not found: ${shown}`);
-      if (!info.isDirectory()) throw new Error(`Not a directory: ${shown}`);
+      const entries = await ctx.files.readdir(shown).catch((err: NodeJS.ErrnoException) => {
+        const code = errnoOf(err);
+        if (code === "ENOENT") throw new Error(`Path not found: ${shown}`);
+        if (code === "ENOTDIR") throw new Error(`Not a directory: ${shown}`);
+        if (err.name === "WorkspaceEscapeError") throw err;
+        throw new Error(`Cannot read directory: ${err.message}`);
+      });
       const max = limit ?? DEFAULT_LIMIT;
-      const names = await readdir(dir).catch((err: Error) =>
-        Promise.reject(new Error(`Cannot read directory: ${err.message}`)),
-      );
-      names.sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
-      const lines: string[] = [];
-      let limitReached = false;
-      for (const name of names) {
-        if (lines.length >= max) {
-          limitReached = true;
-          break;
-        }
-        const entry = await stat(join(dir, name)).catch(() => null);
-        lines.push(entry?.isDirectory() ? `${name}/` : name);
-      }
+      entries.sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()));
+      const lines = entries.slice(0, max).map((e) => (e.kind === "dir" ? `${e.name}/` : e.name));
+      const limitReached = entries.length > max;
       throwIfAborted(ctx.signal);
       if (lines.length === 0) return { content: [{ type: "text", text: "(empty directory)" }] };
       return listingResult(

@@ -1,7 +1,6 @@
-import { open, readFile, stat } from "node:fs/promises";
 import { z } from "zod";
 import { defineTool, type ToolOutput } from "../define-tool.js";
-import { resolveInWorkspace } from "../workspace-path.js";
+import { isMissing } from "../workspace/beneath.js";
 import { throwIfAborted } from "./abort.js";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, formatSize, truncateHead } from "./truncate.js";
 
@@ -32,36 +31,42 @@ export function createReadTool(opts: ReadToolOptions = {}) {
     retry: "safe",
     async execute({ path, offset, limit }, ctx): Promise<ToolOutput> {
       throwIfAborted(ctx.signal);
-      const abs = await resolveInWorkspace(ctx.workspace, path);
-      const info = await stat(abs).catch(() => null);
-      if (!info) throw new Error(`File not found: ${path}`);
-      if (info.isDirectory()) throw new Error(`Path is a directory: ${path}. Use ls to list it.`);
-      const mimeType = await detectImageMimeType(abs);
-      throwIfAborted(ctx.signal);
-      if (mimeType) {
-        const bytes = await readFile(abs);
-        if (bytes.byteLength > maxImage) {
-          const ref = await ctx.blobs.put(`read-${baseName(path)}`, bytes, { mimeType });
+      const opened = await ctx.files
+        .openRead(path)
+        .catch((err) => (isMissing(err) ? Promise.reject(new Error(`File not found: ${path}`)) : Promise.reject(err)));
+      const { handle, info } = opened;
+      try {
+        if (info.kind === "dir") throw new Error(`Path is a directory: ${path}. Use ls to list it.`);
+        if (info.kind !== "file") throw new Error(`Not a regular file: ${path}`);
+        const bytes = await handle.readFile();
+        throwIfAborted(ctx.signal);
+        const mimeType = detectImageMimeType(bytes);
+        if (mimeType) {
+          if (bytes.byteLength > maxImage) {
+            const ref = await ctx.blobs.put(`read-${baseName(path)}`, bytes, { mimeType });
+            return {
+              content: [
+                {
+                  type: "text",
+                  text: `Read image file [${mimeType}]\n[Image omitted: ${formatSize(bytes.byteLength)} exceeds the inline limit of ${formatSize(maxImage)}. Stored as blob ${ref.bucket}/${ref.name}.]`,
+                },
+              ],
+              details: { fullOutput: ref },
+            };
+          }
           return {
             content: [
-              {
-                type: "text",
-                text: `Read image file [${mimeType}]\n[Image omitted: ${formatSize(bytes.byteLength)} exceeds the inline limit of ${formatSize(maxImage)}. Stored as blob ${ref.bucket}/${ref.name}.]`,
-              },
+              { type: "text", text: `Read image file [${mimeType}]` },
+              { type: "image", data: bytes.toString("base64"), mimeType },
             ],
-            details: { fullOutput: ref },
           };
         }
-        return {
-          content: [
-            { type: "text", text: `Read image file [${mimeType}]` },
-            { type: "image", data: bytes.toString("base64"), mimeType },
-          ],
-        };
+        const text = bytes.toString("utf-8");
+        throwIfAborted(ctx.signal);
+        return readText(text, path, offset, limit, lineNumbers);
+      } finally {
+        await handle.close();
       }
-      const text = (await readFile(abs)).toString("utf-8");
-      throwIfAborted(ctx.signal);
-      return readText(text, path, offset, limit, lineNumbers);
     },
   });
 }
@@ -128,31 +133,24 @@ function readText(
 const baseName = (p: string) => p.split(/[\\/]/).pop() || "file";
 
 /** Sniffs the first bytes: png, jpeg, gif and webp are images (pi's supported set). */
-async function detectImageMimeType(path: string): Promise<string | undefined> {
-  const handle = await open(path, "r");
-  try {
-    const buf = Buffer.alloc(12);
-    const { bytesRead } = await handle.read(buf, 0, 12, 0);
-    const b = buf.subarray(0, bytesRead);
-    if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
-      return "image/png";
-    }
-    if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "image/jpeg";
-    if (
-      b.length >= 6 &&
-      (b.subarray(0, 6).toString("latin1") === "GIF87a" || b.subarray(0, 6).toString("latin1") === "GIF89a")
-    ) {
-      return "image/gif";
-    }
-    if (
-      b.length >= 12 &&
-      b.subarray(0, 4).toString("latin1") === "RIFF" &&
-      b.subarray(8, 12).toString("latin1") === "WEBP"
-    ) {
-      return "image/webp";
-    }
-    return undefined;
-  } finally {
-    await handle.close();
+function detectImageMimeType(bytes: Buffer): string | undefined {
+  const b = bytes.subarray(0, 12);
+  if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
+    return "image/png";
   }
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "image/jpeg";
+  if (
+    b.length >= 6 &&
+    (b.subarray(0, 6).toString("latin1") === "GIF87a" || b.subarray(0, 6).toString("latin1") === "GIF89a")
+  ) {
+    return "image/gif";
+  }
+  if (
+    b.length >= 12 &&
+    b.subarray(0, 4).toString("latin1") === "RIFF" &&
+    b.subarray(8, 12).toString("latin1") === "WEBP"
+  ) {
+    return "image/webp";
+  }
+  return undefined;
 }

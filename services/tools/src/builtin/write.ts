@@ -1,8 +1,5 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
 import { z } from "zod";
 import { defineTool } from "../define-tool.js";
-import { resolveInWorkspace } from "../workspace-path.js";
 import { throwIfAborted } from "./abort.js";
 
 const WriteArgs = z.object({
@@ -20,10 +17,7 @@ export function createWriteTool() {
     retry: "safe",
     async execute({ path, content }, ctx) {
       throwIfAborted(ctx.signal);
-      const abs = await resolveInWorkspace(ctx.workspace, path);
-      await mkdir(dirname(abs), { recursive: true });
-      throwIfAborted(ctx.signal);
-      await writeFile(abs, content, "utf-8");
+      await ctx.files.writeFile(path, content);
       return `Successfully wrote ${content.length} bytes to ${path}`;
     },
   });

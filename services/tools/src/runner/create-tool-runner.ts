@@ -81,7 +81,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     const workingIntervalMs = await ensureCallConsumers({ jsm: topo.jsm, tools, ackWaitMs, logger });
     await cancels.start();
     const claimDeps = { runnerId, readState, seenAt: heartbeat.seenAt, presenceTtlMs, busyRetryMs, publisher, now };
-    const workspaceOf = createCallWorkspaces(opts.workspaceRoot, settings.workspaceMode);
+    const workspaceOf = createCallWorkspaces(opts.workspaceRoot, settings.workspaceMode, opts.workspaceQuotaBytes ?? 0);
     const runDeps = { ...settings, abortGraceMs, publisher, blobStore, sandbox, workspaceOf, metrics, now };
     const handleDelivery = createDeliveryHandler({
       inflight,

@@ -9,7 +9,10 @@ import {
 import type { Logger } from "pino";
 import { type AnyToolDefinition, type BlobSink, toToolOutput } from "../define-tool.js";
 import type { ProcessSandbox } from "../sandbox/process-sandbox.js";
+import { withWorkspaceQuota } from "../sandbox/quota-sandbox.js";
 import { validateToolArgs } from "../validate-args.js";
+import { createWorkspaceFiles } from "../workspace/workspace-files.js";
+import type { WorkspaceQuota } from "../workspace/workspace-quota.js";
 
 /** Why a running call was aborted. `shutdown` = the runner is stopping. */
 export type AbortCause = "cancel" | "deadline" | "shutdown";
@@ -20,6 +23,8 @@ export interface ExecuteCallInput {
   sessionId: string;
   toolCallId: string;
   workspace: string;
+  /** The workspace's size quota (FLEET_WORKSPACE_QUOTA_MB), applied to the file tools and every process. */
+  quota?: WorkspaceQuota;
   logger: Logger;
   blobs: BlobSink;
   sandbox: ProcessSandbox;
@@ -108,11 +113,12 @@ export async function executeCall(input: ExecuteCallInput): Promise<CallOutcome>
             if (!cause) input.onUpdate(partial);
           },
           workspace: input.workspace,
+          files: createWorkspaceFiles(input.workspace, input.quota),
           logger: input.logger,
           sessionId: input.sessionId,
           toolCallId: input.toolCallId,
           blobs: input.blobs,
-          sandbox: input.sandbox,
+          sandbox: input.quota ? withWorkspaceQuota(input.sandbox, input.quota) : input.sandbox,
         }),
       );
       const record: ToolFinalRecord = {

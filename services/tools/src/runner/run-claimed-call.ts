@@ -6,6 +6,7 @@ import type { ProcessSandbox } from "../sandbox/process-sandbox.js";
 import { decideDeadline } from "./call-deadline.js";
 import { ackSafely } from "./call-message.js";
 import { errorRecord } from "./call-records.js";
+import type { CallWorkspace } from "./call-workspaces.js";
 import { executeCall } from "./execute-call.js";
 import type { InflightCall } from "./inflight-calls.js";
 import { limitFinalRecord } from "./limit-record.js";
@@ -19,7 +20,7 @@ export interface RunClaimedCallDeps {
   publisher: Pick<ResultPublisher, "update" | "final">;
   blobStore: ObjectStore;
   sandbox: ProcessSandbox;
-  workspaceOf: (sessionId: string) => Promise<string>;
+  workspaceOf: (sessionId: string) => Promise<CallWorkspace>;
   updateIntervalMs: number;
   abortGraceMs: number;
   maxRecordBytes: number;
@@ -60,7 +61,7 @@ export async function runClaimedCall(
         .catch((err) => log.debug({ evt: "update_dropped", err }, "update record not published")),
   });
 
-  let workspace: string;
+  let workspace: CallWorkspace;
   try {
     workspace = await deps.workspaceOf(req.sessionId);
   } catch (err) {
@@ -73,7 +74,8 @@ export async function runClaimedCall(
     args: req.args,
     sessionId: req.sessionId,
     toolCallId: req.toolCallId,
-    workspace,
+    workspace: workspace.path,
+    ...(workspace.quota ? { quota: workspace.quota } : {}),
     logger: log,
     blobs,
     sandbox: deps.sandbox,

@@ -13,6 +13,8 @@ export interface ToolRunnerOptions {
   workspaceRoot: string;
   /** `shared`: every session works in `workspaceRoot` itself. Default `per-session`. */
   workspaceMode?: "per-session" | "shared";
+  /** Size quota of one workspace in bytes (FLEET_WORKSPACE_QUOTA_MB), for file tools and processes. Default 0: none. */
+  workspaceQuotaBytes?: number;
   /** Unique per process. Default `tools-<host>-<pid>-<random>`. */
   runnerId?: string;
   logger?: Logger;

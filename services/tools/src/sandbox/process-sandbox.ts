@@ -35,6 +35,15 @@ export interface SandboxedProcess {
   kill(graceMs: number): Promise<void>;
   /** Frees what the command held (its cgroup) once its processes are gone. Never throws. */
   release(): Promise<void>;
+  /** Why the sandbox itself stopped the command (the workspace quota), if it did. */
+  stopReason?(): string | undefined;
+}
+
+/** What one start may change: tighter limits than the sandbox's own (the workspace quota's room). */
+export interface SandboxStartOptions {
+  workspace: string;
+  env?: Readonly<Record<string, string>>;
+  limits?: Partial<SandboxLimits>;
 }
 
 export type SandboxStart = { ok: true; process: SandboxedProcess } | { ok: false; error: string };
@@ -47,10 +56,19 @@ export interface ProcessSandbox {
    * variables (plus `env`). `ok: false` when the sandbox is unavailable or the command's cgroup
    * cannot be made; spawn failures surface as the child's `error` event.
    */
-  start(
-    argv: readonly string[],
-    opts: { workspace: string; env?: Readonly<Record<string, string>> },
-  ): Promise<SandboxStart>;
+  start(argv: readonly string[], opts: SandboxStartOptions): Promise<SandboxStart>;
+}
+
+/** Each limit of `base`, lowered where `patch` asks for less. */
+export function tighterLimits(base: SandboxLimits, patch: Partial<SandboxLimits> | undefined): SandboxLimits {
+  if (!patch) return base;
+  const pick = (key: keyof SandboxLimits) => Math.min(base[key], patch[key] ?? base[key]);
+  return {
+    cpuSeconds: pick("cpuSeconds"),
+    memoryBytes: pick("memoryBytes"),
+    fileBytes: pick("fileBytes"),
+    processes: pick("processes"),
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -122,7 +140,8 @@ export function createBwrapSandbox(
       } catch (err) {
         return { ok: false, error: `cannot create the command's pids cgroup: ${(err as Error).message}` };
       }
-      const args = bwrapArgs(settings, root, { argv, workspace: opts.workspace, infoFd: 3 });
+      const limits = tighterLimits(settings.limits, opts.limits);
+      const args = bwrapArgs({ ...settings, limits }, root, { argv, workspace: opts.workspace, infoFd: 3 });
       const [file, fileArgs] = cgroup
         ? ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, settings.bwrapPath, ...args]]
         : [settings.bwrapPath, args];

@@ -7,8 +7,11 @@ import type { AnyToolDefinition, ToolContext, ToolOutput } from "../define-tool.
 import { toToolOutput } from "../define-tool.js";
 import { createMemoryBlobSink, type MemoryBlobSink } from "../memory-blob-sink.js";
 import { openSandbox } from "../sandbox/open-sandbox.js";
+import { withWorkspaceQuota } from "../sandbox/quota-sandbox.js";
 import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 import { validateToolArgs } from "../validate-args.js";
+import { createWorkspaceFiles } from "../workspace/workspace-files.js";
+import { createWorkspaceQuota } from "../workspace/workspace-quota.js";
 
 export interface Harness {
   /** The workspace root (real path). */
@@ -24,8 +27,11 @@ export interface Harness {
   cleanup(): Promise<void>;
 }
 
-/** `sandbox`: the settings the runner would probe (default: bubblewrap with the default limits). */
-export async function createHarness(opts: { sandbox?: SandboxSettings } = {}): Promise<Harness> {
+/**
+ * `sandbox`: the settings the runner would probe (default: bubblewrap with the default limits).
+ * `quotaBytes`: the workspace quota, applied as the runner applies it (file tools and processes).
+ */
+export async function createHarness(opts: { sandbox?: SandboxSettings; quotaBytes?: number } = {}): Promise<Harness> {
   const base = await realpath(await mkdtemp(join(tmpdir(), "fleet-tools-test-")));
   const root = join(base, "ws");
   const outside = join(base, "outside");
@@ -35,15 +41,18 @@ export async function createHarness(opts: { sandbox?: SandboxSettings } = {}): P
   const blobs = createMemoryBlobSink("fleet_blobs");
   const updates: unknown[] = [];
   const controller = new AbortController();
+  const quota = opts.quotaBytes ? createWorkspaceQuota(root, opts.quotaBytes) : undefined;
+  const sandbox = await openSandbox(opts.sandbox);
   const ctx: ToolContext = {
     signal: controller.signal,
     onUpdate: (p) => updates.push(p),
     workspace: root,
+    files: createWorkspaceFiles(root, quota),
     logger: pino({ level: "silent" }),
     sessionId: "s-1",
     toolCallId: "tc-1",
     blobs,
-    sandbox: await openSandbox(opts.sandbox),
+    sandbox: quota ? withWorkspaceQuota(sandbox, quota) : sandbox,
   };
   return {
     root,

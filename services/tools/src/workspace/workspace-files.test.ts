@@ -1,10 +1,12 @@
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { builtinTools } from "./builtin/index.js";
-import type { AnyToolDefinition } from "./define-tool.js";
-import { createHarness, type Harness } from "./testing/tool-harness.js";
-import { ensureWorkspace, resolveInWorkspace, WorkspaceEscapeError } from "./workspace-path.js";
+import { builtinTools } from "../builtin/index.js";
+import type { AnyToolDefinition } from "../define-tool.js";
+import { createHarness, type Harness } from "../testing/tool-harness.js";
+import { createWorkspaceFiles } from "./workspace-files.js";
+import { ensureWorkspace, WorkspaceEscapeError } from "./workspace-path.js";
 
 const tool = (name: string) => builtinTools.find((t) => t.name === name) as AnyToolDefinition;
 
@@ -22,16 +24,60 @@ describe("workspace confinement", () => {
   });
   afterEach(() => h.cleanup());
 
-  it("resolves relative and absolute paths inside the root", async () => {
-    expect(await resolveInWorkspace(h.root, "sub/ok.txt")).toBe(join(h.root, "sub", "ok.txt"));
-    expect(await resolveInWorkspace(h.root, join(h.root, "sub/ok.txt"))).toBe(join(h.root, "sub", "ok.txt"));
-    expect(await resolveInWorkspace(h.root, "sub/../sub/new/file.txt")).toBe(join(h.root, "sub", "new", "file.txt"));
-    expect(await resolveInWorkspace(h.root, "")).toBe(h.root);
-    expect(await resolveInWorkspace(h.root, "@sub/ok.txt")).toBe(join(h.root, "sub", "ok.txt"));
+  it("reads and writes relative and absolute paths inside the root", async () => {
+    const files = createWorkspaceFiles(h.root);
+    expect((await files.readFile("sub/ok.txt")).toString()).toBe("fine\n");
+    expect((await files.readFile(join(h.root, "sub/ok.txt"))).toString()).toBe("fine\n");
+    expect((await files.readFile("@sub/ok.txt")).toString()).toBe("fine\n");
+    await files.writeFile("sub/../sub/new/file.txt", "made");
+    expect(await readFile(join(h.root, "sub", "new", "file.txt"), "utf-8")).toBe("made");
+    expect((await files.stat(""))?.kind).toBe("dir");
+    expect(await files.stat("sub/missing.txt")).toBeNull();
+    expect(await files.stat("sub/ok.txt/below")).toBeNull();
   });
 
-  it("follows symlinks that stay inside the root", async () => {
-    expect(await resolveInWorkspace(h.root, "link-in/ok.txt")).toBe(join(h.root, "sub", "ok.txt"));
+  it("follows symlinks that stay inside the root, relative, absolute and chained", async () => {
+    const files = createWorkspaceFiles(h.root);
+    await symlink("../sub/ok.txt", join(h.root, "sub", "rel-link.txt"));
+    await symlink("link-in", join(h.root, "chain"));
+    expect((await files.readFile("link-in/ok.txt")).toString()).toBe("fine\n");
+    expect((await files.readFile("sub/rel-link.txt")).toString()).toBe("fine\n");
+    expect((await files.readFile("chain/ok.txt")).toString()).toBe("fine\n");
+    await files.writeFile("chain/through.txt", "via links");
+    expect(await readFile(join(h.root, "sub", "through.txt"), "utf-8")).toBe("via links");
+    const listed = await files.readdir(".");
+    expect(listed.find((e) => e.name === "link-in")).toEqual({ name: "link-in", kind: "dir", isSymlink: true });
+    expect(listed.find((e) => e.name === "link-out")).toEqual({ name: "link-out", kind: "other", isSymlink: true });
+  });
+
+  it("refuses a symlink loop with a clear error", async () => {
+    await symlink("loop-b", join(h.root, "loop-a"));
+    await symlink("loop-a", join(h.root, "loop-b"));
+    await expect(createWorkspaceFiles(h.root).readFile("loop-a")).rejects.toThrow(/Too many levels of symbolic links/);
+  });
+
+  it("replaceFile swaps the content atomically in the same directory and keeps the mode", async () => {
+    const files = createWorkspaceFiles(h.root);
+    await writeFile(join(h.root, "sub", "script.sh"), "echo one\n", { mode: 0o750 });
+    await files.replaceFile("link-in/script.sh", (b) => b.toString().replace("one", "two"));
+    expect(await readFile(join(h.root, "sub", "script.sh"), "utf-8")).toBe("echo two\n");
+    expect((await stat(join(h.root, "sub", "script.sh"))).mode & 0o777).toBe(0o750);
+    await expect(
+      files.replaceFile("sub/script.sh", () => {
+        throw new Error("no match");
+      }),
+    ).rejects.toThrow("no match");
+    expect(await readFile(join(h.root, "sub", "script.sh"), "utf-8")).toBe("echo two\n");
+    const { readdir } = await import("node:fs/promises");
+    expect((await readdir(join(h.root, "sub"))).filter((n) => n.includes("fleet-edit"))).toEqual([]);
+  });
+
+  it("does not hang on a FIFO planted in the workspace", async () => {
+    execFileSync("mkfifo", [join(h.root, "pipe")]);
+    const out = await h.run(tool("read"), { path: "pipe" }).catch((e: Error) => e.message);
+    expect(out).toMatch(/Not a regular file/);
+    const grep = await h.run(tool("grep"), { pattern: "x" });
+    expect(grep.content).toEqual([{ type: "text", text: "No matches found" }]);
   });
 
   const escapes: Array<[string, (h: Harness) => string, RegExp]> = [
@@ -55,8 +101,10 @@ describe("workspace confinement", () => {
 
   it.each(escapes)("refuses %s", async (_name, path, message) => {
     const p = path(h);
-    await expect(resolveInWorkspace(h.root, p)).rejects.toThrow(WorkspaceEscapeError);
-    await expect(resolveInWorkspace(h.root, p)).rejects.toThrow(message);
+    const files = createWorkspaceFiles(h.root);
+    await expect(files.stat(p)).rejects.toThrow(WorkspaceEscapeError);
+    await expect(files.readFile(p)).rejects.toThrow(message);
+    await expect(files.writeFile(p, "x")).rejects.toThrow(message);
   });
 
   it("every path-taking built-in tool refuses escapes with a clear error", async () => {
