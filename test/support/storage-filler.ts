@@ -24,6 +24,8 @@ export interface FillOptions {
 }
 
 const CHUNKS = [512 * 1024, 16 * 1024, 64];
+/** Publishes in flight at once: a loaded 2-core machine fills 200 MB in about a second this way. */
+const IN_FLIGHT = 8;
 const ATTEMPTS = 20;
 
 /**
@@ -45,16 +47,18 @@ export async function fillStorage(nc: NatsConnection, opts: FillOptions = {}): P
   const fill = async () => {
     for (const size of CHUNKS) {
       const chunk = new Uint8Array(size);
-      for (let failures = 0; ; ) {
+      const batch = size > 1024 ? IN_FLIGHT : 1;
+      for (let failures = 0, full = false; !full; ) {
         if (bytes > maxBytes) throw new Error(`${bytes} bytes stored and no refusal: is max_file_store set?`);
-        try {
-          await js.publish(subject, chunk, { timeout: 5_000 });
-          bytes += size;
-        } catch (err) {
-          if (isStorageFullError(err)) break;
-          if (++failures >= ATTEMPTS) throw err;
-          await sleep(250);
-        }
+        const results = await Promise.allSettled(
+          Array.from({ length: batch }, () => js.publish(subject, chunk, { timeout: 5_000 })),
+        );
+        bytes += size * results.filter((r) => r.status === "fulfilled").length;
+        const errors = results.flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+        full = errors.some(isStorageFullError);
+        if (full || errors.length === 0) continue;
+        if (++failures >= ATTEMPTS) throw errors[0];
+        await sleep(250);
       }
     }
   };
