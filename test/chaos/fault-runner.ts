@@ -1,6 +1,7 @@
 // Applies a fault schedule to the running system, one fault after another, at the planned times.
 import { sendRedisCommand } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { fillStorage } from "../support/storage-filler.js";
 import { measureFailover } from "./failover-watch.js";
 import { type Fault, formatFault } from "./fault-schedule.js";
 import type { ServiceSlot } from "./service-slot.js";
@@ -48,7 +49,7 @@ export async function runFaults(
       opts.log(`! fault ${fault.kind} failed: ${String(err).slice(0, 300)}`);
     };
     try {
-      const { recovery } = await apply(system, nc, fault, opts.partitions, run.failovers);
+      const { recovery } = await apply(system, nc, fault, opts.partitions, run.failovers, opts.log);
       recovering.set(key, recovery.catch(failed));
     } catch (err) {
       failed(err);
@@ -65,6 +66,7 @@ function targetOf(f: Fault): string {
   if (f.kind === "kill_runner") return `runner-${f.target}`;
   if (f.kind === "kill_gateway") return `gateway-${f.target}`;
   if (f.kind === "pause_nats" || f.kind === "kill_nats") return `nats-${f.target}`;
+  if (f.kind === "storage_full") return "storage";
   return "redis";
 }
 
@@ -75,6 +77,7 @@ async function apply(
   fault: Fault,
   partitions: number,
   failovers: Promise<FailoverSample>[],
+  log: (line: string) => void,
 ): Promise<{ recovery: Promise<void> }> {
   const watch = (
     role: "loop" | "store",
@@ -131,6 +134,17 @@ async function apply(
     case "redis_restart":
       if (system.redis.pid !== undefined) process.kill(system.redis.pid, "SIGKILL");
       return later(() => system.redis.restart());
+    case "storage_full": {
+      // Every node's storage (the filler has a replica on each): every write to a file stream is refused.
+      const started = Date.now();
+      const fill = await fillStorage(nc, { replicas: system.nats.nodes });
+      log(`  storage filled: ${Math.round(fill.bytes / 1024 ** 2)} MB in ${Date.now() - started} ms`);
+      return later(async () => {
+        const releasing = Date.now();
+        await fill.release();
+        log(`  storage released in ${Date.now() - releasing} ms`);
+      });
+    }
   }
 }
 

@@ -21,6 +21,8 @@ describe("chaos / fault schedule", () => {
       if (f.kind.startsWith("kill_") || f.kind === "redis_restart") expect(f.holdMs).toBeLessThanOrEqual(3_000);
       if (f.kind === "pause_nats") expect(f.holdMs).toBeGreaterThanOrEqual(1_000);
       if (f.kind === "pause_loop") expect(f.holdMs).toBeGreaterThan(3_000);
+      // Shorter than the lease (kept, appends retried) or well past it (lost, taken again): 1–2.5 s or 5–20 s.
+      if (f.kind === "storage_full") expect(f.holdMs < 2_500 || (f.holdMs >= 5_000 && f.holdMs <= 20_000)).toBe(true);
     }
   });
   it("draws only the kinds asked for", () => {

@@ -11,12 +11,14 @@ export const FAULT_KINDS = [
   "redis_restart",
   "pause_loop",
   "kill_gateway",
+  "storage_full",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /**
  * One planned fault. `target` picks the instance (0 or 1; the cluster node for NATS faults).
- * `holdMs`: for kills, the time until the restart; for pauses, the time until SIGCONT.
+ * `holdMs`: for kills, the time until the restart; for pauses, the time until SIGCONT; for
+ * `storage_full`, how long the server's storage stays full before the space is given back.
  */
 export interface Fault {
   atMs: number;
@@ -52,6 +54,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   redis_restart: 1,
   pause_loop: 2,
   kill_gateway: 1,
+  storage_full: 1,
 };
 
 export function buildFaultSchedule(s: ScheduleSettings): Fault[] {
@@ -83,6 +86,12 @@ function holdFor(kind: FaultKind, r: number, leaseTtlMs: number): number {
       return leaseTtlMs + 1_000 + Math.round(r * 2_000);
     case "redis_flushall":
       return 0;
+    case "storage_full":
+      // Half of them shorter than the lease (the owner keeps it and retries), half longer (it is lost
+      // and taken again once space is back).
+      return r < 0.5
+        ? Math.round(Math.min(leaseTtlMs - 500, 1_000 + r * 3_000))
+        : Math.round(5_000 + (r - 0.5) * 30_000);
   }
 }
 

@@ -19,7 +19,7 @@ import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
 import type { ChaosOptions } from "./options.js";
 import { formatReport } from "./report.js";
 import { type SseWatch, watchSession } from "./sse-watch.js";
-import { type System, startSystem } from "./system.js";
+import { CHAOS_MAX_FILE_STORE, type System, startSystem } from "./system.js";
 import { startWorkload } from "./workload.js";
 import { CHAOS_TOOL_POLICIES } from "./workload-plan.js";
 
@@ -99,8 +99,11 @@ export async function runChaos(
     await workload.drain();
     await workload.probe();
     const failovers = await Promise.all(faults.failovers);
-    log("collecting logs, tool side effects and store answers");
     const c = client;
+    const account = await c.jsm.getAccountInfo().catch(() => undefined);
+    const mb = (n: number) => `${Math.round(n / 1024 ** 2)} MB`;
+    if (account) log(`JetStream file storage used: ${mb(account.storage)} of ${mb(CHAOS_MAX_FILE_STORE)} per server`);
+    log("collecting logs, tool side effects and store answers");
     const records = await Promise.all(sessionIds.map((id) => collectSession(c, system.workspace, id)));
     log("waiting for every SSE client to have received its session's log");
     const sseReceived = await Promise.all(

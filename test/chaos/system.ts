@@ -1,6 +1,7 @@
-// The system under test, all real and separate: nats-server (or a 3-node cluster) with file storage,
-// redis-server, the fake Anthropic server in stateless mode, 2 loop workers, 2 tool runners, 2 stores
-// and 2 HTTP gateways (each on a port of its own that it keeps across restarts).
+// The system under test, all real and separate: nats-server (or a 3-node cluster) with file storage
+// limited to CHAOS_MAX_FILE_STORE, redis-server, the fake Anthropic server in stateless mode, 2 loop
+// workers, 2 tool runners, 2 stores and 2 HTTP gateways (each on a port of its own that it keeps
+// across restarts).
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +19,12 @@ import {
 } from "@fleet/testkit";
 import { createServiceSlot, type ServiceSlot } from "./service-slot.js";
 import { chaosPlan } from "./workload-plan.js";
+
+/**
+ * Each nats-server's `max_file_store`: a 120 s run of 24 sessions stores far less (the report prints
+ * what it used), and the `storage_full` fault fills the rest in a moment.
+ */
+export const CHAOS_MAX_FILE_STORE = 128 * 1024 ** 2;
 
 export interface SystemSettings {
   cluster: boolean;
@@ -79,7 +86,11 @@ export async function startSystem(s: SystemSettings): Promise<System> {
     process.off("exit", removeDir);
   };
   try {
-    const nats = s.cluster ? clusterUnderTest(await startNatsCluster(3)) : singleUnderTest(await startNats());
+    // A store limit the run stays well below, so that the `storage_full` fault fills it in a moment.
+    const jetstream = { maxFileStore: CHAOS_MAX_FILE_STORE };
+    const nats = s.cluster
+      ? clusterUnderTest(await startNatsCluster(3, { jetstream }))
+      : singleUnderTest(await startNats({ jetstream }));
     stops.push(() => nats.stop());
     const natsUrl = nats.urls.join(",");
     const redis = await startRedis();

@@ -392,11 +392,12 @@ describe("web console", () => {
     expect(await page.getByTestId("page-number").textContent()).toBe("page 1");
   });
 
-  it("shows fleet health: partitions and owners, workers, runners and tools, store lag", async () => {
+  it("shows fleet health: partitions and owners, workers, runners and tools, store lag, storage", async () => {
     await page.goto(`${base}/health`);
     await expect.poll(() => page.getByTestId("health").textContent(), { timeout: 10_000 }).toContain("4 partitions");
     const text = (await page.getByTestId("health").textContent()) ?? "";
     expect(text).toContain("store lag");
+    expect(await page.getByTestId("storage").textContent()).toMatch(/^storage ok · [\d.]+ MB used$/);
     expect(text).toMatch(/loop: \S+/);
     expect(text).toContain("write");
     await shot("health");

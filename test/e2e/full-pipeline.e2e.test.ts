@@ -210,6 +210,7 @@ describe.skipIf(!HAS_LOOP)("e2e / full pipeline", () => {
     expect(result.stdout).toMatch(/✓ loop leases: 4\/4 held/);
     expect(result.stdout).toMatch(/✓ store leases: 4\/4 held/);
     expect(result.stdout).toMatch(/✓ tools: 7 registered, 1 live runner\(s\)/);
+    expect(result.stdout).toMatch(/✓ storage: [\d.]+ MB used; writes accepted/);
     expect(result.stdout.trimEnd().split("\n").at(-1)).toBe("ready");
   });
 

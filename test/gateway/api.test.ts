@@ -278,6 +278,13 @@ describe("gateway / API", () => {
     const loopLeases = health.body.leases.find((l: { role: string }) => l.role === "loop");
     expect(loopLeases.held + loopLeases.unheld.length).toBe(4);
     expect(health.body.storeLag).toEqual(expect.any(Number));
+    // The probe write was stored: JetStream takes writes.
+    expect(health.body.storage).toEqual({
+      usedBytes: expect.any(Number),
+      limitBytes: null,
+      full: false,
+      probeError: null,
+    });
     expect((await call(stack.gateway.url, "GET", "/v1/fleet/health")).status).toBe(401);
   });
 

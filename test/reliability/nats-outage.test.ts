@@ -3,10 +3,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FleetClient, newId, newSessionId, type SessionEventItem } from "@fleet/client";
+import { FleetClient, newId, newSessionId } from "@fleet/client";
 import type { FleetEvent } from "@fleet/protocol";
 import { type NatsServer, type RedisServer, startNats, startRedis } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { followSession } from "../support/follow-session.js";
 import { type LoopProcess, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
 import { type ServiceProcess, spawnService } from "../support/service-process.js";
 
@@ -63,29 +64,7 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Follows a session's events from the start (the SDK resumes across reconnects by sequence). */
-function follow(sessionId: string) {
-  const seen: SessionEventItem[] = [];
-  const ac = new AbortController();
-  void (async () => {
-    try {
-      for await (const item of client.events(sessionId, { signal: ac.signal })) seen.push(item);
-    } catch {
-      // stopped
-    }
-  })();
-  return {
-    seen,
-    stop: () => ac.abort(),
-    async until(what: string, cond: (events: FleetEvent[]) => boolean, timeoutMs = 60_000) {
-      const end = Date.now() + timeoutMs;
-      while (!cond(seen.map((s) => s.event))) {
-        if (Date.now() > end) throw new Error(`no ${what} within ${timeoutMs} ms: ${seen.map((s) => s.event.type)}`);
-        await sleep(20);
-      }
-    },
-  };
-}
+const follow = (sessionId: string) => followSession(client, sessionId);
 
 /** Sends a command, re-sending it with the same id until it has an outcome (as a client must). */
 async function sendSurely(sessionId: string, type: "append_custom", n: number, id = newId()): Promise<string> {

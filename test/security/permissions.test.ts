@@ -310,6 +310,8 @@ describe("security / the fleet CLI with credentials", () => {
     const output = result.stdout + result.stderr;
     expect(output).toContain(`NATS ${secured.nats.url} (user "acme-reader" with a password): nats-server 2.9.10`);
     expect(output).toContain("loop leases: 4/4 held");
+    // A reader may write the storage probe (and nothing else of fleet_config).
+    expect(output).toMatch(/✓ storage: [\d.]+ MB used of [\d.]+ MB \(account limit\); writes accepted/);
     expect(output).not.toContain(env.NATS_PASSWORD);
     const json = await runCli(["doctor", "--json"], { env });
     expect(json.stdout).not.toContain(env.NATS_PASSWORD);

@@ -8,7 +8,10 @@ export type FleetErrorKind =
   | "store"
   /** No outcome or reply arrived in time. */
   | "timeout"
-  /** A server or service could not be reached (NATS down, no store responders, stack not set up). */
+  /**
+   * A server or service could not be reached (NATS down, no store responders, stack not set up), or
+   * JetStream refused a write because its storage is full (code `storage_full`).
+   */
   | "unavailable"
   /** The caller passed something the protocol does not accept (checked before sending). */
   | "invalid_input"
@@ -61,6 +64,21 @@ export class StoreQueryError extends FleetError {
     this.name = "StoreQueryError";
     this.op = op;
   }
+}
+
+/**
+ * A write that JetStream refused because its storage is full (the server's `max_file_store` or the
+ * account's limit): kind `unavailable`, code `storage_full`. Nothing was stored; the same write (the
+ * same command id) may be sent again once space is freed.
+ */
+export function storageFullError(what: string, cause: unknown): FleetError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new FleetError(
+    "unavailable",
+    "storage_full",
+    `cannot ${what}: the event store is full (storage_full; JetStream: ${detail}). Nothing was stored; send it again once space is freed (fleet doctor shows the storage)`,
+    { cause },
+  );
 }
 
 /** Structural check, so errors from another copy of this package are recognised too. */

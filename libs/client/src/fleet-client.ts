@@ -24,6 +24,7 @@ import {
 } from "@fleet/protocol";
 import {
   connectFleet,
+  isStorageFullError,
   lastSubjectSeq,
   type NatsAuthSettings,
   NatsConnectError,
@@ -34,7 +35,7 @@ import {
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { CommandRejectedError, FleetError, isFleetError } from "./errors.js";
+import { CommandRejectedError, FleetError, isFleetError, storageFullError } from "./errors.js";
 import { tailSubject } from "./event-tail.js";
 import { newId, newSessionId } from "./ids.js";
 import { LiveSession } from "./live-session.js";
@@ -300,8 +301,9 @@ export class FleetClient {
   /**
    * Sends any command and resolves with its outcome event, `command_accepted` or `command_rejected`
    * (a rejection is data here, not an error). Same errors as `send` otherwise: `invalid_input`
-   * before publishing, `unavailable`, and `timeout` when no outcome arrived in time. Re-sending a
-   * command id within the stream's dedup window finds the first outcome.
+   * before publishing, `unavailable` (code `storage_full` when JetStream refused the command because
+   * its storage is full: nothing was stored), and `timeout` when no outcome arrived in time.
+   * Re-sending a command id within the stream's dedup window finds the first outcome.
    */
   async outcomeOf(sessionId: string, body: CommandBody, opts: CommandOptions = {}): Promise<OutcomeRecord> {
     const command = { ...body, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
@@ -471,6 +473,7 @@ export class FleetClient {
           if (logEnd === 0) await republishIfLost().catch(() => undefined);
         }
       } catch (err) {
+        if (isStorageFullError(err)) throw storageFullError(`send ${command.type} ${command.id}`, err);
         throw new FleetError(
           "unavailable",
           "publish_failed",
@@ -687,6 +690,7 @@ export class FleetClient {
       await writeTenantLimits(this.nc, checked);
     } catch (err) {
       const what = `the tenant's daily budget in KV ${KV_BUCKETS.budgets.name}`;
+      if (isStorageFullError(err)) throw storageFullError(`write ${what}`, err);
       if (isPermissionDenied(err)) {
         throw new FleetError(
           "unavailable",

@@ -4,6 +4,7 @@ export {
   type DeploymentReport,
   inspectDeployment,
   type LeaseReport,
+  type StorageReport,
   type StreamReport,
   type ToolReport,
 } from "./cli/inspect-deployment.js";

@@ -52,6 +52,10 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("auditor", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
     expect(mayPublish("audit-admin", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(true);
     for (const role of FLEET_ROLES) expect(mayPublish(role, "$JS.API.STREAM.DELETE.FLEET_EVENTS"), role).toBe(false);
+    // Health reports write the storage probe key, and no other key of fleet_config.
+    expect(mayPublish("reader", "$KV.fleet_config.probe")).toBe(true);
+    expect(mayPublish("reader", "$KV.fleet_config.partitions")).toBe(false);
+    expect(mayPublish("operator", "$KV.fleet_config.protocol")).toBe(false);
     expect(mayPublish("loop", "$KV.fleet_leases.loop.p.3")).toBe(true);
     expect(mayPublish("loop", "$KV.fleet_leases.store.p.3")).toBe(false);
     expect(mayPublish("loop", "$KV.fleet_leases.runner.r-1")).toBe(false);

@@ -1,5 +1,6 @@
 // Each role's NATS subject permissions, derived from the subject table and the JetStream configs.
 import {
+  CONFIG_KEYS,
   KV_BUCKETS,
   loopCommandConsumer,
   OBJECT_STORES,
@@ -134,10 +135,14 @@ const CALLS = STREAMS.toolCalls.name;
 const RESULTS = STREAMS.toolResults.name;
 const BLOBS = OBJECT_STORES.blobs.name;
 
-/** What any client of a tenant reads: the event log, the store, and the deployment's state for `fleet doctor`. */
+/**
+ * What any client of a tenant reads: the event log, the store, and the deployment's state for
+ * `fleet doctor`, whose storage check writes one key (`fleet_config` `probe`, a timestamp).
+ */
 function readerPublish(): string[] {
   return [
     ...jsApi.account(),
+    `$KV.${KV.config.name}.${CONFIG_KEYS.probe}`,
     ...TENANT_STREAMS.flatMap(jsApi.streamInfo),
     ...[CMD, EV, CALLS].flatMap(jsApi.consumerInfo),
     ...jsApi.getMessage(EV),

@@ -39,16 +39,22 @@ export {
   LeaseValue,
   type ReleaseReason,
 } from "./partition-leases.js";
+export {
+  isStorageFullError,
+  isTransientPublishFailure,
+  type PublishFailureCause,
+  publishFailureCause,
+} from "./publish-failure.js";
 export { atLeast, compareVersions } from "./semver.js";
 export { sleep } from "./sleep.js";
 export {
   createStreamPublisher,
   type DurablePublishOptions,
-  isTransientPublishFailure,
   NO_STREAM,
   PUBLISH_FAILED,
   PUBLISH_TIMEOUT,
   type PublishAck,
+  type PublishFailure,
   type PublishOptions,
   type StreamPublisher,
   WRONG_LAST_SEQUENCE,

@@ -84,9 +84,12 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
    * renewals), and a partition is not claimed again before its release finished.
    */
   const releasing = new Map<number, Promise<void>>();
+  /** Partitions whose renewals fail since the last one that landed: logged once per outage, not per renewal. */
+  const renewFailing = new Set<number>();
   function lose(lease: HeldLease, why: string) {
     if (held.get(lease.partition) !== lease) return;
     held.delete(lease.partition);
+    renewFailing.delete(lease.partition);
     opts.logger?.warn({ evt: "lease_lost", partition: lease.partition, why }, "partition lease lost");
     const done = (async () => {
       try {
@@ -115,16 +118,22 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
         try {
           const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
           // Released or lost meanwhile: nothing to record.
-          if (held.get(lease.partition) === lease) held.set(lease.partition, { ...lease, revision, renewedAt: sentAt });
+          if (held.get(lease.partition) !== lease) return;
+          held.set(lease.partition, { ...lease, revision, renewedAt: sentAt });
+          if (renewFailing.delete(lease.partition)) {
+            opts.logger?.info({ evt: "lease_renew_resumed", partition: lease.partition }, "renewals land again");
+          }
         } catch (err) {
           const message = (err as Error).message;
           if (isWrongLastSequence(err)) lose(lease, message);
           else if (now() - lease.renewedAt > opts.ttlMs) lose(lease, `not renewed within the TTL (${message})`);
-          else
+          else if (!renewFailing.has(lease.partition)) {
+            renewFailing.add(lease.partition);
             opts.logger?.warn(
               { evt: "lease_renew_retry", partition: lease.partition, err },
-              "renewal failed; retrying",
+              "renewal failed; retrying (logged once until one lands)",
             );
+          }
         }
       }),
     );
@@ -226,11 +235,21 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     }
   }
 
+  /** A pass failed since the last one that completed (e.g. presence writes refused by a full store): logged once. */
+  let passFailing = false;
   async function tick() {
     if (stopped) return;
     if (running) return running;
     running = pass()
-      .catch((err) => opts.logger?.warn({ evt: "lease_tick_failed", err }, "lease pass failed"))
+      .then(() => {
+        if (passFailing) opts.logger?.info({ evt: "lease_tick_resumed" }, "lease passes complete again");
+        passFailing = false;
+      })
+      .catch((err) => {
+        if (!passFailing)
+          opts.logger?.warn({ evt: "lease_tick_failed", err }, "lease pass failed (logged once until one completes)");
+        passFailing = true;
+      })
       .finally(() => {
         running = undefined;
       });

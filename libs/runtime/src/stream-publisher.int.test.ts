@@ -1,8 +1,9 @@
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectNats } from "./nats-connection.js";
+import { isStorageFullError } from "./publish-failure.js";
 import {
   createStreamPublisher,
   NO_STREAM,
@@ -80,5 +81,51 @@ describe("stream publisher", () => {
     expect(await q.publish("pub.after", data("z"))).toMatchObject({ ok: false, code: PUBLISH_FAILED });
     sub.unsubscribe();
     p.close();
+  });
+
+  it("retries a publish a full store refuses while keepTrying says so, and it lands once when space is freed", async () => {
+    // An account with 2 MB of file storage, filled to within one 64 KiB chunk of its limit.
+    const limited = await startNats({
+      config: "accounts { A: { jetstream: { max_file: 2MB }, users: [{ user: a, password: a }] } }",
+    });
+    const anc = await connect({ servers: limited.url, name: "publisher-full", user: "a", pass: "a" });
+    try {
+      const jsm = await jetstreamManager(anc);
+      await jsm.streams.add({ name: "LOG", subjects: ["log.>"] });
+      await jsm.streams.add({ name: "FILL", subjects: ["fill"] });
+      const js = jetstream(anc);
+      const fill = async () => {
+        for (let refused = false; !refused; ) {
+          refused = await js.publish("fill", new Uint8Array(64 * 1024)).then(() => false, isStorageFullError);
+        }
+      };
+      await fill();
+      const p = createStreamPublisher(anc);
+      const big = new Uint8Array(100 * 1024);
+      const refusals: number[] = [];
+      const pending = p.publishDurably("log.a", big, {
+        stream: "LOG",
+        msgID: "a-1",
+        expectLastSubjectSequence: 0,
+        keepTrying: (failure) => {
+          refusals.push(failure.code);
+          return true;
+        },
+      });
+      await new Promise((r) => setTimeout(r, 800));
+      expect(refusals.length).toBeGreaterThan(2);
+      expect(new Set(refusals)).toEqual(new Set([10002])); // "resource limits exceeded for account"
+      await jsm.streams.purge("FILL");
+      expect(await pending).toEqual({ ok: true, stream: "LOG", seq: expect.any(Number), duplicate: false });
+      expect((await jsm.streams.info("LOG")).state.messages).toBe(1);
+      // keepTrying false ends the retries with the refusal.
+      await fill();
+      const ended = await p.publishDurably("log.b", big, { stream: "LOG", msgID: "b-1", keepTrying: () => false });
+      expect(ended).toMatchObject({ ok: false, code: 10002 });
+      p.close();
+    } finally {
+      await anc.close();
+      await limited.stop();
+    }
   });
 });

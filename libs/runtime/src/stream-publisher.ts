@@ -1,20 +1,20 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import {
+  isTransientPublishFailure,
+  NO_STREAM,
+  PUBLISH_FAILED,
+  PUBLISH_TIMEOUT,
+  publishFailureCause,
+  WRONG_LAST_SEQUENCE,
+} from "./publish-failure.js";
 import { sleep } from "./sleep.js";
 
-/** JetStream's "wrong last sequence" (optimistic concurrency) error code. */
-export const WRONG_LAST_SEQUENCE = 10071;
-/** `code` of a publish no stream answered (the server's 503 "no responders" status). */
-export const NO_STREAM = 503;
-/** `code` of a publish that got no acknowledgement in time (it may still have been stored). */
-export const PUBLISH_TIMEOUT = 408;
-/** `code` of a publish that could not be sent or whose connection closed before the ack. */
-export const PUBLISH_FAILED = 0;
+export { NO_STREAM, PUBLISH_FAILED, PUBLISH_TIMEOUT, WRONG_LAST_SEQUENCE };
 
-export type PublishAck =
-  | { ok: true; stream: string; seq: number; duplicate: boolean }
-  /** `code`: the JetStream API `err_code` (e.g. 10071), or NO_STREAM, PUBLISH_TIMEOUT, PUBLISH_FAILED. */
-  | { ok: false; code: number; error: string };
+/** `code`: the JetStream API `err_code` (e.g. 10071), or NO_STREAM, PUBLISH_TIMEOUT, PUBLISH_FAILED. */
+export type PublishFailure = { ok: false; code: number; error: string };
+export type PublishAck = { ok: true; stream: string; seq: number; duplicate: boolean } | PublishFailure;
 
 export interface PublishOptions {
   /** `Nats-Msg-Id`: the server drops a repeat within the stream's duplicate window (and acks it). */
@@ -33,15 +33,24 @@ export interface PublishOptions {
 export interface DurablePublishOptions extends PublishOptions {
   /** The stream that captures `subject`: read to tell a retry's 10071 caused by our own landed attempt. */
   stream: string;
-  /** How long transient failures are retried (default 30 s): no responders, timeouts, a lost connection. */
+  /**
+   * How long transient failures (`isTransientPublishFailure`: a full store, no responders, an
+   * election, a timeout, a lost connection) are retried when `keepTrying` is not given (default 30 s).
+   */
   retryForMs?: number;
+  /**
+   * Asked after each transient failure, with that failure: true retries it (after the backoff), false
+   * ends with it. Given, it replaces the `retryForMs` deadline: a writer that holds a lease retries
+   * for as long as it holds it.
+   */
+  keepTrying?: (failure: PublishFailure) => boolean | Promise<boolean>;
 }
 
 export interface StreamPublisher {
   publish(subject: string, data: Uint8Array, opts?: PublishOptions): Promise<PublishAck>;
   /**
-   * `publish`, retried with backoff through transient failures (a stream leader election, a NATS
-   * restart) with the same msgID and the same expected last subject sequence, so at most one copy is
+   * `publish`, retried with backoff (50 ms doubling to 1 s) through transient failures (a full store,
+   * a stream leader election, a NATS restart) with the same msgID and the same expected last subject sequence, so at most one copy is
    * stored. A 10071 after an attempt whose outcome is unknown (timed out, connection lost) is checked
    * against the subject's last message: when that is this msgID, the first attempt landed and the
    * result is that message's sequence (`duplicate: true`), not a fence.
@@ -136,7 +145,8 @@ export function createStreamPublisher(
   }
 
   async function publishDurably(subject: string, data: Uint8Array, o: DurablePublishOptions): Promise<PublishAck> {
-    const deadline = Date.now() + (o.retryForMs ?? 30_000);
+    const retryForMs = o.retryForMs ?? 30_000;
+    const deadline = Date.now() + retryForMs;
     let outcomeUnknown = false;
     let delay = 50;
     for (;;) {
@@ -144,13 +154,15 @@ export function createStreamPublisher(
       if (ack.ok) return ack;
       if (ack.code === WRONG_LAST_SEQUENCE) {
         if (!outcomeUnknown || o.msgID === undefined) return ack;
-        const landed = await lastMessageOf(nc, o.stream, subject, deadline);
+        const readUntil = o.keepTrying ? Date.now() + retryForMs : deadline;
+        const landed = await lastMessageOf(nc, o.stream, subject, readUntil);
         return landed?.msgId === o.msgID ? { ok: true, stream: o.stream, seq: landed.seq, duplicate: true } : ack;
       }
-      const stopped = closed || nc.isClosed();
-      if (stopped || !isTransientPublishFailure(ack.code) || Date.now() + delay > deadline) return ack;
-      // 503: no stream leader received it. Anything else may have been stored without an ack.
-      if (ack.code !== NO_STREAM) outcomeUnknown = true;
+      if (closed || nc.isClosed() || !isTransientPublishFailure(ack.code)) return ack;
+      const more = o.keepTrying ? await o.keepTrying(ack) : Date.now() + delay <= deadline;
+      if (!more || closed || nc.isClosed()) return ack;
+      // 503: no stream leader received it; a full store refused it. Anything else may have been stored without an ack.
+      if (ack.code !== NO_STREAM && publishFailureCause(ack.code) !== "storage_full") outcomeUnknown = true;
       await sleep(delay);
       delay = Math.min(delay * 2, 1_000);
     }
@@ -169,14 +181,6 @@ export function createStreamPublisher(
       sub = undefined;
     },
   };
-}
-
-/** JetStream "cluster not available" / "stream not current" style errors seen during elections. */
-const TRANSIENT_API_CODES = new Set([10008, 10074]);
-
-/** Failures worth retrying with the same msgID: nothing final was said about the message. */
-export function isTransientPublishFailure(code: number): boolean {
-  return code === NO_STREAM || code === PUBLISH_TIMEOUT || code === PUBLISH_FAILED || TRANSIENT_API_CODES.has(code);
 }
 
 /**

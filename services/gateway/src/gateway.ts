@@ -23,6 +23,7 @@ import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import type { SseConnection } from "./sse/sse-connection.js";
+import { createStorageAlarm } from "./storage-alarm.js";
 import { createTenantLinks } from "./tenant-links.js";
 import { startWebhookService, type WebhookService } from "./webhooks/webhook-service.js";
 import { openWebhookStore, type WebhookStore } from "./webhooks/webhook-store.js";
@@ -150,7 +151,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       reply.elapsedTime / 1000,
     );
   });
-  registerRoutes(app, routes, { tokens: opts.tokens, natsUp: links.natsUp, logger });
+  const storageAlarm = createStorageAlarm({ logger, metrics, now: Date.now });
+  registerRoutes(app, routes, {
+    tokens: opts.tokens,
+    natsUp: links.natsUp,
+    logger,
+    onStorageFull: storageAlarm.refused,
+  });
   registerConsoleStatic(app, opts.consoleDir ?? fileURLToPath(new URL("../../console/dist/", import.meta.url)));
 
   const keepalive = setInterval(() => {

@@ -7,6 +7,7 @@ export interface GatewayMetrics {
   sseDropped: Counter;
   hubs: Gauge;
   commands: Counter<"type" | "outcome">;
+  publishesRefused: Counter<"route">;
   webhookDeliveries: Counter<"outcome">;
 }
 
@@ -41,6 +42,12 @@ export function createGatewayMetrics(registry: Registry, hubCount: () => number)
       name: "fleet_gateway_commands_total",
       help: "Commands sent, by type and outcome (command_accepted, command_rejected, pending)",
       labelNames: ["type", "outcome"],
+      registers: [registry],
+    }),
+    publishesRefused: new Counter({
+      name: "fleet_gateway_publishes_refused_total",
+      help: "Requests whose write (a command, a session, an import, the budget) JetStream refused because its storage is full (503 storage_full), by route",
+      labelNames: ["route"],
       registers: [registry],
     }),
     webhookDeliveries: new Counter({

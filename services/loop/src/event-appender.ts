@@ -1,5 +1,5 @@
 import { encodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
-import { type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
+import { type PublishFailure, type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
   | { ok: true; seq: number; event: FleetEvent }
@@ -11,6 +11,10 @@ export type AppendOutcome =
  * The single-writer append path of one session subject. Appends are serialised: each carries
  * `msgID = meta.id` (a retried publish is deduplicated) and `expect.lastSubjectSequence = lastSeq`
  * (a deposed owner is rejected with 10071 and becomes `fenced`; every later append fails fast).
+ * An append refused for a passing cause (a full store, an election, a timeout: see
+ * `isTransientPublishFailure`) is retried with backoff for as long as the write gate stays open, so
+ * a full store pauses the session's writes instead of failing them; the gate closing ends it
+ * `fenced`. Without a gate it is retried for `retryForMs`, then `failed`.
  */
 export interface SessionAppender {
   readonly sessionId: string;
@@ -31,38 +35,54 @@ export function createSessionAppender(opts: {
    * append, and every later one, `fenced`. Absent: only the expected sequence fences.
    */
   writeGate?: () => boolean | Promise<boolean>;
-  /** How long transient publish failures are retried (default 30 s). */
+  /** Without a `writeGate`: how long passing refusals are retried (default 30 s). */
   retryForMs?: number;
   onAppended?: (event: FleetEvent, seq: number, latencyMs: number) => void;
+  /** Called for each attempt refused for a passing cause; the append is retried while the gate is open. */
+  onRefused?: (event: FleetEvent, failure: PublishFailure) => void;
 }): SessionAppender {
   const subject = subjects.event(opts.partition, opts.sessionId);
   let lastSeq = opts.lastSeq;
   let fenced = false;
   let chain: Promise<unknown> = Promise.resolve();
 
+  const gateOpen = async (): Promise<boolean> => {
+    const gate = opts.writeGate?.() ?? true;
+    return gate === true || (await gate);
+  };
+  const leaseLost = (): AppendOutcome => {
+    fenced = true;
+    return { ok: false, kind: "fenced", error: "the partition lease is no longer held" };
+  };
+
   async function publishOnce(event: FleetEvent): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
-    const gate = opts.writeGate?.() ?? true;
-    if (gate !== true && !(await gate)) {
-      fenced = true;
-      return { ok: false, kind: "fenced", error: "the partition lease is no longer held" };
-    }
+    if (!(await gateOpen())) return leaseLost();
     const encoded = encodeEvent(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
-    // Retried through elections and restarts with the same msgID and expected sequence (see publishDurably).
+    const retryUntil = started + (opts.retryForMs ?? 30_000);
+    let gateClosed = false;
+    // Retried through a full store, elections and restarts with the same msgID and expected sequence
+    // (see publishDurably), for as long as this writer may write.
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
       stream: STREAMS.events.name,
       msgID: event.meta.id,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,
-      retryForMs: opts.retryForMs ?? 30_000,
+      keepTrying: async (failure) => {
+        opts.onRefused?.(event, failure);
+        if (!opts.writeGate) return opts.now() < retryUntil;
+        gateClosed = !(await gateOpen());
+        return !gateClosed;
+      },
     });
     if (ack.ok) {
       lastSeq = ack.seq;
       opts.onAppended?.(event, ack.seq, opts.now() - started);
       return { ok: true, seq: ack.seq, event };
     }
+    if (gateClosed) return leaseLost();
     if (ack.code === WRONG_LAST_SEQUENCE) {
       fenced = true;
       return { ok: false, kind: "fenced", error: ack.error };

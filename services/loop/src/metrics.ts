@@ -36,6 +36,12 @@ export function createLoopMetrics(registry: Registry) {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers: [registry],
     }),
+    appendsRefused: new Counter({
+      name: "fleet_loop_appends_refused_total",
+      help: "Event append attempts refused for a passing cause and retried, by cause (storage_full, unavailable, timeout, connection)",
+      labelNames: ["cause"],
+      registers: [registry],
+    }),
     fencedSessions: new Counter({
       name: "fleet_loop_fenced_sessions_total",
       help: "Sessions dropped because another writer fenced this worker",

@@ -15,7 +15,13 @@ import {
   STREAMS,
   subjects,
 } from "@fleet/protocol";
-import { type Logger, readSubject, type StreamPublisher } from "@fleet/runtime";
+import {
+  type Logger,
+  type PublishFailure,
+  publishFailureCause,
+  readSubject,
+  type StreamPublisher,
+} from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { guardBudget } from "./budget-guard.js";
@@ -134,6 +140,9 @@ export class SessionActor {
   private messageEndWaiters: Array<() => void> = [];
   private dead = false;
   private detached = false;
+  /** Since when this session's appends are refused for a passing cause (one log line per outage). */
+  private refusedSince: number | undefined;
+  private refusedAttempts = 0;
   private readonly detachedSignal = new AbortController();
   lastUsed: number;
 
@@ -152,7 +161,9 @@ export class SessionActor {
       onAppended: (event, _seq, ms) => {
         deps.metrics.eventsAppended.inc({ type: event.type });
         deps.metrics.appendLatency.observe(ms / 1000);
+        this.noteAppended();
       },
+      onRefused: (event, failure) => this.noteRefused(event, failure),
     });
     this.state = foldSessionEvents(events);
     this.budget = createSessionBudget({
@@ -640,9 +651,11 @@ export class SessionActor {
   }
 
   /**
-   * Appends one event and folds it into the session's state. Throws when the append failed; a
-   * fenced writer kills the actor. Every append goes through here, and the first one of this
-   * owner is its `owner_change`.
+   * Appends one event and folds it into the session's state. A refusal for a passing cause (a full
+   * store, an election) is retried by the appender while the lease is held: the call waits, and the
+   * session keeps its work. Throws when the append failed; a fenced writer (the lease lost) kills the
+   * actor, and the partition's next holder resumes the session from the log. Every append goes
+   * through here, and the first one of this owner is its `owner_change`.
    */
   private async appendEvent(event: FleetEvent): Promise<void> {
     if (this.detached) throw new Error("actor detached");
@@ -661,6 +674,34 @@ export class SessionActor {
     foldSessionEvents([out.event], this.state);
     this.budget.afterFold(out.event);
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
+  }
+
+  /**
+   * An append was refused for a passing cause and is being retried (the session keeps its work):
+   * counted each time, logged once per outage.
+   */
+  private noteRefused(event: FleetEvent, failure: PublishFailure) {
+    const cause = publishFailureCause(failure.code);
+    this.deps.metrics.appendsRefused.inc({ cause });
+    this.refusedAttempts++;
+    if (this.refusedSince !== undefined) return;
+    this.refusedSince = this.deps.now();
+    this.log.warn(
+      { evt: "append_refused", cause, code: failure.code, error: failure.error, eventType: event.type },
+      cause === "storage_full"
+        ? "the event store is full: this session's writes wait for space, retried while the lease is held"
+        : "appends are refused: retried while the lease is held",
+    );
+  }
+
+  private noteAppended() {
+    if (this.refusedSince === undefined) return;
+    this.log.info(
+      { evt: "append_resumed", waitedMs: this.deps.now() - this.refusedSince, refused: this.refusedAttempts },
+      "appends land again",
+    );
+    this.refusedSince = undefined;
+    this.refusedAttempts = 0;
   }
 
   private kill(why: string) {

@@ -12,7 +12,7 @@ import {
   storeEventConsumer,
   toolCallConsumer,
 } from "@fleet/protocol";
-import { diffConfig, LeaseValue, readKvEntries } from "@fleet/runtime";
+import { diffConfig, isStorageFullError, LeaseValue, readKvEntries } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -43,6 +43,25 @@ export interface ToolReport {
   consumer: boolean;
 }
 
+/** Whether JetStream takes writes, and how much of the account's file storage is used. */
+export interface StorageReport {
+  /** JetStream file storage the account uses (bytes); null when the account info could not be read. */
+  usedBytes: number | null;
+  /**
+   * The account's file storage limit (`max_file`, bytes); null when the account has none (the server's
+   * own `max_file_store` is not visible to clients: only `full` tells when it is reached).
+   */
+  limitBytes: number | null;
+  /**
+   * JetStream refuses writes for lack of storage: the probe write (KV `fleet_config` key `probe`) was
+   * refused as full, or the account has less than one largest message (1 MiB) left of its limit.
+   * Commands are then refused with `storage_full` and runs wait for space.
+   */
+  full: boolean;
+  /** Why the probe write failed, when it did (a refusal as full included); null when it was stored. */
+  probeError: string | null;
+}
+
 export interface DeploymentReport {
   partitions: number | null;
   protocol: number | null;
@@ -57,6 +76,7 @@ export interface DeploymentReport {
   commandBacklog: number | null;
   /** Partitions whose store consumer is missing. */
   storeConsumersMissing: number;
+  storage: StorageReport;
 }
 
 /** Collects the report. Contract: never throws for a missing bucket, stream or consumer: those are reported. */
@@ -148,13 +168,43 @@ export async function inspectDeployment(nc: NatsConnection, jsm: JetStreamManage
     storeLag,
     commandBacklog,
     storeConsumersMissing,
+    storage: await inspectStorage(jsm, config),
   };
 }
 
-/** Ready = every loop and store lease held and at least one tool served by a live runner. */
+/** The largest message a Fleet stream takes (`max_msg_size`): an account with less left refuses some appends. */
+const LARGEST_MESSAGE = STREAMS.events.max_msg_size;
+
+/** Reads the account's storage use and limit, and writes the probe key to see whether JetStream takes writes. */
+async function inspectStorage(jsm: JetStreamManager, config: KV | undefined): Promise<StorageReport> {
+  let usedBytes: number | null = null;
+  let limitBytes: number | null = null;
+  try {
+    const info = await jsm.getAccountInfo();
+    usedBytes = info.storage;
+    limitBytes = info.limits.max_storage > 0 ? info.limits.max_storage : null;
+  } catch {
+    // reported as unknown
+  }
+  let refused = false;
+  let probeError: string | null = config ? null : `KV ${KV_BUCKETS.config.name} is missing`;
+  if (config) {
+    try {
+      await config.put(CONFIG_KEYS.probe, JSON.stringify({ ts: Date.now() }));
+    } catch (err) {
+      refused = isStorageFullError(err);
+      probeError = (err as Error).message || String(err);
+    }
+  }
+  const nearLimit = usedBytes !== null && limitBytes !== null && limitBytes - usedBytes < LARGEST_MESSAGE;
+  return { usedBytes, limitBytes, full: refused || nearLimit, probeError };
+}
+
+/** Ready = JetStream takes writes, every loop and store lease is held and every tool is served by a live runner. */
 export function isReady(report: DeploymentReport): boolean {
   return (
     report.partitions !== null &&
+    !report.storage.full &&
     report.leases.every((l) => l.unheld.length === 0) &&
     report.tools.length > 0 &&
     report.tools.every((t) => t.runners.length > 0)

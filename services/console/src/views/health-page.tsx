@@ -1,4 +1,4 @@
-// Fleet health, what `fleet doctor` reads: partitions and owners, workers, runners and tools, lags.
+// Fleet health, what `fleet doctor` reads: partitions and owners, workers, runners and tools, lags, storage.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.js";
 
@@ -12,6 +12,23 @@ interface Report {
   storeLag: number | null;
   commandBacklog: number | null;
   storeConsumersMissing: number;
+  storage: { usedBytes: number | null; limitBytes: number | null; full: boolean; probeError: string | null };
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+
+/** JetStream storage: full (writes refused, runs wait), or what the account uses of its limit. */
+function StorageCard({ storage }: { storage: Report["storage"] }) {
+  const used = storage.usedBytes === null ? "use unknown" : `${mb(storage.usedBytes)} used`;
+  const of = storage.limitBytes === null ? "" : ` of ${mb(storage.limitBytes)}`;
+  return (
+    <div class={storage.full ? "card error-text" : "card"} data-testid="storage">
+      storage <b>{storage.full ? "FULL" : "ok"}</b> · {used}
+      {of}
+      {storage.full && <div>JetStream refuses writes: commands answer storage_full and runs wait for space</div>}
+      {storage.probeError && <div class="muted">probe: {storage.probeError}</div>}
+    </div>
+  );
 }
 
 export function HealthPage() {
@@ -53,6 +70,7 @@ export function HealthPage() {
             <span class="error-text"> · {report.storeConsumersMissing} store consumers missing</span>
           )}
         </div>
+        <StorageCard storage={report.storage} />
       </div>
       <h3>Partition owners</h3>
       {report.leases.map((l) => (

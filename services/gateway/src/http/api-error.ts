@@ -47,8 +47,9 @@ export function rejectionStatus(code: string): number {
 
 /**
  * Maps what the SDK throws to an answer: a NATS permission the tenant's login lacks → 403,
- * unreachable NATS or no session store → 503, a store `not_found` → 404, bad input → 400, a
- * timeout → 504. Anything else is a bug (500).
+ * unreachable NATS or no session store → 503 `unavailable`, a write JetStream refused because its
+ * storage is full → 503 `storage_full`, a store `not_found` → 404, bad input → 400, a timeout → 504.
+ * Anything else is a bug (500).
  */
 export function toApiError(err: unknown): ApiError {
   if (isApiError(err)) return err;
@@ -57,6 +58,7 @@ export function toApiError(err: unknown): ApiError {
       case "unavailable":
         // The tenant's NATS login may not do this (e.g. no operator rights for the budget).
         if (err.code === "permission") return apiError(403, "forbidden", err.message);
+        if (err.code === "storage_full") return apiError(503, "storage_full", err.message);
         return apiError(503, "unavailable", err.message);
       case "invalid_input":
         return apiError(400, "invalid", err.message);

@@ -14,6 +14,8 @@ export interface RouteDeps {
   /** False while the gateway has no working NATS connection. */
   natsUp(): boolean;
   logger: Logger;
+  /** A request answered `storage_full`: JetStream refused its write (the gateway counts and logs it). */
+  onStorageFull?: (route: string) => void;
 }
 
 /** Content types read as raw text (pi v3 JSONL imports). */
@@ -72,6 +74,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
           output = await route.handler({ params, query, body, principal, request, reply } as never);
         } catch (err) {
           const e = toApiError(err);
+          if (e.code === "storage_full") deps.onStorageFull?.(route.url);
           if (e.status >= 500 && e.status !== 503 && e.status !== 504) {
             deps.logger.error({ evt: "http_handler_failed", err, route: route.url }, "handler failed");
           }

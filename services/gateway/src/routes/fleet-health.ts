@@ -32,6 +32,12 @@ const FleetHealth = z.object({
   storeLag: z.number().nullable(),
   commandBacklog: z.number().nullable(),
   storeConsumersMissing: z.number(),
+  storage: z.object({
+    usedBytes: z.number().nullable(),
+    limitBytes: z.number().nullable(),
+    full: z.boolean(),
+    probeError: z.string().nullable(),
+  }),
 });
 
 export function fleetHealthRoutes(ctx: RouteContext): AnyRouteSpec[] {
@@ -42,7 +48,7 @@ export function fleetHealthRoutes(ctx: RouteContext): AnyRouteSpec[] {
       operationId: "fleetHealth",
       summary: "The deployment as `fleet doctor` sees it",
       description:
-        "Partition count, streams, lease holders per partition (loop and store), live workers and tool runners, tools with their queued and running calls, store lag and command backlog.",
+        "Partition count, streams, lease holders per partition (loop and store), live workers and tool runners, tools with their queued and running calls, store lag and command backlog, and storage: whether JetStream takes writes (`full` when it refuses them for lack of room) and the account's use and limit.",
       tag: "ops",
       access: "read",
       usesNats: true,

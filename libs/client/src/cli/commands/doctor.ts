@@ -5,7 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
 import { resolveNatsAuth } from "../connect.js";
-import { type DeploymentReport, inspectDeployment, isReady } from "../inspect-deployment.js";
+import { type DeploymentReport, inspectDeployment, isReady, type StorageReport } from "../inspect-deployment.js";
 import { type CliIo, outStyle } from "../io.js";
 import { probeRedis } from "../redis-probe.js";
 import { resolveNatsUrl, resolveRedisUrl } from "../stack-file.js";
@@ -150,8 +150,32 @@ export function deploymentChecks(r: DeploymentReport): Check[] {
           details: r.storeConsumersMissing ? [`${r.storeConsumersMissing} partition consumer(s) missing`] : [],
         },
   );
+  checks.push(storageCheck(r.storage));
   if (r.commandBacklog !== null && r.commandBacklog > 0) {
     checks.push({ status: "warn", title: `commands: ${r.commandBacklog} waiting for a loop worker`, details: [] });
   }
   return checks;
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+
+/** Full: fail (commands are refused with `storage_full`, runs wait); 90 % of an account limit: warn. */
+function storageCheck(s: StorageReport): Check {
+  const used = s.usedBytes === null ? "use unknown" : `${mb(s.usedBytes)} used`;
+  const of = s.limitBytes === null ? "" : ` of ${mb(s.limitBytes)} (account limit)`;
+  if (s.full) {
+    return {
+      status: "fail",
+      title: `storage: FULL, JetStream refuses writes (${used}${of}): commands are refused with storage_full and runs wait for space`,
+      details: [
+        ...(s.probeError ? [`probe write: ${s.probeError}`] : []),
+        "free space on the server, or raise its max_file_store or the account's max_file; runs resume on their own",
+      ],
+    };
+  }
+  if (s.probeError) {
+    return { status: "warn", title: `storage: ${used}${of}; could not probe a write`, details: [s.probeError] };
+  }
+  const high = s.usedBytes !== null && s.limitBytes !== null && s.usedBytes >= 0.9 * s.limitBytes;
+  return { status: high ? "warn" : "ok", title: `storage: ${used}${of}; writes accepted`, details: [] };
 }
