@@ -7,9 +7,11 @@ import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { registerConsoleStatic } from "./http/console-static.js";
+import { fastifyErrorOf, onClientError, sendError } from "./http/error-answers.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { registerRoutes } from "./http/register-routes.js";
 import type { AnyRouteSpec } from "./http/route-spec.js";
+import { applySecurityHeaders } from "./http/security-headers.js";
 import type { TokenTable } from "./http/tokens-file.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { approvalRoutes } from "./routes/approvals.js";
@@ -62,6 +64,9 @@ export interface Gateway {
 }
 
 export const GATEWAY_VERSION = "0.1.0";
+
+/** How long a client may take to send a whole request (headers and body). */
+const REQUEST_TIMEOUT_MS = 300_000;
 
 /** Shared schemas of the OpenAPI document, by component name. */
 const COMPONENTS = { FleetEvent, FleetCommand, SessionEntry, SessionConfig, AgentMessage, ContextMessage };
@@ -142,8 +147,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     loggerInstance: logger.child({ component: "http" }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.bodyLimitBytes,
+    // Node's own default, which Fastify turns off: a request must arrive whole within this.
+    requestTimeout: REQUEST_TIMEOUT_MS,
     forceCloseConnections: true,
+    frameworkErrors: (err, _request, reply) => void sendError(reply, fastifyErrorOf(err, undefined)),
+    clientErrorHandler: onClientError,
   });
+  applySecurityHeaders(app.server);
   app.addHook("onResponse", async (request, reply) => {
     metrics.requests.observe(
       { method: request.method, route: request.routeOptions.url ?? "none", status: String(reply.statusCode) },

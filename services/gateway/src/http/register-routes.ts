@@ -1,11 +1,12 @@
 // Registers route specs on Fastify: authentication, the NATS check, zod validation of params, query
 // and body, and one JSON error shape for everything that goes wrong (Fastify's own errors included).
 import { formatIssues } from "@fleet/protocol";
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyError, FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { type ApiError, apiError, errorBody, isApiError, toApiError } from "./api-error.js";
+import { apiError, excerpt, isApiError, toApiError } from "./api-error.js";
 import { authenticate } from "./authenticate.js";
+import { fastifyErrorOf, sendError } from "./error-answers.js";
 import { type AnyRouteSpec, isTextBody, type RouteOutput } from "./route-spec.js";
 import type { TokenTable } from "./tokens-file.js";
 
@@ -26,13 +27,14 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
     (_req, body, done) => done(null, body),
   );
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const e = fastifyError(err);
+    const e = fastifyErrorOf(err, request.routeOptions.bodyLimit);
     if (e.status >= 500)
       deps.logger.error({ evt: "http_error", err, route: request.routeOptions.url }, "request failed");
     void sendError(reply, e);
   });
   app.setNotFoundHandler((request, reply) => {
-    void sendError(reply, apiError(404, "not_found", `no route ${request.method} ${request.url.split("?")[0]}`));
+    const path = excerpt(request.url.split("?")[0] ?? "", 100);
+    void sendError(reply, apiError(404, "not_found", `no route ${request.method} ${path}`));
   });
 
   for (const route of routes) {
@@ -88,25 +90,19 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
   }
 }
 
-function sendError(reply: FastifyReply, e: ApiError): FastifyReply {
-  return reply.code(e.status).type("application/json").send(errorBody(e));
-}
+/** Issues of a failed validation quoted in the answer; each path and message is cut to an excerpt. */
+const MAX_ISSUES = 5;
 
+/** The parsed value, or a 400 quoting at most MAX_ISSUES issues, each cut to an excerpt. */
 function check(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
   if (!schema) return undefined;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const detail = formatIssues(result.error.issues)
-    .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+  const issues = formatIssues(result.error.issues);
+  const detail = issues
+    .slice(0, MAX_ISSUES)
+    .map((i) => (i.path ? `${excerpt(i.path, 100)}: ${excerpt(i.message, 200)}` : excerpt(i.message, 200)))
     .join("; ");
-  return apiError(400, "invalid", `${where}: ${detail}`);
-}
-
-/** Fastify's own errors (body parsing, size limit, media type) in the gateway's shape. */
-function fastifyError(err: FastifyError): ApiError {
-  const status = err.statusCode ?? 500;
-  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return apiError(413, "too_large", err.message);
-  if (status === 415) return apiError(415, "unsupported_media_type", err.message);
-  if (status >= 400 && status < 500) return apiError(status, "invalid", err.message);
-  return apiError(500, "internal", "internal error");
+  const more = issues.length > MAX_ISSUES ? ` (and ${issues.length - MAX_ISSUES} more issues)` : "";
+  return apiError(400, "invalid", `${where}: ${detail}${more}`);
 }
