@@ -9,7 +9,7 @@ import { collectDefaultMetrics, Registry } from "prom-client";
 import { registerConsoleStatic } from "./http/console-static.js";
 import { fastifyErrorOf, onClientError, sendError } from "./http/error-answers.js";
 import { buildOpenApi } from "./http/openapi.js";
-import { registerRoutes } from "./http/register-routes.js";
+import { registerRoutes, UNAUTHENTICATED_BODY_LIMIT_BYTES } from "./http/register-routes.js";
 import type { AnyRouteSpec } from "./http/route-spec.js";
 import { applySecurityHeaders } from "./http/security-headers.js";
 import type { TokenTable } from "./http/tokens-file.js";
@@ -36,6 +36,11 @@ export interface GatewayOptions {
   port: number;
   /** Bearer tokens; undefined: loopback clients only. */
   tokens: TokenTable | undefined;
+  /**
+   * Without tokens: host names (besides loopback ones) that requests may name in `Host`
+   * (FLEET_GATEWAY_HOSTS); default none.
+   */
+  allowedHosts?: readonly string[];
   commandTimeoutMs: number;
   keepaliveMs: number;
   sseBufferBytes: number;
@@ -146,7 +151,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const app = Fastify({
     loggerInstance: logger.child({ component: "http" }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: opts.bodyLimitBytes,
+    // Routes that take a body authenticate first and raise this to `bodyLimitBytes`.
+    bodyLimit: UNAUTHENTICATED_BODY_LIMIT_BYTES,
     // Node's own default, which Fastify turns off: a request must arrive whole within this.
     requestTimeout: REQUEST_TIMEOUT_MS,
     forceCloseConnections: true,
@@ -160,7 +166,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       reply.elapsedTime / 1000,
     );
   });
-  registerRoutes(app, routes, { tokens: opts.tokens, natsUp: links.natsUp, logger });
+  registerRoutes(app, routes, {
+    tokens: opts.tokens,
+    allowedHosts: new Set((opts.allowedHosts ?? []).map((h) => h.toLowerCase())),
+    bodyLimitBytes: opts.bodyLimitBytes,
+    natsUp: links.natsUp,
+    logger,
+  });
   registerConsoleStatic(app, opts.consoleDir ?? fileURLToPath(new URL("../../console/dist/", import.meta.url)));
 
   const keepalive = setInterval(() => {
@@ -177,13 +189,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       url,
       nats: opts.natsUrl,
       auth: opts.tokens ? `${opts.tokens.size} tokens` : "loopback only",
+      ...(opts.tokens ? {} : { hosts: opts.allowedHosts ?? [] }),
     },
     "gateway listening",
   );
   if (!opts.tokens) {
     logger.warn(
       { evt: "gateway_loopback_only" },
-      "FLEET_GATEWAY_TOKENS is not set: accepting loopback clients only (tenant local, role operate)",
+      "FLEET_GATEWAY_TOKENS is not set: accepting loopback clients only (tenant local, role operate), addressed by a loopback name or one of FLEET_GATEWAY_HOSTS, and no cross-origin browser writes",
     );
   }
 

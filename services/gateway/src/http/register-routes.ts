@@ -1,17 +1,23 @@
-// Registers route specs on Fastify: authentication, the NATS check, zod validation of params, query
-// and body, and one JSON error shape for everything that goes wrong (Fastify's own errors included).
+// Registers route specs on Fastify: the loopback guard and authentication as soon as the headers
+// arrive (before any body is read), the NATS check, zod validation of params, query and body, and
+// one JSON error shape for everything that goes wrong (Fastify's own errors included).
 import { formatIssues } from "@fleet/protocol";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { apiError, excerpt, isApiError, toApiError } from "./api-error.js";
 import { authenticate } from "./authenticate.js";
 import { fastifyErrorOf, sendError } from "./error-answers.js";
+import { loopbackRefusal } from "./loopback-guard.js";
 import { type AnyRouteSpec, isTextBody, type RouteOutput } from "./route-spec.js";
-import type { TokenTable } from "./tokens-file.js";
+import type { Principal, TokenTable } from "./tokens-file.js";
 
 export interface RouteDeps {
   tokens: TokenTable | undefined;
+  /** Host names besides loopback ones that a gateway without tokens answers to (FLEET_GATEWAY_HOSTS). */
+  allowedHosts: ReadonlySet<string>;
+  /** Largest body of an authenticated request; others get UNAUTHENTICATED_BODY_LIMIT_BYTES. */
+  bodyLimitBytes: number;
   /** False while the gateway has no working NATS connection. */
   natsUp(): boolean;
   logger: Logger;
@@ -19,6 +25,15 @@ export interface RouteDeps {
 
 /** Content types read as raw text (pi v3 JSONL imports). */
 export const TEXT_CONTENT_TYPES = ["application/jsonl", "application/x-ndjson", "text/plain"] as const;
+
+/**
+ * Largest body of a request that no route authenticated (public routes, unknown paths): Fastify's
+ * default limit. Routes that take a body authenticate first and allow `bodyLimitBytes`.
+ */
+export const UNAUTHENTICATED_BODY_LIMIT_BYTES = 4 * 1024;
+
+/** Issues of a failed validation quoted in the answer; each path and message is cut to an excerpt. */
+const MAX_ISSUES = 5;
 
 export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSpec[], deps: RouteDeps): void {
   app.addContentTypeParser(
@@ -36,12 +51,29 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
     const path = excerpt(request.url.split("?")[0] ?? "", 100);
     void sendError(reply, apiError(404, "not_found", `no route ${request.method} ${path}`));
   });
+  if (!deps.tokens) {
+    app.addHook("onRequest", async (request, reply) => {
+      const refused = loopbackRefusal(
+        {
+          method: request.method,
+          host: request.headers.host,
+          origin: request.headers.origin,
+          secFetchSite: header(request, "sec-fetch-site"),
+        },
+        deps.allowedHosts,
+      );
+      if (refused) return sendError(reply, refused);
+    });
+  }
 
+  const principals = new WeakMap<FastifyRequest, Principal>();
   for (const route of routes) {
     app.route({
       method: route.method,
       url: route.url,
-      handler: async (request, reply) => {
+      ...(route.body ? { bodyLimit: deps.bodyLimitBytes } : {}),
+      // Runs when the headers are in: a refused request's body is never read.
+      onRequest: async (request, reply) => {
         const principal = authenticate(
           request.headers.authorization,
           request.socket.remoteAddress,
@@ -52,6 +84,10 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
         if (route.usesNats && !deps.natsUp()) {
           return sendError(reply, apiError(503, "unavailable", "NATS is unreachable"));
         }
+        principals.set(request, principal);
+      },
+      handler: async (request, reply) => {
+        const principal = principals.get(request) as Principal;
         const params = check(route.params, request.params, "path");
         if (isApiError(params)) return sendError(reply, params);
         const query = check(route.query, request.query, "query");
@@ -90,8 +126,10 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
   }
 }
 
-/** Issues of a failed validation quoted in the answer; each path and message is cut to an excerpt. */
-const MAX_ISSUES = 5;
+const header = (request: FastifyRequest, name: string): string | undefined => {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
 
 /** The parsed value, or a 400 quoting at most MAX_ISSUES issues, each cut to an excerpt. */
 function check(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
