@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import { apiError, excerpt, isApiError, toApiError } from "./api-error.js";
 import { authenticate } from "./authenticate.js";
+import { registerBodyParsers } from "./body-parsers.js";
 import { fastifyErrorOf, sendError } from "./error-answers.js";
 import { loopbackRefusal } from "./loopback-guard.js";
 import { type AnyRouteSpec, isTextBody, type RouteOutput } from "./route-spec.js";
@@ -23,9 +24,6 @@ export interface RouteDeps {
   logger: Logger;
 }
 
-/** Content types read as raw text (pi v3 JSONL imports). */
-export const TEXT_CONTENT_TYPES = ["application/jsonl", "application/x-ndjson", "text/plain"] as const;
-
 /**
  * Largest body of a request that no route authenticated (public routes, unknown paths): Fastify's
  * default limit. Routes that take a body authenticate first and allow `bodyLimitBytes`.
@@ -36,11 +34,7 @@ export const UNAUTHENTICATED_BODY_LIMIT_BYTES = 4 * 1024;
 const MAX_ISSUES = 5;
 
 export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSpec[], deps: RouteDeps): void {
-  app.addContentTypeParser(
-    TEXT_CONTENT_TYPES.filter((t) => t !== "text/plain"),
-    { parseAs: "string" },
-    (_req, body, done) => done(null, body),
-  );
+  registerBodyParsers(app);
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const e = fastifyErrorOf(err, request.routeOptions.bodyLimit);
     if (e.status >= 500)
