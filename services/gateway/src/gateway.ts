@@ -1,5 +1,5 @@
 // The gateway process's core: Fastify with every route, the NATS links, SSE keep-alives, webhooks.
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { FleetError } from "@fleet/client";
 import { AgentMessage, ContextMessage, FleetCommand, FleetEvent, SessionConfig, SessionEntry } from "@fleet/protocol";
@@ -13,6 +13,7 @@ import { registerRoutes, UNAUTHENTICATED_BODY_LIMIT_BYTES } from "./http/registe
 import type { AnyRouteSpec } from "./http/route-spec.js";
 import { applySecurityHeaders } from "./http/security-headers.js";
 import type { TokenTable } from "./http/tokens-file.js";
+import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { budgetRoutes } from "./routes/budget.js";
@@ -72,6 +73,12 @@ export const GATEWAY_VERSION = "0.1.0";
 
 /** How long a client may take to send a whole request (headers and body). */
 const REQUEST_TIMEOUT_MS = 300_000;
+
+/**
+ * A burst: 256 connections closed, then a second with at most 16 closes; collected then and 2 s
+ * later, at most once per 10 s.
+ */
+const MEMORY_RELEASE = { minClosed: 256, quietMs: 1_000, quietCloses: 16, minIntervalMs: 10_000, followUpMs: 2_000 };
 
 /** Shared schemas of the OpenAPI document, by component name. */
 const COMPONENTS = { FleetEvent, FleetCommand, SessionEntry, SessionConfig, AgentMessage, ContextMessage };
@@ -160,6 +167,21 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     clientErrorHandler: onClientError,
   });
   applySecurityHeaders(app.server);
+  const gc = majorCollection();
+  const memory = createMemoryRelease({
+    ...MEMORY_RELEASE,
+    now: Date.now,
+    collect: (closed) => {
+      gc();
+      if (closed > 0) {
+        logger.info(
+          { evt: "gateway_memory_released", closed },
+          "collecting garbage after a burst of closed connections",
+        );
+      }
+    },
+  });
+  app.server.on("connection", (socket: Socket) => socket.once("close", memory.closed));
   app.addHook("onResponse", async (request, reply) => {
     metrics.requests.observe(
       { method: request.method, route: request.routeOptions.url ?? "none", status: String(reply.statusCode) },
@@ -209,6 +231,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     routes,
     async close() {
       clearInterval(keepalive);
+      memory.stop();
       for (const connection of connections) connection.end();
       await webhooks?.stop();
       await app.close();
