@@ -14,6 +14,8 @@ let browser: Browser;
 let page: Page;
 let base: string;
 let firstSession = "";
+/** Content-Security-Policy violations Chromium reported (it logs each on the page's console). */
+const cspViolations: string[] = [];
 
 beforeAll(async () => {
   buildConsole();
@@ -22,6 +24,9 @@ beforeAll(async () => {
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   page.on("pageerror", (err) => console.error(`console page error: ${err.message}`));
+  page.on("console", (msg) => {
+    if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
+  });
   page.setDefaultTimeout(15_000);
 }, 120_000);
 
@@ -436,6 +441,26 @@ describe("web console", () => {
     await expect.poll(shown, { timeout: 10_000 }).toBe(450);
     expect(await earlier.count()).toBe(0);
     expect(await first()).toBe("userquestion 0");
+  });
+
+  it("runs under its strict Content-Security-Policy: no violation by the console, an injected inline script is blocked", async () => {
+    const answer = await page.goto(`${base}/`);
+    await page.getByTestId("new-session").waitFor();
+    const headers = answer?.headers() ?? {};
+    expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(headers["content-security-policy"]).toContain("script-src 'self'");
+    expect([headers["x-frame-options"], headers["x-content-type-options"]]).toEqual(["DENY", "nosniff"]);
+    // Every page the tests above drove ran without a violation.
+    expect(cspViolations).toEqual([]);
+    const ran = await page.evaluate(() => {
+      const script = document.createElement("script");
+      script.textContent = "document.body.dataset.injected = 'ran'";
+      document.body.append(script);
+      return document.body.dataset.injected ?? null;
+    });
+    expect(ran).toBeNull();
+    await expect.poll(() => cspViolations.length).toBe(1);
+    cspViolations.length = 0;
   });
 
   it("benchmark: opening a 10,000-event session and stepping the slider", async () => {

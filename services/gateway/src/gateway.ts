@@ -1,5 +1,5 @@
 // The gateway process's core: Fastify with every route, the NATS links, SSE keep-alives, webhooks.
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { FleetError } from "@fleet/client";
 import { AgentMessage, ContextMessage, FleetCommand, FleetEvent, SessionConfig, SessionEntry } from "@fleet/protocol";
@@ -7,10 +7,13 @@ import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { registerConsoleStatic } from "./http/console-static.js";
+import { fastifyErrorOf, onClientError, sendError } from "./http/error-answers.js";
 import { buildOpenApi } from "./http/openapi.js";
-import { registerRoutes } from "./http/register-routes.js";
+import { registerRoutes, UNAUTHENTICATED_BODY_LIMIT_BYTES } from "./http/register-routes.js";
 import type { AnyRouteSpec } from "./http/route-spec.js";
+import { applySecurityHeaders } from "./http/security-headers.js";
 import type { TokenTable } from "./http/tokens-file.js";
+import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { budgetRoutes } from "./routes/budget.js";
@@ -35,6 +38,11 @@ export interface GatewayOptions {
   port: number;
   /** Bearer tokens; undefined: loopback clients only. */
   tokens: TokenTable | undefined;
+  /**
+   * Without tokens: host names (besides loopback ones) that requests may name in `Host`
+   * (FLEET_GATEWAY_HOSTS); default none.
+   */
+  allowedHosts?: readonly string[];
   commandTimeoutMs: number;
   keepaliveMs: number;
   sseBufferBytes: number;
@@ -63,6 +71,15 @@ export interface Gateway {
 }
 
 export const GATEWAY_VERSION = "0.1.0";
+
+/** How long a client may take to send a whole request (headers and body). */
+const REQUEST_TIMEOUT_MS = 300_000;
+
+/**
+ * A burst: 256 connections closed, then a second with at most 16 closes; collected then and 2 s
+ * later, at most once per 10 s.
+ */
+const MEMORY_RELEASE = { minClosed: 256, quietMs: 1_000, quietCloses: 16, minIntervalMs: 10_000, followUpMs: 2_000 };
 
 /** Shared schemas of the OpenAPI document, by component name. */
 const COMPONENTS = { FleetEvent, FleetCommand, SessionEntry, SessionConfig, AgentMessage, ContextMessage };
@@ -142,9 +159,30 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const app = Fastify({
     loggerInstance: logger.child({ component: "http" }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: opts.bodyLimitBytes,
+    // Routes that take a body authenticate first and raise this to `bodyLimitBytes`.
+    bodyLimit: UNAUTHENTICATED_BODY_LIMIT_BYTES,
+    // Node's own default, which Fastify turns off: a request must arrive whole within this.
+    requestTimeout: REQUEST_TIMEOUT_MS,
     forceCloseConnections: true,
+    frameworkErrors: (err, _request, reply) => void sendError(reply, fastifyErrorOf(err, undefined)),
+    clientErrorHandler: onClientError,
   });
+  applySecurityHeaders(app.server);
+  const gc = majorCollection();
+  const memory = createMemoryRelease({
+    ...MEMORY_RELEASE,
+    now: Date.now,
+    collect: (closed) => {
+      gc();
+      if (closed > 0) {
+        logger.info(
+          { evt: "gateway_memory_released", closed },
+          "collecting garbage after a burst of closed connections",
+        );
+      }
+    },
+  });
+  app.server.on("connection", (socket: Socket) => socket.once("close", memory.closed));
   app.addHook("onResponse", async (request, reply) => {
     metrics.requests.observe(
       { method: request.method, route: request.routeOptions.url ?? "none", status: String(reply.statusCode) },
@@ -154,6 +192,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const storageAlarm = createStorageAlarm({ logger, metrics, now: Date.now });
   registerRoutes(app, routes, {
     tokens: opts.tokens,
+    allowedHosts: new Set((opts.allowedHosts ?? []).map((h) => h.toLowerCase())),
+    bodyLimitBytes: opts.bodyLimitBytes,
     natsUp: links.natsUp,
     logger,
     onStorageFull: storageAlarm.refused,
@@ -174,13 +214,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       url,
       nats: opts.natsUrl,
       auth: opts.tokens ? `${opts.tokens.size} tokens` : "loopback only",
+      ...(opts.tokens ? {} : { hosts: opts.allowedHosts ?? [] }),
     },
     "gateway listening",
   );
   if (!opts.tokens) {
     logger.warn(
       { evt: "gateway_loopback_only" },
-      "FLEET_GATEWAY_TOKENS is not set: accepting loopback clients only (tenant local, role operate)",
+      "FLEET_GATEWAY_TOKENS is not set: accepting loopback clients only (tenant local, role operate), addressed by a loopback name or one of FLEET_GATEWAY_HOSTS, and no cross-origin browser writes",
     );
   }
 
@@ -193,6 +234,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     routes,
     async close() {
       clearInterval(keepalive);
+      memory.stop();
       for (const connection of connections) connection.end();
       await webhooks?.stop();
       await app.close();

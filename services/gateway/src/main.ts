@@ -20,6 +20,7 @@ const gateway = await startGateway({
   host: env.FLEET_GATEWAY_HOST,
   port: env.FLEET_GATEWAY_PORT,
   tokens: tokens?.ok ? tokens.table : undefined,
+  allowedHosts: env.FLEET_GATEWAY_HOSTS,
   commandTimeoutMs: env.FLEET_GATEWAY_COMMAND_TIMEOUT_MS,
   keepaliveMs: env.FLEET_GATEWAY_KEEPALIVE_MS,
   sseBufferBytes: env.FLEET_GATEWAY_SSE_BUFFER_BYTES,

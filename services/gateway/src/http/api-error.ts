@@ -30,7 +30,17 @@ export const isApiError = (value: unknown): value is ApiError =>
   typeof (value as ApiError).message === "string" &&
   !(value instanceof Error);
 
-export const errorBody = (e: ApiError): ErrorBody => ({ error: { code: e.code, message: e.message } });
+/** The longest `message` an error answer carries: an error never echoes more of the input than this. */
+export const MAX_ERROR_MESSAGE_CHARS = 500;
+
+/** `text` cut to `max` characters, saying how much was left out. */
+export function excerpt(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
+export const errorBody = (e: ApiError): ErrorBody => ({
+  error: { code: e.code, message: excerpt(e.message, MAX_ERROR_MESSAGE_CHARS) },
+});
 
 /** HTTP status of a rejection code (`command_rejected.code`). */
 export function rejectionStatus(code: string): number {

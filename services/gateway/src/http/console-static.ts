@@ -3,7 +3,9 @@
 import { readFile, stat } from "node:fs/promises";
 import { extname, join, normalize, sep } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { apiError, errorBody } from "./api-error.js";
+import { apiError, excerpt } from "./api-error.js";
+import { sendError } from "./error-answers.js";
+import { CONSOLE_CSP } from "./security-headers.js";
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -21,7 +23,9 @@ export function registerConsoleStatic(app: FastifyInstance, dir: string): void {
   const root = normalize(dir + sep);
   const handler = async (path: string) => {
     if (path.startsWith("/v1/") || path === "/v1") return undefined;
-    const file = normalize(join(root, decodeURIComponent(path)));
+    const decoded = safeDecode(path);
+    if (decoded === undefined) return undefined;
+    const file = normalize(join(root, decoded));
     if (file.startsWith(root) && extname(file) !== "") {
       const info = await stat(file).catch(() => undefined);
       if (info?.isFile()) {
@@ -36,16 +40,27 @@ export function registerConsoleStatic(app: FastifyInstance, dir: string): void {
     const path = request.url.split("?")[0] ?? "/";
     const found = await handler(path);
     if (found === undefined || found === "unbuilt") {
-      const e =
+      return sendError(
+        reply,
         found === "unbuilt"
           ? apiError(404, "not_found", "the web console is not built: run `npm run build -w @fleet/console`")
-          : apiError(404, "not_found", `no route ${request.method} ${path}`);
-      return reply.code(e.status).type("application/json").send(errorBody(e));
+          : apiError(404, "not_found", `no route ${request.method} ${excerpt(path, 100)}`),
+      );
     }
+    reply.header("content-security-policy", CONSOLE_CSP);
     reply.header(
       "cache-control",
       found.asset && path.startsWith("/assets/") ? "public, max-age=31536000, immutable" : "no-cache",
     );
     return reply.code(200).type(found.type).send(found.body);
   });
+}
+
+/** `decodeURIComponent`, or undefined for a malformed escape. */
+function safeDecode(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return undefined;
+  }
 }

@@ -30,11 +30,13 @@ describe("gateway / OpenAPI", () => {
     ]);
     expect(op?.requestBody).toEqual({
       required: true,
-      content: { "application/json": { schema: { $ref: "#/components/schemas/Thing" } } },
+      content: { "application/json": { schema: { $ref: "#/components/schemas/MakeThingBody" } } },
     });
     expect(Object.keys(op?.responses as object).sort()).toEqual(["201", "400", "401", "403", "404", "413", "503"]);
     const schemas = (doc.components as { schemas: Record<string, unknown> }).schemas;
     expect(schemas.Thing).toMatchObject({ type: "object", required: ["name"] });
+    // A body is strict (an unknown key is a 400), so it is its own schema.
+    expect(schemas.MakeThingBody).toMatchObject({ type: "object", additionalProperties: false });
     expect(schemas.Error).toBeDefined();
   });
 });

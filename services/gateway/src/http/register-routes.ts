@@ -1,16 +1,24 @@
-// Registers route specs on Fastify: authentication, the NATS check, zod validation of params, query
-// and body, and one JSON error shape for everything that goes wrong (Fastify's own errors included).
+// Registers route specs on Fastify: the loopback guard and authentication as soon as the headers
+// arrive (before any body is read), the NATS check, zod validation of params, query and body, and
+// one JSON error shape for everything that goes wrong (Fastify's own errors included).
 import { formatIssues } from "@fleet/protocol";
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { type ApiError, apiError, errorBody, isApiError, toApiError } from "./api-error.js";
+import { apiError, excerpt, isApiError, toApiError } from "./api-error.js";
 import { authenticate } from "./authenticate.js";
+import { registerBodyParsers } from "./body-parsers.js";
+import { fastifyErrorOf, sendError } from "./error-answers.js";
+import { loopbackRefusal } from "./loopback-guard.js";
 import { type AnyRouteSpec, isTextBody, type RouteOutput } from "./route-spec.js";
-import type { TokenTable } from "./tokens-file.js";
+import type { Principal, TokenTable } from "./tokens-file.js";
 
 export interface RouteDeps {
   tokens: TokenTable | undefined;
+  /** Host names besides loopback ones that a gateway without tokens answers to (FLEET_GATEWAY_HOSTS). */
+  allowedHosts: ReadonlySet<string>;
+  /** Largest body of an authenticated request; others get UNAUTHENTICATED_BODY_LIMIT_BYTES. */
+  bodyLimitBytes: number;
   /** False while the gateway has no working NATS connection. */
   natsUp(): boolean;
   logger: Logger;
@@ -18,30 +26,50 @@ export interface RouteDeps {
   onStorageFull?: (route: string) => void;
 }
 
-/** Content types read as raw text (pi v3 JSONL imports). */
-export const TEXT_CONTENT_TYPES = ["application/jsonl", "application/x-ndjson", "text/plain"] as const;
+/**
+ * Largest body of a request that no route authenticated (public routes, unknown paths): Fastify's
+ * default limit. Routes that take a body authenticate first and allow `bodyLimitBytes`.
+ */
+export const UNAUTHENTICATED_BODY_LIMIT_BYTES = 4 * 1024;
+
+/** Issues of a failed validation quoted in the answer; each path and message is cut to an excerpt. */
+const MAX_ISSUES = 5;
 
 export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSpec[], deps: RouteDeps): void {
-  app.addContentTypeParser(
-    TEXT_CONTENT_TYPES.filter((t) => t !== "text/plain"),
-    { parseAs: "string" },
-    (_req, body, done) => done(null, body),
-  );
+  registerBodyParsers(app);
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const e = fastifyError(err);
+    const e = fastifyErrorOf(err, request.routeOptions.bodyLimit);
     if (e.status >= 500)
       deps.logger.error({ evt: "http_error", err, route: request.routeOptions.url }, "request failed");
     void sendError(reply, e);
   });
   app.setNotFoundHandler((request, reply) => {
-    void sendError(reply, apiError(404, "not_found", `no route ${request.method} ${request.url.split("?")[0]}`));
+    const path = excerpt(request.url.split("?")[0] ?? "", 100);
+    void sendError(reply, apiError(404, "not_found", `no route ${request.method} ${path}`));
   });
+  if (!deps.tokens) {
+    app.addHook("onRequest", async (request, reply) => {
+      const refused = loopbackRefusal(
+        {
+          method: request.method,
+          host: request.headers.host,
+          origin: request.headers.origin,
+          secFetchSite: header(request, "sec-fetch-site"),
+        },
+        deps.allowedHosts,
+      );
+      if (refused) return sendError(reply, refused);
+    });
+  }
 
+  const principals = new WeakMap<FastifyRequest, Principal>();
   for (const route of routes) {
     app.route({
       method: route.method,
       url: route.url,
-      handler: async (request, reply) => {
+      ...(route.body ? { bodyLimit: deps.bodyLimitBytes } : {}),
+      // Runs when the headers are in: a refused request's body is never read.
+      onRequest: async (request, reply) => {
         const principal = authenticate(
           request.headers.authorization,
           request.socket.remoteAddress,
@@ -52,6 +80,10 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
         if (route.usesNats && !deps.natsUp()) {
           return sendError(reply, apiError(503, "unavailable", "NATS is unreachable"));
         }
+        principals.set(request, principal);
+      },
+      handler: async (request, reply) => {
+        const principal = principals.get(request) as Principal;
         const params = check(route.params, request.params, "path");
         if (isApiError(params)) return sendError(reply, params);
         const query = check(route.query, request.query, "query");
@@ -91,25 +123,21 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
   }
 }
 
-function sendError(reply: FastifyReply, e: ApiError): FastifyReply {
-  return reply.code(e.status).type("application/json").send(errorBody(e));
-}
+const header = (request: FastifyRequest, name: string): string | undefined => {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
 
+/** The parsed value, or a 400 quoting at most MAX_ISSUES issues, each cut to an excerpt. */
 function check(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
   if (!schema) return undefined;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const detail = formatIssues(result.error.issues)
-    .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+  const issues = formatIssues(result.error.issues);
+  const detail = issues
+    .slice(0, MAX_ISSUES)
+    .map((i) => (i.path ? `${excerpt(i.path, 100)}: ${excerpt(i.message, 200)}` : excerpt(i.message, 200)))
     .join("; ");
-  return apiError(400, "invalid", `${where}: ${detail}`);
-}
-
-/** Fastify's own errors (body parsing, size limit, media type) in the gateway's shape. */
-function fastifyError(err: FastifyError): ApiError {
-  const status = err.statusCode ?? 500;
-  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return apiError(413, "too_large", err.message);
-  if (status === 415) return apiError(415, "unsupported_media_type", err.message);
-  if (status >= 400 && status < 500) return apiError(status, "invalid", err.message);
-  return apiError(500, "internal", "internal error");
+  const more = issues.length > MAX_ISSUES ? ` (and ${issues.length - MAX_ISSUES} more issues)` : "";
+  return apiError(400, "invalid", `${where}: ${detail}${more}`);
 }

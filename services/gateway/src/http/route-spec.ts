@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { ApiError } from "./api-error.js";
 import type { Access } from "./authenticate.js";
+import { strictSchema } from "./strict-schema.js";
 import type { Principal } from "./tokens-file.js";
 
 /** A documented answer: JSON with a schema, or another content type (`text/event-stream`, JSONL). */
@@ -51,6 +52,7 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   usesNats: boolean;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
+  /** A JSON body's schema is made strict at every depth (`strictSchema`): unknown keys are a 400. */
   body?: z.ZodType<B> | TextBodySpec;
   /** Success answers and route-specific errors; 400/401/403/413/503 are added from the fields above. */
   responses: Record<number, ResponseSpec>;
@@ -60,7 +62,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
 /** Erases a spec's type parameters, for lists of routes. */
 export type AnyRouteSpec = RouteSpec<never, never, never>;
 
-export const defineRoute = <P, Q, B>(spec: RouteSpec<P, Q, B>): AnyRouteSpec => spec as unknown as AnyRouteSpec;
-
 export const isTextBody = (body: RouteSpec["body"]): body is TextBodySpec =>
   body !== undefined && "contentTypes" in body;
+
+/** The route as data, its JSON body schema made strict. */
+export const defineRoute = <P, Q, B>(spec: RouteSpec<P, Q, B>): AnyRouteSpec =>
+  (spec.body === undefined || isTextBody(spec.body)
+    ? spec
+    : { ...spec, body: strictSchema(spec.body) }) as unknown as AnyRouteSpec;

@@ -3,7 +3,7 @@ import { newId, newSessionId } from "@fleet/client";
 import { importPiJsonl } from "@fleet/protocol";
 import { CommandPending, ImportQuery, SessionCreated, SessionParams } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
-import { TEXT_CONTENT_TYPES } from "../http/register-routes.js";
+import { TEXT_CONTENT_TYPES } from "../http/body-parsers.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
 import type { RouteContext } from "./route-context.js";
 import { sessionCreation } from "./session-creation.js";
