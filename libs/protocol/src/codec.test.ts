@@ -568,3 +568,19 @@ describe("codec / bad payloads", () => {
     });
   });
 });
+
+describe("encoding a value nested past the call stack", () => {
+  it("is an error, not a thrown RangeError", () => {
+    let data: unknown = {};
+    for (let i = 0; i < 200_000; i++) data = { d: data };
+    const encoded = encodeCommand({
+      id: "c-deep",
+      sessionId: "s-deep",
+      type: "append_custom",
+      customType: "x",
+      data,
+    } as never);
+    expect(encoded.ok).toBe(false);
+    if (!encoded.ok) expect(encoded.error).toMatch(/^cannot encode the value: Maximum call stack size exceeded/);
+  });
+});

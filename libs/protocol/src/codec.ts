@@ -68,7 +68,14 @@ export function encoderFor<S extends z.ZodType>(schema: S) {
   return (value: z.input<S>): Encoded => {
     const checked = validate(schema, value);
     if (!checked.ok) return checked;
-    const bytes = textEncoder.encode(JSON.stringify(checked.value));
+    let json: string;
+    try {
+      json = JSON.stringify(checked.value);
+    } catch (err) {
+      // A value nested deeper than the call stack allows (RangeError): bad input, not a crash.
+      return fail("", `cannot encode the value: ${(err as Error).message}`);
+    }
+    const bytes = textEncoder.encode(json);
     if (bytes.byteLength > MAX_MESSAGE_BYTES) {
       return fail("", `encoded size ${bytes.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes`);
     }
