@@ -2,6 +2,7 @@
 #   node services/loop/dist/main.js            (agent loop)
 #   node services/tools/dist/main.js           (tool runner)
 #   node services/session-store/dist/main.js   (session store)
+#   node services/gateway/dist/main.js         (HTTP gateway and web console, port 8787)
 #   node libs/client/bin/fleet.js <command>    (the fleet CLI, e.g. `audit-feed`, `doctor`)
 # Build from the repository root: docker build -t fleet:latest .
 FROM node:20-bookworm-slim AS build
@@ -18,5 +19,5 @@ COPY --from=build /app /app
 RUN mkdir -p /workspace && chown node:node /workspace
 USER node
 ENV NODE_ENV=production FLEET_OPS_HOST=0.0.0.0 FLEET_OPS_PORT=9464
-EXPOSE 9464
+EXPOSE 9464 8787
 CMD ["node", "services/loop/dist/main.js"]
