@@ -30,6 +30,7 @@ const TENANTS = ["acme", "globex"] as const;
 type Tenant = (typeof TENANTS)[number];
 const SHARED = "s-shared";
 const GLOBEX_ONLY = "s-globex-only";
+const ACME_ONLY = "s-acme-only";
 const TOKENS: Record<Tenant, { read: string; operate: string }> = {
   acme: { read: "acme-read-token-0123456789", operate: "acme-operate-token-0123456789" },
   globex: { read: "globex-read-token-0123456789", operate: "globex-operate-token-0123456789" },
@@ -58,6 +59,10 @@ async function attempt<T extends { status: number; body: unknown }>(what: string
   attempts.push({ attempt: what, answer: `${answer.status} ${JSON.stringify(answer.body ?? null).slice(0, 160)}` });
   return answer;
 }
+
+/** A read-token GET of one tenant, recorded as a cross-tenant attempt. */
+const readAs = (tenant: Tenant, path: string) =>
+  attempt(`${tenant} read token GET ${path}`, () => api(tenant, "GET", path, undefined, "read"));
 
 /** The session's events so far (`follow=false`), as parsed frames. */
 async function eventsOf(tenant: Tenant, sessionId: string): Promise<{ status: number; events: SseFrame[] }> {
@@ -182,6 +187,7 @@ beforeAll(async () => {
     ["acme", SHARED],
     ["globex", SHARED],
     ["globex", GLOBEX_ONLY],
+    ["acme", ACME_ONLY],
   ] as const) {
     const created = await api(tenant, "POST", "/v1/sessions", { sessionId });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -250,21 +256,17 @@ describe("operator mode / the whole stack on creds logins over TLS", () => {
 describe("gateway / tenant means account", () => {
   it("acme cannot read globex's sessions, trees, events or exports", async () => {
     for (const path of [`/v1/sessions/${GLOBEX_ONLY}`, `/v1/sessions/${GLOBEX_ONLY}/tree`]) {
-      const answer = await attempt(`acme read token GET ${path}`, () => api("acme", "GET", path, undefined, "read"));
+      const answer = await readAs("acme", path);
       expect([answer.status, (answer.body as { error: { code: string } }).error.code]).toEqual([404, "not_found"]);
     }
-    const exported = await attempt(`acme read token GET /v1/sessions/${GLOBEX_ONLY}/export`, () =>
-      api("acme", "GET", `/v1/sessions/${GLOBEX_ONLY}/export`, undefined, "read"),
-    );
+    const exported = await readAs("acme", `/v1/sessions/${GLOBEX_ONLY}/export`);
     expect(exported.status).toBe(404);
     const events = await attempt(`acme read token GET /v1/sessions/${GLOBEX_ONLY}/events?follow=false`, async () => {
       const got = await eventsOf("acme", GLOBEX_ONLY);
       return { status: got.status, body: { events: got.events.length } };
     });
     expect(events.status).toBe(404);
-    const shared = await attempt(`acme read token GET /v1/sessions/${SHARED} (globex has the same id)`, () =>
-      api("acme", "GET", `/v1/sessions/${SHARED}`, undefined, "read"),
-    );
+    const shared = await readAs("acme", `/v1/sessions/${SHARED}`);
     expect(JSON.stringify(shared.body)).toContain("done for acme");
     expect(JSON.stringify(shared.body)).not.toContain("globex");
     const sharedEvents = await attempt(`acme read token GET /v1/sessions/${SHARED}/events?follow=false`, async () => {
@@ -277,15 +279,37 @@ describe("gateway / tenant means account", () => {
     expect(sharedEvents.body).toMatchObject({ mentionsGlobex: false });
   });
 
-  it("acme cannot list or search globex's sessions", async () => {
-    const list = await attempt("acme read token GET /v1/sessions", () =>
-      api("acme", "GET", "/v1/sessions", undefined, "read"),
+  it("and the other way: globex cannot read, search, command or list approvals of acme's session", async () => {
+    for (const path of [
+      `/v1/sessions/${ACME_ONLY}`,
+      `/v1/sessions/${ACME_ONLY}/tree`,
+      `/v1/sessions/${ACME_ONLY}/export`,
+    ]) {
+      const answer = await readAs("globex", path);
+      expect(answer.status, path).toBe(404);
+    }
+    const events = await attempt(`globex read token GET /v1/sessions/${ACME_ONLY}/events?follow=false`, async () => {
+      const got = await eventsOf("globex", ACME_ONLY);
+      return { status: got.status, body: { events: got.events.length } };
+    });
+    expect(events.status).toBe(404);
+    const search = await readAs("globex", "/v1/sessions?q=acme-only");
+    expect(search.body.sessions).toEqual([]);
+    const approvals = await readAs("globex", `/v1/approvals?sessionId=${ACME_ONLY}`);
+    expect(approvals.body.approvals).toEqual([]);
+    const before = await seqOf("acme", ACME_ONLY);
+    const named = await attempt(`globex operate token POST /v1/sessions/${ACME_ONLY}/commands set_name`, () =>
+      api("globex", "POST", `/v1/sessions/${ACME_ONLY}/commands`, { type: "set_name", name: "by globex" }),
     );
-    expect(list.body.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual([SHARED]);
+    expect([named.body.event.type, named.body.event.code]).toEqual(["command_rejected", "not_found"]);
+    expect(await seqOf("acme", ACME_ONLY)).toBe(before);
+  });
+
+  it("acme cannot list or search globex's sessions", async () => {
+    const list = await readAs("acme", "/v1/sessions");
+    expect(list.body.sessions.map((s: { sessionId: string }) => s.sessionId).sort()).toEqual([ACME_ONLY, SHARED]);
     for (const q of ["globex-only", "globex"]) {
-      const search = await attempt(`acme read token GET /v1/sessions?q=${q}`, () =>
-        api("acme", "GET", `/v1/sessions?q=${q}`, undefined, "read"),
-      );
+      const search = await readAs("acme", `/v1/sessions?q=${q}`);
       expect([search.status, search.body.sessions]).toEqual([200, []]);
     }
     const theirs = await api("globex", "GET", "/v1/sessions?q=globex-only", undefined, "read");
@@ -321,19 +345,22 @@ describe("gateway / tenant means account", () => {
     expect(await seqOf("globex", GLOBEX_ONLY)).toBe(before);
     const theirs = await api("globex", "GET", `/v1/sessions/${GLOBEX_ONLY}`, undefined, "read");
     expect(JSON.stringify(theirs.body.messages)).not.toContain("done for acme");
-    const mine = await api("acme", "GET", `/v1/sessions/${GLOBEX_ONLY}/tree`, undefined, "read");
-    expect(mine.status).toBe(200);
-    expect(JSON.stringify(mine.body)).toContain("done for acme");
+    // The store projects the import within moments.
+    await expect
+      .poll(
+        async () =>
+          JSON.stringify((await api("acme", "GET", `/v1/sessions/${GLOBEX_ONLY}/tree`, undefined, "read")).body),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toContain("done for acme");
   });
 
   it("acme cannot list or decide globex's pending approvals", async () => {
-    const all = await attempt("acme read token GET /v1/approvals", () =>
-      api("acme", "GET", "/v1/approvals", undefined, "read"),
-    );
+    const all = await readAs("acme", "/v1/approvals");
     expect(all.body.approvals).toEqual([]);
-    const one = await attempt(`acme read token GET /v1/approvals?sessionId=${GLOBEX_ONLY}`, () =>
-      api("acme", "GET", `/v1/approvals?sessionId=${GLOBEX_ONLY}`, undefined, "read"),
-    );
+    const one = await readAs("acme", `/v1/approvals?sessionId=${GLOBEX_ONLY}`);
     expect(one.body.approvals).toEqual([]);
     const pending = await api("globex", "GET", "/v1/approvals", undefined, "read");
     expect(pending.body.approvals).toHaveLength(1);
@@ -360,11 +387,15 @@ describe("gateway / tenant means account", () => {
     expect(set.status).toBe(200);
     const theirs = await api("globex", "GET", "/v1/budget", undefined, "read");
     expect(theirs.body.limits).toBeNull();
-    const mine = await attempt("acme read token GET /v1/budget", () =>
-      api("acme", "GET", "/v1/budget", undefined, "read"),
-    );
+    const mine = await readAs("acme", "/v1/budget");
     expect(mine.body.limits).toEqual({ costUsd: 5 });
-    expect(mine.body.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual([SHARED]);
+    // acme's spend is its own sessions': s-shared, and its own import under globex's id (the
+    // imported transcript carries the usage of acme's s-shared).
+    type Spent = { sessionId: string; totalTokens: number };
+    const spent = new Map((mine.body.sessions as Spent[]).map((x) => [x.sessionId, x.totalTokens]));
+    const own = (await api("acme", "GET", "/v1/sessions", undefined, "read")).body.sessions as Spent[];
+    expect([...spent.keys()].every((id) => own.some((x) => x.sessionId === id))).toBe(true);
+    expect(spent.get(GLOBEX_ONLY)).toBe(spent.get(SHARED));
     expect(theirs.body.sessions.map((s: { sessionId: string }) => s.sessionId).sort()).toEqual([GLOBEX_ONLY, SHARED]);
     const removed = await attempt("acme operate token DELETE /v1/budget", () => api("acme", "DELETE", "/v1/budget"));
     expect(removed.status).toBe(204);
@@ -378,9 +409,7 @@ describe("gateway / tenant means account", () => {
     const acmeHook = await api("acme", "POST", "/v1/webhooks", { url: url(0), events: ["agent_end"] });
     const globexHook = await api("globex", "POST", "/v1/webhooks", { url: url(1), events: ["agent_end"] });
     expect([acmeHook.status, globexHook.status]).toEqual([201, 201]);
-    const list = await attempt("acme read token GET /v1/webhooks", () =>
-      api("acme", "GET", "/v1/webhooks", undefined, "read"),
-    );
+    const list = await readAs("acme", "/v1/webhooks");
     expect(list.body.webhooks.map((w: { id: string }) => w.id)).toEqual([acmeHook.body.id]);
     const del = await attempt(`acme operate token DELETE /v1/webhooks/${globexHook.body.id}`, () =>
       api("acme", "DELETE", `/v1/webhooks/${globexHook.body.id}`),
@@ -427,9 +456,7 @@ describe("gateway / tenant means account", () => {
   });
 
   it("acme's fleet health reports acme's deployment", async () => {
-    const health = await attempt("acme read token GET /v1/fleet/health", () =>
-      api("acme", "GET", "/v1/fleet/health", undefined, "read"),
-    );
+    const health = await readAs("acme", "/v1/fleet/health");
     expect(health.status).toBe(200);
     expect(health.body.partitions).toBe(4);
   });
