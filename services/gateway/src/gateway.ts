@@ -73,7 +73,7 @@ export interface Gateway {
   readonly url: string;
   readonly port: number;
   readonly registry: Registry;
-  /** Resolves once NATS is connected and every webhook has its deliverer. */
+  /** Resolves once every tenant's connection is up and each of its webhooks has its deliverer. */
   readonly ready: Promise<void>;
   /** The OpenAPI document and the route specs it was built from. */
   readonly openApi: Record<string, unknown>;
