@@ -3,6 +3,7 @@
 // of its own tenant and role; the cluster runs 3 NATS nodes and 3 stream replicas.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { GatewayEnv } from "@fleet/gateway";
 import { LoopEnv } from "@fleet/loop";
 import { CLUSTER_NODES, type FleetRole, userOf } from "@fleet/protocol";
 import { StoreEnv } from "@fleet/session-store";
@@ -18,7 +19,10 @@ const SERVICES: Record<string, { role: FleetRole; env: readonly string[] }> = {
   "services/loop/dist/main.js": { role: "loop", env: Object.keys(LoopEnv.shape) },
   "services/tools/dist/main.js": { role: "tools", env: Object.keys(ToolsEnv.shape) },
   "services/session-store/dist/main.js": { role: "store", env: Object.keys(StoreEnv.shape) },
+  "services/gateway/dist/main.js": { role: "gateway", env: Object.keys(GatewayEnv.shape) },
 };
+const GATEWAY = "services/gateway/dist/main.js";
+const TOOLS = "services/tools/dist/main.js";
 
 type Doc = Record<string, unknown>;
 function parse(path: string): Doc[] {
@@ -35,6 +39,8 @@ function parse(path: string): Doc[] {
 interface FleetContainer {
   where: string;
   command: string[];
+  /** compose `security_opt`, or the k8s container's and pod's security contexts. */
+  security: Doc;
   env: Record<string, string | { secret: string; key: string }>;
   envFiles: string[];
 }
@@ -43,7 +49,7 @@ function k8sContainers(): FleetContainer[] {
   const out: FleetContainer[] = [];
   for (const file of readdirSync(join(DEPLOY, "k8s")).filter((f) => f.endsWith(".yaml"))) {
     for (const doc of parse(join(DEPLOY, "k8s", file))) {
-      const spec = (doc.spec as { template?: { spec?: { containers?: Doc[] } } } | undefined)?.template?.spec;
+      const spec = (doc.spec as { template?: { spec?: Doc & { containers?: Doc[] } } } | undefined)?.template?.spec;
       for (const c of spec?.containers ?? []) {
         if (!String(c.image).startsWith("fleet:")) continue;
         const env: FleetContainer["env"] = {};
@@ -54,6 +60,7 @@ function k8sContainers(): FleetContainer[] {
         out.push({
           where: `k8s/${file} ${(doc.metadata as Doc).name}`,
           command: c.command as string[],
+          security: { pod: spec?.securityContext, hostUsers: spec?.hostUsers, container: c.securityContext },
           env,
           envFiles: [],
         });
@@ -70,6 +77,7 @@ function composeContainers(): FleetContainer[] {
     .map(([name, s]) => ({
       where: `compose ${name}`,
       command: s.command as string[],
+      security: { securityOpt: s.security_opt },
       env: (s.environment ?? {}) as Record<string, string>,
       envFiles: (s.env_file ?? []) as string[],
     }));
@@ -78,7 +86,7 @@ function composeContainers(): FleetContainer[] {
 const containers = [...k8sContainers(), ...composeContainers()];
 
 describe("deploy / manifests", () => {
-  it("finds the loop, tools and store in compose and in k8s", () => {
+  it("finds the loop, tools, store and gateway in compose and in k8s", () => {
     const commands = (prefix: string) =>
       containers
         .filter((c) => c.where.startsWith(prefix))
@@ -127,7 +135,8 @@ describe("deploy / manifests", () => {
       } else {
         expect(c.envFiles, c.where).toEqual([`secrets/${userOf(tenant, role)}.env`]);
       }
-      expect(c.env.FLEET_OPS_HOST, `${c.where}: readiness probes reach the ops server`).toBe("0.0.0.0");
+      const host = c.command[1] === GATEWAY ? c.env.FLEET_GATEWAY_HOST : c.env.FLEET_OPS_HOST;
+      expect(host, `${c.where}: readiness probes reach the ops server`).toBe("0.0.0.0");
     }
   });
 
@@ -151,5 +160,49 @@ describe("deploy / manifests", () => {
     const file = (nats.command.at(-1) ?? "").replace("/etc/nats/", "");
     expect(nats.volumes).toContain("./nats:/etc/nats:ro");
     expect(existsSync(join(DEPLOY, "nats", file))).toBe(true);
+  });
+
+  it("gives the gateway its tenant, a tokens file from the secrets, and a published port", () => {
+    for (const c of containers.filter((x) => x.command[1] === GATEWAY)) {
+      expect(c.env.FLEET_GATEWAY_TOKENS, c.where).toBe("/run/fleet/tokens.json");
+      expect(c.env.FLEET_TENANT, c.where).toBe("acme");
+    }
+    const gateway = compose.services.gateway as { volumes: string[]; ports: string[] };
+    expect(gateway.volumes).toEqual(["./secrets/acme-gateway-tokens.json:/run/fleet/tokens.json:ro"]);
+    expect(gateway.ports).toEqual(["127.0.0.1:8787:8787"]);
+  });
+
+  it("lets bubblewrap start in the tool runners' containers, which stay unprivileged", () => {
+    const tools = containers.filter((c) => c.command[1] === TOOLS);
+    expect(tools.map((c) => c.where.split(" ")[0])).toEqual(["k8s/fleet.yaml", "compose"]);
+    for (const c of tools) {
+      if (c.where.startsWith("compose")) {
+        expect(c.security.securityOpt, c.where).toEqual([
+          "seccomp=unconfined",
+          "apparmor=unconfined",
+          "systempaths=unconfined",
+        ]);
+      } else {
+        expect(c.security, c.where).toEqual({
+          pod: { fsGroup: 1000, runAsNonRoot: true, runAsUser: 1000 },
+          hostUsers: false,
+          container: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ["ALL"] },
+            seccompProfile: { type: "Unconfined" },
+            appArmorProfile: { type: "Unconfined" },
+            procMount: "Unmasked",
+          },
+        });
+      }
+    }
+    // No other container loosens anything.
+    for (const c of containers.filter((x) => x.command[1] !== TOOLS)) {
+      expect([c.security.securityOpt, c.security.container, c.security.hostUsers], c.where).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+    }
   });
 });

@@ -13,14 +13,12 @@ import { call, type GatewayStack, startGatewayStack } from "./support.js";
 
 const OPERATE = "operate-token-0123456789";
 const READ = "read-token-0123456789abc";
-const OWN_CREDS = "own-creds-token-0123456789";
 const tokens = tokenTable({
   tokens: [
     { token: OPERATE, tenant: "acme", role: "operate" },
     { token: READ, tenant: "acme", role: "read" },
-    { token: OWN_CREDS, tenant: "beta", role: "read" },
   ],
-  tenants: { beta: { natsCreds: "/nonexistent/fleet-test/beta.creds" } },
+  tenants: {},
 });
 
 let stack: GatewayStack;
@@ -33,7 +31,8 @@ beforeAll(async () => {
   writeFileSync(join(consoleDir, "index.html"), '<div id="app"></div><script src="/assets/app-1.js"></script>');
   writeFileSync(join(consoleDir, "assets/app-1.js"), "console.log(1)");
   stack = await startGatewayStack({
-    gateway: { tokens, bodyLimitBytes: 64 * 1024, consoleDir },
+    // The stack's server has no accounts: tenant acme's identity is the gateway's own (anonymous) login.
+    gateway: { tokens, tenant: "acme", bodyLimitBytes: 64 * 1024, consoleDir },
     approvalTools: ["write"],
   });
   const doc = await call(stack.gateway.url, "GET", "/openapi.json");
@@ -80,10 +79,25 @@ describe("gateway / API", () => {
     expect((await api("GET", "/v1/sessions", { token: READ })).status).toBe(200);
   });
 
-  it("a tenant with NATS credentials of its own uses its own connection (503 while it cannot open it)", async () => {
-    const answer = await api("GET", "/v1/sessions", { token: OWN_CREDS });
-    expect([answer.status, answer.body.error.code]).toEqual([503, "unavailable"]);
-    expect(answer.body.error.message).toMatch(/tenant beta/);
+  it("refuses to start when a token names a tenant with no NATS identity, or an unreadable one", async () => {
+    const withBeta = tokenTable({
+      tokens: [...[OPERATE, READ].map((token) => ({ token, tenant: "acme", role: "read" as const }))],
+      tenants: {},
+    });
+    const beta = tokenTable({ tokens: [{ token: OPERATE, tenant: "beta", role: "read" }], tenants: {} });
+    await expect(stack.startGateway({ tokens: beta, tenant: "acme" })).rejects.toThrow(
+      /tokens name tenant beta with no NATS identity of its own.*FLEET_TENANT is acme/,
+    );
+    await expect(stack.startGateway({ tokens: withBeta, tenant: undefined })).rejects.toThrow(
+      /tenant acme with no NATS identity/,
+    );
+    const unreadable = tokenTable({
+      tokens: [{ token: OPERATE, tenant: "beta", role: "read" }],
+      tenants: { beta: { natsCreds: "/nonexistent/fleet-test/beta.creds" } },
+    });
+    await expect(stack.startGateway({ tokens: unreadable })).rejects.toThrow(
+      "tenant beta: tenants.beta.natsCreds: cannot read /nonexistent/fleet-test/beta.creds (ENOENT)",
+    );
   });
 
   it("creates a session (201), refuses the same id (409) and malformed bodies (400)", async () => {

@@ -63,7 +63,7 @@ beforeAll(async () => {
   );
   stack = await startGatewayStack({ gateway: { consoleDir: dir } });
   open = await spawnGateway({ FLEET_GATEWAY_HOSTS: "fleet.test" });
-  tokened = await spawnGateway({ FLEET_GATEWAY_TOKENS: join(dir, "tokens.json") });
+  tokened = await spawnGateway({ FLEET_GATEWAY_TOKENS: join(dir, "tokens.json"), FLEET_TENANT: "acme" });
   for (const sessionId of [SESSION, FLOOD_SESSION]) {
     stack.fake.script(fakeReply("Hello from the fake model."));
     const create = httpRequest("POST", "/v1/sessions", { body: JSON.stringify({ sessionId }) });

@@ -26,7 +26,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../client/support/run-cli.js";
-import { type SecuredNats, startSecuredNats, startTenantServices, type TenantServices } from "./support.js";
+import { loginsOf, type SecuredNats, startSecuredNats, startTenantServices, type TenantServices } from "./support.js";
 
 const TENANT = "acme";
 const SESSION = "s-perm-1";
@@ -62,7 +62,11 @@ beforeAll(async () => {
     fakeReply([fakeText("Reading it."), fakeToolUse("read", { path: "notes.txt" }, { id: "toolu_r1" })]),
     fakeReply("It says: secured"),
   );
-  services = await startTenantServices(secured, TENANT, { redisUrl: redis.url, anthropicUrl: fake.url, workspace });
+  services = await startTenantServices(loginsOf(secured), TENANT, {
+    redisUrl: redis.url,
+    anthropicUrl: fake.url,
+    workspace,
+  });
   operator = await FleetClient.connect({ natsUrl: secured.nats.url, auth: secured.auth(TENANT, "operator") });
   const accepted = await operator.prompt(SESSION, { text: "write notes.txt, then read it" });
   events = [];

@@ -1,6 +1,9 @@
 // A nats-server running the generated accounts (one account per tenant, one user per role), and a
 // tenant's services as separate processes, each logged in as its own user.
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type DeploymentSpec,
   type FleetRole,
@@ -9,8 +12,21 @@ import {
   renderAccountsConf,
   userOf,
 } from "@fleet/protocol";
-import { connectFleet, type NatsAuthSettings } from "@fleet/runtime";
-import { getFreePort, type NatsServer, startNats } from "@fleet/testkit";
+import {
+  connectFleet,
+  createOperatorDeployment,
+  type NatsAuthSettings,
+  type OperatorDeployment,
+  writeCredsFiles,
+} from "@fleet/runtime";
+import {
+  createTestCertificates,
+  getFreePort,
+  type NatsServer,
+  natsTlsConfig,
+  startNats,
+  type TestCertificates,
+} from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type ServiceProcess, spawnService } from "../support/service-process.js";
 
@@ -68,6 +84,55 @@ export async function startSecuredNats(tenants: { name: string; audit?: boolean 
   };
 }
 
+export interface OperatorNats {
+  nats: NatsServer;
+  deployment: OperatorDeployment;
+  /** The CA the server's certificate is signed by (clients pass it as NATS_TLS_CA). */
+  certs: TestCertificates;
+  /** A user's creds file. */
+  credsOf(tenant: string, role: FleetRole): string;
+  /** A user's login: its creds file, and the CA (the server requires TLS). */
+  auth(tenant: string, role: FleetRole): NatsAuthSettings;
+  logins: DeploymentLogins;
+  stop(): Promise<void>;
+}
+
+/**
+ * nats-server in operator mode (`createOperatorDeployment`: JWTs in a memory resolver, a creds file
+ * per user) and TLS: every client must log in with a creds file over TLS.
+ */
+export async function startOperatorNats(tenants: string[]): Promise<OperatorNats> {
+  const spec: DeploymentSpec = {
+    partitions: PARTITIONS,
+    tenants: tenants.map((name) => ({ name, jetstream: LIMITS, audit: false })),
+  };
+  const created = await createOperatorDeployment(spec);
+  if (!created.ok) throw new Error(created.error);
+  const dir = mkdtempSync(join(tmpdir(), "fleet-operator-"));
+  const creds = writeCredsFiles(join(dir, "creds"), created.deployment);
+  const certs = createTestCertificates(dir);
+  const nats = await startNats({
+    config: `${created.deployment.serverConf}\n${natsTlsConfig(certs, { verify: false })}`,
+    monitor: true,
+  });
+  const credsOf = (tenant: string, role: FleetRole) => creds[userOf(tenant, role)] ?? "";
+  return {
+    nats,
+    deployment: created.deployment,
+    certs,
+    credsOf,
+    auth: (tenant, role) => ({ creds: credsOf(tenant, role), tlsCa: certs.ca }),
+    logins: {
+      natsUrl: nats.url,
+      env: (tenant, role) => ({ NATS_CREDS: credsOf(tenant, role), NATS_TLS_CA: certs.ca }),
+    },
+    async stop() {
+      await nats.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export interface TenantServices {
   /** The tool runner's ops port; it listens on every interface (FLEET_OPS_HOST=0.0.0.0). */
   toolsOpsPort: number;
@@ -77,18 +142,26 @@ export interface TenantServices {
   stop(): Promise<void>;
 }
 
+/** Where the services of a deployment connect, and each user's login as NATS_* variables. */
+export interface DeploymentLogins {
+  natsUrl: string;
+  env(tenant: string, role: FleetRole): Record<string, string>;
+}
+
+export const loginsOf = (secured: SecuredNats): DeploymentLogins => ({ natsUrl: secured.nats.url, env: secured.env });
+
 /** The loop, a tool runner and a session store of one tenant, each a process logged in as its own user. */
 export async function startTenantServices(
-  secured: SecuredNats,
+  deployment: DeploymentLogins,
   tenant: string,
-  opts: { redisUrl: string; anthropicUrl: string; workspace: string },
+  opts: { redisUrl: string; anthropicUrl: string; workspace: string; loopEnv?: Record<string, string> },
 ): Promise<TenantServices> {
   const toolsOpsPort = await getFreePort();
-  const common = { NATS_URL: secured.nats.url, FLEET_TENANT: tenant, FLEET_PARTITIONS: String(PARTITIONS) };
-  const store = spawnService("store", { ...common, ...secured.env(tenant, "store"), REDIS_URL: opts.redisUrl });
+  const common = { NATS_URL: deployment.natsUrl, FLEET_TENANT: tenant, FLEET_PARTITIONS: String(PARTITIONS) };
+  const store = spawnService("store", { ...common, ...deployment.env(tenant, "store"), REDIS_URL: opts.redisUrl });
   const tools = spawnService("tools", {
     ...common,
-    ...secured.env(tenant, "tools"),
+    ...deployment.env(tenant, "tools"),
     FLEET_WORKSPACE: opts.workspace,
     FLEET_TOOLS: "read,write,ls",
     FLEET_OPS_HOST: "0.0.0.0",
@@ -96,11 +169,12 @@ export async function startTenantServices(
   });
   const loop = spawnService("loop", {
     ...common,
-    ...secured.env(tenant, "loop"),
+    ...deployment.env(tenant, "loop"),
     ANTHROPIC_API_KEY: "sk-test",
     ANTHROPIC_BASE_URL: opts.anthropicUrl,
     FLEET_DEFAULT_MODEL: "claude-test",
     FLEET_COALESCE_MS: "10",
+    ...opts.loopEnv,
   });
   const all = [store, tools, loop];
   const stop = async () => {

@@ -19,7 +19,14 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Msg } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../client/support/run-cli.js";
-import { PARTITIONS, type SecuredNats, startSecuredNats, startTenantServices, type TenantServices } from "./support.js";
+import {
+  loginsOf,
+  PARTITIONS,
+  type SecuredNats,
+  startSecuredNats,
+  startTenantServices,
+  type TenantServices,
+} from "./support.js";
 
 const SHARED = "s-shared";
 const GLOBEX_ONLY = "s-globex-only";
@@ -67,7 +74,7 @@ beforeAll(async () => {
   }
   const started = await Promise.all(
     ["acme", "globex"].map((tenant, i) =>
-      startTenantServices(secured, tenant, {
+      startTenantServices(loginsOf(secured), tenant, {
         redisUrl: redis.url,
         anthropicUrl: fakes[i]?.url ?? "",
         workspace,

@@ -43,6 +43,26 @@ for (const tenant of spec.tenants) {
     metadata: { name: `fleet-${tenant.name}-nats` },
     stringData: byRole,
   });
+  // The tenant's gateway: one read and one operate bearer token, its own NATS login (FLEET_TENANT).
+  const tokens = `${JSON.stringify(
+    {
+      tokens: (["read", "operate"] as const).map((role) => ({
+        token: `${tenant.name}-${role}-${randomBytes(24).toString("base64url")}`,
+        tenant: tenant.name,
+        role,
+      })),
+    },
+    null,
+    2,
+  )}\n`;
+  // Readable by the container's user (node, uid 1000) through the bind mount; the folder is 0700.
+  writeFileSync(join(dir, `${tenant.name}-gateway-tokens.json`), tokens, { mode: 0o644 });
+  secrets.push({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: `fleet-${tenant.name}-gateway-tokens` },
+    stringData: { "tokens.json": tokens },
+  });
 }
 write("k8s-secrets.yaml", secrets.map((s) => stringify(s)).join("---\n"));
-console.log(`wrote ${dir}: nats.env, one <tenant>-<role>.env per user, k8s-secrets.yaml`);
+console.log(`wrote ${dir}: nats.env, one <tenant>-<role>.env per user, <tenant>-gateway-tokens.json, k8s-secrets.yaml`);

@@ -154,6 +154,15 @@ export {
   TenantSpec,
   userOf,
 } from "./nats-accounts.js";
+export {
+  accountClaimsOf,
+  type OperatorTrust,
+  operatorModeProblem,
+  renderOperatorConf,
+  SYSTEM_ACCOUNT_CLAIMS,
+  sizeInBytes,
+  userClaimsOf,
+} from "./nats-operator.js";
 export { DEFAULT_PARTITIONS, fnv1a32, partitionOf } from "./partition.js";
 export {
   auditFeed,

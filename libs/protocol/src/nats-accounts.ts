@@ -10,6 +10,7 @@ export const TENANT_ROLES = [
   "hooks",
   "reader",
   "operator",
+  "gateway",
 ] as const satisfies readonly FleetRole[];
 /** The roles that get a user in a tenant's audit account. */
 export const AUDIT_ROLES = ["auditor", "audit-admin"] as const satisfies readonly FleetRole[];

@@ -64,6 +64,23 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("tools", "$KV.fleet_leases.loop.p.0")).toBe(false);
   });
 
+  it("gives the gateway an operator's reads and commands, the budget's limits and its webhooks, nothing more", () => {
+    expect(mayPublish("gateway", "fleet.cmd.0.s-1")).toBe(true);
+    expect(mayPublish("gateway", "fleet.store.get_tree")).toBe(true);
+    expect(mayPublish("gateway", "$KV.fleet_budgets.limits")).toBe(true);
+    expect(mayPublish("gateway", "$KV.fleet_budgets.spend.2026-01-01.s-1")).toBe(false);
+    expect(mayPublish("gateway", "$KV.fleet_webhooks.wh-1")).toBe(true);
+    expect(mayPublish("gateway", "$JS.API.STREAM.CREATE.KV_fleet_webhooks")).toBe(true);
+    expect(mayPublish("gateway", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.webhook-wh-1")).toBe(true);
+    expect(mayPublish("gateway", "$JS.ACK.FLEET_EVENTS.webhook-wh-1.1.2.3.4.5")).toBe(true);
+    expect(mayPublish("gateway", "fleet.evt.0.s-1")).toBe(false);
+    expect(mayPublish("gateway", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
+    expect(mayPublish("gateway", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-p3")).toBe(false);
+    expect(mayPublish("gateway", "$KV.fleet_leases.loop.p.0")).toBe(false);
+    expect(mayPublish("operator", "$KV.fleet_webhooks.wh-1")).toBe(false);
+    expect(inboxPrefixOf("gateway")).toBe("_INBOX_gateway");
+  });
+
   it("lets only the store answer queries, in its queue group, and a hook service hook requests", () => {
     expect(perms("store").subscribe.allow).toContain("fleet.store.* fleet-store");
     expect(perms("store").allowResponses).toBe(true);

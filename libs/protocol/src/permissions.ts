@@ -17,10 +17,22 @@ import { RUNNER_PRESENCE_KEYS } from "./tool-records.js";
  * - `hooks`: a remote hook service (answers `fleet.hook.<hook>` requests of the loop, nothing else);
  * - `reader`: a read-only client (watch, replay, store queries, `fleet doctor`);
  * - `operator`: a reader that may also send commands;
+ * - `gateway`: the HTTP gateway serving the tenant (an operator's reads and commands, the budget's
+ *   limits, and the tenant's webhooks: KV `fleet_webhooks` and their durable consumers);
  * - `auditor`: a reader of an audit account's mirror of a tenant's events (see `auditMirrorStream`);
  * - `audit-admin`: creates that mirror once, and nothing else.
  */
-export const FLEET_ROLES = ["loop", "tools", "store", "hooks", "reader", "operator", "auditor", "audit-admin"] as const;
+export const FLEET_ROLES = [
+  "loop",
+  "tools",
+  "store",
+  "hooks",
+  "reader",
+  "operator",
+  "gateway",
+  "auditor",
+  "audit-admin",
+] as const;
 export type FleetRole = (typeof FLEET_ROLES)[number];
 
 /** Allow and deny lists of one direction; a deny wins over an allow (nats-server semantics). */
@@ -39,11 +51,14 @@ export interface RolePermissions {
 /**
  * The inbox prefix a role's connections use for every reply (requests, JetStream acks, pulls, KV
  * watches). A service role may subscribe to its own prefix only, so it never sees another role's
- * replies (a tool call pulled by a runner arrives on the runner's inbox). Clients share one prefix:
- * a reader may see an operator's replies, which hold nothing a reader cannot read itself.
+ * replies (a tool call pulled by a runner arrives on the runner's inbox, a webhook's event on the
+ * gateway's). Clients share one prefix: a reader may see an operator's replies, which hold nothing a
+ * reader cannot read itself.
  */
 export const inboxPrefixOf = (role: FleetRole) =>
-  role === "loop" || role === "tools" || role === "store" || role === "hooks" ? `_INBOX_${role}` : CLIENT_INBOX_PREFIX;
+  role === "loop" || role === "tools" || role === "store" || role === "hooks" || role === "gateway"
+    ? `_INBOX_${role}`
+    : CLIENT_INBOX_PREFIX;
 export const CLIENT_INBOX_PREFIX = "_INBOX_client";
 
 const API = "$JS.API";
@@ -239,6 +254,23 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
     case "operator":
       // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`).
       return result([...readerPublish(), subjects.commandsAll, `$KV.${KV.budgets.name}.limits`], [subjects.eventsAll]);
+    case "gateway":
+      return result(
+        [
+          ...readerPublish(),
+          subjects.commandsAll,
+          `$KV.${KV.budgets.name}.limits`,
+          // Webhooks: creates and watches KV fleet_webhooks, and pulls and acks each registration's
+          // durable consumer `webhook-<id>` on FLEET_EVENTS (created and deleted with it).
+          ...jsApi.streamInfo(kvStream(KV.webhooks.name)),
+          `${API}.STREAM.CREATE.${kvStream(KV.webhooks.name)}`,
+          ...jsApi.kvRead(KV.webhooks.name),
+          ...jsApi.kvWrite(KV.webhooks.name),
+          ...jsApi.kvWatch(KV.webhooks.name),
+          ...jsApi.ack(EV),
+        ],
+        [],
+      );
     case "auditor":
       return result(
         [...jsApi.account(), ...jsApi.streamInfo(EV), ...jsApi.getMessage(EV), ...jsApi.consume(EV)],

@@ -57,11 +57,12 @@ export function loadEnvOrExit<S extends z.ZodObject>(service: string, schema: S)
 export const envLogLevel = () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
 
 /**
- * The settings every Fleet service reads: where NATS is and how to log in (NATS_CREDS, NATS_NKEY,
- * NATS_USER + NATS_PASSWORD, NATS_TOKEN, NATS_TLS_*), which tenant it serves, its ops server, the
- * replica count of the streams it creates, and the log level.
+ * The NATS side of every Fleet process that serves a tenant (the services and the gateway): where
+ * NATS is and how to log in (NATS_CREDS, NATS_NKEY, NATS_USER + NATS_PASSWORD, NATS_TOKEN,
+ * NATS_TLS_*), which tenant it serves, the replica count of the streams and buckets it creates, and
+ * the log level.
  */
-export const serviceEnvFields = {
+export const natsServiceEnvFields = {
   NATS_URL: envString("nats://127.0.0.1:4222"),
   ...natsAuthEnvFields,
   /**
@@ -73,10 +74,15 @@ export const serviceEnvFields = {
     .regex(/^([a-z][a-z0-9_]{0,31})?$/, "lowercase letters, digits and _, starting with a letter")
     .optional()
     .transform((v) => v || undefined),
-  /** `/healthz`, `/readyz`, `/metrics`: the interface (0.0.0.0 in containers) and port (0 = any free one). */
-  FLEET_OPS_HOST: envString("127.0.0.1"),
-  FLEET_OPS_PORT: envInt(0, 0, 65_535),
   /** Replicas of the streams and buckets this service creates: 1 on one server, 3 on the cluster. */
   FLEET_STREAM_REPLICAS: envInt(1, 1, 5),
   LOG_LEVEL: envLogLevel(),
+};
+
+/** The settings every Fleet worker service reads: `natsServiceEnvFields` and its ops server. */
+export const serviceEnvFields = {
+  ...natsServiceEnvFields,
+  /** `/healthz`, `/readyz`, `/metrics`: the interface (0.0.0.0 in containers) and port (0 = any free one). */
+  FLEET_OPS_HOST: envString("127.0.0.1"),
+  FLEET_OPS_PORT: envInt(0, 0, 65_535),
 };

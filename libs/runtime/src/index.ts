@@ -1,7 +1,16 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
 export { ensureAuditMirror } from "./audit-feed.js";
-export { envBool, envInt, envLogLevel, envString, loadEnvOrExit, parseEnv, serviceEnvFields } from "./env-config.js";
+export {
+  envBool,
+  envInt,
+  envLogLevel,
+  envString,
+  loadEnvOrExit,
+  natsServiceEnvFields,
+  parseEnv,
+  serviceEnvFields,
+} from "./env-config.js";
 export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";
 export { type FollowKvOptions, followKv, type KvFollower } from "./kv-follow.js";
@@ -29,6 +38,12 @@ export {
   STARTUP_JETSTREAM_WAIT_MS,
   watchPermissionErrors,
 } from "./nats-connection.js";
+export {
+  createOperatorDeployment,
+  OPERATOR_MODE_ROLES,
+  type OperatorDeployment,
+  writeCredsFiles,
+} from "./operator-deployment.js";
 export { type OpsServer, startOpsServer } from "./ops-server.js";
 export {
   createLeaseManager,

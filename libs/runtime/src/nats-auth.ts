@@ -66,46 +66,50 @@ export interface NatsAuth {
 
 /**
  * Turns login settings into nats.js options, reading the creds/nkey files now so a bad path fails at
- * start. Errors are data and name the variable and path, never a file's content or a secret.
+ * start. Errors are data and name the setting (by `names`, default the variables) and path, never a
+ * file's content or a secret.
  */
-export function buildNatsAuth(settings: NatsAuthSettings): { ok: true; auth: NatsAuth } | { ok: false; error: string } {
+export function buildNatsAuth(
+  settings: NatsAuthSettings,
+  names: Record<keyof NatsAuthSettings, string> = NATS_AUTH_ENV,
+): { ok: true; auth: NatsAuth } | { ok: false; error: string } {
   const methods = (["creds", "nkey", "user", "token"] as const).filter((k) => settings[k]);
   if (methods.length > 1) {
     return {
       ok: false,
-      error: `set only one of ${methods.map((m) => NATS_AUTH_ENV[m]).join(", ")}: each is a complete login`,
+      error: `set only one of ${methods.map((m) => names[m]).join(", ")}: each is a complete login`,
     };
   }
   if (settings.password && !settings.user) {
-    return { ok: false, error: `${NATS_AUTH_ENV.password} is set without ${NATS_AUTH_ENV.user}` };
+    return { ok: false, error: `${names.password} is set without ${names.user}` };
   }
   if (settings.user && !settings.password) {
-    return { ok: false, error: `${NATS_AUTH_ENV.user} is set without ${NATS_AUTH_ENV.password}` };
+    return { ok: false, error: `${names.user} is set without ${names.password}` };
   }
   if (Boolean(settings.tlsCert) !== Boolean(settings.tlsKey)) {
     return {
       ok: false,
-      error: `${NATS_AUTH_ENV.tlsCert} and ${NATS_AUTH_ENV.tlsKey} go together (a client certificate and its key)`,
+      error: `${names.tlsCert} and ${names.tlsKey} go together (a client certificate and its key)`,
     };
   }
   let authenticator: Authenticator | undefined;
   let identity = "anonymous";
   if (settings.creds) {
-    const creds = readSetting("creds", settings.creds);
+    const creds = readSetting(names, "creds", settings.creds);
     if (!creds.ok) return creds;
     const who = credsIdentity(creds.bytes);
-    if (!who) return { ok: false, error: `${NATS_AUTH_ENV.creds} ${settings.creds} holds no user JWT and seed` };
+    if (!who) return { ok: false, error: `${names.creds} ${settings.creds} holds no user JWT and seed` };
     authenticator = credsAuthenticator(creds.bytes);
     identity = `creds user ${who}`;
   } else if (settings.nkey) {
-    const seed = readSetting("nkey", settings.nkey);
+    const seed = readSetting(names, "nkey", settings.nkey);
     if (!seed.ok) return seed;
     const trimmed = new TextEncoder().encode(new TextDecoder().decode(seed.bytes).trim());
     let publicKey: string;
     try {
       publicKey = nkeys.fromSeed(trimmed).getPublicKey();
     } catch {
-      return { ok: false, error: `${NATS_AUTH_ENV.nkey} ${settings.nkey} does not hold an nkey seed` };
+      return { ok: false, error: `${names.nkey} ${settings.nkey} does not hold an nkey seed` };
     }
     authenticator = nkeyAuthenticator(trimmed);
     identity = `nkey ${publicKey}`;
@@ -126,7 +130,7 @@ export function buildNatsAuth(settings: NatsAuthSettings): { ok: true; auth: Nat
     ] as const) {
       const path = settings[key];
       if (!path) continue;
-      const readable = readSetting(key, path);
+      const readable = readSetting(names, key, path);
       if (!readable.ok) return readable;
       tls[option] = path;
     }
@@ -166,6 +170,7 @@ export function redactUrl(url: string): string {
 }
 
 function readSetting(
+  names: Record<keyof NatsAuthSettings, string>,
   key: keyof NatsAuthSettings,
   path: string,
 ): { ok: true; bytes: Uint8Array } | { ok: false; error: string } {
@@ -173,7 +178,7 @@ function readSetting(
     return { ok: true, bytes: readFileSync(path) };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? "unreadable";
-    return { ok: false, error: `${NATS_AUTH_ENV[key]}: cannot read ${path} (${code})` };
+    return { ok: false, error: `${names[key]}: cannot read ${path} (${code})` };
   }
 }
 

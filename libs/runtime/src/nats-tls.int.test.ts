@@ -1,77 +1,26 @@
 // NATS_TLS_CA / NATS_TLS_CERT / NATS_TLS_KEY against a real nats-server that verifies client certificates.
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type NatsServer, startNats } from "@fleet/testkit";
+import {
+  canCreateTestCertificates,
+  createTestCertificates,
+  type NatsServer,
+  natsTlsConfig,
+  startNats,
+  type TestCertificates,
+} from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectFleet } from "./nats-connection.js";
 
-const OPENSSL = "/usr/bin/openssl";
 const dir = mkdtempSync(join(tmpdir(), "fleet-tls-"));
-const f = (name: string) => join(dir, name);
-const ssl = (...args: string[]) => execFileSync(OPENSSL, args, { cwd: dir, stdio: "ignore" });
 let server: NatsServer;
+let certs: TestCertificates;
 
-describe.skipIf(!existsSync(OPENSSL))("nats auth / TLS", () => {
+describe.skipIf(!canCreateTestCertificates())("nats auth / TLS", () => {
   beforeAll(async () => {
-    ssl(
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      "ca.key",
-      "-out",
-      "ca.pem",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=fleet-test-ca",
-    );
-    for (const name of ["server", "client"]) {
-      ssl(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        `${name}.key`,
-        "-out",
-        `${name}.csr`,
-        "-subj",
-        `/CN=fleet-${name}`,
-      );
-      execFileSync(
-        OPENSSL,
-        [
-          "x509",
-          "-req",
-          "-in",
-          `${name}.csr`,
-          "-CA",
-          "ca.pem",
-          "-CAkey",
-          "ca.key",
-          "-CAcreateserial",
-          "-out",
-          `${name}.pem`,
-          "-days",
-          "1",
-          "-extfile",
-          "-",
-        ],
-        {
-          cwd: dir,
-          input: name === "server" ? "subjectAltName=IP:127.0.0.1,DNS:localhost\n" : "extendedKeyUsage=clientAuth\n",
-          stdio: ["pipe", "ignore", "ignore"],
-        },
-      );
-    }
-    server = await startNats({
-      config: `tls { cert_file: ${JSON.stringify(f("server.pem"))}, key_file: ${JSON.stringify(f("server.key"))}, ca_file: ${JSON.stringify(f("ca.pem"))}, verify: true }`,
-    });
+    certs = createTestCertificates(dir);
+    server = await startNats({ config: natsTlsConfig(certs, { verify: true }) });
   }, 60_000);
   afterAll(async () => {
     await server?.stop();
@@ -83,7 +32,7 @@ describe.skipIf(!existsSync(OPENSSL))("nats auth / TLS", () => {
       role: "reader",
       url: server.url,
       name: "tls",
-      auth: { tlsCa: f("ca.pem"), tlsCert: f("client.pem"), tlsKey: f("client.key") },
+      auth: { tlsCa: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey },
     });
     expect(identity).toBe("anonymous with TLS client certificate");
     expect(nc.info?.tls_required).toBe(true);
@@ -95,7 +44,7 @@ describe.skipIf(!existsSync(OPENSSL))("nats auth / TLS", () => {
       role: "reader",
       url: server.url,
       name: "tls",
-      auth: { tlsCa: f("ca.pem") },
+      auth: { tlsCa: certs.ca },
       maxReconnectAttempts: 0,
       timeoutMs: 2_000,
     }).then(

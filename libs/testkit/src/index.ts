@@ -45,3 +45,9 @@ export { isPidAlive } from "./process-alive.js";
 export { cpuSecondsOf } from "./process-cpu.js";
 export { type RedisReply, sendRedisCommand } from "./redis-command.js";
 export { type RedisServer, type RedisServerOptions, startRedis } from "./redis-server.js";
+export {
+  canCreateTestCertificates,
+  createTestCertificates,
+  natsTlsConfig,
+  type TestCertificates,
+} from "./test-certificates.js";

@@ -1,4 +1,4 @@
-import { envInt, envString } from "@fleet/runtime";
+import { envInt, envString, natsServiceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 import { hostnameOf } from "./http/loopback-guard.js";
 
@@ -20,9 +20,12 @@ const envHostList = () =>
       return names.map((name) => name.replace(/\.$/, ""));
     });
 
-/** Every gateway setting, from the environment, with its default. */
+/**
+ * Every gateway setting, from the environment, with its default. NATS_URL, the login (NATS_*),
+ * FLEET_TENANT, FLEET_STREAM_REPLICAS and LOG_LEVEL are the services' own (`natsServiceEnvFields`).
+ */
 export const GatewayEnv = z.object({
-  NATS_URL: envString("nats://127.0.0.1:4222"),
+  ...natsServiceEnvFields,
   FLEET_GATEWAY_HOST: envString("127.0.0.1"),
   FLEET_GATEWAY_PORT: envInt(8787, 0, 65_535),
   /** JSON file mapping bearer tokens to a tenant and a role; unset: loopback clients only. */
@@ -45,6 +48,5 @@ export const GatewayEnv = z.object({
   FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS: envInt(300_000, 1, 86_400_000),
   /** Timeout of one webhook POST. */
   FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS: envInt(10_000, 1, 600_000),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type GatewayEnv = z.infer<typeof GatewayEnv>;

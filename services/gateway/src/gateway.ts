@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { FleetError } from "@fleet/client";
 import { AgentMessage, ContextMessage, FleetCommand, FleetEvent, SessionConfig, SessionEntry } from "@fleet/protocol";
+import type { NatsAuthSettings } from "@fleet/runtime";
 import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
@@ -27,12 +28,20 @@ import { sessionRoutes } from "./routes/sessions.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import type { SseConnection } from "./sse/sse-connection.js";
 import { createStorageAlarm } from "./storage-alarm.js";
+import { checkIdentities, tenantIdentities } from "./tenant-identities.js";
 import { createTenantLinks } from "./tenant-links.js";
 import { startWebhookService, type WebhookService } from "./webhooks/webhook-service.js";
 import { openWebhookStore, type WebhookStore } from "./webhooks/webhook-store.js";
 
 export interface GatewayOptions {
   natsUrl: string;
+  /** The gateway's own NATS login (NATS_*); default anonymous. */
+  natsAuth?: NatsAuthSettings;
+  /**
+   * FLEET_TENANT: the tenant whose account `natsAuth` logs in to. With a tokens file, tokens of this
+   * tenant use that login; every other tenant needs a login of its own in the tokens file.
+   */
+  tenant?: string | undefined;
   host: string;
   /** 0 picks a free port. */
   port: number;
@@ -51,7 +60,9 @@ export interface GatewayOptions {
   webhookBackoffMaxMs: number;
   webhookTimeoutMs: number;
   logger: Logger;
-  /** NATS connection name; default `fleet-gateway`. */
+  /** Replicas of the webhook bucket it creates (FLEET_STREAM_REPLICAS); default 1. */
+  replicas?: number;
+  /** NATS connection name prefix (`<name>-<tenant>`); default `fleet-gateway`. */
   name?: string;
   /** The web console's built files, served at `/`; default `services/console/dist`. */
   consoleDir?: string;
@@ -62,7 +73,7 @@ export interface Gateway {
   readonly url: string;
   readonly port: number;
   readonly registry: Registry;
-  /** Resolves once NATS is connected and every webhook has its deliverer. */
+  /** Resolves once every tenant's connection is up and each of its webhooks has its deliverer. */
   readonly ready: Promise<void>;
   /** The OpenAPI document and the route specs it was built from. */
   readonly openApi: Record<string, unknown>;
@@ -84,46 +95,69 @@ const MEMORY_RELEASE = { minClosed: 256, quietMs: 1_000, quietCloses: 16, minInt
 /** Shared schemas of the OpenAPI document, by component name. */
 const COMPONENTS = { FleetEvent, FleetCommand, SessionEntry, SessionConfig, AgentMessage, ContextMessage };
 
+/** Settings that cannot work (a tenant without NATS identity, an unreadable creds file): one line. */
+export class GatewayConfigError extends Error {
+  override readonly name = "GatewayConfigError";
+}
+
 /**
- * Starts listening at once; NATS is connected in the background (routes answer 503 until then and
- * whenever the connection is down). Stateless: any number of gateways may run side by side.
+ * Starts listening at once; NATS is connected in the background, one connection per tenant, each as
+ * that tenant's own identity (routes answer 503 until then and whenever it is down). Each tenant's
+ * webhooks live in its own account. Stateless: any number of gateways may run side by side.
+ * Rejects with a `GatewayConfigError` when a tenant has no usable identity.
  */
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const { logger } = opts;
+  const identities = tenantIdentities({ tokens: opts.tokens, ownTenant: opts.tenant, ownLogin: opts.natsAuth ?? {} });
+  if (!identities.ok) throw new GatewayConfigError(identities.error);
+  const invalid = checkIdentities(identities.identities);
+  if (invalid) throw new GatewayConfigError(invalid);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const links = createTenantLinks({
     natsUrl: opts.natsUrl,
     name: opts.name ?? "fleet-gateway",
-    credsOf: (tenant) => opts.tokens?.credsOf(tenant),
+    identities: identities.identities,
     commandTimeoutMs: opts.commandTimeoutMs,
     logger,
   });
   const metrics = createGatewayMetrics(registry, () => links.all().reduce((n, l) => n + l.hubs.size, 0));
 
-  let webhooks: WebhookService | undefined;
-  const storePromise: Promise<WebhookStore> = links.ready.then((link) =>
-    openWebhookStore(link.client.nc, link.client.jsm, link.client.partitions),
-  );
-  storePromise.catch(() => undefined);
-  const ready = storePromise.then(async (store) => {
-    const link = await links.ready;
-    webhooks = startWebhookService({
-      store,
-      js: link.client.js,
-      follow: { statuses: () => link.client.nc.status() },
-      backoffMs: opts.webhookBackoffMs,
-      backoffMaxMs: opts.webhookBackoffMaxMs,
-      timeoutMs: opts.webhookTimeoutMs,
-      logger,
-      metrics,
-    });
-    await webhooks.ready;
-  });
+  // Each tenant's webhooks: KV fleet_webhooks and the deliverers, in the tenant's own account.
+  const webhooks: WebhookService[] = [];
+  const stores = new Map<string, Promise<WebhookStore>>();
+  const tenantsReady: Promise<void>[] = [];
+  for (const tenant of links.tenants) {
+    const store = links
+      .ready(tenant)
+      .then((link) => openWebhookStore(link.client.nc, link.client.jsm, link.client.partitions, opts.replicas));
+    store.catch(() => undefined);
+    stores.set(tenant, store);
+    tenantsReady.push(
+      store.then(async (s) => {
+        const link = await links.ready(tenant);
+        const service = startWebhookService({
+          store: s,
+          js: link.client.js,
+          follow: { statuses: () => link.client.nc.status() },
+          backoffMs: opts.webhookBackoffMs,
+          backoffMaxMs: opts.webhookBackoffMaxMs,
+          timeoutMs: opts.webhookTimeoutMs,
+          logger: logger.child({ tenant }),
+          metrics,
+        });
+        webhooks.push(service);
+        await service.ready;
+      }),
+    );
+  }
+  const ready = Promise.all(tenantsReady).then(() => undefined);
   ready.catch(() => undefined);
-  const webhookStore = async () => {
-    if (!links.natsUp()) throw new FleetError("unavailable", "nats_unreachable", "NATS is unreachable");
-    return storePromise;
+  const webhookStore = async (tenant: string) => {
+    const store = stores.get(tenant);
+    if (!store) throw new FleetError("unavailable", "nats_unreachable", `no NATS identity for tenant ${tenant}`);
+    await links.forTenant(tenant);
+    return store;
   };
 
   const ctx: RouteContext = {
@@ -194,7 +228,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     tokens: opts.tokens,
     allowedHosts: new Set((opts.allowedHosts ?? []).map((h) => h.toLowerCase())),
     bodyLimitBytes: opts.bodyLimitBytes,
-    natsUp: links.natsUp,
+    natsUp: links.isUp,
     logger,
     onStorageFull: storageAlarm.refused,
   });
@@ -213,6 +247,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       evt: "gateway_started",
       url,
       nats: opts.natsUrl,
+      tenants: identities.identities.map((i) => `${i.tenant} (${i.source === "env" ? "NATS_*" : "tokens file"})`),
       auth: opts.tokens ? `${opts.tokens.size} tokens` : "loopback only",
       ...(opts.tokens ? {} : { hosts: opts.allowedHosts ?? [] }),
     },
@@ -236,7 +271,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       clearInterval(keepalive);
       memory.stop();
       for (const connection of connections) connection.end();
-      await webhooks?.stop();
+      await Promise.all(webhooks.map((w) => w.stop()));
       await app.close();
       await links.close();
       logger.info({ evt: "gateway_stopped" }, "gateway stopped");

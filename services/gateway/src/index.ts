@@ -3,7 +3,7 @@
 
 export { CommandBody, CommandOutcome, CommandPending, SessionCreated } from "./api-schemas.js";
 export { GatewayEnv } from "./config.js";
-export { GATEWAY_VERSION, type Gateway, type GatewayOptions, startGateway } from "./gateway.js";
+export { GATEWAY_VERSION, type Gateway, GatewayConfigError, type GatewayOptions, startGateway } from "./gateway.js";
 export { ErrorBody } from "./http/api-error.js";
 export { openApiPath } from "./http/openapi.js";
 export {
@@ -17,5 +17,6 @@ export {
 } from "./http/tokens-file.js";
 export { PendingApproval } from "./pending-approvals.js";
 export { SessionState, sessionStateOf } from "./session-state.js";
+export { checkIdentities, type TenantIdentity, tenantIdentities } from "./tenant-identities.js";
 export { IDEMPOTENCY_HEADER, SIGNATURE_HEADER, signBody, verifySignature } from "./webhooks/signature.js";
 export { WEBHOOK_EVENT_TYPES, WebhookDelivery } from "./webhooks/webhook-record.js";

@@ -1,11 +1,12 @@
 // The gateway service: configuration from the environment, then `startGateway` until SIGINT/SIGTERM.
-import { createLogger, loadEnvOrExit } from "@fleet/runtime";
+import { createLogger, loadEnvOrExit, natsAuthFromEnv } from "@fleet/runtime";
 import { GatewayEnv } from "./config.js";
-import { startGateway } from "./gateway.js";
+import { GatewayConfigError, startGateway } from "./gateway.js";
 import { loadTokensFile } from "./http/tokens-file.js";
 
 const env = loadEnvOrExit("fleet-gateway", GatewayEnv);
-const logger = createLogger("fleet-gateway", { level: env.LOG_LEVEL });
+const root = createLogger("fleet-gateway", { level: env.LOG_LEVEL });
+const logger = env.FLEET_TENANT ? root.child({ tenant: env.FLEET_TENANT }) : root;
 let tokens: ReturnType<typeof loadTokensFile> | undefined;
 if (env.FLEET_GATEWAY_TOKENS) {
   tokens = loadTokensFile(env.FLEET_GATEWAY_TOKENS);
@@ -17,6 +18,9 @@ if (env.FLEET_GATEWAY_TOKENS) {
 
 const gateway = await startGateway({
   natsUrl: env.NATS_URL,
+  natsAuth: natsAuthFromEnv(process.env),
+  ...(env.FLEET_TENANT ? { tenant: env.FLEET_TENANT } : {}),
+  replicas: env.FLEET_STREAM_REPLICAS,
   host: env.FLEET_GATEWAY_HOST,
   port: env.FLEET_GATEWAY_PORT,
   tokens: tokens?.ok ? tokens.table : undefined,
@@ -30,6 +34,10 @@ const gateway = await startGateway({
   webhookTimeoutMs: env.FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS,
   logger,
 }).catch((err: unknown) => {
+  if (err instanceof GatewayConfigError) {
+    process.stderr.write(`fleet-gateway: ${err.message}\n`);
+    process.exit(2);
+  }
   logger.fatal({ evt: "gateway_start_failed", err }, "gateway failed to start");
   logger.flush();
   process.exit(1);

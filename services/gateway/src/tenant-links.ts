@@ -1,18 +1,21 @@
-// NATS connections of the gateway: its own, and one per tenant that has credentials of its own.
-import { readFileSync } from "node:fs";
+// The gateway's NATS connections: one per tenant, each logged in as that tenant's own identity.
 import { FleetClient, FleetError } from "@fleet/client";
-import { connectNats, sleep } from "@fleet/runtime";
-import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { connectFleet, NatsConnectError, sleep } from "@fleet/runtime";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { type ApprovalsIndex, createApprovalsIndex } from "./approvals-index.js";
 import { createHubRegistry, type HubRegistry } from "./sse/hub-registry.js";
+import type { TenantIdentity } from "./tenant-identities.js";
 import { createViewCache, type ViewCache } from "./view-cache.js";
 
 /** Sessions whose folded view a link keeps (each about the size of its transcript). */
 const VIEW_CACHE_ENTRIES = 256;
+/** Failed connects logged: the first, then every this many. */
+const LOG_EVERY_ATTEMPTS = 20;
 
 /** What the routes of one tenant use: its client, its session hubs and its approvals index. */
 export interface TenantLink {
+  readonly tenant: string;
   readonly client: FleetClient;
   readonly hubs: HubRegistry;
   readonly approvals: ApprovalsIndex;
@@ -23,15 +26,17 @@ export interface TenantLink {
 }
 
 export interface TenantLinks {
-  /** The gateway's own link, once connected. */
-  readonly own: TenantLink | undefined;
-  /** Resolves when the gateway's own link is connected (or rejects when `close()` came first). */
-  readonly ready: Promise<TenantLink>;
-  /** True when the gateway's own connection is up. */
+  /** Every tenant the gateway serves. */
+  readonly tenants: readonly string[];
+  /** Resolves when the tenant's link is connected (rejects when `close()` came first). */
+  ready(tenant: string): Promise<TenantLink>;
+  /** True when every tenant's connection is up. */
   natsUp(): boolean;
-  /** The link a tenant's requests use. Throws a `FleetError` (`unavailable`) when it is down. */
+  /** True when the tenant's connection is up. */
+  isUp(tenant: string): boolean;
+  /** The link a tenant's requests use. Throws a `FleetError` (`unavailable`) while it is down. */
   forTenant(tenant: string): Promise<TenantLink>;
-  /** Every link, for gauges. */
+  /** Every open link, for gauges. */
   all(): TenantLink[];
   close(): Promise<void>;
 }
@@ -39,118 +44,120 @@ export interface TenantLinks {
 export interface TenantLinksOptions {
   natsUrl: string;
   name: string;
-  /** Credentials file of a tenant, when it has its own (else the gateway's connection). */
-  credsOf(tenant: string): string | undefined;
+  /** Each tenant's login (`tenantIdentities`, checked with `checkIdentities`). */
+  identities: readonly TenantIdentity[];
   commandTimeoutMs: number;
   logger: Logger;
 }
 
 /**
- * The gateway's own connection is opened in the background and retried until it works, so the HTTP
- * side starts at once and answers 503 meanwhile. A tenant link with credentials is opened on its
- * first request. Every connection reconnects forever.
+ * Every tenant's connection is opened in the background as the `gateway` role (its inbox prefix,
+ * its login, TLS) and retried until it works, so the HTTP side starts at once and a tenant's routes
+ * answer 503 meanwhile. A refused login is logged as one line naming the tenant and the user. Every
+ * connection reconnects forever.
  */
 export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
   const { logger } = opts;
-  let own: TenantLink | undefined;
   let closed = false;
   const abort = new AbortController();
-  const links = new Map<string, Promise<TenantLink>>();
-  const opened: TenantLink[] = [];
+  const links = new Map<string, TenantLink>();
 
-  const open = async (nc: NatsConnection): Promise<TenantLink> => {
+  const open = async (tenant: string, nc: NatsConnection): Promise<TenantLink> => {
     const client = await FleetClient.fromConnection(nc, { commandTimeoutMs: opts.commandTimeoutMs });
     let up = true;
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === "disconnect") {
           up = false;
-          logger.warn({ evt: "gateway_nats_disconnected", server: s.server }, "NATS connection lost");
+          logger.warn({ evt: "gateway_nats_disconnected", tenant, server: s.server }, "NATS connection lost");
         } else if (s.type === "reconnect") {
           up = true;
-          logger.info({ evt: "gateway_nats_reconnected", server: s.server }, "NATS connection back");
+          logger.info({ evt: "gateway_nats_reconnected", tenant, server: s.server }, "NATS connection back");
         }
       }
     })().catch(() => undefined);
-    const link: TenantLink = {
+    return {
+      tenant,
       client,
       hubs: createHubRegistry(client, logger),
       approvals: createApprovalsIndex(client),
       views: createViewCache(client, VIEW_CACHE_ENTRIES),
       isUp: () => up && !nc.isClosed(),
     };
-    opened.push(link);
-    return link;
   };
 
-  const ready = (async () => {
+  const connectTenant = async ({ tenant, login }: TenantIdentity): Promise<TenantLink> => {
     for (let attempt = 1; !closed; attempt++) {
       let nc: NatsConnection | undefined;
       try {
-        nc = await connectNats({ url: opts.natsUrl, name: opts.name, timeoutMs: 5_000 });
-        own = await open(nc);
-        logger.info({ evt: "gateway_nats_connected", nats: opts.natsUrl }, "connected to NATS");
-        return own;
+        ({ nc } = await connectFleet({
+          role: "gateway",
+          url: opts.natsUrl,
+          name: `${opts.name}-${tenant}`,
+          auth: login,
+          timeoutMs: 5_000,
+          onPermissionError: (line, detail) =>
+            logger.error({ evt: "nats_permission_denied", tenant, ...detail }, `tenant ${tenant}: ${line}`),
+        }));
+        const link = await open(tenant, nc);
+        if (closed) {
+          await nc.close().catch(() => undefined);
+          break;
+        }
+        links.set(tenant, link);
+        logger.info({ evt: "gateway_nats_connected", tenant, nats: nc.getServer() }, "connected to NATS");
+        return link;
       } catch (err) {
         await nc?.close().catch(() => undefined);
-        if (attempt === 1 || attempt % 20 === 0) {
-          logger.warn({ evt: "gateway_nats_unavailable", err, attempt }, "cannot reach NATS yet; retrying");
+        if (attempt === 1 || attempt % LOG_EVERY_ATTEMPTS === 0) {
+          const refused = err instanceof NatsConnectError && err.code === "login_refused";
+          // One line: the message names the server and who tried to log in, never a secret.
+          logger.error(
+            {
+              evt: refused ? "gateway_nats_login_refused" : "gateway_nats_unavailable",
+              tenant,
+              attempt,
+              error: (err as Error).message,
+            },
+            `tenant ${tenant}: ${(err as Error).message}; retrying`,
+          );
         }
         await sleep(Math.min(5_000, 250 * attempt), abort.signal);
       }
     }
     throw new FleetError("unavailable", "closed", "the gateway is closing");
-  })();
-  ready.catch(() => undefined);
+  };
 
+  const pending = new Map<string, Promise<TenantLink>>();
+  for (const identity of opts.identities) {
+    const link = connectTenant(identity);
+    link.catch(() => undefined);
+    pending.set(identity.tenant, link);
+  }
   const unavailable = (detail: string) => new FleetError("unavailable", "nats_unreachable", detail);
 
   return {
-    get own() {
-      return own;
+    tenants: opts.identities.map((i) => i.tenant),
+    ready(tenant) {
+      return pending.get(tenant) ?? Promise.reject(unavailable(`the gateway does not serve tenant ${tenant}`));
     },
-    ready,
-    natsUp: () => own?.isUp() ?? false,
+    natsUp: () => opts.identities.every((i) => links.get(i.tenant)?.isUp() ?? false),
+    isUp: (tenant) => links.get(tenant)?.isUp() ?? false,
     async forTenant(tenant) {
-      const creds = opts.credsOf(tenant);
-      if (creds === undefined) {
-        if (!own?.isUp()) throw unavailable("NATS is unreachable");
-        return own;
+      const link = links.get(tenant);
+      if (!link?.isUp()) {
+        throw unavailable(
+          pending.has(tenant) ? `NATS is unreachable for tenant ${tenant}` : `no NATS identity for tenant ${tenant}`,
+        );
       }
-      let pending = links.get(tenant);
-      if (!pending) {
-        pending = (async () => {
-          const nc = await connect({
-            servers: opts.natsUrl.split(","),
-            name: `${opts.name}-${tenant}`,
-            authenticator: credsAuthenticator(readFileSync(creds)),
-            maxReconnectAttempts: -1,
-            reconnectTimeWait: 250,
-            timeout: 5_000,
-          });
-          return open(nc);
-        })();
-        links.set(tenant, pending);
-        pending.catch((err: unknown) => {
-          links.delete(tenant);
-          logger.warn({ evt: "gateway_tenant_connect_failed", tenant, err }, "tenant connection failed");
-        });
-      }
-      let link: TenantLink;
-      try {
-        link = await pending;
-      } catch (err) {
-        throw unavailable(`NATS is unreachable for tenant ${tenant} (${(err as Error).message})`);
-      }
-      if (!link.isUp()) throw unavailable(`NATS is unreachable for tenant ${tenant}`);
       return link;
     },
-    all: () => [...opened],
+    all: () => [...links.values()],
     async close() {
       closed = true;
       abort.abort();
-      await Promise.allSettled(links.values());
-      for (const link of opened) {
+      await Promise.allSettled(pending.values());
+      for (const link of links.values()) {
         link.hubs.stopAll();
         await link.client.nc.drain().catch(() => undefined);
       }

@@ -3,7 +3,7 @@ import { type NatsAuthSettings, natsAuthFromEnv, redactUrl } from "@fleet/runtim
 import { FleetClient, isFleetError } from "../index.js";
 import { CliError } from "./cli-error.js";
 import type { CliIo } from "./io.js";
-import { resolveNatsUrl } from "./stack-file.js";
+import { findStack, resolveNatsUrl } from "./stack-file.js";
 
 export interface CliContext {
   env: NodeJS.ProcessEnv;
@@ -39,7 +39,11 @@ export async function connectClient(ctx: CliContext, opts: { commandTimeoutMs?: 
       throw new CliError(`cannot reach NATS at ${redactUrl(url)}${hint}`);
     }
     if (isFleetError(err) && (err.code === "login_refused" || err.code === "nats_auth")) {
-      throw new CliError(err.message);
+      const secure = source === "--nats" ? undefined : findStack(ctx.env, ctx.cwd)?.stack.secure;
+      const hint = secure
+        ? ` (fleet up --secure: log in as a tenant's user, e.g. NATS_CREDS=${secure.dir}/creds/acme-operator.creds)`
+        : "";
+      throw new CliError(`${err.message}${hint}`);
     }
     throw err;
   }

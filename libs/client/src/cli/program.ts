@@ -103,7 +103,11 @@ export function buildProgram(
   program
     .command("up")
     .description("start NATS, Redis, loop, tool runner and session store in the foreground (Ctrl-C stops all)")
-    .action(async () => setExit(await upCommand(io())));
+    .option(
+      "--secure",
+      "operator mode: generated accounts and users (creds) for tenants acme and globex in .fleet/secure/ (FLEET_SECURE_DIR), each service under its own user, a gateway with bearer tokens",
+    )
+    .action(async (o: { secure?: boolean }) => setExit(await upCommand(io(), { secure: o.secure === true })));
 
   program
     .command("chat")

@@ -15,6 +15,8 @@ export const StackFile = z.object({
   provider: z.enum(["anthropic", "scripted"]),
   /** `http://<host>:<port>` of the HTTP gateway, when `fleet up` started one. */
   gatewayUrl: z.string().nullable().optional(),
+  /** `fleet up --secure`: the gateway's tokens file and the folder of the creds files. */
+  secure: z.object({ dir: z.string(), tokensFile: z.string() }).nullable().optional(),
   services: z.array(z.object({ name: z.string(), pid: z.number().int().nullable(), opsUrl: z.string().nullable() })),
 });
 export type StackFile = z.infer<typeof StackFile>;

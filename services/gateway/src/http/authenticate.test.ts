@@ -20,8 +20,9 @@ describe("gateway / authenticate", () => {
       tenant: "beta",
       role: "read",
     });
-    expect(tokens.credsOf("beta")).toBe("/etc/fleet/beta.creds");
-    expect(tokens.credsOf("acme")).toBeUndefined();
+    expect(tokens.loginOf("beta")).toEqual({ creds: "/etc/fleet/beta.creds" });
+    expect(tokens.loginOf("acme")).toBeUndefined();
+    expect(tokens.tenants()).toEqual(["acme", "beta"]);
   });
 
   it("answers 401 for a missing or unknown token and 403 for the read role on an operate route", () => {

@@ -19,8 +19,8 @@ export interface RouteDeps {
   allowedHosts: ReadonlySet<string>;
   /** Largest body of an authenticated request; others get UNAUTHENTICATED_BODY_LIMIT_BYTES. */
   bodyLimitBytes: number;
-  /** False while the gateway has no working NATS connection. */
-  natsUp(): boolean;
+  /** False while the gateway has no working NATS connection for the tenant. */
+  natsUp(tenant: string): boolean;
   logger: Logger;
   /** A request answered `storage_full`: JetStream refused its write (the gateway counts and logs it). */
   onStorageFull?: (route: string) => void;
@@ -77,7 +77,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
           route.access,
         );
         if (isApiError(principal)) return sendError(reply, principal);
-        if (route.usesNats && !deps.natsUp()) {
+        if (route.usesNats && !deps.natsUp(principal.tenant)) {
           return sendError(reply, apiError(503, "unavailable", "NATS is unreachable"));
         }
         principals.set(request, principal);

@@ -5,7 +5,8 @@ import { RegisterWebhookBody, viewOf, WebhookCreated, WebhookList, WebhookParams
 import type { WebhookStore } from "../webhooks/webhook-store.js";
 import type { RouteContext } from "./route-context.js";
 
-export function webhookRoutes(ctx: RouteContext, store: () => Promise<WebhookStore>): AnyRouteSpec[] {
+/** `store`: the tenant's webhook registrations, in its own account. */
+export function webhookRoutes(ctx: RouteContext, store: (tenant: string) => Promise<WebhookStore>): AnyRouteSpec[] {
   return [
     defineRoute({
       method: "POST",
@@ -20,7 +21,7 @@ export function webhookRoutes(ctx: RouteContext, store: () => Promise<WebhookSto
       body: RegisterWebhookBody,
       responses: { 201: { description: "Registered", schema: WebhookCreated } },
       async handler({ body, principal }) {
-        const record = await (await store()).register(principal.tenant, body, Date.now());
+        const record = await (await store(principal.tenant)).register(principal.tenant, body, Date.now());
         ctx.logger.info(
           { evt: "gateway_webhook_registered", webhookId: record.id, tenant: principal.tenant, events: record.events },
           "webhook registered",
@@ -38,7 +39,7 @@ export function webhookRoutes(ctx: RouteContext, store: () => Promise<WebhookSto
       usesNats: true,
       responses: { 200: { description: "The registrations", schema: WebhookList } },
       async handler({ principal }) {
-        const records = await (await store()).list(principal.tenant);
+        const records = await (await store(principal.tenant)).list(principal.tenant);
         return { status: 200, json: { webhooks: records.map(viewOf) } };
       },
     }),
@@ -53,7 +54,7 @@ export function webhookRoutes(ctx: RouteContext, store: () => Promise<WebhookSto
       params: WebhookParams,
       responses: { 204: { description: "Deleted" }, 404: { description: "No such webhook" } },
       async handler({ params, principal }) {
-        const s = await store();
+        const s = await store(principal.tenant);
         const record = await s.get(params.id);
         if (!record || record.tenant !== principal.tenant) {
           return apiError(404, "not_found", `webhook ${params.id} does not exist`);

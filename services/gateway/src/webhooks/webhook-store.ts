@@ -35,8 +35,9 @@ export async function openWebhookStore(
   nc: NatsConnection,
   jsm: JetStreamManager,
   partitions: number,
+  replicas = 1,
 ): Promise<WebhookStore> {
-  const kv = await new Kvm(nc).create(KV_BUCKETS.webhooks.name, { history: KV_BUCKETS.webhooks.history });
+  const kv = await new Kvm(nc).create(KV_BUCKETS.webhooks.name, { history: KV_BUCKETS.webhooks.history, replicas });
   const get = async (id: string) => {
     const entry = await kv.get(id);
     return entry?.operation === "PUT" ? decodeWebhook(entry.value) : undefined;

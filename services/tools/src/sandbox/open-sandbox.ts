@@ -1,5 +1,5 @@
 // The start-up probe: decides once per settings whether tools can start processes, and how.
-import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,7 @@ import {
   createUnconfinedSandbox,
   type ProcessSandbox,
 } from "./process-sandbox.js";
+import { explainBwrapFailure, type SandboxHost, userNamespaceProblem } from "./sandbox-diagnosis.js";
 import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from "./sandbox-settings.js";
 
 const opened = new Map<string, Promise<ProcessSandbox>>();
@@ -54,10 +55,33 @@ function describeRoot(): RootEntry[] {
   return entries;
 }
 
+/** A number from a /proc/sys file, or undefined when it cannot be read. */
+function sysctl(path: string): number | undefined {
+  try {
+    const value = Number(readFileSync(path, "utf8").trim());
+    return Number.isFinite(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the diagnosis needs to know about this host. */
+function readHost(): SandboxHost {
+  return {
+    container: existsSync("/.dockerenv") || existsSync("/run/.containerenv") || process.env.container !== undefined,
+    maxUserNamespaces: sysctl("/proc/sys/user/max_user_namespaces"),
+    unprivilegedUsernsClone: sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
+    apparmorRestrictsUserns: sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+  };
+}
+
 /**
  * Checks, in order: Linux; bwrap and prlimit are executable files; a process limit that the kernel
  * enforces (RLIMIT_NPROC in a user namespace for an unprivileged runner; a writable pids cgroup
- * for root, which RLIMIT_NPROC never stops); and a trial command that must exit 0 within 10 s.
+ * for root, which RLIMIT_NPROC never stops); kernel settings that allow unprivileged user
+ * namespaces; and a trial command that must exit 0 within 10 s. A failed trial's reason says what
+ * to change when bwrap's message is a known cause (in a container: the runtime's seccomp, AppArmor
+ * or masked /proc).
  */
 async function probeSandbox(settings: SandboxSettings): Promise<ProcessSandbox> {
   if (settings.mode === "off") return createUnconfinedSandbox(settings);
@@ -82,9 +106,14 @@ async function probeSandbox(settings: SandboxSettings): Promise<ProcessSandbox> 
     }
     cgroups = cgroup.factory;
   }
+  const host = readHost();
+  const userns = userNamespaceProblem(host);
+  if (userns) return createUnavailableSandbox("user-namespaces", userns);
   const sandbox = createBwrapSandbox(settings, describeRoot(), cgroups);
   const trial = await runTrial(sandbox);
-  return trial === undefined ? sandbox : createUnavailableSandbox("bwrap-start", trial);
+  if (trial === undefined) return sandbox;
+  const fix = explainBwrapFailure(trial, host);
+  return createUnavailableSandbox("bwrap-start", fix ? `${trial}; ${fix}` : trial);
 }
 
 /** Runs `/bin/sh -c 'exit 0'` in the sandbox in a scratch workspace; the failure, or undefined. */

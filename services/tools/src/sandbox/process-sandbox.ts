@@ -8,7 +8,7 @@ import type { PidsCgroupFactory } from "./pids-cgroup.js";
 import type { SandboxLimits, SandboxSettings } from "./sandbox-settings.js";
 
 /** The named checks of the start-up probe. */
-export type SandboxCheck = "platform" | "bwrap" | "prlimit" | "process-limit" | "bwrap-start";
+export type SandboxCheck = "platform" | "bwrap" | "prlimit" | "process-limit" | "user-namespaces" | "bwrap-start";
 
 export type SandboxStatus =
   | {

@@ -1,7 +1,8 @@
 // `fleet up`: the whole stack in the foreground until SIGINT/SIGTERM; never prompts.
 import { existsSync, mkdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { applyTopology, connectNats } from "@fleet/runtime";
+import { DEFAULT_PARTITIONS, type FleetRole, userOf } from "@fleet/protocol";
+import { applyTopology, connectFleet, connectNats, NATS_AUTH_ENV } from "@fleet/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CliError } from "../cli-error.js";
@@ -11,18 +12,41 @@ import { probeRedis } from "../redis-probe.js";
 import { findStack, fleetHome, removeStack, type StackFile, writeStack } from "../stack-file.js";
 import { getFreePort, preferredPort } from "../up/free-port.js";
 import { type LocalServer, startLocalNats, startLocalRedis } from "../up/local-servers.js";
+import { prepareSecureSetup, type SecureSetup, secureDirOf } from "../up/secure-setup.js";
 import { DEMO_SCRIPT, type ServiceName, serviceProgram } from "../up/service-specs.js";
 import { describeExit, type ServiceSpec, Supervisor } from "../up/supervisor.js";
 
-const SERVICES: ServiceName[] = ["store", "tools", "loop", "gateway"];
 /** The gateway's port when FLEET_GATEWAY_PORT is unset and it is free (else any free port). */
 const GATEWAY_PORT = 8787;
 const CHILD_GRACE_MS = 10_000;
 /** SIGHUP too: a closed terminal stops the stack cleanly instead of killing `fleet up` outright. */
 const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
+/** One worker process: which service, its name in logs and the banner, and its own environment. */
+interface Unit {
+  name: string;
+  service: ServiceName;
+  tenant?: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/** `fleet up`'s own NATS connections per tenant: one sets the topology up, one reads its health. */
+interface TenantConnections {
+  tenant: string | undefined;
+  setup: NatsConnection;
+  inspect: NatsConnection;
+}
+
+export interface UpOptions {
+  /**
+   * Operator mode: generated accounts, users (creds files) and tokens for the tenants acme and
+   * globex; every service logs in as its own user; one gateway serves both.
+   */
+  secure?: boolean;
+}
+
 /** Runs until a signal; resolves with the exit code after everything it started has stopped. */
-export async function upCommand(io: CliIo): Promise<number> {
+export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number> {
   const out = outStyle(io);
   const err = errStyle(io);
   const say = (line: string) => io.stdout.write(`${line}\n`);
@@ -67,31 +91,57 @@ export async function upCommand(io: CliIo): Promise<number> {
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 
-  let nc: NatsConnection | undefined;
-  let readinessTimer: NodeJS.Timeout | undefined;
+  const conns: TenantConnections[] = [];
+  let stopTimers: () => void = () => {};
   try {
-    // 1. NATS and Redis: the given ones, or our own on free ports with data under .fleet/.
-    const natsUrl = io.env.NATS_URL || (await startServer(servers, () => startLocalNats(home, io.env))).url;
-    if (signals) return 130;
-    const redisUrl = io.env.REDIS_URL || (await startServer(servers, () => startLocalRedis(home, io.env))).url;
-    if (signals) return 130;
-    try {
-      nc = await connectNats({ url: natsUrl, name: "fleet-up", timeoutMs: 5_000 });
-    } catch (e) {
-      throw new CliError(`cannot reach NATS at ${natsUrl} (${(e as Error).message})`);
-    }
-    if (io.env.REDIS_URL) {
-      const probe = await probeRedis(redisUrl);
-      if (!probe.ok) throw new CliError(`cannot reach Redis at ${redisUrl} (${probe.error})`);
-    }
     const partitions = io.env.FLEET_PARTITIONS ? Number(io.env.FLEET_PARTITIONS) : undefined;
     if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 1)) {
       throw new CliError(
         `FLEET_PARTITIONS must be a positive integer (got ${JSON.stringify(io.env.FLEET_PARTITIONS)})`,
       );
     }
-    const topology = await applyTopology(nc, partitions !== undefined ? { partitions } : {});
-    for (const line of topology.drift) warn(`! drift: ${line}`);
+    let secure: SecureSetup | undefined;
+    if (opts.secure) {
+      if (io.env.NATS_URL) throw new CliError("fleet up --secure starts its own nats-server: unset NATS_URL");
+      secure = await prepareSecureSetup(secureDirOf(io.env, io.cwd, home), partitions ?? DEFAULT_PARTITIONS);
+    }
+    const natsConfig = secure && { configFile: secure.natsConf };
+    // 1. NATS and Redis: the given ones, or our own on free ports with data under .fleet/.
+    const natsUrl = io.env.NATS_URL || (await startServer(servers, () => startLocalNats(home, io.env, natsConfig))).url;
+    if (signals) return 130;
+    const redisUrl = io.env.REDIS_URL || (await startServer(servers, () => startLocalRedis(home, io.env))).url;
+    if (signals) return 130;
+    if (secure) {
+      const setup = secure;
+      for (const tenant of setup.tenants) {
+        const as = (role: FleetRole) =>
+          connectFleet({ role, url: natsUrl, name: `fleet-up-${tenant}`, auth: { creds: setup.credsOf(tenant, role) } })
+            .then((c) => c.nc)
+            .catch((e: Error) => {
+              throw new CliError(e.message);
+            });
+        // The loop's user may create the topology; the operator's reads what `fleet doctor` reads.
+        conns.push({ tenant, setup: await as("loop"), inspect: await as("operator") });
+      }
+    } else {
+      let nc: NatsConnection;
+      try {
+        nc = await connectNats({ url: natsUrl, name: "fleet-up", timeoutMs: 5_000 });
+      } catch (e) {
+        throw new CliError(`cannot reach NATS at ${natsUrl} (${(e as Error).message})`);
+      }
+      conns.push({ tenant: undefined, setup: nc, inspect: nc });
+    }
+    if (io.env.REDIS_URL) {
+      const probe = await probeRedis(redisUrl);
+      if (!probe.ok) throw new CliError(`cannot reach Redis at ${redisUrl} (${probe.error})`);
+    }
+    let topologyPartitions = 0;
+    for (const conn of conns) {
+      const topology = await applyTopology(conn.setup, partitions !== undefined ? { partitions } : {});
+      for (const line of topology.drift) warn(`! drift${conn.tenant ? ` (${conn.tenant})` : ""}: ${line}`);
+      topologyPartitions = topology.partitions;
+    }
 
     // 2. The model: Claude with a key, else the offline scripted demo.
     const provider = chooseProvider(io.env);
@@ -99,33 +149,48 @@ export async function upCommand(io: CliIo): Promise<number> {
     const workspace = resolve(io.cwd, io.env.FLEET_WORKSPACE || ".");
     mkdirSync(workspace, { recursive: true });
 
-    // 3. Workers.
+    // 3. Workers: one of each; with --secure one loop, runner and store per tenant, each under its
+    // own user, and one gateway for every tenant.
+    const units: Unit[] = [];
+    for (const tenant of secure?.tenants ?? [undefined]) {
+      for (const service of ["store", "tools", "loop"] as const) {
+        units.push({
+          name: tenant ? `${service}-${tenant}` : service,
+          service,
+          ...(tenant ? { tenant } : {}),
+          env: secure && tenant ? { [NATS_AUTH_ENV.creds]: secure.credsOf(tenant, service), FLEET_TENANT: tenant } : {},
+        });
+      }
+    }
+    units.push({ name: "gateway", service: "gateway", env: secure ? { FLEET_GATEWAY_TOKENS: secure.tokensFile } : {} });
     const banner: string[] = [];
+    const width = Math.max(7, ...units.map((u) => u.name.length));
     let gateway: string | undefined;
-    for (const name of SERVICES) {
-      const program = serviceProgram(name, io.env);
+    for (const unit of units) {
+      const { name } = unit;
+      const program = serviceProgram(unit.service, io.env);
       if (!program) {
-        warn(
-          `! ${name}: services/${name === "store" ? "session-store" : name}/src/main.ts does not exist; not started`,
-        );
+        const folder = unit.service === "store" ? "session-store" : unit.service;
+        warn(`! ${name}: services/${folder}/src/main.ts does not exist; not started`);
         continue;
       }
       const opsPort = await getFreePort();
       const env: NodeJS.ProcessEnv = {
-        ...io.env,
+        ...(secure ? withoutNatsLogin(io.env) : io.env),
         NATS_URL: natsUrl,
         REDIS_URL: redisUrl,
         FLEET_OPS_PORT: String(opsPort),
         LOG_LEVEL: io.env.LOG_LEVEL ?? "info",
-        FLEET_PARTITIONS: String(topology.partitions),
+        FLEET_PARTITIONS: String(topologyPartitions),
+        ...unit.env,
       };
-      if (name === "loop") Object.assign(env, provider.env);
-      if (name === "tools") {
+      if (unit.service === "loop") Object.assign(env, provider.env);
+      if (unit.service === "tools") {
         env.FLEET_WORKSPACE = workspace;
         env.FLEET_WORKSPACE_MODE = io.env.FLEET_WORKSPACE_MODE ?? "shared";
       }
       let gatewayUrl: string | undefined;
-      if (name === "gateway") {
+      if (unit.service === "gateway") {
         const host = io.env.FLEET_GATEWAY_HOST || "127.0.0.1";
         const port = io.env.FLEET_GATEWAY_PORT || String(await preferredPort(host, GATEWAY_PORT));
         env.FLEET_GATEWAY_HOST = host;
@@ -145,18 +210,20 @@ export async function upCommand(io: CliIo): Promise<number> {
       supervisor.start(spec);
       if (gatewayUrl) {
         banner.push(
-          `  gateway  ${gatewayUrl}  (${io.env.FLEET_GATEWAY_TOKENS ? "bearer tokens" : "loopback clients only"}; /openapi.json)`,
+          `  gateway  ${gatewayUrl}  (${env.FLEET_GATEWAY_TOKENS ? "bearer tokens" : "loopback clients only"}; /openapi.json)`,
           `  console  ${gatewayUrl}/  (the web console: sessions, replay, tree, approvals, health)`,
+          ...(secure ? [`  tokens   ${secure.tokensFile}`] : []),
         );
         continue;
       }
       const detail =
-        name === "loop"
+        unit.service === "loop"
           ? `model: ${provider.describe}`
-          : name === "tools"
-            ? `workspace: ${workspace} (${env.FLEET_WORKSPACE_MODE})`
+          : unit.service === "tools"
+            ? `workspace: ${unit.tenant ? join(workspace, unit.tenant) : workspace} (${env.FLEET_WORKSPACE_MODE})`
             : `redis: ${redisUrl}`;
-      banner.push(`  ${name.padEnd(7)} ops ${spec.opsUrl}  ${detail}`);
+      const user = unit.tenant ? `  NATS user ${userOf(unit.tenant, unit.service as FleetRole)}` : "";
+      banner.push(`  ${name.padEnd(width)} ops ${spec.opsUrl}  ${detail}${user}`);
     }
 
     stack = {
@@ -169,6 +236,7 @@ export async function upCommand(io: CliIo): Promise<number> {
       dataDir: home,
       provider: provider.name,
       gatewayUrl: gateway ?? null,
+      secure: secure ? { dir: secure.dir, tokensFile: secure.tokensFile } : null,
       services: [],
     };
     refreshStack();
@@ -181,52 +249,74 @@ export async function upCommand(io: CliIo): Promise<number> {
     say(out.bold("fleet up"));
     const nats = own("nats-server");
     say(
-      `  NATS    ${natsUrl}${nats ? `  (monitor ${nats.monitorUrl}, data ${rel(nats.dataDir)})` : "  (NATS_URL)"}  partitions: ${topology.partitions}`,
+      `  NATS    ${natsUrl}${nats ? `  (monitor ${nats.monitorUrl}, data ${rel(nats.dataDir)})` : "  (NATS_URL)"}  partitions: ${topologyPartitions}`,
     );
+    if (secure) {
+      const how = secure.created ? "generated now" : "kept from an earlier run";
+      say(`  secure  ${rel(secure.dir)}/  (${how}: operator mode, accounts ${secure.tenants.join(", ")}, creds/)`);
+      const creds = rel(secure.credsOf(secure.tenants[0] ?? "", "operator"));
+      say(`          the CLI as a tenant: NATS_CREDS=${creds} fleet <command>`);
+    }
     const redis = own("redis-server");
     say(`  Redis   ${redisUrl}${redis ? `  (data ${rel(redis.dataDir)})` : "  (REDIS_URL)"}`);
     for (const line of banner) say(line);
     say(`  logs    ${rel(join(home, "logs"))}/   stack: ${rel(stackPath)}`);
     say(out.dim("Ctrl-C stops everything."));
 
-    // 4. Readiness report (once), while waiting for a signal.
+    // 4. Readiness report (once per tenant), while waiting for a signal.
     const readyAt = Date.now();
-    const connection = nc;
-    const jsm = await jetstreamManager(connection);
-    let reported = false;
-    const poll = async () => {
-      if (reported || signals) return;
-      const report = await inspectDeployment(connection, jsm).catch(() => undefined);
-      if (report && isReady(report)) {
-        reported = true;
-        const [loop, store] = report.leases;
-        say(
-          out.green(
-            `ready: ${loop?.held}/${report.partitions} loop leases, ${store?.held}/${report.partitions} store leases, ${report.tools.length} tools (${report.tools.map((t) => t.name).join(", ")})`,
-          ),
-        );
-        return;
-      }
-      if (Date.now() - readyAt > 30_000) {
-        reported = true;
-        warn("! not ready after 30 s; run `fleet doctor` for details");
-        return;
-      }
-      readinessTimer = setTimeout(() => void poll(), 500);
+    const timers = new Set<NodeJS.Timeout>();
+    stopTimers = () => {
+      for (const t of timers) clearTimeout(t);
     };
-    void poll();
+    for (const conn of conns) {
+      const jsm = await jetstreamManager(conn.inspect);
+      const label = conn.tenant ? `ready (${conn.tenant})` : "ready";
+      const poll = async () => {
+        if (signals) return;
+        const report = await inspectDeployment(conn.inspect, jsm).catch(() => undefined);
+        if (report && isReady(report)) {
+          const [loop, store] = report.leases;
+          say(
+            out.green(
+              `${label}: ${loop?.held}/${report.partitions} loop leases, ${store?.held}/${report.partitions} store leases, ${report.tools.length} tools (${report.tools.map((t) => t.name).join(", ")})`,
+            ),
+          );
+          return;
+        }
+        if (Date.now() - readyAt > 30_000) {
+          warn(`! ${conn.tenant ?? "the stack"} not ready after 30 s; run \`fleet doctor\` for details`);
+          return;
+        }
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          void poll();
+        }, 500);
+        timers.add(timer);
+      };
+      void poll();
+    }
 
     await stopped;
     say(out.dim("stopping…"));
     return 0;
   } finally {
-    if (readinessTimer) clearTimeout(readinessTimer);
+    stopTimers();
     await supervisor.stopAll(CHILD_GRACE_MS);
-    await nc?.close().catch(() => undefined);
+    for (const conn of conns) {
+      await conn.setup.close().catch(() => undefined);
+      if (conn.inspect !== conn.setup) await conn.inspect.close().catch(() => undefined);
+    }
     for (const server of [...servers].reverse()) await server.stop();
     if (existsSync(stackPath) && stack) removeStack(stackPath);
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
+}
+
+/** The environment without any NATS login, so each child gets exactly its own. */
+function withoutNatsLogin(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const names = new Set<string>(Object.values(NATS_AUTH_ENV));
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !names.has(name)));
 }
 
 async function startServer(servers: LocalServer[], start: () => Promise<LocalServer>): Promise<LocalServer> {

@@ -20,14 +20,25 @@ export interface LocalServer {
 const ATTEMPTS = 3;
 const START_TIMEOUT_MS = 15_000;
 
-export async function startLocalNats(home: string, env: NodeJS.ProcessEnv): Promise<LocalServer> {
+/**
+ * `secure`: the server's config (operator mode, `fleet up --secure`) and its own data folder
+ * `nats-secure` (its streams live in the tenants' accounts, not the anonymous one).
+ */
+export async function startLocalNats(
+  home: string,
+  env: NodeJS.ProcessEnv,
+  secure?: { configFile: string },
+): Promise<LocalServer> {
   const binary = serverBinary("nats-server", env.FLEET_NATS_SERVER, env);
-  const dataDir = join(home, "nats");
+  const dataDir = join(home, secure ? "nats-secure" : "nats");
   mkdirSync(dataDir, { recursive: true });
   return startWithRetry("nats-server", binary, join(home, "logs", "nats-server.log"), /Server is ready/, async () => {
     const [port, monitor] = [await getFreePort(), await getFreePort()];
     return {
-      args: ["-js", "-a", "127.0.0.1", "-p", String(port), "-m", String(monitor), "-sd", dataDir, "-n", "fleet-local"],
+      args: [
+        ...(secure ? ["-c", secure.configFile] : []),
+        ...["-js", "-a", "127.0.0.1", "-p", String(port), "-m", String(monitor), "-sd", dataDir, "-n", "fleet-local"],
+      ],
       url: `nats://127.0.0.1:${port}`,
       monitorUrl: `http://127.0.0.1:${monitor}`,
       dataDir,
