@@ -9,7 +9,7 @@ import { utcDayOf } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiChecker } from "./openapi-check.js";
-import { call, type GatewayStack, startGatewayStack } from "./support.js";
+import { call, type GatewayStack, startGatewayStack, waitIdle } from "./support.js";
 
 const OPERATE = "operate-token-0123456789";
 const READ = "read-token-0123456789abc";
@@ -53,14 +53,7 @@ async function api(method: string, path: string, opts: CallOptions = {}) {
   return answer;
 }
 
-async function idle(sessionId: string, messages: number) {
-  const live = await stack.client.state(sessionId);
-  try {
-    await live.waitFor((v) => v.agent.messages.length >= messages && !v.agent.isStreaming, 30_000);
-  } finally {
-    live.close();
-  }
-}
+const idle = (sessionId: string, messages: number) => waitIdle(stack.client, sessionId, messages);
 
 describe("gateway / API", () => {
   it("ops routes answer without a token", async () => {

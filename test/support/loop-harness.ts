@@ -54,6 +54,7 @@ export async function startTestWorker(opts: {
   toolPickupMs?: number;
   hookRecheckMs?: number;
   pluginHooks?: import("@fleet/loop").EngineHooks[];
+  lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
   const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
   const nc = await connectNats({ url: opts.url, name: workerId });
@@ -82,6 +83,7 @@ export async function startTestWorker(opts: {
     logger: createLogger("fleet-loop-test", { level: process.env.LOG_LEVEL ?? "silent" }),
     registry: new Registry(),
     newId: () => newId(),
+    ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
   });
   return { worker, nc };
 }

@@ -16,8 +16,11 @@ export interface SessionAppender {
   readonly sessionId: string;
   readonly lastSeq: number;
   readonly fenced: boolean;
-  /** Appends `event` as it is (the writer stamped its `meta`). */
-  append(event: FleetEvent): Promise<AppendOutcome>;
+  /**
+   * Appends `event` as it is (the writer stamped its `meta`). `msgId` replaces `meta.id` as its
+   * `Nats-Msg-Id` (a restored event: the stream may still remember its original id).
+   */
+  append(event: FleetEvent, msgId?: string): Promise<AppendOutcome>;
 }
 
 export function createSessionAppender(opts: {
@@ -40,7 +43,7 @@ export function createSessionAppender(opts: {
   let fenced = false;
   let chain: Promise<unknown> = Promise.resolve();
 
-  async function publishOnce(event: FleetEvent): Promise<AppendOutcome> {
+  async function publishOnce(event: FleetEvent, msgId: string): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
     const gate = opts.writeGate?.() ?? true;
     if (gate !== true && !(await gate)) {
@@ -53,7 +56,7 @@ export function createSessionAppender(opts: {
     // Retried through elections and restarts with the same msgID and expected sequence (see publishDurably).
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
       stream: STREAMS.events.name,
-      msgID: event.meta.id,
+      msgID: msgId,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,
       retryForMs: opts.retryForMs ?? 30_000,
@@ -78,8 +81,8 @@ export function createSessionAppender(opts: {
     get fenced() {
       return fenced;
     },
-    append(event) {
-      const next = chain.then(() => publishOnce(event));
+    append(event, msgId = event.meta.id) {
+      const next = chain.then(() => publishOnce(event, msgId));
       chain = next.catch(() => undefined);
       return next;
     },
