@@ -63,6 +63,8 @@ export async function startGatewayStack(
     approvalTools?: string[];
     /** Session lifecycle settings of the loop worker (archive directory, retention). */
     lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
+    /** The loop worker's logger (default silent). */
+    loopLogger?: import("@fleet/runtime").Logger;
   } = {},
 ): Promise<GatewayStack> {
   const nats = await startNats();
@@ -102,6 +104,7 @@ export async function startGatewayStack(
     coalesceMs: 10,
     ...(opts.approvalTools ? { approvalTools: opts.approvalTools } : {}),
     ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
+    ...(opts.loopLogger ? { logger: opts.loopLogger } : {}),
   });
   const client = await FleetClient.connect({ natsUrl: nats.url, name: "gateway-test-client" });
   const gateways: Gateway[] = [];

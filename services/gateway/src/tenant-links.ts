@@ -1,6 +1,7 @@
 // NATS connections of the gateway: its own, and one per tenant that has credentials of its own.
 import { readFileSync } from "node:fs";
 import { FleetClient, FleetError } from "@fleet/client";
+import { parseLifecycleSubject, subjects } from "@fleet/protocol";
 import { connectNats, sleep } from "@fleet/runtime";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -72,9 +73,18 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
         }
       }
     })().catch(() => undefined);
+    const hubs = createHubRegistry(client, logger);
+    // On any lifecycle record (deleted, archived, restored) the session's hub goes: the log it tails
+    // was purged or rewritten; the next client starts a new one.
+    nc.subscribe(subjects.lifecycleAll, {
+      callback: (err, msg) => {
+        const sessionId = err ? null : parseLifecycleSubject(msg.subject);
+        if (sessionId) hubs.forget(sessionId);
+      },
+    });
     const link: TenantLink = {
       client,
-      hubs: createHubRegistry(client, logger),
+      hubs,
       approvals: createApprovalsIndex(client),
       views: createViewCache(client, VIEW_CACHE_ENTRIES),
       isUp: () => up && !nc.isClosed(),
