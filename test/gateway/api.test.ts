@@ -360,6 +360,20 @@ describe("gateway / API", () => {
     await idle(sessionId, messages + 2);
   });
 
+  it("archive, restore and delete a session (test/lifecycle covers them in depth)", async () => {
+    stack.fake.script(fakeReply([fakeText("to be archived")]));
+    await api("POST", "/v1/sessions/s-api-life/commands", { body: { type: "prompt", text: "hi" } });
+    await idle("s-api-life", 2);
+    const archived = await api("POST", "/v1/sessions/s-api-life/archive");
+    expect([archived.status, archived.body.record.type]).toEqual([200, "session_archived"]);
+    const restored = await api("POST", "/v1/sessions", { body: { restoreFrom: "s-api-life" } });
+    expect([restored.status, restored.body.record.type]).toEqual([201, "session_restored"]);
+    expect((await api("DELETE", "/v1/sessions/s-api-life", { token: READ })).status).toBe(403);
+    const deleted = await api("DELETE", "/v1/sessions/s-api-life");
+    expect([deleted.status, deleted.body.record.type]).toEqual([200, "session_deleted"]);
+    expect((await api("GET", "/v1/sessions/s-api-life")).status).toBe(404);
+  });
+
   it("every route of the OpenAPI document was exercised and matched it", () => {
     // /readyz 503 and the 503s of the other routes are exercised by the next test.
     expect(checker.missing()).toEqual([]);

@@ -1,12 +1,16 @@
 // Session lifecycle through the SDK against the real stack (NATS, Redis, store, tool runner with
 // bubblewrap, loop worker on the fake Anthropic API): delete, archive, restore, the refusal during
 // a run, and what each leaves behind, read from the servers.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { CommandRejectedError } from "@fleet/client";
 import { archiveNames, type FleetEvent, importPiJsonl, OBJECT_STORES, parseArchive, utcDayOf } from "@fleet/protocol";
+import { connectNats } from "@fleet/runtime";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
+import { builtinTools, createToolRunner } from "@fleet/tools";
 import { Objm } from "@nats-io/obj";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
+import { type GatewayStack, silent, startGatewayStack, waitIdle } from "../gateway/support.js";
 import { blobNamesIn, eventually, ledgerOf, leftovers, NOTHING_LEFT, storedEvents } from "./support.js";
 
 let stack: GatewayStack;
@@ -155,5 +159,25 @@ describe("session lifecycle / SDK", () => {
     await idle(sid, 8);
     const again = await stack.client.restoreSession(sid).catch((e: unknown) => e);
     expect(again).toMatchObject({ code: "conflict" });
+  });
+
+  it("a runner that was down when a session was deleted removes its workspace when it starts", async () => {
+    const sid = "lc-sweep-1";
+    await sessionWithToolRun(sid);
+    await sessionWithToolRun("lc-sweep-live");
+    await stack.runner.stop({ graceMs: 0 });
+    await stack.client.deleteSession(sid);
+    expect(existsSync(join(stack.workspace, sid))).toBe(true);
+    const nc = await connectNats({ url: stack.nats.url, name: "lifecycle-sweep-runner" });
+    const runner = createToolRunner({ nc, tools: builtinTools, workspaceRoot: stack.workspace, logger: silent });
+    try {
+      expect(await runner.start()).toEqual({ ok: true });
+      await expect.poll(() => existsSync(join(stack.workspace, sid))).toBe(false);
+      // A live session's workspace stays.
+      expect(existsSync(join(stack.workspace, "lc-sweep-live"))).toBe(true);
+    } finally {
+      await runner.stop({ graceMs: 0 });
+      await nc.close();
+    }
   });
 });
