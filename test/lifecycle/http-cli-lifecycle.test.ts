@@ -171,5 +171,6 @@ describe("session lifecycle / CLI", () => {
     const noArchive = await fleet(["restore", sid]);
     expect(noArchive.code).toBe(1);
     expect(noArchive.stderr).toBe(`fleet: restore_session rejected (not_found): No archive of session ${sid}\n`);
-  });
+    // Five CLI processes, each starting from the TypeScript sources: minutes on a loaded machine.
+  }, 240_000);
 });
