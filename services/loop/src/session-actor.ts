@@ -448,7 +448,7 @@ export class SessionActor {
         } catch (err) {
           if (this.detached) return;
           this.log.warn({ evt: "lifecycle_retry", op, err, retryInMs: delay }, "lifecycle step failed; retrying");
-          await sleep(delay);
+          await sleep(delay, this.detachedSignal.signal);
           delay = Math.min(delay * 2, 30_000);
         }
       }
@@ -479,6 +479,7 @@ export class SessionActor {
         acceptSeq: mark.acceptSeq,
         tombstoneSeq: mark.tombstoneSeq,
         lastSeq: () => this.appender.lastSeq,
+        signal: this.detachedSignal.signal,
       },
       lifecycle,
     );
@@ -517,6 +518,7 @@ export class SessionActor {
             body: { type: "session_restored", archive: lifecycle.archive.ref(this.sessionId), events },
           }),
         recordSpend: () => this.budget.recordAll(),
+        signal: this.detachedSignal.signal,
       },
       lifecycle,
     );

@@ -34,6 +34,8 @@ export interface DeletionTarget {
   tombstoneSeq: number;
   /** The subject's last sequence as its writer knows it (the final purge removes up to it). */
   lastSeq: () => number;
+  /** Aborted when the writer lets the session go (lease lost, shutdown): no further step is taken. */
+  signal: AbortSignal;
 }
 
 const DEFAULT_STORE_ABSENT_MS = 30_000;
@@ -54,6 +56,7 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
   const step = async (name: string) => {
     log.debug({ evt: "lifecycle_step", step: name }, "lifecycle step done");
     await deps.halt(tombstone.op, name, sessionId);
+    target.signal.throwIfAborted();
   };
   const subject = subjects.event(target.partition, sessionId);
   const days = tombstone.spend.map((s) => s.day);
@@ -77,7 +80,7 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
     await step("spend_rolled");
     await deps.jsm.streams.purge(STREAMS.events.name, { filter: subject, seq: target.acceptSeq });
     await step("events_purged");
-    await waitForStore(deps, target.partition, target.tombstoneSeq, log);
+    await waitForStore(deps, target.partition, target.tombstoneSeq, target.signal, log);
     await step("projection");
     record = removalRecord(target, deps, tombstone.spend);
     await publishLifecycleRecord(deps.publisher, record);
@@ -163,6 +166,7 @@ async function waitForStore(
   deps: LifecycleDeps,
   partition: number,
   seq: number,
+  signal: AbortSignal,
   log: LifecycleDeps["logger"],
 ): Promise<void> {
   const name = storeEventConsumer(partition).durable_name;
@@ -194,7 +198,8 @@ async function waitForStore(
         "waiting for the session store to apply the deletion",
       );
     }
-    await sleep(delay);
+    await sleep(delay, signal);
+    signal.throwIfAborted();
     delay = Math.min(delay * 2, 1_000);
   }
 }

@@ -28,6 +28,8 @@ export interface RestoreTarget {
   appendRestored: (events: number) => Promise<void>;
   /** Writes the session's spend records of every day (its restored events counted no spend one by one). */
   recordSpend: () => Promise<void>;
+  /** Aborted when the writer lets the session go (lease lost, shutdown): no further step is taken. */
+  signal: AbortSignal;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function runRestore(target: RestoreTarget, deps: LifecycleDeps): Pr
   const step = async (name: string) => {
     log.debug({ evt: "lifecycle_step", step: name }, "lifecycle step done");
     await deps.halt("restore", name, sessionId);
+    target.signal.throwIfAborted();
   };
   let parsed: ParsedArchive | null | undefined;
   const archive = async (): Promise<ParsedArchive | null> => {
