@@ -5,14 +5,19 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { archiveNames, importPiJsonl, parseArchive } from "@fleet/protocol";
+import { createAnthropicStreamFn } from "@fleet/loop";
+import { archiveNames, importPiJsonl, KV_BUCKETS, parseArchive } from "@fleet/protocol";
 import { fakeReply, fakeText } from "@fleet/testkit";
+import { Kvm } from "@nats-io/kv";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
+import { type GatewayStack, PARTITIONS, startGatewayStack, waitIdle } from "../gateway/support.js";
+import { startTestWorker } from "../support/loop-harness.js";
 import { storedEvents } from "./support.js";
 
 const IDLE_MS = 2_000;
+/** The janitor's lease in `fleet_leases` (PROTOCOL change 35). */
+const JANITOR_KEY = "loop.janitor";
 let stack: GatewayStack;
 let archiveDir: string;
 const lines: Array<Record<string, unknown>> = [];
@@ -92,5 +97,33 @@ describe("session lifecycle / retention", () => {
     expect(restored.agent.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
 
     await stack.client.abort(running);
+  });
+
+  it("runs on one loop worker per tenant: the holder of the lease loop.janitor", async () => {
+    const second = await startTestWorker({
+      url: stack.nats.url,
+      workerId: "zz-loop-second",
+      partitions: PARTITIONS,
+      // It takes over some partitions, so it answers prompts like the stack's worker.
+      providers: { anthropic: createAnthropicStreamFn({ apiKey: "sk-test", baseURL: stack.fake.url, maxRetries: 0 }) },
+      defaultProvider: "anthropic",
+      lifecycle: { retention: { days: IDLE_MS / 86_400_000, batchSize: 2, intervalMs: 3_600_000 } },
+    });
+    try {
+      const leases = await new Kvm(stack.client.nc).open(KV_BUCKETS.leases.name);
+      const holder = JSON.parse((await leases.get(JANITOR_KEY))?.string() ?? "{}") as { workerId?: string };
+      expect(holder.workerId).not.toBe("zz-loop-second");
+      stack.fake.script(fakeReply([fakeText("idle soon")]));
+      await stack.client.prompt("lc-ret-6", "hello");
+      await waitIdle(stack.client, "lc-ret-6", 2);
+      await new Promise((r) => setTimeout(r, IDLE_MS + 500));
+      await second.worker.retentionPass();
+      expect(await stack.client.lifecycleRecord("lc-ret-6")).toBeNull();
+      await stack.worker.retentionPass();
+      expect((await stack.client.lifecycleRecord("lc-ret-6"))?.type).toBe("session_archived");
+    } finally {
+      await second.worker.stop();
+      await second.nc.close();
+    }
   });
 });
