@@ -204,9 +204,25 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     await actor.handle(delivery);
   }
 
+  /**
+   * Lets go of the sessions (of `partition`, or all) that carry out a deletion, archive or restore:
+   * their commands wait for it, so stopping an intake would wait as long; the next owner resumes
+   * them from the log.
+   */
+  async function detachLifecycles(partition?: number) {
+    for (const a of actors.entries()) {
+      if (partition !== undefined && a.partition !== partition) continue;
+      const actor = await a.actor.catch(() => undefined);
+      if (!actor?.inLifecycle) continue;
+      actor.detach();
+      actors.drop(a.sessionId);
+    }
+  }
+
   async function releasePartition(partition: number, graceMs: number) {
     const intake = intakes.get(partition);
     intakes.delete(partition);
+    await detachLifecycles(partition);
     await intake?.stop();
     const mine = actors.entries().filter((a) => a.partition === partition);
     await Promise.all(
@@ -304,6 +320,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       stopping = true;
       evictor.stop();
       await janitor?.stop();
+      await detachLifecycles();
       await Promise.all([...intakes.values()].map((i) => i.stop()));
       // Runs get one shared grace period to finish, then every partition is released at once.
       await Promise.all(

@@ -217,6 +217,11 @@ export class SessionActor {
     return this.dead;
   }
 
+  /** A deletion, archive or restore is in flight (its command waits for it; the next owner resumes it). */
+  get inLifecycle(): boolean {
+    return this.lifecycleTask !== undefined;
+  }
+
   /** A run, a compaction or a lifecycle operation is in flight on this actor. */
   get isRunning(): boolean {
     return this.engine.state.isStreaming || this.compaction !== undefined || this.lifecycleTask !== undefined;
