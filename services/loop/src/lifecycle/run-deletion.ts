@@ -159,7 +159,8 @@ function removalRecord(target: DeletionTarget, deps: LifecycleDeps, spend: DaySp
 
 /**
  * Waits until the session store's consumer of the partition has acknowledged `seq` (it applies a
- * batch before acknowledging it, so the tombstone's removal of the projection is done). A partition
+ * batch before acknowledging it, so the tombstone's removal of the projection is done): its ack
+ * floor is at `seq` or later, or it has delivered `seq` and has nothing unacknowledged. A partition
  * with no store consumer for `storeAbsentMs` has no projection to wait for.
  */
 async function waitForStore(
@@ -178,7 +179,10 @@ async function waitForStore(
   for (;;) {
     try {
       const info = await deps.jsm.consumers.info(STREAMS.events.name, name);
-      if (info.ack_floor.stream_seq >= seq) return;
+      // After a purge nats-server 2.9 may leave the ack floor's stream sequence behind a consumer
+      // that acknowledged everything; then nothing pending and `seq` delivered says the same.
+      const acked = info.num_ack_pending === 0 && info.delivered.stream_seq >= seq;
+      if (info.ack_floor.stream_seq >= seq || acked) return;
       missingSince = undefined;
     } catch (err) {
       if (!/consumer not found/i.test((err as Error).message)) throw err;
