@@ -5,6 +5,7 @@ import { fakeReply, fakeText } from "@fleet/testkit";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
+import { startEndlessRun } from "../lifecycle/support.js";
 import { buildConsole, launchChromium } from "./browser.js";
 
 let stack: GatewayStack;
@@ -65,8 +66,7 @@ describe("console / session lifecycle", () => {
 
   it("Delete during a run shows the refusal; after Abort it deletes", async () => {
     const sid = "lc-ui-busy";
-    stack.fake.script(fakeReply([fakeText("on and on")], { stallAfterEvents: 3 }));
-    await stack.client.prompt(sid, "never stop");
+    await startEndlessRun(stack, sid);
     await openSession(sid);
     await expect.poll(() => page.getByTestId("session-status").textContent()).toBe("running");
     await page.getByTestId("delete-session").click();

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../client/support/run-cli.js";
 import { openApiChecker } from "../gateway/openapi-check.js";
 import { call, type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
-import { storedEvents } from "./support.js";
+import { startEndlessRun, storedEvents } from "./support.js";
 
 const OPERATE = "operate-token-lifecycle-0123";
 const READ = "read-token-lifecycle-0123456";
@@ -68,11 +68,9 @@ describe("session lifecycle / HTTP", () => {
   it("DELETE refuses an open run (409 busy), then deletes; 404 after, and for unknown sessions", async () => {
     const sid = "lc-http-del";
     await answered(sid, "first");
-    stack.fake.script(fakeReply([fakeText("endless")], { stallAfterEvents: 3 }));
-    await api("POST", `/v1/sessions/${sid}/commands`, { body: { type: "prompt", text: "go" } });
-    const live = await stack.client.state(sid);
-    await live.waitFor((v) => v.agent.isStreaming, 20_000);
-    live.close();
+    await startEndlessRun(stack, sid, () =>
+      api("POST", `/v1/sessions/${sid}/commands`, { body: { type: "prompt", text: "go" } }),
+    );
     const busy = await api("DELETE", `/v1/sessions/${sid}`);
     expect([busy.status, busy.body.error.code]).toEqual([409, "busy"]);
     expect(busy.body.error.message).toMatch(/abort it first/);

@@ -13,7 +13,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayStack, PARTITIONS, startGatewayStack, waitIdle } from "../gateway/support.js";
 import { startTestWorker } from "../support/loop-harness.js";
-import { storedEvents } from "./support.js";
+import { startEndlessRun, storedEvents } from "./support.js";
 
 const IDLE_MS = 2_000;
 /** The janitor's lease in `fleet_leases` (PROTOCOL change 35). */
@@ -53,11 +53,7 @@ describe("session lifecycle / retention", () => {
       histories.set(sid, (await storedEvents(stack.client, sid)).length);
     }
     const running = "lc-ret-running";
-    stack.fake.script(fakeReply([fakeText("still going")], { stallAfterEvents: 3 }));
-    await stack.client.prompt(running, "keep going");
-    const live = await stack.client.state(running);
-    await live.waitFor((v) => v.agent.isStreaming, 20_000);
-    live.close();
+    await startEndlessRun(stack, running);
     await new Promise((r) => setTimeout(r, IDLE_MS + 500));
 
     await stack.worker.retentionPass();

@@ -11,7 +11,15 @@ import { builtinTools, createToolRunner } from "@fleet/tools";
 import { Objm } from "@nats-io/obj";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayStack, silent, startGatewayStack, waitIdle } from "../gateway/support.js";
-import { blobNamesIn, eventually, ledgerOf, leftovers, NOTHING_LEFT, storedEvents } from "./support.js";
+import {
+  blobNamesIn,
+  eventually,
+  ledgerOf,
+  leftovers,
+  NOTHING_LEFT,
+  startEndlessRun,
+  storedEvents,
+} from "./support.js";
 
 let stack: GatewayStack;
 
@@ -78,11 +86,7 @@ describe("session lifecycle / SDK", () => {
 
   it("refuses to delete a session while its run is open (busy), and deletes it once aborted", async () => {
     const sid = "lc-busy-1";
-    stack.fake.script(fakeReply([fakeText("a long answer that never ends")], { stallAfterEvents: 3 }));
-    await stack.client.prompt(sid, "talk forever");
-    const live = await stack.client.state(sid);
-    await live.waitFor((v) => v.agent.isStreaming, 20_000);
-    live.close();
+    await startEndlessRun(stack, sid);
     const refused = await stack.client.deleteSession(sid).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(CommandRejectedError);
     expect(refused).toMatchObject({

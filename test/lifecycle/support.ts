@@ -14,7 +14,9 @@ import {
   subjects,
 } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
+import { fakeReply, fakeText } from "@fleet/testkit";
 import { Base64UrlPaddedCodec } from "@nats-io/obj";
+import type { GatewayStack } from "../gateway/support.js";
 
 /** The session's events as stored now, in order. */
 export async function storedEvents(client: FleetClient, sessionId: string): Promise<FleetEvent[]> {
@@ -112,4 +114,23 @@ export async function eventually<T>(read: () => Promise<T>, expected: T, timeout
     last = await read();
   }
   return last;
+}
+
+/**
+ * Starts a run whose LLM answer never ends (the fake stalls after a few events) and resolves once
+ * the session streams; `send` sends the prompt (default: the SDK's).
+ */
+export async function startEndlessRun(
+  stack: GatewayStack,
+  sessionId: string,
+  send: () => Promise<unknown> = () => stack.client.prompt(sessionId, "go on forever"),
+): Promise<void> {
+  stack.fake.script(fakeReply([fakeText("an answer that never ends")], { stallAfterEvents: 3 }));
+  await send();
+  const live = await stack.client.state(sessionId);
+  try {
+    await live.waitFor((v) => v.agent.isStreaming, 20_000);
+  } finally {
+    live.close();
+  }
 }
