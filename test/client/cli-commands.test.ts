@@ -210,6 +210,7 @@ describe("fleet budget", () => {
       limits: { outputTokens: 1000, costUsd: 2.5 },
       total: { inputTokens: 120, outputTokens: 42, totalTokens: 162, costUsd: 0.0123 },
       sessions: [{ sessionId: "s-cli-spend", inputTokens: 120, outputTokens: 42, totalTokens: 162, costUsd: 0.0123 }],
+      deleted: { inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: 0 },
     });
     const otherDay = JSON.parse((await run(["budget", "--json", "--day", "2001-02-03"])).stdout);
     expect(otherDay).toMatchObject({ day: "2001-02-03", sessions: [], total: { outputTokens: 0 } });

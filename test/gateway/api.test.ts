@@ -9,7 +9,7 @@ import { utcDayOf } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiChecker } from "./openapi-check.js";
-import { call, type GatewayStack, startGatewayStack } from "./support.js";
+import { call, type GatewayStack, startGatewayStack, waitIdle } from "./support.js";
 
 const OPERATE = "operate-token-0123456789";
 const READ = "read-token-0123456789abc";
@@ -52,14 +52,7 @@ async function api(method: string, path: string, opts: CallOptions = {}) {
   return answer;
 }
 
-async function idle(sessionId: string, messages: number) {
-  const live = await stack.client.state(sessionId);
-  try {
-    await live.waitFor((v) => v.agent.messages.length >= messages && !v.agent.isStreaming, 30_000);
-  } finally {
-    live.close();
-  }
-}
+const idle = (sessionId: string, messages: number) => waitIdle(stack.client, sessionId, messages);
 
 describe("gateway / API", () => {
   it("ops routes answer without a token", async () => {
@@ -386,6 +379,20 @@ describe("gateway / API", () => {
       })
       .toBe("command_accepted");
     await idle(sessionId, messages + 2);
+  });
+
+  it("archive, restore and delete a session (test/lifecycle covers them in depth)", async () => {
+    stack.fake.script(fakeReply([fakeText("to be archived")]));
+    await api("POST", "/v1/sessions/s-api-life/commands", { body: { type: "prompt", text: "hi" } });
+    await idle("s-api-life", 2);
+    const archived = await api("POST", "/v1/sessions/s-api-life/archive");
+    expect([archived.status, archived.body.record.type]).toEqual([200, "session_archived"]);
+    const restored = await api("POST", "/v1/sessions", { body: { restoreFrom: "s-api-life" } });
+    expect([restored.status, restored.body.record.type]).toEqual([201, "session_restored"]);
+    expect((await api("DELETE", "/v1/sessions/s-api-life", { token: READ })).status).toBe(403);
+    const deleted = await api("DELETE", "/v1/sessions/s-api-life");
+    expect([deleted.status, deleted.body.record.type]).toEqual([200, "session_deleted"]);
+    expect((await api("GET", "/v1/sessions/s-api-life")).status).toBe(404);
   });
 
   it("every route of the OpenAPI document was exercised and matched it", () => {

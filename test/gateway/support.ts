@@ -58,7 +58,14 @@ export function gatewayOptions(natsUrl: string, overrides: Partial<GatewayOption
 }
 
 export async function startGatewayStack(
-  opts: { gateway?: Partial<GatewayOptions>; approvalTools?: string[] } = {},
+  opts: {
+    gateway?: Partial<GatewayOptions>;
+    approvalTools?: string[];
+    /** Session lifecycle settings of the loop worker (archive directory, retention). */
+    lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
+    /** The loop worker's logger (default silent). */
+    loopLogger?: import("@fleet/runtime").Logger;
+  } = {},
 ): Promise<GatewayStack> {
   const nats = await startNats();
   const redis = await startRedis();
@@ -96,6 +103,8 @@ export async function startGatewayStack(
     defaultProvider: "anthropic",
     coalesceMs: 10,
     ...(opts.approvalTools ? { approvalTools: opts.approvalTools } : {}),
+    ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
+    ...(opts.loopLogger ? { logger: opts.loopLogger } : {}),
   });
   const client = await FleetClient.connect({ natsUrl: nats.url, name: "gateway-test-client" });
   const gateways: Gateway[] = [];
@@ -163,4 +172,14 @@ export async function call(
     parsed = undefined;
   }
   return { status: res.status, body: parsed, text, headers: res.headers };
+}
+
+/** Waits until the session holds `messages` agent messages and no run streams. */
+export async function waitIdle(client: FleetClient, sessionId: string, messages: number): Promise<void> {
+  const live = await client.state(sessionId);
+  try {
+    await live.waitFor((v) => v.agent.messages.length >= messages && !v.agent.isStreaming, 30_000);
+  } finally {
+    live.close();
+  }
 }

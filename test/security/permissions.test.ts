@@ -1,6 +1,6 @@
 // The whole stack on a real nats-server with the generated accounts: every service logs in as its own
 // user and does its job; then each role tries a subject that is not its own and the server refuses it.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient, isFleetError, type SessionEventItem } from "@fleet/client";
@@ -319,5 +319,19 @@ describe("security / the fleet CLI with credentials", () => {
     expect(output).not.toContain(env.NATS_PASSWORD);
     const json = await runCli(["doctor", "--json"], { env });
     expect(json.stdout).not.toContain(env.NATS_PASSWORD);
+  });
+
+  it("archives, restores and deletes a session with every service under its own user", async () => {
+    const archived = await operator.archiveSession(SESSION);
+    expect(archived).toMatchObject({ type: "session_archived", sessionId: SESSION });
+    const restored = await operator.restoreSession(SESSION);
+    expect(restored.events).toBe(archived.events);
+    const deleted = await operator.deleteSession(SESSION);
+    expect(deleted.type).toBe("session_deleted");
+    expect(await operator.lastSeq(SESSION)).toBe(0);
+    await expect.poll(() => existsSync(join(workspace, TENANT, SESSION))).toBe(false);
+    for (const s of [services.loop, services.tools, services.store]) {
+      expect(s.output(), s.name).not.toContain("nats_permission_denied");
+    }
   });
 });

@@ -30,7 +30,7 @@ describe("a partition worker's pending count", () => {
     let release: () => void = () => undefined;
     let gate = new Promise<void>((r) => (release = r));
     const projector: Projector = {
-      stats: { applied: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 },
+      stats: { applied: 0, removed: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 },
       async applyBatch(_ns, records) {
         await gate;
         applied.push(...records);

@@ -54,6 +54,9 @@ export async function startTestWorker(opts: {
   toolPickupMs?: number;
   hookRecheckMs?: number;
   pluginHooks?: import("@fleet/loop").EngineHooks[];
+  lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
+  /** Default: silent unless LOG_LEVEL says otherwise. */
+  logger?: import("@fleet/runtime").Logger;
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
   const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
   const nc = await connectNats({ url: opts.url, name: workerId });
@@ -79,9 +82,10 @@ export async function startTestWorker(opts: {
         systemPrompt: "You are a test agent.",
       }),
     },
-    logger: createLogger("fleet-loop-test", { level: process.env.LOG_LEVEL ?? "silent" }),
+    logger: opts.logger ?? createLogger("fleet-loop-test", { level: process.env.LOG_LEVEL ?? "silent" }),
     registry: new Registry(),
     newId: () => newId(),
+    ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
   });
   return { worker, nc };
 }

@@ -1,4 +1,5 @@
 // FleetClient: drive sessions (commands) and read them (events, live state, replay, store queries).
+import { hostname, userInfo } from "node:os";
 import {
   BudgetLimits,
   CONFIG_KEYS,
@@ -12,6 +13,7 @@ import {
   foldSessionSpend,
   initialSessionSpend,
   KV_BUCKETS,
+  type LifecycleRecord,
   type ModelRef,
   partitionOf,
   type SessionConfigPatch,
@@ -38,6 +40,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { CommandRejectedError, FleetError, isFleetError, storageFullError } from "./errors.js";
 import { tailSubject } from "./event-tail.js";
 import { newId, newSessionId } from "./ids.js";
+import { readLifecycleRecord, watchLifecycleRecord } from "./lifecycle-wait.js";
 import { LiveSession } from "./live-session.js";
 import { type MessageInput, toMessageFields } from "./message-input.js";
 import { emptySessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
@@ -81,6 +84,12 @@ export interface CommandOptions {
   commandId?: string;
   /** Overrides `commandTimeoutMs`. */
   timeoutMs?: number;
+}
+
+/** Options of `deleteSession`, `archiveSession` and `restoreSession`. */
+export interface LifecycleOptions extends CommandOptions {
+  /** Who asks, for the lifecycle record the auditor reads; default `<user>@<host>` of this process. */
+  by?: string;
 }
 
 /** A command's accepted outcome. */
@@ -438,7 +447,117 @@ export class FleetClient {
     return this.send(sessionId, body, rest);
   }
 
-  async #submit(command: FleetCommand, timeoutMs: number): Promise<OutcomeRecord> {
+  // ---------------------------------------------------------------------------------------------
+  // Session lifecycle
+
+  /**
+   * Deletes a session: its events, projection, blobs, workspace, tool results and budget records
+   * (its spend stays counted in the tenant's ledger). Resolves with the lifecycle record once the
+   * deletion is done. Rejects with `CommandRejectedError` code `busy` while a run is active (abort it
+   * first), `not_found` for an unknown session, `conflict` while it is being deleted; `timeout` when
+   * it did not finish in time (it goes on; `lifecycleRecord` tells when it is done).
+   */
+  deleteSession(sessionId: string, opts: LifecycleOptions = {}): Promise<LifecycleRecord> {
+    return this.#lifecycle(sessionId, "delete_session", opts);
+  }
+
+  /** Writes a session's whole log to the archive, then deletes it as `deleteSession` does. */
+  archiveSession(sessionId: string, opts: LifecycleOptions = {}): Promise<LifecycleRecord> {
+    return this.#lifecycle(sessionId, "archive_session", opts);
+  }
+
+  /**
+   * Brings an archived session back with the same id and history (every event on its subject), and
+   * resolves once all of it is back. Rejects `not_found` without an archive, `conflict` when the
+   * session exists.
+   */
+  restoreSession(sessionId: string, opts: LifecycleOptions = {}): Promise<LifecycleRecord> {
+    return this.#lifecycle(sessionId, "restore_session", opts);
+  }
+
+  /** The session's last lifecycle record (`fleet.evt.lifecycle.<sessionId>`), or null. */
+  async lifecycleRecord(sessionId: string): Promise<LifecycleRecord | null> {
+    try {
+      return await readLifecycleRecord(this.jsm, sessionId);
+    } catch (err) {
+      throw new FleetError("unavailable", "stream", `cannot read ${STREAMS.events.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+  }
+
+  async #lifecycle(
+    sessionId: string,
+    type: "delete_session" | "archive_session" | "restore_session",
+    opts: LifecycleOptions,
+  ): Promise<LifecycleRecord> {
+    const timeoutMs = opts.timeoutMs ?? this.#commandTimeoutMs;
+    const command = {
+      type,
+      id: opts.commandId ?? newId(),
+      sessionId,
+      ts: Date.now(),
+      by: opts.by ?? defaultRequester(),
+    } as FleetCommand;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    // Listening first: a deletion purges its outcome, so its record may be all there is to see.
+    const watch = watchLifecycleRecord(this.nc, sessionId, command.id, abort.signal);
+    try {
+      const earlier = await this.lifecycleRecord(sessionId);
+      if (earlier?.commandId === command.id) return earlier;
+      const outcome = this.#submit(command, timeoutMs, abort.signal).then(
+        (o) => ({ kind: "outcome" as const, ...o }),
+        (err: unknown) => ({ kind: "failed" as const, err }),
+      );
+      const first = await Promise.race([watch.record.then((record) => ({ kind: "record" as const, record })), outcome]);
+      if (first.kind === "record" && first.record) return await this.#settled(first.record, abort.signal);
+      if (first.kind === "outcome" && first.event.type === "command_rejected") {
+        throw new CommandRejectedError({
+          code: first.event.code,
+          reason: first.event.reason,
+          commandId: first.event.commandId,
+          commandType: first.event.commandType,
+          sessionId,
+          seq: first.seq,
+        });
+      }
+      if (first.kind === "failed" && !(isFleetError(first.err) && first.err.kind === "timeout")) throw first.err;
+      const record = await watch.record;
+      if (record) return await this.#settled(record, abort.signal);
+      throw new FleetError(
+        "timeout",
+        "timeout",
+        `${type} ${command.id} of session ${sessionId} did not finish within ${timeoutMs} ms; it goes on (see lifecycleRecord)`,
+      );
+    } finally {
+      clearTimeout(timer);
+      abort.abort();
+      watch.close();
+    }
+  }
+
+  /**
+   * A deletion's record is written just before its tombstone (the outcome and `session_deleting`)
+   * is purged: resolves with the record once the session's subject no longer ends with it.
+   */
+  async #settled(record: LifecycleRecord, signal: AbortSignal): Promise<LifecycleRecord> {
+    if (record.type === "session_restored") return record;
+    const subject = this.eventSubject(record.sessionId);
+    while (!signal.aborted) {
+      const last = await this.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+      const event = last ? decodeEvent(last.data) : undefined;
+      const tombstone =
+        event?.ok &&
+        ((event.value.type === "command_accepted" && event.value.commandId === record.commandId) ||
+          event.value.meta.commandId === record.commandId);
+      if (!tombstone) return record;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return record;
+  }
+
+  async #submit(command: FleetCommand, timeoutMs: number, signal?: AbortSignal): Promise<OutcomeRecord> {
     const encoded = encodeCommand(command);
     if (!encoded.ok) throw new FleetError("invalid_input", "invalid", `${command.type}: ${encoded.error}`);
     const partition = this.partitionOf(command.sessionId);
@@ -464,6 +583,7 @@ export class FleetClient {
     };
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), timeoutMs);
+    signal?.addEventListener("abort", () => abort.abort(), { once: true });
     try {
       try {
         const ack = await this.js.publish(commandSubject, encoded.bytes, { msgID: command.id });
@@ -732,6 +852,15 @@ export class FleetClient {
 
   #timeoutFor(storeWaitMs: number | undefined): number {
     return storeWaitMs === undefined ? this.#requestTimeoutMs : Math.max(this.#requestTimeoutMs, storeWaitMs + 2_000);
+  }
+}
+
+/** `<user>@<host>` of this process, the requester of a lifecycle command by default. */
+function defaultRequester(): string {
+  try {
+    return `${userInfo().username}@${hostname()}`.slice(0, 256);
+  } catch {
+    return `pid ${process.pid}@${hostname()}`.slice(0, 256);
   }
 }
 

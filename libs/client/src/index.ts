@@ -18,6 +18,7 @@ export {
   FleetClient,
   type FleetClientOptions,
   type ImportInput,
+  type LifecycleOptions,
   type OutcomeRecord,
   type ReplayResult,
   type SessionEventItem,

@@ -5,6 +5,8 @@ import {
   BudgetLimits,
   emptySpend,
   KV_BUCKETS,
+  LedgerRecord,
+  ledgerSpend,
   type Spend,
   TenantSpendRecord,
   utcDayOf,
@@ -18,8 +20,11 @@ export interface TenantBudgetReport {
   day: string;
   /** `undefined`: the tenant has no daily limits. */
   limits: BudgetLimits | undefined;
+  /** Everything spent on `day`: the sessions' records and the ledger. */
   total: Spend;
   sessions: Map<string, Spend>;
+  /** What sessions deleted or archived since spent on `day` (the day's ledger). */
+  deleted: Spend;
 }
 
 /** The report's sessions with their spend, the most expensive first (then the most tokens). */
@@ -29,7 +34,10 @@ export function sessionsBySpend(report: TenantBudgetReport): Array<{ sessionId: 
     .sort((a, b) => b.costUsd - a.costUsd || b.totalTokens - a.totalTokens);
 }
 
-/** Reads `limits` and the `spend.<day>.*` records (default day: today, UTC). Throws when the bucket is unreadable. */
+/**
+ * Reads `limits`, the `spend.<day>.*` records and the day's ledger (default day: today, UTC).
+ * Throws when the bucket is unreadable.
+ */
 export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.now())): Promise<TenantBudgetReport> {
   const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
   const limitsEntry = await kv.get(BUDGET_KEYS.limits);
@@ -45,7 +53,11 @@ export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.n
     sessions.set(record.data.sessionId, spend);
     total = addSpend(total, spend);
   }
-  return { day, limits: limits?.success ? limits.data : undefined, total, sessions };
+  const ledgerEntry = await kv.get(BUDGET_KEYS.ledger(day));
+  const ledger = ledgerEntry?.operation === "PUT" ? LedgerRecord.safeParse(ledgerEntry.json()) : undefined;
+  const deleted = ledger?.success ? ledgerSpend(ledger.data) : emptySpend();
+  total = addSpend(total, deleted);
+  return { day, limits: limits?.success ? limits.data : undefined, total, sessions, deleted };
 }
 
 /**

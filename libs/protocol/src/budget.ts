@@ -115,12 +115,15 @@ export const UtcDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC day, YYYY-M
 /**
  * Keys of KV `fleet_budgets`: `limits` holds the tenant's daily `BudgetLimits` (written by an
  * operator); `spend.<YYYY-MM-DD>.<sessionId>` holds one session's spend on that UTC day
- * (`TenantSpendRecord`, written by the session's owner).
+ * (`TenantSpendRecord`, written by the session's owner); `ledger.<YYYY-MM-DD>` holds what deleted
+ * and archived sessions spent on that day (`LedgerRecord`, written by the loop).
  */
 export const BUDGET_KEYS = {
   limits: "limits",
   spend: (day: string, sessionId: string) => `spend.${day}.${sessionId}`,
   spendOfDay: (day: string) => `spend.${day}.>`,
+  ledger: (day: string) => `ledger.${day}`,
+  ledgerAll: "ledger.>",
 } as const;
 
 /**
@@ -136,3 +139,59 @@ export const TenantSpendRecord = z.object({
   ...Spend.shape,
 });
 export type TenantSpendRecord = z.infer<typeof TenantSpendRecord>;
+
+/** What a session spent on one UTC day (a deletion rolls these into the tenant's ledger). */
+export const DaySpend = z.object({ day: UtcDay, ...Spend.shape });
+export type DaySpend = z.infer<typeof DaySpend>;
+
+/**
+ * The tenant's ledger of one UTC day (key `ledger.<day>` of `fleet_budgets`): the spend of the
+ * sessions deleted or archived since, which budgets keep counting once their `spend.<day>.<sid>`
+ * records are gone. `pending` lists the operations (the lifecycle command ids) whose amount is in the
+ * total and that have not settled yet: an operation applies its amount only when its id is absent, so
+ * applying it again after a crash changes nothing; it removes its id once its outcome is recorded.
+ */
+export const LedgerRecord = z.object({
+  day: UtcDay,
+  ...Spend.shape,
+  pending: z.array(z.string().min(1).max(256)),
+});
+export type LedgerRecord = z.infer<typeof LedgerRecord>;
+
+/**
+ * The ledger after operation `opId` adds `amount` (`sign` -1 takes it away: a restore), or `null`
+ * when `opId` is already applied. Totals never go below zero.
+ */
+export function applyToLedger(
+  record: LedgerRecord | undefined,
+  day: string,
+  opId: string,
+  amount: Spend,
+  sign: 1 | -1,
+): LedgerRecord | null {
+  const current = record ?? { day, ...emptySpend(), pending: [] };
+  if (current.pending.includes(opId)) return null;
+  const at = (a: number, b: number) => Math.max(0, a + sign * b);
+  return {
+    day,
+    inputTokens: at(current.inputTokens, amount.inputTokens),
+    outputTokens: at(current.outputTokens, amount.outputTokens),
+    totalTokens: at(current.totalTokens, amount.totalTokens),
+    costUsd: at(current.costUsd, amount.costUsd),
+    pending: [...current.pending, opId],
+  };
+}
+
+/** The ledger with `opId` settled (no longer pending), or `null` when it is not pending. */
+export function settleLedger(record: LedgerRecord | undefined, opId: string): LedgerRecord | null {
+  if (!record?.pending.includes(opId)) return null;
+  return { ...record, pending: record.pending.filter((id) => id !== opId) };
+}
+
+/** The spend a ledger record counts. */
+export const ledgerSpend = (record: LedgerRecord): Spend => ({
+  inputTokens: record.inputTokens,
+  outputTokens: record.outputTokens,
+  totalTokens: record.totalTokens,
+  costUsd: record.costUsd,
+});

@@ -128,6 +128,19 @@ function eventSamples(): Record<FleetEventType, FleetEvent> {
   );
   add(log.add({ type: "compaction_start", reason: "threshold" }));
   add(log.add({ type: "compaction_end", reason: "overflow", aborted: false, willRetry: true }));
+  const archive = { store: "object_store" as const, location: "fleet_archive/sessions/s-1/events.jsonl" };
+  add(
+    log.add({
+      type: "session_deleting",
+      op: "archive",
+      by: "ops@host",
+      events: 42,
+      spend: [{ day: "2025-11-29", inputTokens: 10, outputTokens: 5, totalTokens: 15, costUsd: 0.01 }],
+      archive,
+    }),
+  );
+  add(log.add({ type: "session_restoring", by: "ops@host", archive }));
+  add(log.add({ type: "session_restored", archive, events: 42 }));
   return samples as Record<FleetEventType, FleetEvent>;
 }
 
@@ -188,6 +201,9 @@ const COMMAND_SAMPLES: Record<FleetCommandType, FleetCommand> = {
     leafId: "a1b2c3d5",
   },
   set_budget: { type: "set_budget", id: "c-21", ...envelope, budget: { session: { totalTokens: 5000 } } },
+  delete_session: { type: "delete_session", id: "c-22", ...envelope, by: "ops@host" },
+  archive_session: { type: "archive_session", id: "c-23", ...envelope },
+  restore_session: { type: "restore_session", id: "c-24", ...envelope, by: "gateway acme/operate" },
 };
 
 describe("codec / round trips", () => {
@@ -317,6 +333,10 @@ describe("codec / round trips", () => {
       },
     },
     export: { request: { sessionId: "s-1" }, reply: { ok: true, jsonl: '{"type":"session","version":3}\n' } },
+    list_idle: {
+      request: { before: 1_764_450_000_000, limit: 100, cursor: "abc" },
+      reply: { ok: true, sessions: [{ sessionId: "s-1", name: "n", status: "idle", updatedAt: 5, seq: 9 }] },
+    },
   };
 
   for (const op of STORE_OPS) {

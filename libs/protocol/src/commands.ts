@@ -3,6 +3,7 @@ import { SessionBudget } from "./budget.js";
 import { CompactionSettings, ModelRef, SessionConfigPatch } from "./config.js";
 import { ImageContent } from "./content.js";
 import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
+import { Requester } from "./lifecycle.js";
 import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
 import { SessionEntry } from "./session-entry.js";
 
@@ -75,6 +76,16 @@ export const ImportSessionCommand = cmd("import_session", {
   entries: z.array(SessionEntry).max(100_000),
   leafId: EventId.nullable().optional(),
 });
+/**
+ * Fleet addition: removes the session's events, projection, blobs, workspace, tool results and
+ * budget keys, after rolling its spend into the tenant's ledger (PROTOCOL "Session lifecycle").
+ * Refused `busy` while a run or compaction is open. `by` names who asked, for the lifecycle record.
+ */
+export const DeleteSessionCommand = cmd("delete_session", { by: Requester.optional() });
+/** Fleet addition: writes the session's whole log to the archive, then deletes it as `delete_session`. */
+export const ArchiveSessionCommand = cmd("archive_session", { by: Requester.optional() });
+/** Fleet addition: brings an archived session back with the same id and history. */
+export const RestoreSessionCommand = cmd("restore_session", { by: Requester.optional() });
 
 export const FleetCommand = z.discriminatedUnion("type", [
   CreateSessionCommand,
@@ -99,6 +110,9 @@ export const FleetCommand = z.discriminatedUnion("type", [
   DenyToolCallCommand,
   ImportSessionCommand,
   SetBudgetCommand,
+  DeleteSessionCommand,
+  ArchiveSessionCommand,
+  RestoreSessionCommand,
 ]);
 export type FleetCommand = z.infer<typeof FleetCommand>;
 export type FleetCommandType = FleetCommand["type"];

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { StreamDelta } from "./assistant-stream.js";
-import { SessionBudget } from "./budget.js";
+import { DaySpend, SessionBudget } from "./budget.js";
 import { CompactionSettings, type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
+import { ArchiveRef, LifecycleOp, Requester } from "./lifecycle.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage, Usage } from "./messages.js";
 
 /**
@@ -204,6 +205,35 @@ export const CompactionEndEvent = ev("compaction_end", {
   willRetry: z.boolean(),
   errorMessage: z.string().optional(),
 });
+/**
+ * Fleet addition: the session is being deleted (`op: delete`) or archived and then deleted
+ * (`archive`), by the `delete_session` / `archive_session` command of `meta.commandId`. It follows
+ * that command's `command_accepted` and is the last event the session gets: the deletion's durable
+ * record, which whoever next owns the session resumes from. `spend` is the session's spend per UTC
+ * day, which the deletion rolls into the tenant's ledger; `events` how many events the session had;
+ * `archive` is where an archive is written. The session store removes the session's projection when
+ * it applies this event.
+ */
+export const SessionDeletingEvent = ev("session_deleting", {
+  op: LifecycleOp,
+  by: Requester,
+  events: z.number().int().nonnegative(),
+  spend: z.array(DaySpend),
+  archive: ArchiveRef.optional(),
+});
+/**
+ * Fleet addition: a restore began (`restore_session` of `meta.commandId`, just after its
+ * `command_accepted`): the archived events follow it as they were, then `session_restored`.
+ */
+export const SessionRestoringEvent = ev("session_restoring", { by: Requester, archive: ArchiveRef });
+/**
+ * Fleet addition: the last event of a restore (`restore_session` of `meta.commandId`): the `events`
+ * archived events before it are back on the session's subject, with their own ids and timestamps.
+ */
+export const SessionRestoredEvent = ev("session_restored", {
+  archive: ArchiveRef,
+  events: z.number().int().nonnegative(),
+});
 export const ToolApprovalRequestedEvent = ev("tool_approval_requested", {
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
@@ -243,6 +273,9 @@ export const FleetEvent = z.discriminatedUnion("type", [
   PendingWriteEvent,
   CompactionStartEvent,
   CompactionEndEvent,
+  SessionDeletingEvent,
+  SessionRestoringEvent,
+  SessionRestoredEvent,
 ]);
 export type FleetEvent = z.infer<typeof FleetEvent>;
 export type FleetEventType = FleetEvent["type"];

@@ -1,8 +1,17 @@
 // Public surface of @fleet/protocol: the executable form of PROTOCOL.md. No I/O.
 
+export {
+  ARCHIVE_FORMAT,
+  type ArchivedRecord,
+  ArchiveHeader,
+  encodeArchive,
+  type ParsedArchive,
+  parseArchive,
+} from "./archive-format.js";
 export { AssistantStreamEvent, type PiAssistantMessageEvent, StreamDelta } from "./assistant-stream.js";
 export {
   addSpend,
+  applyToLedger,
   BUDGET_EXCEEDED,
   BUDGET_KEYS,
   BudgetLimits,
@@ -10,9 +19,13 @@ export {
   type BudgetViolation,
   budgetExceededMessage,
   budgetViolation,
+  DaySpend,
   emptySpend,
+  LedgerRecord,
+  ledgerSpend,
   SessionBudget,
   Spend,
+  settleLedger,
   spendOfUsage,
   TenantSpendRecord,
   UtcDay,
@@ -119,6 +132,20 @@ export {
   webhookConsumer,
 } from "./jetstream-config.js";
 export { type JsonSchemaOptions, jsonSchemaOptions, toJsonSchema } from "./json-schema.js";
+export {
+  ArchiveRef,
+  archiveNames,
+  DELETION_STEPS,
+  type DeletionStep,
+  LIFECYCLE_HALT_POINTS,
+  LifecycleOp,
+  LifecycleRecord,
+  type LifecycleRecordType,
+  RESTORE_STEPS,
+  Requester,
+  type RestoreStep,
+  removalRecordType,
+} from "./lifecycle.js";
 export {
   ABORTED_ERROR_MESSAGE,
   AgentMessage,
@@ -280,6 +307,7 @@ export {
 export {
   type ApprovalRecord,
   type CommandRecord,
+  type Deletion,
   evolveSession,
   foldSessionEvents,
   initialSessionState,
@@ -352,6 +380,7 @@ export {
   type PartitionedSubject,
   parseCommandSubject,
   parseEventSubject,
+  parseLifecycleSubject,
   parseToolCallSubject,
   parseToolCancelSubject,
   parseToolResultSubject,

@@ -120,7 +120,11 @@ export const KV_BUCKETS = {
   budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
 } as const;
 
-export const OBJECT_STORES = { blobs: { name: "fleet_blobs" } } as const;
+export const OBJECT_STORES = {
+  blobs: { name: "fleet_blobs" },
+  /** Archived sessions (`archive_session`), unless the loop writes them to `FLEET_ARCHIVE_DIR`. */
+  archive: { name: "fleet_archive" },
+} as const;
 
 /**
  * Keys of KV `fleet_config`. `probe` is written (a timestamp, replacing the last) by a health report

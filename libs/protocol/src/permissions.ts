@@ -149,6 +149,19 @@ const CMD = STREAMS.commands.name;
 const CALLS = STREAMS.toolCalls.name;
 const RESULTS = STREAMS.toolResults.name;
 const BLOBS = OBJECT_STORES.blobs.name;
+const ARCHIVE = OBJECT_STORES.archive.name;
+
+/**
+ * Reading and writing an object store: puts (chunks and the meta record), gets (an ordered consumer
+ * on its chunks, the meta by subject) and deletes (a purge of the object's chunks).
+ */
+const objectStore = (store: string) => [
+  ...jsApi.streamInfo(objStream(store)),
+  ...jsApi.getMessage(objStream(store)),
+  ...jsApi.consume(objStream(store)),
+  `${API}.STREAM.PURGE.${objStream(store)}`,
+  `$O.${store}.>`,
+];
 
 /**
  * What any client of a tenant reads: the event log, the store, and the deployment's state for
@@ -171,7 +184,8 @@ function readerPublish(): string[] {
  * The subjects a role may publish and subscribe to in its tenant's account. Pure: derived from the
  * subject table (`subjects`), the streams, KV buckets and object store, and the durable consumers'
  * names. No role gets `>` or `$JS.API.>`; none may update, purge or delete a stream except `tools`
- * purging superseded chunks of `fleet_blobs` objects.
+ * purging superseded chunks of `fleet_blobs` objects, and `loop` purging a deleted session's subjects
+ * of FLEET_EVENTS and FLEET_TOOL_RESULTS and its objects (session lifecycle).
  */
 export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): RolePermissions {
   const toolNames = opts.toolNames ?? null;
@@ -208,10 +222,20 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvWatch(KV.leases.name),
           ...jsApi.kvRead(KV.tools.name),
           ...jsApi.kvWatch(KV.tools.name),
-          // The tenant's budget: reads its limits, writes only the sessions' spend records.
+          // The tenant's budget: reads its limits, writes only the sessions' spend records and the
+          // ledger of deleted sessions' spend.
           ...jsApi.kvRead(KV.budgets.name),
           ...jsApi.kvWrite(KV.budgets.name, "spend"),
+          ...jsApi.kvWrite(KV.budgets.name, "ledger"),
           ...jsApi.kvWatch(KV.budgets.name),
+          // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
+          // its blobs, writes and reads archives, asks the store for idle sessions (retention).
+          `${API}.STREAM.PURGE.${EV}`,
+          `${API}.STREAM.PURGE.${RESULTS}`,
+          `${API}.STREAM.PURGE.${kvStream(KV.budgets.name)}`,
+          ...objectStore(BLOBS),
+          ...objectStore(ARCHIVE),
+          subjects.store("list_idle"),
         ],
         [subjects.toolResultsAll],
       );
@@ -230,8 +254,11 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.getMessage(objStream(BLOBS)),
           `${API}.STREAM.PURGE.${objStream(BLOBS)}`,
           `$O.${BLOBS}.>`,
+          // A deleted session's lifecycle record, read when the runner sweeps its workspaces.
+          `${API}.DIRECT.GET.${EV}.${subjects.lifecycleAll}`,
         ],
-        ["fleet.tool.cancel.>"],
+        // Lifecycle records arrive live: a deleted session's workspace is removed at once.
+        ["fleet.tool.cancel.>", subjects.lifecycleAll],
       );
     case "store":
       return result(
@@ -269,7 +296,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvWatch(KV.webhooks.name),
           ...jsApi.ack(EV),
         ],
-        [],
+        // Lifecycle records arrive live: a deleted or restored session's SSE hub is dropped at once.
+        [subjects.lifecycleAll],
       );
     case "auditor":
       return result(

@@ -4,7 +4,15 @@ import { EventId, SessionId, ToolName } from "./ids.js";
 import { ContextMessage, ThinkingLevel } from "./messages.js";
 import { SessionEntry } from "./session-entry.js";
 
-export const STORE_OPS = ["get_context", "get_tree", "get_branch", "get_entry", "list_sessions", "export"] as const;
+export const STORE_OPS = [
+  "get_context",
+  "get_tree",
+  "get_branch",
+  "get_entry",
+  "list_sessions",
+  "export",
+  "list_idle",
+] as const;
 export type StoreOp = (typeof STORE_OPS)[number];
 
 export const GetContextRequest = z.object({
@@ -21,6 +29,15 @@ export const ListSessionsRequest = z.object({
   cursor: z.string().optional(),
 });
 export const ExportRequest = z.object({ sessionId: SessionId });
+/**
+ * Sessions not running whose last event is older than `before` (ms), the least recently updated
+ * first (the retention janitor's candidates). `cursor` continues after the last session of a page.
+ */
+export const ListIdleRequest = z.object({
+  before: z.number().int().nonnegative(),
+  limit: z.number().int().positive().max(1000).optional(),
+  cursor: z.string().optional(),
+});
 
 export const StoreRequest = {
   get_context: GetContextRequest,
@@ -29,6 +46,7 @@ export const StoreRequest = {
   get_entry: GetEntryRequest,
   list_sessions: ListSessionsRequest,
   export: ExportRequest,
+  list_idle: ListIdleRequest,
 } as const satisfies Record<StoreOp, z.ZodType>;
 
 /**
@@ -76,6 +94,7 @@ export const StoreReply = {
   get_entry: z.union([GetEntryReply, StoreError]),
   list_sessions: z.union([ListSessionsReply, StoreError]),
   export: z.union([ExportReply, StoreError]),
+  list_idle: z.union([ListSessionsReply, StoreError]),
 } as const satisfies Record<StoreOp, z.ZodType>;
 
 export type StoreRequestOf<Op extends StoreOp> = z.infer<(typeof StoreRequest)[Op]>;

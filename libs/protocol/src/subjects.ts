@@ -20,6 +20,10 @@ export const subjects = {
     `fleet.tool.cancel.${token(sessionId, isSessionId)}.${token(toolCallId, isToolCallId)}`,
   /** Every call's cancel subject (what a runner listens on). */
   toolCancelsAll: "fleet.tool.cancel.*.*" as const,
+  /** A session's lifecycle records (deleted, archived, restored), never purged with the session. */
+  lifecycle: (sessionId: string) => `fleet.evt.lifecycle.${token(sessionId, isSessionId)}`,
+  /** Every session's lifecycle records. */
+  lifecycleAll: "fleet.evt.lifecycle.*" as const,
   store: (op: StoreOp) => `fleet.store.${op}`,
   hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
 } as const;
@@ -53,6 +57,13 @@ function parsePartitioned(prefix: "evt" | "cmd", subject: string): PartitionedSu
 }
 
 export const parseEventSubject = (subject: string) => parsePartitioned("evt", subject);
+
+/** The session of a lifecycle record's subject `fleet.evt.lifecycle.<sessionId>`, or `null`. */
+export function parseLifecycleSubject(subject: string): string | null {
+  const parts = subject.split(".");
+  if (parts.length !== 4 || parts[0] !== "fleet" || parts[1] !== "evt" || parts[2] !== "lifecycle") return null;
+  return isSessionId(parts[3]) ? (parts[3] as string) : null;
+}
 export const parseCommandSubject = (subject: string) => parsePartitioned("cmd", subject);
 
 export function parseToolCallSubject(subject: string): { toolName: string } | null {

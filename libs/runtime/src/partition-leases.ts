@@ -27,6 +27,11 @@ export interface LeaseManagerOptions {
   onRelease: (partition: number, reason: ReleaseReason) => Promise<void> | void;
   logger?: Pick<Logger, "info" | "warn">;
   now?: () => number;
+  /**
+   * The key of a lease (default `<role>.p.<partition>`): another name gives a separate set of leases
+   * shared fairly among the same live workers (the loop's janitor lease `loop.janitor`).
+   */
+  leaseKey?: (partition: number) => string;
 }
 
 export interface HeldLease {
@@ -64,6 +69,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   const now = opts.now ?? Date.now;
   const held = new Map<number, HeldLease>();
   const presenceKey = `${opts.role}.w.${opts.workerId}`;
+  const keyOf = opts.leaseKey ?? ((partition: number) => leaseKey(opts.role, partition));
   let timer: NodeJS.Timeout | undefined;
   let renewTimer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -113,7 +119,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   async function renewAll() {
     await Promise.all(
       [...held.values()].map(async (lease) => {
-        const key = leaseKey(opts.role, lease.partition);
+        const key = keyOf(lease.partition);
         const sentAt = now();
         try {
           const revision = await opts.kv.update(key, value(lease.epoch), lease.revision);
@@ -182,7 +188,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     await opts.onRelease(partition, reason);
     held.delete(partition);
     try {
-      await opts.kv.delete(leaseKey(opts.role, partition), { previousSeq: lease.revision });
+      await opts.kv.delete(keyOf(partition), { previousSeq: lease.revision });
     } catch {
       // Already expired or taken: nothing of ours to delete.
     }
@@ -190,7 +196,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
   }
 
   async function claim(partition: number): Promise<boolean> {
-    const key = leaseKey(opts.role, partition);
+    const key = keyOf(partition);
     let revision: number;
     try {
       revision = await opts.kv.create(key, value(0));

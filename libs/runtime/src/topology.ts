@@ -56,7 +56,9 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   });
   const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
   const budgets = await kvm.create(KV_BUCKETS.budgets.name, { history: KV_BUCKETS.budgets.history, ...replicas });
-  await new Objm(nc).create(OBJECT_STORES.blobs.name, replicas);
+  // nats.js may change the options it is given: each store gets its own copy.
+  await new Objm(nc).create(OBJECT_STORES.blobs.name, { ...replicas });
+  await new Objm(nc).create(OBJECT_STORES.archive.name, { ...replicas });
 
   const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
   const protocol = await ensureConfigNumber(config, CONFIG_KEYS.protocol, PROTOCOL_VERSION);

@@ -3,6 +3,7 @@ import {
   EventId,
   FleetCommand,
   FleetEvent,
+  LifecycleRecord,
   SessionConfigPatch,
   SessionId,
   SessionSummary,
@@ -29,6 +30,11 @@ export const CreateSessionBody = z
     config: SessionConfigPatch.optional(),
     /** Start as a copy of another session's branch ending at `entryId`. */
     forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
+    /**
+     * Restore this archived session (same id and history) instead of creating one; `sessionId`, when
+     * given, must be the same, and `config` and `forkFrom` may not be given.
+     */
+    restoreFrom: SessionId.optional(),
     commandId: CommandId.optional(),
   })
   .strict();
@@ -36,9 +42,23 @@ export const CreateSessionBody = z
 export const SessionCreated = z.object({
   sessionId: SessionId,
   commandId: CommandId,
-  /** Stream sequence of the `command_accepted` event. */
+  /** Stream sequence of the `command_accepted` event (of a restore: the session's last event). */
   seq: z.number().int().positive(),
+  /** A restore's lifecycle record (`session_restored`). */
+  record: LifecycleRecord.optional(),
 });
+
+/** A deletion or archive that finished: its lifecycle record. */
+export const LifecycleDone = z.object({ sessionId: SessionId, commandId: CommandId, record: LifecycleRecord });
+
+/** `DELETE /v1/sessions/{id}`, `POST /v1/sessions/{id}/archive`. */
+export const LifecycleQuery = z
+  .object({
+    commandId: CommandId.optional(),
+    /** How long to wait for the operation to finish before answering 202 (default: the gateway's setting). */
+    timeoutMs: z.coerce.number().int().min(0).max(600_000).optional(),
+  })
+  .strict();
 
 /** 202: the command was published, its outcome has not arrived in time; it may still come. */
 export const CommandPending = z.object({ sessionId: SessionId, commandId: CommandId, status: z.literal("pending") });

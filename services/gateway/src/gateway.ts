@@ -22,6 +22,7 @@ import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
 import { fleetHealthRoutes } from "./routes/fleet-health.js";
+import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -173,6 +174,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const routes: AnyRouteSpec[] = [
     ...sessionRoutes(ctx),
     ...commandRoutes(ctx),
+    ...lifecycleRoutes(ctx),
     ...eventRoutes(ctx, connections),
     ...exportImportRoutes(ctx),
     ...approvalRoutes(ctx),

@@ -1,5 +1,6 @@
 // The gateway's NATS connections: one per tenant, each logged in as that tenant's own identity.
 import { FleetClient, FleetError } from "@fleet/client";
+import { parseLifecycleSubject, subjects } from "@fleet/protocol";
 import { connectFleet, NatsConnectError, sleep } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -76,10 +77,19 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
         }
       }
     })().catch(() => undefined);
+    const hubs = createHubRegistry(client, logger);
+    // On any lifecycle record (deleted, archived, restored) the session's hub goes: the log it tails
+    // was purged or rewritten; the next client starts a new one.
+    nc.subscribe(subjects.lifecycleAll, {
+      callback: (err, msg) => {
+        const sessionId = err ? null : parseLifecycleSubject(msg.subject);
+        if (sessionId) hubs.forget(sessionId);
+      },
+    });
     return {
       tenant,
       client,
-      hubs: createHubRegistry(client, logger),
+      hubs,
       approvals: createApprovalsIndex(client),
       views: createViewCache(client, VIEW_CACHE_ENTRIES),
       isUp: () => up && !nc.isClosed(),

@@ -1,6 +1,7 @@
 // The last folded view of recently read sessions, so `GET /v1/sessions/{id}` folds only the events
 // appended since, instead of replaying the whole log on every request.
 import type { FleetClient, ReplayResult } from "@fleet/client";
+import { STREAMS } from "@fleet/protocol";
 
 export interface ViewCache {
   /** The session (view and spend) as of now: the cached one plus the events after it (the whole log when not cached). */
@@ -10,14 +11,16 @@ export interface ViewCache {
 
 /**
  * Contract: a cached view is a fold of the log up to its `seq` and is never changed (views are
- * immutable), so folding the later events onto it equals a full replay. At most `maxEntries`
- * sessions are kept; the least recently read goes first.
+ * immutable), so folding the later events onto it equals a full replay. A view whose last event is
+ * no longer stored (the session was deleted or archived, and maybe created again) is dropped and the
+ * log folded afresh. At most `maxEntries` sessions are kept; the least recently read goes first.
  */
 export function createViewCache(client: FleetClient, maxEntries: number): ViewCache {
   const views = new Map<string, ReplayResult>();
   return {
     async current(sessionId) {
-      const cached = views.get(sessionId);
+      let cached = views.get(sessionId);
+      if (cached && !(await stillStored(client, sessionId, cached.seq))) cached = undefined;
       const view = await client.replay(sessionId, cached ? { from: cached } : {});
       views.delete(sessionId);
       if (view.seq > 0 && maxEntries > 0) {
@@ -30,4 +33,10 @@ export function createViewCache(client: FleetClient, maxEntries: number): ViewCa
       return views.size;
     },
   };
+}
+
+/** Whether the session's event at stream sequence `seq` is still stored (a deletion purges it). */
+async function stillStored(client: FleetClient, sessionId: string, seq: number): Promise<boolean> {
+  const msg = await client.jsm.direct.getMessage(STREAMS.events.name, { seq });
+  return msg !== null && msg.subject === client.eventSubject(sessionId);
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_COMMAND_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
+import { DEFAULT_MAX_COMMAND_BYTES, LIFECYCLE_HALT_POINTS, MAX_MESSAGE_BYTES } from "@fleet/protocol";
 import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
@@ -24,6 +24,28 @@ export const LoopEnv = z.object({
   FLEET_APPROVAL_TOOLS: envString(""),
   /** Largest command accepted; a bigger one is rejected `invalid`, naming the limit. */
   FLEET_MAX_COMMAND_BYTES: envInt(DEFAULT_MAX_COMMAND_BYTES, 1_024, MAX_MESSAGE_BYTES),
+  /** Archives go to this directory (`<dir>[/<tenant>]/sessions/<id>/`) instead of object store `fleet_archive`. */
+  FLEET_ARCHIVE_DIR: envString(""),
+  /** Archive sessions that ended and stayed idle for longer than this many days (decimals allowed; 0: never). */
+  FLEET_RETENTION_DAYS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const n = v === undefined || v === "" ? 0 : Number(v);
+      if (!Number.isFinite(n) || n < 0 || n > 36_500) {
+        ctx.addIssue({ code: "custom", message: "must be a number of days between 0 and 36500" });
+        return z.NEVER;
+      }
+      return n;
+    }),
+  /** Sessions the retention janitor archives per batch. */
+  FLEET_RETENTION_BATCH: envInt(100, 1, 1_000),
+  /** Pause between the retention janitor's passes. */
+  FLEET_RETENTION_INTERVAL_MS: envInt(600_000, 100, 86_400_000),
+  /** Fault injection for crash tests: `<op>:<step>`, where a lifecycle operation stops (see PROTOCOL). */
+  FLEET_LIFECYCLE_HALT_AFTER: envString("").refine((v) => v === "" || LIFECYCLE_HALT_POINTS.includes(v), {
+    message: `must be one of ${LIFECYCLE_HALT_POINTS.join(", ")}`,
+  }),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
 });

@@ -20,8 +20,11 @@ export interface SessionAppender {
   readonly sessionId: string;
   readonly lastSeq: number;
   readonly fenced: boolean;
-  /** Appends `event` as it is (the writer stamped its `meta`). */
-  append(event: FleetEvent): Promise<AppendOutcome>;
+  /**
+   * Appends `event` as it is (the writer stamped its `meta`). `msgId` replaces `meta.id` as its
+   * `Nats-Msg-Id` (a restored event: the stream may still remember its original id).
+   */
+  append(event: FleetEvent, msgId?: string): Promise<AppendOutcome>;
 }
 
 export function createSessionAppender(opts: {
@@ -55,7 +58,7 @@ export function createSessionAppender(opts: {
     return { ok: false, kind: "fenced", error: "the partition lease is no longer held" };
   };
 
-  async function publishOnce(event: FleetEvent): Promise<AppendOutcome> {
+  async function publishOnce(event: FleetEvent, msgId: string): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
     if (!(await gateOpen())) return leaseLost();
     const encoded = encodeEvent(event);
@@ -67,7 +70,7 @@ export function createSessionAppender(opts: {
     // (see publishDurably), for as long as this writer may write.
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
       stream: STREAMS.events.name,
-      msgID: event.meta.id,
+      msgID: msgId,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,
       keepTrying: async (failure) => {
@@ -98,8 +101,8 @@ export function createSessionAppender(opts: {
     get fenced() {
       return fenced;
     },
-    append(event) {
-      const next = chain.then(() => publishOnce(event));
+    append(event, msgId = event.meta.id) {
+      const next = chain.then(() => publishOnce(event, msgId));
       chain = next.catch(() => undefined);
       return next;
     },

@@ -12,7 +12,12 @@ export {
   type ToolDefinition,
 } from "./engine/index.js";
 export { loadPluginHooks } from "./hooks.js";
-export { type LoopWorker, type LoopWorkerOptions, startLoopWorker } from "./loop-worker.js";
+export {
+  type LoopLifecycleOptions,
+  type LoopWorker,
+  type LoopWorkerOptions,
+  startLoopWorker,
+} from "./loop-worker.js";
 export { createAnthropicStreamFn } from "./providers/index.js";
 export { createScriptedStreamFn } from "./scripted-stream-fn.js";
 export type { ActorSettings } from "./session-actor.js";

@@ -1,4 +1,4 @@
-import type { SessionConfig } from "@fleet/protocol";
+import { OBJECT_STORES, type SessionConfig } from "@fleet/protocol";
 import {
   applyTopology,
   createLeaseManager,
@@ -7,12 +7,18 @@ import {
   type Logger,
 } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
+import { Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
 import { type ActorRegistry, createActorRegistry } from "./actor-registry.js";
 import type { EngineHooks, StreamFn } from "./engine/index.js";
 import { createRemoteHookClient } from "./hooks.js";
 import { startIdleEvictor } from "./idle-evictor.js";
+import { createDirectoryArchiveStore, createObjectArchiveStore } from "./lifecycle/archive-store.js";
+import { createHaltPoint } from "./lifecycle/halt-point.js";
+import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
+import { type RetentionSettings, retentionRequester, startRetentionJanitor } from "./lifecycle/retention-janitor.js";
+import { createSpendLedger } from "./lifecycle/spend-ledger.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
@@ -38,6 +44,19 @@ export interface LoopWorkerOptions {
   registry: Registry;
   now?: () => number;
   newId: () => string;
+  /** Session lifecycle (PROTOCOL "Session lifecycle"). */
+  lifecycle?: LoopLifecycleOptions;
+}
+
+export interface LoopLifecycleOptions {
+  /** Archives go to this directory; default object store `fleet_archive`. */
+  archiveDir?: string;
+  /** Retention (`FLEET_RETENTION_DAYS`): absent or `days` 0, none. */
+  retention?: Omit<RetentionSettings, "idleMs" | "batchTimeoutMs"> & { days: number; batchTimeoutMs?: number };
+  /** `FLEET_LIFECYCLE_HALT_AFTER` (crash tests). */
+  haltAfter?: string;
+  /** How long a deletion waits for a store consumer to exist before it takes none as deployed. */
+  storeAbsentMs?: number;
 }
 
 export interface LoopWorker {
@@ -52,6 +71,8 @@ export interface LoopWorker {
   isReady(): boolean;
   /** SIGTERM path: stop taking commands, let runs finish (up to the grace), release the leases. */
   stop(): Promise<void>;
+  /** The retention janitor's pass, when this worker runs one (tests). */
+  retentionPass(): Promise<void>;
 }
 
 /**
@@ -105,6 +126,23 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     recheckMs: opts.settings.hookRecheckMs ?? 1_000,
     now,
   });
+  const lifecycleOpts = opts.lifecycle ?? {};
+  const lifecycle: LifecycleDeps = {
+    js,
+    jsm,
+    publisher,
+    ledger: createSpendLedger(topology.kv.budgets, jsm),
+    archive: lifecycleOpts.archiveDir
+      ? createDirectoryArchiveStore(lifecycleOpts.archiveDir)
+      : createObjectArchiveStore(await new Objm(opts.nc).open(OBJECT_STORES.archive.name), jsm),
+    blobs: await new Objm(opts.nc).open(OBJECT_STORES.blobs.name),
+    workerId: opts.workerId,
+    now,
+    halt: createHaltPoint(lifecycleOpts.haltAfter ?? "", log),
+    logger: log,
+    metrics,
+    ...(lifecycleOpts.storeAbsentMs !== undefined ? { storeAbsentMs: lifecycleOpts.storeAbsentMs } : {}),
+  };
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();
   let stopping = false;
@@ -140,6 +178,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
           log.warn({ evt: "session_dropped", sessionId: sid, why }, "session dropped");
           actors.drop(sid);
         },
+        lifecycle,
+        onRemoved: (sid) => actors.drop(sid),
       });
       await actor.recover();
       return actor;
@@ -164,9 +204,25 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     await actor.handle(delivery);
   }
 
+  /**
+   * Lets go of the sessions (of `partition`, or all) that carry out a deletion, archive or restore:
+   * their commands wait for it, so stopping an intake would wait as long; the next owner resumes
+   * them from the log.
+   */
+  async function detachLifecycles(partition?: number) {
+    for (const a of actors.entries()) {
+      if (partition !== undefined && a.partition !== partition) continue;
+      const actor = await a.actor.catch(() => undefined);
+      if (!actor?.inLifecycle) continue;
+      actor.detach();
+      actors.drop(a.sessionId);
+    }
+  }
+
   async function releasePartition(partition: number, graceMs: number) {
     const intake = intakes.get(partition);
     intakes.delete(partition);
+    await detachLifecycles(partition);
     await intake?.stop();
     const mine = actors.entries().filter((a) => a.partition === partition);
     await Promise.all(
@@ -222,6 +278,30 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     },
   });
   await leases.start();
+  const retention = lifecycleOpts.retention;
+  const janitor =
+    retention && retention.days > 0
+      ? startRetentionJanitor({
+          nc: opts.nc,
+          js,
+          jsm,
+          leases: topology.kv.leases,
+          workerId: opts.workerId,
+          leaseTtlMs: opts.leaseTtlMs,
+          partitions,
+          settings: {
+            idleMs: Math.round(retention.days * 86_400_000),
+            batchSize: retention.batchSize,
+            intervalMs: retention.intervalMs,
+            batchTimeoutMs: retention.batchTimeoutMs ?? 600_000,
+          },
+          requester: retentionRequester(retention.days),
+          now,
+          logger: log,
+          metrics,
+        })
+      : undefined;
+  await janitor?.start();
   ready = true;
 
   const evictor = startIdleEvictor({ actors, idleMs: opts.sessionIdleMs, now });
@@ -234,10 +314,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     held: () => [...leases.held().keys()].sort((a, b) => a - b),
     sessions: () => actors.keys(),
     isReady: () => ready && !stopping,
+    retentionPass: () => janitor?.pass() ?? Promise.resolve(),
     async stop() {
       if (stopping) return;
       stopping = true;
       evictor.stop();
+      await janitor?.stop();
+      await detachLifecycles();
       await Promise.all([...intakes.values()].map((i) => i.stop()));
       // Runs get one shared grace period to finish, then every partition is released at once.
       await Promise.all(

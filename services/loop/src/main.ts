@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
+import { join } from "node:path";
 import { sessionConfigWith } from "@fleet/protocol";
 import {
   applyTopology,
@@ -119,6 +120,17 @@ async function main() {
     logger,
     registry,
     newId: () => newId(),
+    lifecycle: {
+      ...(env.FLEET_ARCHIVE_DIR
+        ? { archiveDir: env.FLEET_TENANT ? join(env.FLEET_ARCHIVE_DIR, env.FLEET_TENANT) : env.FLEET_ARCHIVE_DIR }
+        : {}),
+      retention: {
+        days: env.FLEET_RETENTION_DAYS,
+        batchSize: env.FLEET_RETENTION_BATCH,
+        intervalMs: env.FLEET_RETENTION_INTERVAL_MS,
+      },
+      haltAfter: env.FLEET_LIFECYCLE_HALT_AFTER,
+    },
   });
   const ops = await startOpsServer({
     port: env.FLEET_OPS_PORT,

@@ -58,6 +58,42 @@ export function createLoopMetrics(registry: Registry) {
       help: "Cost in USD of assistant messages appended (usage.cost.total)",
       registers: [registry],
     }),
+    lifecycleDone: new Counter({
+      name: "fleet_loop_lifecycle_operations_total",
+      help: "Deletions, archives and restores carried out to their end (resumed ones included)",
+      labelNames: ["op"],
+      registers: [registry],
+    }),
+    lifecycleResumed: new Counter({
+      name: "fleet_loop_lifecycle_resumed_total",
+      help: "Deletions, archives and restores taken up again from the log (after a crash or a takeover)",
+      labelNames: ["op"],
+      registers: [registry],
+    }),
+    lifecycleDuration: new Histogram({
+      name: "fleet_loop_lifecycle_duration_seconds",
+      help: "Time to carry out a deletion, archive or restore (from its start on this worker)",
+      labelNames: ["op"],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
+      registers: [registry],
+    }),
+    retentionBatches: new Counter({
+      name: "fleet_loop_retention_batches_total",
+      help: "Batches of the retention janitor (FLEET_RETENTION_DAYS)",
+      registers: [registry],
+    }),
+    retentionSessions: new Counter({
+      name: "fleet_loop_retention_sessions_total",
+      help: "Sessions the retention janitor asked to archive, by outcome (archived, rejected, pending)",
+      labelNames: ["outcome"],
+      registers: [registry],
+    }),
+    retentionBatchDuration: new Histogram({
+      name: "fleet_loop_retention_batch_seconds",
+      help: "Duration of one retention batch, from listing its sessions to their outcomes",
+      buckets: [0.1, 0.5, 1, 5, 30, 120, 600],
+      registers: [registry],
+    }),
     budgetExceeded: new Counter({
       name: "fleet_loop_budget_exceeded_total",
       help: "Budgets reached: a prompt refused (decide), a call refused before it started (start) or stopped (stream)",

@@ -6,6 +6,7 @@ import {
   foldSessionEvents,
   foldSessionTreeEvents,
   getBranch,
+  parseArchive,
   partitionOf,
   prepareCompaction,
   runCursorOf,
@@ -21,12 +22,14 @@ import {
   publishFailureCause,
   readSubject,
   type StreamPublisher,
+  sleep,
 } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { guardBudget } from "./budget-guard.js";
 import { commandInput } from "./decide/command-input.js";
 import { decideCommand } from "./decide/decide-command.js";
+import { tombstoneDraft } from "./decide/decide-lifecycle.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
 import type { DecideContext, Decision, Effect } from "./decide/decision.js";
 import type { DraftEvent } from "./decide/drafts.js";
@@ -45,6 +48,11 @@ import {
 } from "./engine/index.js";
 import { createSessionAppender, type SessionAppender } from "./event-appender.js";
 import { composeHooks, type RemoteHookClient } from "./hooks.js";
+import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
+import { type LifecycleMarks, markLifecycle, restoreOpen } from "./lifecycle/lifecycle-marks.js";
+import { lastLifecycleRecord } from "./lifecycle/lifecycle-records.js";
+import { runDeletion } from "./lifecycle/run-deletion.js";
+import { runRestore } from "./lifecycle/run-restore.js";
 import type { LoopMetrics } from "./metrics.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
@@ -102,6 +110,10 @@ export interface ActorDeps {
   metrics: LoopMetrics;
   /** The writer was fenced (10071) or a write failed: the worker must drop this actor. */
   onDead: (sessionId: string, why: string) => void;
+  /** Deletions, archives and restores; absent: the lifecycle commands are decided but not carried out. */
+  lifecycle?: LifecycleDeps;
+  /** The session was deleted: the worker forgets this actor (the next command loads the empty log). */
+  onRemoved?: (sessionId: string) => void;
 }
 
 type ApprovalDecision = { approved: boolean; reason?: string | undefined };
@@ -143,11 +155,20 @@ export class SessionActor {
   /** Since when this session's appends are refused for a passing cause (one log line per outage). */
   private refusedSince: number | undefined;
   private refusedAttempts = 0;
+  /** Where the log's deletion and restore stand, by stream sequence. */
+  private readonly marks: LifecycleMarks;
+  /** The deletion, archive or restore in progress on this actor (commands wait for it). */
+  private lifecycleTask: Promise<void> | undefined;
+  /** Appending archived events: they are history, not new spend. */
+  private restoring = false;
+  /** The session was deleted by this actor: its command may be acked though the actor is gone. */
+  private removed = false;
   private readonly detachedSignal = new AbortController();
   lastUsed: number;
 
-  private constructor(deps: ActorDeps, events: FleetEvent[], lastSeq: number) {
+  private constructor(deps: ActorDeps, events: FleetEvent[], lastSeq: number, marks: LifecycleMarks) {
     this.deps = deps;
+    this.marks = marks;
     this.sessionId = deps.sessionId;
     this.log = deps.logger.child({ sessionId: deps.sessionId, partition: deps.partition });
     this.lastUsed = deps.now();
@@ -189,25 +210,33 @@ export class SessionActor {
   /** Reads the session's log and folds it. */
   static async load(deps: ActorDeps): Promise<SessionActor> {
     const events: FleetEvent[] = [];
+    const marks: LifecycleMarks = {};
     let lastSeq = 0;
     const subject = subjects.event(deps.partition, deps.sessionId);
     for await (const rec of readSubject(deps.js, deps.jsm, STREAMS.events.name, subject)) {
       lastSeq = rec.seq;
       const decoded = decodeEvent(rec.data);
-      if (decoded.ok) events.push(decoded.value);
-      else
+      if (decoded.ok) {
+        events.push(decoded.value);
+        markLifecycle(marks, decoded.value, rec.seq);
+      } else
         deps.logger.warn({ sessionId: deps.sessionId, seq: rec.seq, error: decoded.error }, "undecodable event in log");
     }
-    return new SessionActor(deps, events, lastSeq);
+    return new SessionActor(deps, events, lastSeq, marks);
   }
 
   get isDead(): boolean {
     return this.dead;
   }
 
-  /** A run or a compaction is in flight on this actor. */
+  /** A deletion, archive or restore is in flight (its command waits for it; the next owner resumes it). */
+  get inLifecycle(): boolean {
+    return this.lifecycleTask !== undefined;
+  }
+
+  /** A run, a compaction or a lifecycle operation is in flight on this actor. */
   get isRunning(): boolean {
-    return this.engine.state.isStreaming || this.compaction !== undefined;
+    return this.engine.state.isStreaming || this.compaction !== undefined || this.lifecycleTask !== undefined;
   }
 
   /**
@@ -217,7 +246,14 @@ export class SessionActor {
    * Approvals need nothing: the resumed run's gates read their requests and decisions from the log.
    */
   async recover(reason = `worker ${this.deps.workerId} took over`): Promise<void> {
-    if (this.dead || this.isRunning || !this.state.tree.config) return;
+    if (this.dead || this.isRunning) return;
+    // A deletion or restore the log shows as begun goes on in the background; commands wait for it.
+    if (this.state.deleting || restoreOpen(this.marks)) {
+      this.deps.lifecycle?.metrics.lifecycleResumed.inc({ op: this.state.deleting?.op ?? "restore" });
+      void this.resumeLifecycle().catch((err) => this.log.warn({ err }, "lifecycle resume failed"));
+      return;
+    }
+    if (!this.state.tree.config) return;
     const open = this.state.compaction;
     if (open && !open.runId) {
       this.log.info({ evt: "compaction_resume", compactionId: open.id }, "finishing an interrupted compaction");
@@ -254,7 +290,7 @@ export class SessionActor {
     const timeout = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
     });
-    const idle = Promise.all([this.engine.waitForIdle(), this.compaction?.done]).then(() => true);
+    const idle = Promise.all([this.engine.waitForIdle(), this.compaction?.done, this.lifecycleTask]).then(() => true);
     const result = await Promise.race([idle, timeout]);
     clearTimeout(timer);
     return result;
@@ -278,6 +314,8 @@ export class SessionActor {
 
   async handle(delivery: CommandDelivery): Promise<void> {
     this.lastUsed = this.deps.now();
+    // A deletion or restore in progress finishes first: the command is decided on what it leaves.
+    if (this.lifecycleTask) await this.lifecycleTask;
     if (this.dead) {
       delivery.msg.nak(500);
       return;
@@ -314,7 +352,11 @@ export class SessionActor {
         });
       let decision = await decideAndAppend();
       while (decision.kind !== "decided") {
-        if (decision.kind === "needs_fork_source") {
+        if (decision.kind === "needs_archive") {
+          ctx.archive = await this.readArchiveHeader();
+        } else if (decision.kind === "needs_lifecycle_record") {
+          ctx.lastLifecycle = this.deps.lifecycle ? await lastLifecycleRecord(this.deps.jsm, this.sessionId) : null;
+        } else if (decision.kind === "needs_fork_source") {
           const source = await this.readTree(decision.sessionId);
           ctx.forkSource = source.config ? source : null;
         } else {
@@ -344,6 +386,7 @@ export class SessionActor {
       defaults: this.deps.settings.defaults,
       isKnownTool: (name) => this.deps.registry.get(name) !== undefined,
       tenantBudget: this.budget.tenantBudget(),
+      archiveRef: this.deps.lifecycle?.archive.ref,
     };
   }
 
@@ -352,7 +395,7 @@ export class SessionActor {
    * the command began may not be in the log, and the next owner completes it from the redelivery.
    */
   private ack(delivery: CommandDelivery) {
-    if (this.dead || this.detached) {
+    if ((this.dead || this.detached) && !this.removed) {
       this.log.debug(
         { evt: "command_not_acked", streamSeq: delivery.streamSeq, why: this.dead ? "dead" : "detached" },
         "command left for redelivery",
@@ -390,7 +433,126 @@ export class SessionActor {
       case "config_changed":
         this.engine.noteConfigured({ systemPrompt: effect.systemPrompt });
         return;
+      case "delete_session":
+      case "restore_session":
+        await this.resumeLifecycle();
+        return;
     }
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------------------
+
+  /**
+   * Carries out the deletion or restore the log shows as begun, from where it stands, retrying a
+   * failed step with backoff until it is done or this actor is detached. A finished deletion removes
+   * this actor; the next command of the session loads its empty log.
+   */
+  private resumeLifecycle(): Promise<void> {
+    const lifecycle = this.deps.lifecycle;
+    if (!lifecycle) return Promise.resolve();
+    this.lifecycleTask ??= (async () => {
+      const op = this.state.deleting?.op ?? "restore";
+      const started = this.deps.now();
+      let delay = 100;
+      for (;;) {
+        if (this.detached) return;
+        try {
+          if (this.state.deleting) await this.deleteSession(lifecycle);
+          else await this.restoreSession(lifecycle);
+          lifecycle.metrics.lifecycleDone.inc({ op });
+          lifecycle.metrics.lifecycleDuration.observe({ op }, (this.deps.now() - started) / 1000);
+          return;
+        } catch (err) {
+          if (this.detached) return;
+          this.log.warn({ evt: "lifecycle_retry", op, err, retryInMs: delay }, "lifecycle step failed; retrying");
+          await sleep(delay, this.detachedSignal.signal);
+          delay = Math.min(delay * 2, 30_000);
+        }
+      }
+    })().finally(() => {
+      this.lifecycleTask = undefined;
+    });
+    return this.lifecycleTask;
+  }
+
+  private async deleteSession(lifecycle: LifecycleDeps): Promise<void> {
+    const deletion = this.state.deleting;
+    const mark = this.marks.deletion;
+    if (!deletion || !mark) return;
+    if (!deletion.event) {
+      // A crash came between the outcome and the tombstone: append it now.
+      const cmd = { type: deletion.op === "archive" ? "archive_session" : "delete_session", id: deletion.commandId };
+      const draft = tombstoneDraft(this.state, this.sessionId, cmd as never, this.decideContext());
+      await this.appendDraft({ ...draft, commandId: deletion.commandId });
+    }
+    const tombstone = this.state.deleting?.event;
+    if (!tombstone || mark.tombstoneSeq === undefined) return;
+    await runDeletion(
+      {
+        sessionId: this.sessionId,
+        partition: this.deps.partition,
+        commandId: deletion.commandId,
+        tombstone,
+        acceptSeq: mark.acceptSeq,
+        tombstoneSeq: mark.tombstoneSeq,
+        lastSeq: () => this.appender.lastSeq,
+        signal: this.detachedSignal.signal,
+      },
+      lifecycle,
+    );
+    this.removed = true;
+    this.dead = true;
+    this.detach();
+    this.deps.onRemoved?.(this.sessionId);
+  }
+
+  private async restoreSession(lifecycle: LifecycleDeps): Promise<void> {
+    const restore = this.marks.restore;
+    if (!restore) return;
+    const record = this.state.commands.get(restore.commandId);
+    if (record?.outcome !== "accepted") return;
+    await runRestore(
+      {
+        sessionId: this.sessionId,
+        commandId: restore.commandId,
+        by: restore.by,
+        requestedAt: restore.requestedAt,
+        archive: lifecycle.archive.ref(this.sessionId),
+        appended: () => restore.appended,
+        restored: () => restore.restored,
+        append: async (event, msgId) => {
+          this.restoring = true;
+          try {
+            await this.appendEvent(event, msgId);
+          } finally {
+            this.restoring = false;
+          }
+        },
+        appendRestored: (events) =>
+          this.appendDraft({
+            id: this.deps.newId(),
+            commandId: restore.commandId,
+            body: { type: "session_restored", archive: lifecycle.archive.ref(this.sessionId), events },
+          }),
+        recordSpend: () => this.budget.recordAll(),
+        signal: this.detachedSignal.signal,
+      },
+      lifecycle,
+    );
+  }
+
+  /** The session's archive header (`null`: no archive), for a restore's decision. */
+  private async readArchiveHeader(): Promise<DecideContext["archive"]> {
+    const lifecycle = this.deps.lifecycle;
+    if (!lifecycle) return null;
+    const text = await lifecycle.archive.read(this.sessionId);
+    if (text === null) return null;
+    const parsed = parseArchive(text);
+    if (!parsed.ok) {
+      this.log.warn({ evt: "archive_unreadable", error: parsed.error }, "the session's archive is unreadable");
+      return null;
+    }
+    return { header: parsed.value.header, ref: lifecycle.archive.ref(this.sessionId) };
   }
 
   // ---- runs -------------------------------------------------------------------------------------
@@ -657,10 +819,11 @@ export class SessionActor {
    * actor, and the partition's next holder resumes the session from the log. Every append goes
    * through here, and the first one of this owner is its `owner_change`.
    */
-  private async appendEvent(event: FleetEvent): Promise<void> {
+  private async appendEvent(event: FleetEvent, restoredMsgId?: string): Promise<void> {
     if (this.detached) throw new Error("actor detached");
-    if (event.type !== "owner_change") await this.announceOwner();
-    const out = await this.appender.append(event);
+    // A restored event is history: no ownership change goes between two of them.
+    if (event.type !== "owner_change" && restoredMsgId === undefined) await this.announceOwner();
+    const out = await this.appender.append(event, restoredMsgId);
     if (!out.ok) {
       if (out.kind === "fenced") {
         this.deps.metrics.fencedSessions.inc();
@@ -672,7 +835,8 @@ export class SessionActor {
       throw new Error(`append of ${event.type} failed (${out.kind}): ${out.error}`);
     }
     foldSessionEvents([out.event], this.state);
-    this.budget.afterFold(out.event);
+    markLifecycle(this.marks, out.event, out.seq);
+    if (!this.restoring) this.budget.afterFold(out.event);
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
   }
 

@@ -26,6 +26,8 @@ export interface SessionBudget {
   afterFold(event: FleetEvent): void;
   /** Writes the fold's spend of today to the tenant's records (after a load: a crash may have lost it). */
   recordToday(): void;
+  /** Writes the fold's spend of every day to the tenant's records (a restored session's history). */
+  recordAll(): Promise<void>;
 }
 
 export function createSessionBudget(opts: {
@@ -39,11 +41,12 @@ export function createSessionBudget(opts: {
   const { sessionId, state, tenant, metrics, log } = opts;
   const tenantSpent = (day: string, call: Spend): Spend =>
     tenant ? addSpend(tenant.spent(day, sessionId, state.spend.days.get(day)), call) : call;
-  const record = (day: string) => {
+  const write = async (day: string) => {
     const spent = state.spend.days.get(day);
     if (!tenant || !spent) return;
-    void tenant.record({ sessionId, day, events: state.events, ...spent }).catch(() => undefined);
+    await tenant.record({ sessionId, day, events: state.events, ...spent });
   };
+  const record = (day: string) => void write(day).catch(() => undefined);
   const exceeded = (v: BudgetViolation, when: string) => {
     metrics.budgetExceeded.inc({ scope: v.scope, when });
     log.info({ evt: "budget_exceeded", scope: v.scope, limit: v.limit, spent: v.spent, max: v.max, when }, "budget");
@@ -85,5 +88,8 @@ export function createSessionBudget(opts: {
       record(utcDayOf(event.meta.ts));
     },
     recordToday: () => record(utcDayOf(opts.now())),
+    async recordAll() {
+      for (const day of state.spend.days.keys()) await write(day);
+    },
   };
 }

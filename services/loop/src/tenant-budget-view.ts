@@ -4,6 +4,8 @@ import {
   BUDGET_KEYS,
   BudgetLimits,
   emptySpend,
+  LedgerRecord,
+  ledgerSpend,
   parseJson,
   type Spend,
   TenantSpendRecord,
@@ -24,7 +26,8 @@ export interface TenantBudgetView {
   limits(): BudgetLimits | undefined;
   /**
    * What the tenant spent on `day`: every session's record, with `sessionId`'s replaced by
-   * `session` (its fold, which may be ahead of its record).
+   * `session` (its fold, which may be ahead of its record), plus the day's ledger (what deleted and
+   * archived sessions spent).
    */
   spent(day: string, sessionId: string, session: Spend | undefined): Spend;
   /** Writes a session's spend of a day unless a record with as many events is there. Never throws. */
@@ -42,10 +45,14 @@ const decodeJson =
   };
 const decodeRecord = decodeJson(TenantSpendRecord);
 const decodeLimits = decodeJson(BudgetLimits);
+const decodeLedger = decodeJson(LedgerRecord);
+const LEDGER_PREFIX = BUDGET_KEYS.ledger("");
 
 export function watchTenantBudget(kv: KV, follow: FollowKvOptions = {}): TenantBudgetView {
   let limits: BudgetLimits | undefined;
   const records = new Map<string, TenantSpendRecord>();
+  /** The ledger of each day (deleted sessions' spend). */
+  const ledgers = new Map<string, Spend>();
   /** Sum of the records of each day, kept with every change (the guard reads it at every delta). */
   const totals = new Map<string, Spend>();
   const negate = (s: Spend): Spend => ({
@@ -72,6 +79,12 @@ export function watchTenantBudget(kv: KV, follow: FollowKvOptions = {}): TenantB
         limits = operation === "PUT" ? decodeLimits(value) : undefined;
         return;
       }
+      if (key.startsWith(LEDGER_PREFIX)) {
+        const ledger = operation === "PUT" ? decodeLedger(value) : undefined;
+        if (ledger) ledgers.set(ledger.day, ledgerSpend(ledger));
+        else ledgers.delete(key.slice(LEDGER_PREFIX.length));
+        return;
+      }
       if (operation !== "PUT") {
         put(key, undefined);
         return;
@@ -86,7 +99,7 @@ export function watchTenantBudget(kv: KV, follow: FollowKvOptions = {}): TenantB
     ready: follower.ready,
     limits: () => limits,
     spent(day, sessionId, session) {
-      const total = totals.get(day) ?? emptySpend();
+      const total = addSpend(totals.get(day) ?? emptySpend(), ledgers.get(day) ?? emptySpend());
       const recorded = records.get(BUDGET_KEYS.spend(day, sessionId));
       if (!session || !recorded) return session ? addSpend(total, session) : total;
       return addSpend(addSpend(total, negate(recorded)), session);

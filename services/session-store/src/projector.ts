@@ -1,4 +1,10 @@
-import { type FleetEvent, type PartitionedSubject, parseEventSubject, partitionOf } from "@fleet/protocol";
+import {
+  type FleetEvent,
+  type PartitionedSubject,
+  parseEventSubject,
+  parseLifecycleSubject,
+  partitionOf,
+} from "@fleet/protocol";
 import { decodeForProjection } from "./event-decoder.js";
 import type { SessionCache } from "./session-cache.js";
 import { planWrite } from "./session-codec.js";
@@ -23,6 +29,8 @@ export type GapReader = (subject: string, fromSeq: number, toSeq: number) => Pro
 
 export interface ProjectorStats {
   applied: number;
+  /** Sessions whose projection a `session_deleting` removed. */
+  removed: number;
   invalid: number;
   gapRepairs: number;
   staleRetries: number;
@@ -57,7 +65,7 @@ interface Decoded {
 }
 
 export function createProjector(deps: ProjectorDeps): Projector {
-  const stats: ProjectorStats = { applied: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 };
+  const stats: ProjectorStats = { applied: 0, removed: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 };
 
   function decode(record: EventRecord, sessionId: string): Decoded {
     const decoded = decodeForProjection(record.data);
@@ -104,8 +112,22 @@ export function createProjector(deps: ProjectorDeps): Projector {
     throw new Error(loaded.kind === "corrupt" ? loaded.error : `session ${sessionId}: unexpected load result`);
   }
 
-  /** Applies one session's events; resolves with its state for the index (null: nothing stored). */
-  async function applySession(ns: string, sessionId: string, subject: string, events: Decoded[]) {
+  /**
+   * Applies one session's events; resolves with its state for the index (null: nothing stored). A
+   * `session_deleting` (the session is being deleted or archived) removes the session's projection:
+   * what came before it in the batch is dropped, what comes after it (a new session of the same id)
+   * is folded afresh.
+   */
+  async function applySession(ns: string, sessionId: string, subject: string, batch: Decoded[]) {
+    let events = batch;
+    const tombstone = events.findLastIndex((e) => e.event?.type === "session_deleting");
+    if (tombstone >= 0) {
+      await deps.repo.remove(ns, sessionId);
+      deps.cache.delete(ns, sessionId);
+      stats.removed++;
+      events = events.slice(tombstone + 1);
+      if (events.length === 0) return null;
+    }
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const state = await loadState(ns, sessionId);
       const last = events.at(-1) as Decoded;
@@ -147,6 +169,8 @@ export function createProjector(deps: ProjectorDeps): Projector {
       for (const record of records) {
         if (++decoded % 1000 === 0) await yieldToIo();
         const parsed = parseSubject(record.subject);
+        // Lifecycle records (a rebuild replays the whole stream) are the auditor's, not a session's.
+        if (!parsed && parseLifecycleSubject(record.subject)) continue;
         if (!parsed) {
           stats.invalid++;
           deps.onInvalid?.(record, `not an event subject: ${record.subject}`);

@@ -13,7 +13,7 @@ import {
 } from "@fleet/protocol";
 import type { NamespaceControl } from "./namespace.js";
 import type { SessionCache } from "./session-cache.js";
-import { listSessions } from "./session-index.js";
+import { listIdleSessions, listSessions } from "./session-index.js";
 import type { SessionRepo } from "./session-repo.js";
 import type { ProjectedSession } from "./session-state.js";
 
@@ -172,6 +172,18 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
       const active = await ctx.namespaces.peek();
       if (!active) return rebuilding();
       const page = await listSessions(ctx.repo.redis, ctx.repo.prefix, active.ns, {
+        limit: req.value.limit ?? DEFAULT_LIST_LIMIT,
+        cursor: req.value.cursor,
+      });
+      return page.ok ? page : fail("invalid", page.error);
+    }
+    case "list_idle": {
+      const req = validate(StoreRequest.list_idle, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const active = await ctx.namespaces.peek();
+      if (!active) return rebuilding();
+      const page = await listIdleSessions(ctx.repo.redis, ctx.repo.prefix, active.ns, {
+        before: req.value.before,
         limit: req.value.limit ?? DEFAULT_LIST_LIMIT,
         cursor: req.value.cursor,
       });

@@ -64,16 +64,9 @@ export async function listSessions(
     const fields = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
     const [name, status, updatedAt, lastSeq] = fields;
     if (lastSeq === null || lastSeq === undefined) return;
-    let parsedName: string | null = null;
-    try {
-      const n = JSON.parse(name ?? "null");
-      parsedName = typeof n === "string" ? n : null;
-    } catch {
-      parsedName = null;
-    }
     sessions.push({
       sessionId: row.sessionId,
-      name: parsedName,
+      name: parseName(name),
       status: status === "running" ? "running" : "idle",
       updatedAt: Number(updatedAt ?? row.score),
       seq: Number(lastSeq),
@@ -83,4 +76,73 @@ export async function listSessions(
   return more && last
     ? { ok: true, sessions, cursor: encodeCursor(last.score, last.sessionId) }
     : { ok: true, sessions };
+}
+
+/**
+ * One page of sessions not running whose last update is before `before`, the least recently updated
+ * first (ascending updatedAt, then sessionId). Reads at most `limit * 4` index entries per page, so a
+ * run of running sessions costs a short page with a cursor, never a long scan.
+ */
+export async function listIdleSessions(
+  redis: Redis,
+  prefix: string,
+  ns: string,
+  opts: { before: number; limit: number; cursor?: string | undefined },
+): Promise<ListResult> {
+  const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
+  if (opts.cursor !== undefined && !after) return { ok: false, error: "invalid cursor" };
+  const scan = opts.limit * 4;
+  const min = after ? String(after.updatedAt) : "-inf";
+  const flat = await redis.zrange(
+    sessionsIndexKey(prefix, ns),
+    min,
+    `(${opts.before}`,
+    "BYSCORE",
+    "LIMIT",
+    0,
+    scan + 1,
+    "WITHSCORES",
+  );
+  const rows: Array<{ sessionId: string; score: number }> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const sessionId = flat[i] as string;
+    const score = Number(flat[i + 1]);
+    if (after && score === after.updatedAt && sessionId <= after.sessionId) continue;
+    rows.push({ sessionId, score });
+  }
+  const scanned = rows.slice(0, scan);
+  const pipeline = redis.pipeline();
+  for (const row of scanned) {
+    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq");
+  }
+  const replies = scanned.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+  const sessions: SessionSummary[] = [];
+  let last: { sessionId: string; score: number } | undefined;
+  for (const [i, row] of scanned.entries()) {
+    if (sessions.length >= opts.limit) break;
+    last = row;
+    const [err, value] = replies[i] ?? [null, null];
+    const [name, status, updatedAt, lastSeq] = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
+    if (lastSeq === null || lastSeq === undefined || status === "running") continue;
+    sessions.push({
+      sessionId: row.sessionId,
+      name: parseName(name),
+      status: "idle",
+      updatedAt: Number(updatedAt ?? row.score),
+      seq: Number(lastSeq),
+    });
+  }
+  const more = rows.length > scan || (last !== undefined && last !== scanned.at(-1));
+  return more && last
+    ? { ok: true, sessions, cursor: encodeCursor(last.score, last.sessionId) }
+    : { ok: true, sessions };
+}
+
+function parseName(name: string | null | undefined): string | null {
+  try {
+    const n = JSON.parse(name ?? "null");
+    return typeof n === "string" ? n : null;
+  } catch {
+    return null;
+  }
 }

@@ -30,6 +30,8 @@ export interface SessionRepo {
    */
   touchIndex(ns: string, sessions: ReadonlyArray<{ sessionId: string; updatedAt: number }>): Promise<void>;
   markApplied(ns: string, partition: number, seq: number): Promise<void>;
+  /** Removes a session's keys and its index entry (idempotent). */
+  remove(ns: string, sessionId: string): Promise<void>;
   applied(ns: string, partition: number): Promise<number>;
 }
 
@@ -90,6 +92,12 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
       const args: Array<string | number> = [];
       for (const s of sessions) args.push(s.updatedAt, s.sessionId);
       await redis.zadd(sessionsIndexKey(prefix, ns), "GT", ...args);
+    },
+    async remove(ns, sessionId) {
+      const keys = sessionKeys(prefix, ns, sessionId);
+      // One slot (the `{sessionId}` hash tag), so one DEL removes them all at once.
+      await redis.del(keys.meta, keys.entries, keys.pos, keys.labels, keys.leafEvents);
+      await redis.zrem(sessionsIndexKey(prefix, ns), sessionId);
     },
     async markApplied(ns, partition, seq) {
       await RAISE_SCRIPT.run(redis, [appliedKey(prefix, ns)], [String(partition), seq]);

@@ -13,6 +13,8 @@ export const ToolsEnv = z.object({
   FLEET_WORKSPACE_MODE: z.enum(["per-session", "shared"]).default("per-session"),
   /** Size quota of one workspace in MiB, for the file tools and every process a tool starts (0: none). */
   FLEET_WORKSPACE_QUOTA_MB: envInt(4_096, 0, 16_777_216),
+  /** How often the runner sweeps for workspaces of deleted or archived sessions (each also goes at once). */
+  FLEET_WORKSPACE_SWEEP_MS: envInt(3_600_000, 1_000, 86_400_000),
   /** Comma-separated built-in tools to serve (`read,write,edit,bash,ls,find,grep`); empty or `all` = all. */
   FLEET_TOOLS: envString("all"),
   FLEET_RUNNER_ID: envString(""),

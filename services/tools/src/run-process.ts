@@ -60,6 +60,7 @@ export async function runToolRunnerProcess(opts: {
     workspaceRoot: env.FLEET_TENANT ? resolve(env.FLEET_WORKSPACE, env.FLEET_TENANT) : resolve(env.FLEET_WORKSPACE),
     workspaceMode: env.FLEET_WORKSPACE_MODE,
     workspaceQuotaBytes: env.FLEET_WORKSPACE_QUOTA_MB * 1024 * 1024,
+    workspaceSweepMs: env.FLEET_WORKSPACE_SWEEP_MS,
     logger,
     ...(env.FLEET_TOOL_ACK_WAIT_MS > 0 ? { ackWaitMs: env.FLEET_TOOL_ACK_WAIT_MS } : {}),
     concurrency: env.FLEET_TOOL_CONCURRENCY,

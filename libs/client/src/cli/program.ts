@@ -11,6 +11,7 @@ import {
 } from "./commands/budget-commands.js";
 import { chatCommand } from "./commands/chat.js";
 import { doctorCommand } from "./commands/doctor.js";
+import { type LifecycleCommandOptions, lifecycleCommand } from "./commands/lifecycle-commands.js";
 import { exportCommand, replayCommand, sessionsCommand, treeCommand, watchCommand } from "./commands/read-commands.js";
 import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
 import { upCommand } from "./commands/up.js";
@@ -221,6 +222,30 @@ export function buildProgram(
     .action(async (sid: string, entry: string, opts: { session?: string }) =>
       setExit(await forkCommand(io(), sid, entry, opts.session)),
     );
+
+  const lifecycle = (name: string, op: "delete" | "archive" | "restore", description: string) =>
+    program
+      .command(name)
+      .description(description)
+      .argument("<sessionId>", "session", sessionId)
+      .option("--by <who>", "who asks, for the lifecycle record (default: <user>@<host>)")
+      .option("--timeout <ms>", "how long to wait for it to finish", positiveInt)
+      .option("--json", "print the lifecycle record as JSON")
+      .action(async (sid: string, opts: LifecycleCommandOptions & { timeout?: number }) =>
+        setExit(
+          await lifecycleCommand(io(), op, sid, {
+            ...opts,
+            ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {}),
+          }),
+        ),
+      );
+  lifecycle(
+    "rm",
+    "delete",
+    "delete a session: its events, projection, blobs, workspace and budget records (refused during a run)",
+  );
+  lifecycle("archive", "archive", "write a session's whole log to the archive, then delete it");
+  lifecycle("restore", "restore", "bring an archived session back with the same id and history");
 
   program
     .command("doctor")

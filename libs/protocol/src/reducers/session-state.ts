@@ -2,7 +2,8 @@
 // agent status, the run cursor, and everything the log says is still to be done.
 
 import type { StreamDelta } from "../assistant-stream.js";
-import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
+import type { CompactionReason, EventOf, FleetEvent, SessionWrite } from "../events.js";
+import type { LifecycleOp } from "../lifecycle.js";
 import { type AgentStatus, foldAgentStatus, initialAgentStatus } from "./agent-state.js";
 import { applyDeltas } from "./apply-deltas.js";
 import { foldRunCursor, idleRunCursor, type RunCursor } from "./run-cursor.js";
@@ -31,6 +32,22 @@ export interface ApprovalRecord {
   args: unknown;
   decision: { approved: boolean; reason?: string | undefined } | undefined;
 }
+
+/**
+ * A deletion in progress, from its command's `command_accepted` on: the command, and its
+ * `session_deleting` tombstone once appended (`undefined` when a crash came between the two).
+ */
+export interface Deletion {
+  commandId: string;
+  op: LifecycleOp;
+  event: EventOf<"session_deleting"> | undefined;
+}
+
+/** The commands that delete a session, and the operation of each. */
+const DELETING_COMMANDS: Readonly<Record<string, LifecycleOp>> = {
+  delete_session: "delete",
+  archive_session: "archive",
+};
 
 /** A compaction between `compaction_start` and `compaction_end`. */
 export interface OpenCompaction {
@@ -71,6 +88,8 @@ export interface SessionState {
   compaction: OpenCompaction | null;
   /** The last `owner_change`. */
   owner: { workerId: string; epoch: number } | null;
+  /** A deletion or archive accepted for the session (never undone: the session's log goes). */
+  deleting: Deletion | null;
   /** `message_update` deltas not yet applied to the cursor and the streaming message (applied on read). */
   streamDeltas: StreamDelta[][];
   /** Tokens and cost spent per run, session and UTC day, and the budget in force. */
@@ -89,6 +108,7 @@ export function initialSessionState(): SessionState {
     approvals: new Map(),
     compaction: null,
     owner: null,
+    deleting: null,
     streamDeltas: [],
     spend: initialSessionSpend(),
     events: 0,
@@ -122,6 +142,10 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
       }
       if (event.commandType === "abort" && state.compaction && !state.compaction.runId) {
         state.compaction.abortRequested = true;
+      }
+      {
+        const op = DELETING_COMMANDS[event.commandType];
+        if (op && !state.deleting) state.deleting = { commandId: event.commandId, op, event: undefined };
       }
       break;
     case "command_rejected":
@@ -162,6 +186,10 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
       break;
     case "owner_change":
       state.owner = { workerId: event.workerId, epoch: event.epoch };
+      break;
+    case "session_deleting":
+      if (!state.deleting) state.deleting = { commandId: event.meta.commandId ?? "", op: event.op, event };
+      else state.deleting.event ??= event;
       break;
   }
   if (state.pendingWrites.length > 0) {

@@ -13,6 +13,7 @@ import { command } from "../api.js";
 import type { Folded } from "../replay.js";
 import { linkTo } from "../router.js";
 import { useSessionLog } from "../use-session-log.js";
+import { LifecycleButtons, RestoreButton } from "./lifecycle-buttons.js";
 import { contentText, Transcript } from "./transcript.js";
 import { TreeView } from "./tree-view.js";
 
@@ -51,7 +52,10 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
     return (
       <div class="notice" data-testid="missing-session">
         <h2>No session “{sessionId}”</h2>
-        <p>{status.message}. It may never have existed, or the id is mistyped.</p>
+        <p>{status.message}. It may never have existed, the id is mistyped, or it was archived.</p>
+        <p>
+          <RestoreButton sessionId={sessionId} onRestored={() => location.reload()} />
+        </p>
         <a href="/" onClick={linkTo("/")}>
           ← all sessions
         </a>
@@ -116,6 +120,7 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
           {s.spend.budget.session && ` · budget ${formatLimits(s.spend.budget.session)}`}
           {s.spend.budget.run && ` · per run ${formatLimits(s.spend.budget.run)}`}
         </span>
+        <LifecycleButtons sessionId={sessionId} />
       </div>
       <div class="slider">
         <input

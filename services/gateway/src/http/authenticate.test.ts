@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { authenticate, isLoopback } from "./authenticate.js";
 import { tokenTable } from "./tokens-file.js";
@@ -12,11 +13,13 @@ const tokens = tokenTable({
 
 describe("gateway / authenticate", () => {
   it("maps a known bearer token to its tenant and role", () => {
+    // `tokenId` names the token in lifecycle records without revealing it: 12 hex digits of its SHA-256.
     expect(authenticate("Bearer operate-token-0123456789", "10.0.0.5", tokens, "operate")).toEqual({
       tenant: "acme",
       role: "operate",
+      tokenId: createHash("sha256").update("operate-token-0123456789").digest("hex").slice(0, 12),
     });
-    expect(authenticate("bearer read-token-0123456789abc", "10.0.0.5", tokens, "read")).toEqual({
+    expect(authenticate("bearer read-token-0123456789abc", "10.0.0.5", tokens, "read")).toMatchObject({
       tenant: "beta",
       role: "read",
     });

@@ -46,6 +46,8 @@ export type TokensFile = z.infer<typeof TokensFile>;
 export interface Principal {
   tenant: string;
   role: Role;
+  /** Names the token without revealing it (the first 12 hex digits of its SHA-256); absent without tokens. */
+  tokenId?: string;
 }
 
 /** The tenant of loopback clients when there is no tokens file. */
@@ -66,7 +68,10 @@ const digest = (token: string) => createHash("sha256").update(token).digest("bas
 /** Tokens are held by their SHA-256 digest, so a lookup compares digests, not the secrets. */
 export function tokenTable(file: TokensFile): TokenTable {
   const byDigest = new Map<string, Principal>();
-  for (const t of file.tokens) byDigest.set(digest(t.token), { tenant: t.tenant, role: t.role });
+  for (const t of file.tokens) {
+    const tokenId = createHash("sha256").update(t.token).digest("hex").slice(0, 12);
+    byDigest.set(digest(t.token), { tenant: t.tenant, role: t.role, tokenId });
+  }
   const loginOf = (tenant: string): NatsAuthSettings | undefined => {
     const entry = file.tenants[tenant] as Record<string, string | undefined> | undefined;
     if (!entry) return undefined;

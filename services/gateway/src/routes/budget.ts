@@ -15,6 +15,8 @@ const TenantBudget = z.object({
   total: Spend,
   /** Every session that spent on `day`, the most expensive first. */
   sessions: z.array(z.object({ sessionId: z.string(), ...Spend.shape })),
+  /** What sessions deleted or archived since spent on `day` (the tenant's ledger; in `total`). */
+  deleted: Spend,
 });
 const LimitsSet = z.object({ limits: BudgetLimits });
 
@@ -38,7 +40,13 @@ export function budgetRoutes(ctx: RouteContext): AnyRouteSpec[] {
         const sessions = sessionsBySpend(report);
         return {
           status: 200,
-          json: { day: report.day, limits: report.limits ?? null, total: report.total, sessions },
+          json: {
+            day: report.day,
+            limits: report.limits ?? null,
+            total: report.total,
+            sessions,
+            deleted: report.deleted,
+          },
         };
       },
     }),

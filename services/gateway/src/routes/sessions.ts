@@ -13,6 +13,7 @@ import { apiError } from "../http/api-error.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
 import { searchSessions } from "../session-search.js";
 import { SessionState, sessionStateOf } from "../session-state.js";
+import { lifecycleOutcome, requesterOf } from "./lifecycle.js";
 import type { RouteContext } from "./route-context.js";
 import { sessionCreation } from "./session-creation.js";
 
@@ -55,7 +56,7 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       method: "POST",
       url: "/v1/sessions",
       operationId: "createSession",
-      summary: "Create a session, or fork one (`forkFrom`)",
+      summary: "Create a session, fork one (`forkFrom`), or restore an archived one (`restoreFrom`)",
       tag: "sessions",
       access: "operate",
       usesNats: true,
@@ -63,13 +64,40 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: {
         201: { description: "Created (`command_accepted` is on the log)", schema: SessionCreated },
         202: { description: "Sent; the outcome has not arrived in time", schema: CommandPending },
-        404: { description: "The fork source or entry does not exist" },
+        404: { description: "The fork source or entry does not exist, or there is no archive to restore" },
         409: { description: "The session already exists" },
       },
       async handler({ body, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
-        const sessionId = body.sessionId ?? newSessionId();
         const commandId = body.commandId ?? newId();
+        if (body.restoreFrom !== undefined) {
+          const sessionId = body.restoreFrom;
+          if (body.sessionId !== undefined && body.sessionId !== sessionId) {
+            return apiError(400, "invalid", "a restored session keeps its id: sessionId must equal restoreFrom");
+          }
+          if (body.config !== undefined || body.forkFrom !== undefined) {
+            return apiError(
+              400,
+              "invalid",
+              "restoreFrom takes no config or forkFrom: the session comes back as it was",
+            );
+          }
+          return lifecycleOutcome(
+            sessionId,
+            commandId,
+            () =>
+              link.client.restoreSession(sessionId, {
+                by: requesterOf(principal),
+                commandId,
+                timeoutMs: ctx.commandTimeoutMs,
+              }),
+            async (record) => ({
+              status: 201,
+              json: { sessionId, commandId, seq: await link.client.lastSeq(sessionId), record },
+            }),
+          );
+        }
+        const sessionId = body.sessionId ?? newSessionId();
         return sessionCreation(sessionId, commandId, () =>
           link.client.createSession(body.config ?? {}, {
             sessionId,

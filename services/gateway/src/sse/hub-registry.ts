@@ -11,6 +11,11 @@ export interface HubRegistry {
   get(sessionId: string): SessionHub | undefined;
   readonly size: number;
   stopAll(): void;
+  /**
+   * Stops and forgets a session's hub (the session was deleted or archived): the next client finds
+   * out from the log whether the session exists. Its listeners get nothing more.
+   */
+  forget(sessionId: string): void;
 }
 
 /** `idleMs`: how long a hub without listeners keeps its tail (a reconnecting client finds it warm). */
@@ -56,6 +61,10 @@ export function createHubRegistry(client: FleetClient, logger: Logger, idleMs = 
     stopAll() {
       for (const hub of hubs.values()) hub.stop();
       hubs.clear();
+    },
+    forget(sessionId) {
+      hubs.get(sessionId)?.stop();
+      hubs.delete(sessionId);
     },
   };
 }

@@ -24,6 +24,7 @@ import {
 } from "@fleet/protocol";
 import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
 import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
+import { decideLifecycle } from "./decide-lifecycle.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
@@ -32,6 +33,8 @@ import { decideSessionWrite } from "./session-write.js";
 
 /** Commands that may create a session that does not exist yet. */
 const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "import_session"]);
+/** Lifecycle commands decide a session without a log themselves (`decideLifecycle`). */
+const LIFECYCLE: ReadonlySet<string> = new Set(["delete_session", "archive_session", "restore_session"]);
 
 /** Rejection texts of the decider's own (pi's are in `ENGINE_ERROR_TEXT`). */
 export const DECIDER_TEXT = {
@@ -41,6 +44,9 @@ export const DECIDER_TEXT = {
   notWaiting: (toolCallId: string) => `No tool call ${toolCallId} is waiting for approval`,
   notFound: (sessionId: string) => `Session ${sessionId} not found`,
   exists: (sessionId: string) => `Session ${sessionId} already exists`,
+  deleting: (sessionId: string) => `Session ${sessionId} is being deleted`,
+  deleteBusy: "Cannot delete a session while a run is active; abort it first",
+  noArchive: (sessionId: string) => `No archive of session ${sessionId}`,
   unknownTools: (names: readonly string[]) => `Unknown tool${names.length > 1 ? "s" : ""}: ${names.join(", ")}`,
 } as const;
 
@@ -73,11 +79,17 @@ export function decideCommand(
       `sessionId ${JSON.stringify(cmd.sessionId)} differs from the subject's session ${JSON.stringify(sessionId)}`,
     );
   }
+  // A session being deleted takes no command: its log is about to go.
+  if (state.deleting) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.deleting(sessionId));
   const activity = sessionActivity(state);
-  if (activity === "none" && !CREATING.has(cmd.type)) {
+  if (activity === "none" && !CREATING.has(cmd.type) && !LIFECYCLE.has(cmd.type)) {
     return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notFound(sessionId));
   }
   switch (cmd.type) {
+    case "delete_session":
+    case "archive_session":
+    case "restore_session":
+      return decideLifecycle(state, sessionId, cmd, activity, ctx);
     case "create_session":
       return decideCreate(state, sessionId, cmd, ctx);
     case "import_session":
@@ -182,7 +194,7 @@ export interface OutcomeContext extends DecideContext {
   readonly outcomeId: string;
 }
 
-function rejected(
+export function rejected(
   ctx: OutcomeContext,
   commandId: string,
   commandType: string,
@@ -208,7 +220,7 @@ function budgetRefused(
 }
 
 /** `busy` while a compaction is open, or (with `duringRun`) while a run is. */
-function busy(ctx: OutcomeContext, cmd: FleetCommand, activity: SessionActivity, duringRun: string) {
+export function busy(ctx: OutcomeContext, cmd: FleetCommand, activity: SessionActivity, duringRun: string) {
   if (activity === "compacting") return rejected(ctx, cmd.id, cmd.type, "busy", DECIDER_TEXT.compacting);
   if (isRunning(activity)) return rejected(ctx, cmd.id, cmd.type, "busy", duringRun);
   return undefined;
@@ -216,7 +228,7 @@ function busy(ctx: OutcomeContext, cmd: FleetCommand, activity: SessionActivity,
 
 type PromptRun = Extract<Effect, { type: "start_run"; kind: "prompt" }>;
 
-function accepted(
+export function accepted(
   ctx: OutcomeContext,
   cmd: FleetCommand,
   events: readonly DraftEvent[],

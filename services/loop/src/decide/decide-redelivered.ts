@@ -9,6 +9,7 @@ import {
   isAwaitingApproval,
   writes,
 } from "./decide-command.js";
+import { decideLifecycleRedelivered } from "./decide-lifecycle.js";
 import type { DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { messageFromInput } from "./message-input.js";
@@ -114,6 +115,10 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
     }
     case "import_session":
       return rest(importDrafts(cmd, ctx, copiedIds(state)));
+    case "delete_session":
+    case "archive_session":
+    case "restore_session":
+      return decideLifecycleRedelivered(state, cmd, ctx);
     default:
       return NOTHING;
   }

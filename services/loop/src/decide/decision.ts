@@ -2,8 +2,11 @@
 // shell must fetch first. Plain data; the decider that makes it has no I/O.
 import type {
   AgentMessage,
+  ArchiveHeader,
+  ArchiveRef,
   BudgetLimits,
   ContextMessage,
+  LifecycleRecord,
   ModelRef,
   RejectionCode,
   SessionConfig,
@@ -33,7 +36,11 @@ export type Effect =
   /** Cancel the open compaction: it ends with `compaction_end {aborted: true}`. */
   | { type: "abort_compaction" }
   /** A `config_change` was appended: a running run takes a new system prompt at its next turn. */
-  | { type: "config_changed"; systemPrompt: string | undefined };
+  | { type: "config_changed"; systemPrompt: string | undefined }
+  /** Carry out (or go on with) the deletion whose tombstone is in the log (`SessionState.deleting`). */
+  | { type: "delete_session" }
+  /** Carry out (or go on with) the restore whose `session_restoring` is in the log. */
+  | { type: "restore_session" };
 
 export type Decision =
   /** The outcome and the acceptance's events, in append order, then the effects. */
@@ -44,6 +51,13 @@ export type Decision =
    * `navigate {summarize}`: decide again with the summary of `messages` (`branchSummary`). The
    * summary is made before the outcome, so a failed one is a rejection.
    */
+  /** A lifecycle command: decide again with what the archive holds of the session (`archive`). */
+  | { kind: "needs_archive"; sessionId: string }
+  /**
+   * A deletion for a session without a log: decide again with its last lifecycle record
+   * (`lastLifecycle`), which tells a deletion that already finished from one of an unknown session.
+   */
+  | { kind: "needs_lifecycle_record"; sessionId: string }
   | {
       kind: "needs_branch_summary";
       messages: ContextMessage[];
@@ -68,6 +82,12 @@ export interface DecideContext {
    * commands that start a run; absent: no tenant budget.
    */
   tenantBudget?: { limits: BudgetLimits | undefined; spent: Spend } | undefined;
+  /** Where this worker writes the archive of a session (`archive_session`). */
+  archiveRef?: ((sessionId: string) => ArchiveRef) | undefined;
+  /** The session's archive (`null`: none), once the shell read its header. */
+  archive?: { header: ArchiveHeader; ref: ArchiveRef } | null | undefined;
+  /** The session's last lifecycle record (`null`: none), once the shell read it. */
+  lastLifecycle?: LifecycleRecord | null | undefined;
   /** The branch summary, once the shell made it. */
   branchSummary?: { ok: true; summary: string; usage?: Usage } | { ok: false; error: string } | undefined;
 }

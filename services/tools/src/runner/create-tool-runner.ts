@@ -21,6 +21,7 @@ import { createPresenceHeartbeat, type PresenceHeartbeat } from "./runner-presen
 import { consumerAckWaitMs, presenceHeartbeatMs, presenceTtlOf } from "./runner-timing.js";
 import { presenceTools, registerTools, toolNames } from "./tool-registry.js";
 import { runnerSettings, type StartOutcome, type ToolRunner, type ToolRunnerOptions } from "./tool-runner.js";
+import { createWorkspaceJanitor, type WorkspaceJanitor } from "./workspace-janitor.js";
 
 /**
  * A tool runner: serves `tools` from their shared work queues (see services/tools/README.md).
@@ -41,6 +42,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   const consumer = createCallConsumer({ js, tools, concurrency, metrics, logger });
   const publisher = createResultPublisher({ js, runnerId, now, hardStopped: () => hardStopped });
   let presence: PresenceHeartbeat | undefined;
+  let janitor: WorkspaceJanitor | undefined;
   let started = false;
   let stopping = false;
   let hardStopped = false;
@@ -95,6 +97,16 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       logger,
     });
     consumer.start(handleDelivery);
+    if (settings.workspaceMode === "per-session") {
+      janitor = createWorkspaceJanitor({
+        nc,
+        jsm: topo.jsm,
+        root: opts.workspaceRoot,
+        sweepMs: opts.workspaceSweepMs ?? 3_600_000,
+        logger,
+      });
+      await janitor.start();
+    }
     logger.info({ evt: "runner_started", tools: names, concurrency }, "tool runner started");
     return { ok: true };
   }
@@ -102,6 +114,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   function stop(stopOpts: { graceMs?: number } = {}): Promise<void> {
     stopped ??= (async () => {
       stopping = true;
+      janitor?.stop();
       await consumer.stop();
       await drainCalls({ calls: inflight, graceMs: stopOpts.graceMs ?? 10_000, abortGraceMs, now, logger });
       hardStopped = true;

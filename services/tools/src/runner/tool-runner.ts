@@ -15,6 +15,11 @@ export interface ToolRunnerOptions {
   workspaceMode?: "per-session" | "shared";
   /** Size quota of one workspace in bytes (FLEET_WORKSPACE_QUOTA_MB), for file tools and processes. Default 0: none. */
   workspaceQuotaBytes?: number;
+  /**
+   * How often the runner sweeps its workspace root for workspaces of deleted or archived sessions
+   * (besides removing each at once when its lifecycle record arrives). Default 1 h.
+   */
+  workspaceSweepMs?: number;
   /** Unique per process. Default `tools-<host>-<pid>-<random>`. */
   runnerId?: string;
   logger?: Logger;

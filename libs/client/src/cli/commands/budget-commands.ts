@@ -11,7 +11,13 @@ export async function budgetCommand(io: CliIo, opts: { day?: string; json?: bool
     const report = await client.tenantBudget(opts.day);
     const sessions = sessionsBySpend(report);
     if (opts.json) {
-      const out = { day: report.day, limits: report.limits ?? null, total: report.total, sessions };
+      const out = {
+        day: report.day,
+        limits: report.limits ?? null,
+        total: report.total,
+        sessions,
+        deleted: report.deleted,
+      };
       io.stdout.write(`${JSON.stringify(out)}\n`);
       return 0;
     }
@@ -19,6 +25,9 @@ export async function budgetCommand(io: CliIo, opts: { day?: string; json?: bool
     io.stdout.write(`${style.bold(`tenant budget ${report.day} (UTC)`)}\n`);
     io.stdout.write(`  limits  ${formatLimits(report.limits)}\n`);
     io.stdout.write(`  spent   ${formatSpend(report.total)} (${sessions.length} sessions)\n`);
+    if (report.deleted.totalTokens > 0 || report.deleted.costUsd > 0) {
+      io.stdout.write(`  deleted ${formatSpend(report.deleted)} (sessions deleted or archived since)\n`);
+    }
     const width = Math.max(10, ...sessions.map((s) => s.sessionId.length));
     for (const s of sessions) io.stdout.write(`  ${s.sessionId.padEnd(width)}  ${formatSpend(s)}\n`);
     return 0;

@@ -179,6 +179,7 @@ export async function sessionsCommand(io: CliIo, opts: { limit?: number; json?: 
       limits: undefined,
       total: emptySpend(),
       sessions: new Map<string, Spend>(),
+      deleted: emptySpend(),
     }));
     if (opts.json) {
       const today = { ...budget, sessions: Object.fromEntries(budget.sessions) };
