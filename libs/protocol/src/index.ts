@@ -186,8 +186,10 @@ export {
   toPiEntry,
 } from "./pi-jsonl.js";
 export {
+  AGENT_STATUS_EVENT_TYPES,
   type AgentState,
   type AgentStatus,
+  applyAgentStatus,
   foldAgentEvents,
   foldAgentState,
   foldAgentStatus,
@@ -251,10 +253,13 @@ export {
 // Pure reducers: fold events into agent state, session tree and run position; plan compaction.
 export { parseStreamingJson } from "./reducers/partial-json.js";
 export {
+  advanceRunCursor,
+  copyRunCursor,
   type EndedToolCall,
   findRunCursor,
   foldRunCursor,
   idleRunCursor,
+  RUN_CURSOR_EVENT_TYPES,
   RUN_TRIGGER_COMMANDS,
   type RunCursor,
   type RunCursorKind,
@@ -264,6 +269,7 @@ export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/seriali
 export {
   foldSessionSpend,
   initialSessionSpend,
+  SESSION_SPEND_EVENT_TYPES,
   type SessionSpend,
   spendOfEvent,
   spendOfMessage,
@@ -271,6 +277,7 @@ export {
 export {
   type ApprovalRecord,
   type CommandRecord,
+  copySessionState,
   evolveSession,
   foldSessionEvents,
   initialSessionState,
@@ -286,6 +293,7 @@ export {
 export {
   applyConfigChange,
   buildContext,
+  contextAtLeaf,
   contextDefaults,
   emptySessionTree,
   entryFromEvent,
@@ -295,6 +303,8 @@ export {
   getBranch,
   getEntry,
   getTree,
+  type LeafContext,
+  SESSION_TREE_EVENT_TYPES,
   type SessionContext,
   type SessionTree,
   type TreeLookupError,
