@@ -95,9 +95,20 @@ export const BUDGET_EXCEEDED = "budget_exceeded";
 
 const DAY_MS = 86_400_000;
 
+/** The last day `utcDayOf` formatted (events of a session come in time order, mostly on one day). */
+let lastDay = { number: Number.NaN, key: "" };
+
 /** The UTC day of `ts` (ms since the epoch) as `YYYY-MM-DD` (civil-from-days; no `Date`). */
 export function utcDayOf(ts: number): string {
-  const z0 = Math.floor(ts / DAY_MS) + 719_468;
+  const day = Math.floor(ts / DAY_MS);
+  if (day === lastDay.number) return lastDay.key;
+  const key = formatDay(day);
+  lastDay = { number: day, key };
+  return key;
+}
+
+function formatDay(day: number): string {
+  const z0 = day + 719_468;
   const era = Math.floor(z0 / 146_097);
   const doe = z0 - era * 146_097;
   const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);

@@ -222,8 +222,10 @@ export {
   toPiEntry,
 } from "./pi-jsonl.js";
 export {
+  AGENT_STATUS_EVENT_TYPES,
   type AgentState,
   type AgentStatus,
+  applyAgentStatus,
   foldAgentEvents,
   foldAgentState,
   foldAgentStatus,
@@ -287,10 +289,13 @@ export {
 // Pure reducers: fold events into agent state, session tree and run position; plan compaction.
 export { parseStreamingJson } from "./reducers/partial-json.js";
 export {
+  advanceRunCursor,
+  copyRunCursor,
   type EndedToolCall,
   findRunCursor,
   foldRunCursor,
   idleRunCursor,
+  RUN_CURSOR_EVENT_TYPES,
   RUN_TRIGGER_COMMANDS,
   type RunCursor,
   type RunCursorKind,
@@ -300,6 +305,7 @@ export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/seriali
 export {
   foldSessionSpend,
   initialSessionSpend,
+  SESSION_SPEND_EVENT_TYPES,
   type SessionSpend,
   spendOfEvent,
   spendOfMessage,
@@ -307,6 +313,7 @@ export {
 export {
   type ApprovalRecord,
   type CommandRecord,
+  copySessionState,
   type Deletion,
   evolveSession,
   foldSessionEvents,
@@ -323,6 +330,7 @@ export {
 export {
   applyConfigChange,
   buildContext,
+  contextAtLeaf,
   contextDefaults,
   emptySessionTree,
   entryFromEvent,
@@ -332,6 +340,8 @@ export {
   getBranch,
   getEntry,
   getTree,
+  type LeafContext,
+  SESSION_TREE_EVENT_TYPES,
   type SessionContext,
   type SessionTree,
   type TreeLookupError,

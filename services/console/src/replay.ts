@@ -3,7 +3,13 @@
 // Checkpoints are taken without applying the buffered `message_update` deltas (that is most of the
 // cost of a fold): `settleCheckpoints` applies them in idle time after the open, and a checkpoint
 // not settled yet applies them once, in place, the first time a state is cloned from it.
-import { evolveSession, initialSessionState, type SessionState, streamingMessageOf } from "@fleet/protocol";
+import {
+  copySessionState,
+  evolveSession,
+  initialSessionState,
+  type SessionState,
+  streamingMessageOf,
+} from "@fleet/protocol";
 import type { LoggedEvent } from "./sse.js";
 
 export const CHECKPOINT_EVERY = 250;
@@ -80,7 +86,7 @@ export class ReplayLog {
     if (from && from.index <= target && target - from.index < CHECKPOINT_EVERY) state = from;
     else {
       const checkpoint = (this.checkpoints[Math.floor(target / CHECKPOINT_EVERY)] ?? this.checkpoints[0]) as Folded;
-      // Settling replaces the cursor, status and buffer (never mutates them), so copies share nothing.
+      // Settled before the copy, so that the copy does not settle the same deltas again.
       streamingMessageOf(checkpoint.session);
       state = snapshot(checkpoint);
     }
@@ -89,29 +95,7 @@ export class ReplayLog {
   }
 }
 
-/**
- * A copy that folding either side never changes: what `evolveSession` mutates in place is copied
- * (the tree's arrays and labels, the command and approval records, the open compaction, the list of
- * buffered deltas, the spend record); what it replaces (agent status, run cursor, owner) and the entries and delta
- * batches (never modified once created) are shared. Far cheaper than `structuredClone` for a long session.
- */
+/** A copy that folding either side never changes (`copySessionState`); far cheaper than `structuredClone`. */
 export function snapshot(state: Folded): Folded {
-  const s = state.session;
-  const session: SessionState = {
-    ...s,
-    tree: {
-      ...s.tree,
-      entries: s.tree.entries.slice(),
-      labels: { ...s.tree.labels },
-      leafEventIds: s.tree.leafEventIds.slice(),
-    },
-    commands: new Map([...s.commands].map(([id, record]) => [id, { ...record }])),
-    approvals: new Map([...s.approvals].map(([id, record]) => [id, { ...record }])),
-    pendingWrites: s.pendingWrites.slice(),
-    compaction: s.compaction ? { ...s.compaction } : null,
-    streamDeltas: s.streamDeltas.slice(),
-    // foldSessionSpend replaces the totals and the budget but sets days in place.
-    spend: { ...s.spend, days: new Map(s.spend.days) },
-  };
-  return { ...state, session, progress: new Map(state.progress) };
+  return { ...state, session: copySessionState(state.session), progress: new Map(state.progress) };
 }

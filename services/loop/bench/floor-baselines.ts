@@ -75,6 +75,15 @@ function startCounter(url: string, subject: string) {
   return { pid: child.pid, ready, stop };
 }
 
+/**
+ * bench:loop's floor at c63fc6e (main before issue 30), measured the same way on the 2-vCPU
+ * development VM (Node 20, nats-server 2.9.10) on 2026-12-03: the median of 3 runs (engine alone
+ * 0.50, 0.62 and 0.81 ms; floor 1.36, 1.60 and 1.81 ms per prompt). The ratio to the floor hides a
+ * floor that got slower (the engine alone is part of it), so bench:loop prints the floor against
+ * this one too.
+ */
+export const C63FC6E_FLOOR = { engineMs: 0.62, totalMs: 1.6 } as const;
+
 export interface FloorParts {
   /** Fenced append: nats-server + client CPU µs per event. */
   appendUs: number;

@@ -25,17 +25,17 @@ import {
   createInProcessExecutor,
   createScriptedProvider,
   createSessionEngine,
-  type ScriptTurnInput,
   type StreamFn,
 } from "../src/engine/index.js";
 import { startLoopWorker } from "../src/loop-worker.js";
-import { measureFloorParts } from "./floor-baselines.js";
+import { C63FC6E_FLOOR, measureFloorParts } from "./floor-baselines.js";
 import { inMemorySession } from "./in-memory-session.js";
+import { LOOP_CHUNK_CHARS, LOOP_DELTAS, loopTurn, lsResult, lsTool } from "./workloads.js";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 10);
 const COALESCE_MS = Number(process.env.BENCH_COALESCE_MS ?? 25);
-const DELTAS = 64;
+const DELTAS = LOOP_DELTAS;
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const BENCH_CONFIG: SessionConfig = sessionConfigWith({
   model: { provider: "scripted", modelId: "bench" },
@@ -95,31 +95,27 @@ async function baselines(url: string, serverPid: number | undefined) {
 }
 
 // The workload: 64 chunks of 4 characters per LLM turn; even turns (0, 2, …) also call `ls`.
-const TEXT = "abcd".repeat(DELTAS);
-const turnOf = (k: number): ScriptTurnInput =>
-  k % 2 === 0
-    ? {
-        content: [
-          { type: "text", text: TEXT },
-          { type: "toolCall", id: `ls-${k}`, name: "ls", arguments: { path: "." } },
-        ],
-      }
-    : { text: TEXT };
+const turnOf = loopTurn;
 
 /**
  * The engine alone on the same prompts, in this process, with no I/O: the scripted provider, an
  * in-process `ls` that answers at once, an emit port that drops events. CPU ms per prompt.
  */
 async function engineFloor(sessions: number, prompts: number): Promise<number> {
-  const ls = createInProcessExecutor({ ls: () => ({ content: [{ type: "text" as const, text: "a\nb\nc" }] }) });
+  const ls = createInProcessExecutor({ ls: lsResult });
   const run = async () => {
     await Promise.all(
       Array.from({ length: sessions }, async () => {
-        const provider = createScriptedProvider({ steps: [], now: Date.now, chunkChars: 4, recordRequests: false });
+        const provider = createScriptedProvider({
+          steps: [],
+          now: Date.now,
+          chunkChars: LOOP_CHUNK_CHARS,
+          recordRequests: false,
+        });
         const { session, emit } = inMemorySession(newId(), BENCH_CONFIG);
         const engine = createSessionEngine({
           ports: { streamFn: provider.streamFn, executeTool: ls, emit, now: Date.now, newId },
-          tools: [{ name: "ls", description: "ls", parameters: { type: "object", properties: {} } }],
+          tools: [lsTool],
           session,
         });
         for (let r = 0; r < prompts; r++) {
@@ -175,7 +171,7 @@ async function main() {
   const scripted: StreamFn = (ctx, opts, signal) => {
     let k = 0;
     for (const m of ctx.messages) if (m.role === "assistant") k++;
-    const provider = createScriptedProvider({ steps: [turnOf(k)], now: Date.now, chunkChars: 4 });
+    const provider = createScriptedProvider({ steps: [turnOf(k)], now: Date.now, chunkChars: LOOP_CHUNK_CHARS });
     const session = Number((opts.sessionId ?? "").slice("bench-".length));
     const stream = provider.streamFn(ctx, opts, signal);
     // A plain iterator (one .then per event), not a generator layer, so recording stays cheap.
@@ -365,6 +361,10 @@ async function main() {
   console.log("\n  targets");
   const floorRatio = totalMs / floorMs;
   console.log(`  cpu per prompt vs floor: ${floorRatio.toFixed(2)}x (target <= 2.00x)`);
+  const ref = C63FC6E_FLOOR;
+  console.log(
+    `  floor vs c63fc6e's floor: ${fmt(floorMs, 2)} ms vs ${fmt(ref.totalMs, 2)} ms = ${(floorMs / ref.totalMs).toFixed(2)}x (engine alone ${fmt(floorParts.engine, 2)} ms vs ${fmt(ref.engineMs, 2)} ms = ${(floorParts.engine / ref.engineMs).toFixed(2)}x)`,
+  );
   const p50 = pct(deltaLatency, 50);
   console.log(
     `  delta p50 ≤ window + 2 ms   ${fmt(p50, 2)} ms vs ${COALESCE_MS + 2} ms  ${p50 <= COALESCE_MS + 2 ? "MET" : "NOT MET"}`,

@@ -7,8 +7,8 @@ import type { MessageQueues } from "./message-queues.js";
 
 /**
  * What pi's `Agent.state` holds apart from the transcript, plus the session settings and queues
- * Fleet records as events. Immutable: `foldAgentStatus` returns a new object when anything changes,
- * and never modifies the old one.
+ * Fleet records as events. `foldAgentStatus` returns a new object when anything changes and never
+ * modifies the old one; the session's fold updates its own status in place (`applyAgentStatus`).
  */
 export interface AgentStatus {
   /** From `session_created.config`; `""` before it. */
@@ -84,81 +84,116 @@ export function foldAgentState(state: AgentState, event: FleetEvent): AgentState
   return foldAgentStatus(state, event);
 }
 
+/** The event types `applyAgentStatus` (and so `foldAgentStatus`) may change a status for; others leave it as it is. */
+export const AGENT_STATUS_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Set<FleetEvent["type"]>([
+  "agent_start",
+  "message_start",
+  "message_update",
+  "message_end",
+  "tool_execution_start",
+  "tool_execution_end",
+  "turn_end",
+  "agent_end",
+  "session_created",
+  "model_change",
+  "thinking_level_change",
+  "active_tools_change",
+  "config_change",
+  "queue_update",
+]);
+
 /**
  * `foldAgentState` without the transcript: a `message_end` only clears `streamingMessage`. Keeps
  * every other field of `state` (so it also folds an `AgentState`, leaving its `messages` alone).
- * Contract: never throws; events that do not touch the status return `state` itself.
+ * Contract: never throws; `state` is not modified; events that do not touch the status return
+ * `state` itself (a changing event costs one shallow copy).
  */
 export function foldAgentStatus<S extends AgentStatus>(state: S, event: FleetEvent): S {
+  if (!AGENT_STATUS_EVENT_TYPES.has(event.type)) return state;
+  const next = { ...state };
+  return applyAgentStatus(next, event) ? next : state;
+}
+
+/**
+ * Applies one event to `status` itself, with `foldAgentStatus`'s rules; returns whether it changed.
+ * Fields are replaced, never modified in place (`pendingToolCalls` is a new Set on every change, as
+ * in pi), so a copy of the status object shares nothing that a later event changes. For a single
+ * owner (the session's fold): O(1) per event except `message_update` (see `applyDeltas`).
+ */
+export function applyAgentStatus(status: AgentStatus, event: FleetEvent): boolean {
   switch (event.type) {
     case "agent_start":
-      return {
-        ...state,
-        isStreaming: true,
-        streamingMessage: undefined,
-        errorMessage: undefined,
-        runId: event.meta.runId ?? event.meta.id,
-      };
+      status.isStreaming = true;
+      status.streamingMessage = undefined;
+      status.errorMessage = undefined;
+      status.runId = event.meta.runId ?? event.meta.id;
+      return true;
     case "message_start":
-      return { ...state, streamingMessage: event.message };
+      status.streamingMessage = event.message;
+      return true;
     case "message_update": {
-      const current = state.streamingMessage;
-      if (current?.role !== "assistant") return state;
-      return { ...state, streamingMessage: applyDeltas(current, event.deltas) };
+      const current = status.streamingMessage;
+      if (current?.role !== "assistant") return false;
+      status.streamingMessage = applyDeltas(current, event.deltas);
+      return true;
     }
     case "message_end":
-      return state.streamingMessage === undefined ? state : { ...state, streamingMessage: undefined };
+      if (status.streamingMessage === undefined) return false;
+      status.streamingMessage = undefined;
+      return true;
     case "tool_execution_start": {
-      const pendingToolCalls = new Set(state.pendingToolCalls);
+      const pendingToolCalls = new Set(status.pendingToolCalls);
       pendingToolCalls.add(event.toolCallId);
-      return { ...state, pendingToolCalls };
+      status.pendingToolCalls = pendingToolCalls;
+      return true;
     }
     case "tool_execution_end": {
-      const pendingToolCalls = new Set(state.pendingToolCalls);
+      const pendingToolCalls = new Set(status.pendingToolCalls);
       pendingToolCalls.delete(event.toolCallId);
-      return { ...state, pendingToolCalls };
+      status.pendingToolCalls = pendingToolCalls;
+      return true;
     }
     case "turn_end":
-      return event.message.errorMessage ? { ...state, errorMessage: event.message.errorMessage } : state;
+      if (!event.message.errorMessage) return false;
+      status.errorMessage = event.message.errorMessage;
+      return true;
     case "agent_end":
-      return {
-        ...state,
-        isStreaming: false,
-        streamingMessage: undefined,
-        pendingToolCalls: new Set(),
-        runId: undefined,
-      };
+      status.isStreaming = false;
+      status.streamingMessage = undefined;
+      status.pendingToolCalls = new Set();
+      status.runId = undefined;
+      return true;
     case "session_created": {
       const c = event.config;
-      return {
-        ...state,
-        systemPrompt: c.systemPrompt,
-        model: c.model,
-        thinkingLevel: c.thinkingLevel,
-        activeTools: c.activeTools,
-        steeringMode: c.steeringMode,
-        followUpMode: c.followUpMode,
-        toolExecution: c.toolExecution,
-      };
+      status.systemPrompt = c.systemPrompt;
+      status.model = c.model;
+      status.thinkingLevel = c.thinkingLevel;
+      status.activeTools = c.activeTools;
+      status.steeringMode = c.steeringMode;
+      status.followUpMode = c.followUpMode;
+      status.toolExecution = c.toolExecution;
+      return true;
     }
     case "model_change":
-      return { ...state, model: { provider: event.provider, modelId: event.modelId } };
+      status.model = { provider: event.provider, modelId: event.modelId };
+      return true;
     case "thinking_level_change":
-      return { ...state, thinkingLevel: event.thinkingLevel };
+      status.thinkingLevel = event.thinkingLevel;
+      return true;
     case "active_tools_change":
-      return { ...state, activeTools: event.toolNames };
+      status.activeTools = event.toolNames;
+      return true;
     case "config_change":
-      return {
-        ...state,
-        ...(event.systemPrompt !== undefined ? { systemPrompt: event.systemPrompt } : {}),
-        ...(event.steeringMode !== undefined ? { steeringMode: event.steeringMode } : {}),
-        ...(event.followUpMode !== undefined ? { followUpMode: event.followUpMode } : {}),
-        ...(event.toolExecution !== undefined ? { toolExecution: event.toolExecution } : {}),
-      };
+      if (event.systemPrompt !== undefined) status.systemPrompt = event.systemPrompt;
+      if (event.steeringMode !== undefined) status.steeringMode = event.steeringMode;
+      if (event.followUpMode !== undefined) status.followUpMode = event.followUpMode;
+      if (event.toolExecution !== undefined) status.toolExecution = event.toolExecution;
+      return true;
     case "queue_update":
-      return { ...state, queues: { steer: event.steer, followUp: event.followUp, nextTurn: event.nextTurn } };
+      status.queues = { steer: event.steer, followUp: event.followUp, nextTurn: event.nextTurn };
+      return true;
     default:
-      return state;
+      return false;
   }
 }
 

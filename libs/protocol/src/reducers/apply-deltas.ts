@@ -18,7 +18,7 @@ export type StreamingToolCall = Extract<AssistantContentBlock, { type: "toolCall
  * - `*_start` puts a fresh block at `contentIndex` (`text: ""`, `thinking: ""`, or the tool call's
  *   `id`/`name` with `arguments: {}` and `partialJson: ""`); an index equal to the block count appends.
  * - `text_delta` / `thinking_delta` append to the block's text; `toolcall_delta` appends to
- *   `partialJson` and re-parses `arguments` from it.
+ *   `partialJson` and re-parses `arguments` from it (`parseStreamingJson`).
  * - `text_end` / `thinking_end` set the block's final text (and `thinkingSignature` when given);
  *   `toolcall_end` replaces the block with `toolCall`.
  *
@@ -26,61 +26,79 @@ export type StreamingToolCall = Extract<AssistantContentBlock, { type: "toolCall
  * leaves the message unchanged.
  */
 export function applyDelta(message: AssistantMessage, delta: StreamDelta): AssistantMessage {
-  const index = delta.contentIndex;
-  const content = message.content;
-  if (index > content.length) return message;
-  const current = content[index];
-  let next: AssistantContentBlock | undefined;
-  switch (delta.type) {
-    case "text_start":
-      next = { type: "text", text: "" };
-      break;
-    case "thinking_start":
-      next = { type: "thinking", thinking: "" };
-      break;
-    case "toolcall_start":
-      next = { type: "toolCall", id: delta.id, name: delta.name, arguments: {}, partialJson: "" };
-      break;
-    case "text_delta":
-      if (current?.type === "text") next = { ...current, text: current.text + delta.delta };
-      break;
-    case "thinking_delta":
-      if (current?.type === "thinking") next = { ...current, thinking: current.thinking + delta.delta };
-      break;
-    case "toolcall_delta":
-      if (current?.type === "toolCall") {
-        const partialJson = (typeof current.partialJson === "string" ? current.partialJson : "") + delta.delta;
-        next = { ...current, arguments: parseStreamingJson(partialJson), partialJson };
-      }
-      break;
-    case "text_end":
-      if (current?.type === "text") next = { ...current, text: delta.content };
-      break;
-    case "thinking_end":
-      if (current?.type === "thinking") {
-        const signature = delta.thinkingSignature;
-        next = {
-          ...current,
-          thinking: delta.content,
-          ...(signature !== undefined ? { thinkingSignature: signature } : {}),
-        };
-      }
-      break;
-    case "toolcall_end":
-      if (current?.type === "toolCall") next = delta.toolCall;
-      break;
-  }
-  if (next === undefined) return message;
-  const nextContent = content.slice();
-  nextContent[index] = next;
-  return { ...message, content: nextContent };
+  return applyDeltas(message, [delta]);
 }
 
-/** Applies deltas in order (see `applyDelta`). Contract: never throws; `message` is not modified. */
+/**
+ * Applies deltas in order (see `applyDelta`), copying the message and its content once and parsing
+ * a streaming tool call's `arguments` once, from its `partialJson` after the last delta (the same
+ * result as `applyDelta` one delta at a time). Contract: never throws; `message` is not modified
+ * (unchanged blocks are shared); `message` itself when no delta changes anything.
+ */
 export function applyDeltas(message: AssistantMessage, deltas: readonly StreamDelta[]): AssistantMessage {
-  let current = message;
-  for (const delta of deltas) current = applyDelta(current, delta);
-  return current;
+  let content: AssistantContentBlock[] | undefined;
+  /** Indices of tool calls whose `partialJson` grew last: their `arguments` are parsed at the end. */
+  let reparse: Set<number> | undefined;
+  for (const delta of deltas) {
+    const blocks: readonly AssistantContentBlock[] = content ?? message.content;
+    const index = delta.contentIndex;
+    if (index > blocks.length) continue;
+    const next = nextBlock(blocks[index], delta);
+    if (next === undefined) continue;
+    content ??= message.content.slice();
+    content[index] = next;
+    if (delta.type === "toolcall_delta") {
+      reparse ??= new Set();
+      reparse.add(index);
+    } else {
+      reparse?.delete(index);
+    }
+  }
+  if (!content) return message;
+  if (reparse) {
+    for (const index of reparse) {
+      const block = content[index] as StreamingToolCall | undefined;
+      if (block?.type === "toolCall" && typeof block.partialJson === "string") {
+        content[index] = { ...block, arguments: parseStreamingJson(block.partialJson) };
+      }
+    }
+  }
+  return { ...message, content };
+}
+
+/** The block at a delta's index after the delta; `undefined` when the delta does not fit. */
+function nextBlock(current: AssistantContentBlock | undefined, delta: StreamDelta): AssistantContentBlock | undefined {
+  switch (delta.type) {
+    case "text_start":
+      return { type: "text", text: "" };
+    case "thinking_start":
+      return { type: "thinking", thinking: "" };
+    case "toolcall_start":
+      return { type: "toolCall", id: delta.id, name: delta.name, arguments: {}, partialJson: "" };
+    case "text_delta":
+      return current?.type === "text" ? { ...current, text: current.text + delta.delta } : undefined;
+    case "thinking_delta":
+      return current?.type === "thinking" ? { ...current, thinking: current.thinking + delta.delta } : undefined;
+    case "toolcall_delta": {
+      if (current?.type !== "toolCall") return undefined;
+      const streaming = current as StreamingToolCall;
+      const partialJson = (typeof streaming.partialJson === "string" ? streaming.partialJson : "") + delta.delta;
+      return { ...streaming, partialJson };
+    }
+    case "text_end":
+      return current?.type === "text" ? { ...current, text: delta.content } : undefined;
+    case "thinking_end": {
+      if (current?.type !== "thinking") return undefined;
+      const signature = delta.thinkingSignature;
+      return {
+        ...current,
+        thinking: delta.content,
+        ...(signature !== undefined ? { thinkingSignature: signature } : {}),
+      };
+    }
+    case "toolcall_end":
+      return current?.type === "toolCall" ? delta.toolCall : undefined;
+  }
 }
 
 /** One of pi's `message_update` events, rebuilt: the partial message and the event that produced it. */

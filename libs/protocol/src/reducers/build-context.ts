@@ -88,18 +88,15 @@ export function buildContextFromPath(
 ): PathContext {
   let settings = defaults;
   let compactionIndex = -1;
-  path.forEach((entry, index) => {
+  for (let i = 0; i < path.length; i++) {
+    const entry = path[i] as SessionEntry;
     settings = applySettingsEntry(settings, entry);
-    if (entry.type === "compaction") compactionIndex = index;
-  });
+    if (entry.type === "compaction") compactionIndex = i;
+  }
   const { model, thinkingLevel, activeToolNames } = settings;
 
   const messages: ContextMessage[] = [];
-  const append = (entry: SessionEntry) => {
-    if (entry.type === "compaction" || (entry.type === "branch_summary" && entry.summary === "")) return;
-    const message = entryToContextMessage(entry);
-    if (message) messages.push(message);
-  };
+  let from = 0;
   const compaction = path[compactionIndex];
   if (compaction?.type === "compaction") {
     messages.push(entryToContextMessage(compaction) as ContextMessage);
@@ -107,11 +104,32 @@ export function buildContextFromPath(
     for (let i = 0; i < compactionIndex; i++) {
       const entry = path[i] as SessionEntry;
       if (entry.id === compaction.firstKeptEntryId) kept = true;
-      if (kept) append(entry);
+      if (kept) pushPathMessage(messages, entry);
     }
-    for (let i = compactionIndex + 1; i < path.length; i++) append(path[i] as SessionEntry);
-  } else {
-    for (const entry of path) append(entry);
+    from = compactionIndex + 1;
   }
+  for (let i = from; i < path.length; i++) pushPathMessage(messages, path[i] as SessionEntry);
   return { messages, model, thinkingLevel, activeToolNames };
+}
+
+/** Appends the message a path entry adds after the last compaction (compactions and empty summaries add none). */
+function pushPathMessage(messages: ContextMessage[], entry: SessionEntry): void {
+  if (entry.type === "compaction" || (entry.type === "branch_summary" && entry.summary === "")) return;
+  const message = entryToContextMessage(entry);
+  if (message) messages.push(message);
+}
+
+/**
+ * Extends `context` (built by `buildContextFromPath`, owned by the caller) in place with an entry
+ * added at the end of its path: the same as building the longer path again. Returns false, changing
+ * nothing, for a `compaction` entry (it replaces the messages before it: build the path again).
+ */
+export function extendPathContext(context: PathContext, entry: SessionEntry): boolean {
+  if (entry.type === "compaction") return false;
+  const settings = applySettingsEntry(context, entry);
+  context.model = settings.model;
+  context.thinkingLevel = settings.thinkingLevel;
+  context.activeToolNames = settings.activeToolNames;
+  pushPathMessage(context.messages, entry);
+  return true;
 }

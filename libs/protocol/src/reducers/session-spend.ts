@@ -25,7 +25,20 @@ export function initialSessionSpend(): SessionSpend {
   return { budget: {}, session: emptySpend(), run: emptySpend(), days: new Map() };
 }
 
-/** Applies one event in place. Contract: never throws. */
+/** The event types that may change a session's spend. */
+export const SESSION_SPEND_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Set<FleetEvent["type"]>([
+  "session_created",
+  "budget_change",
+  "agent_start",
+  "message_end",
+  "compaction",
+  "branch_summary",
+]);
+
+/**
+ * Applies one event in place (the totals and day records too: hand them out only to code that does
+ * not keep them across a fold). Contract: never throws.
+ */
 export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
   switch (event.type) {
     case "session_created":
@@ -54,11 +67,21 @@ export function spendOfEvent(event: FleetEvent): Spend | undefined {
   return undefined;
 }
 
+/** Adds in place: the totals and the day records are the fold's own (`copySessionState` copies them). */
 function add(spend: SessionSpend, used: Spend, ts: number): void {
-  spend.session = addSpend(spend.session, used);
-  spend.run = addSpend(spend.run, used);
+  addInto(spend.session, used);
+  addInto(spend.run, used);
   const day = utcDayOf(ts);
-  spend.days.set(day, addSpend(spend.days.get(day) ?? emptySpend(), used));
+  const spent = spend.days.get(day);
+  if (spent) addInto(spent, used);
+  else spend.days.set(day, addSpend(emptySpend(), used));
+}
+
+function addInto(total: Spend, used: Spend): void {
+  total.inputTokens += used.inputTokens;
+  total.outputTokens += used.outputTokens;
+  total.totalTokens += used.totalTokens;
+  total.costUsd += used.costUsd;
 }
 
 /** `spendOfUsage`, with an unfinished message's output at least chars/4 of its streamed content. */

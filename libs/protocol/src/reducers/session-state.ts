@@ -4,11 +4,28 @@
 import type { StreamDelta } from "../assistant-stream.js";
 import type { CompactionReason, EventOf, FleetEvent, SessionWrite } from "../events.js";
 import type { LifecycleOp } from "../lifecycle.js";
-import { type AgentStatus, foldAgentStatus, initialAgentStatus } from "./agent-state.js";
+import type { AssistantMessage } from "../messages.js";
+import { AGENT_STATUS_EVENT_TYPES, type AgentStatus, applyAgentStatus, initialAgentStatus } from "./agent-state.js";
 import { applyDeltas } from "./apply-deltas.js";
-import { foldRunCursor, idleRunCursor, type RunCursor } from "./run-cursor.js";
-import { foldSessionSpend, initialSessionSpend, type SessionSpend } from "./session-spend.js";
-import { emptySessionTree, foldSessionTreeInPlace, type SessionTree } from "./session-tree.js";
+import {
+  advanceRunCursor,
+  copyRunCursor,
+  idleRunCursor,
+  RUN_CURSOR_EVENT_TYPES,
+  type RunCursor,
+} from "./run-cursor.js";
+import {
+  foldSessionSpend,
+  initialSessionSpend,
+  SESSION_SPEND_EVENT_TYPES,
+  type SessionSpend,
+} from "./session-spend.js";
+import {
+  emptySessionTree,
+  foldSessionTreeInPlace,
+  SESSION_TREE_EVENT_TYPES,
+  type SessionTree,
+} from "./session-tree.js";
 
 /** A `pending_write` not yet settled by its flush (see `PendingWriteEvent`). */
 export interface PendingWrite {
@@ -67,8 +84,10 @@ export interface OpenCompaction {
 /**
  * Everything a session's writer needs to decide, derived only from the session's events (so a new
  * owner derives the same from the log). Mutable, for a single owner: `evolveSession` updates it in
- * place, O(1) per event (the tree with `foldSessionTreeInPlace`, the rest with the protocol's
- * reducers). Hand out `tree` or `status` only to code that does not keep them across a fold.
+ * place, O(1) per event (the tree with `foldSessionTreeInPlace`, the status with `applyAgentStatus`,
+ * the cursor with `advanceRunCursor`, the spend with `foldSessionSpend`), touching only the parts an
+ * event can change. Hand out `tree`, `status` or `cursor` only to code that does not keep them across
+ * a fold; `copySessionState` makes a copy that later folds do not change.
  */
 export interface SessionState {
   tree: SessionTree;
@@ -115,26 +134,77 @@ export function initialSessionState(): SessionState {
   };
 }
 
+/** The parts of the state an event type can change (bits of `PARTS_OF`). */
+const TREE = 1;
+const STATUS = 2;
+const CURSOR = 4;
+const SPEND = 8;
+/** Commands, pending writes, approvals, the open compaction and the owner. */
+const RECORDS = 16;
+const RECORD_EVENT_TYPES: readonly FleetEvent["type"][] = [
+  "command_accepted",
+  "command_rejected",
+  "pending_write",
+  "tool_approval_requested",
+  "tool_approval_resolved",
+  "compaction_start",
+  "compaction",
+  "compaction_end",
+  "owner_change",
+  "session_deleting",
+];
+
+/** Event type → the parts it can change, from each part's own list of the events it folds. */
+const PARTS_OF: ReadonlyMap<string, number> = (() => {
+  const parts = new Map<string, number>();
+  const mark = (types: Iterable<string>, bit: number) => {
+    for (const type of types) parts.set(type, (parts.get(type) ?? 0) | bit);
+  };
+  mark(SESSION_TREE_EVENT_TYPES, TREE);
+  mark(AGENT_STATUS_EVENT_TYPES, STATUS);
+  mark(RUN_CURSOR_EVENT_TYPES, CURSOR);
+  mark(SESSION_SPEND_EVENT_TYPES, SPEND);
+  mark(RECORD_EVENT_TYPES, RECORDS);
+  return parts;
+})();
+
 /**
- * Applies one event in place. Redelivered events change nothing that the tree's id checks cover;
- * the single writer never folds an event twice. Contract: never throws.
- * `message_update` costs O(1): its deltas are applied only when the partial message is read
- * (`runCursorOf`, `streamingMessageOf`), and dropped when `message_end` replaces it.
+ * Applies one event in place, to the parts of the state it can change. Redelivered events change
+ * nothing that the tree's id checks cover; the single writer never folds an event twice.
+ * Contract: never throws. `message_update` costs O(1): its deltas are applied only when the partial
+ * message is read (`runCursorOf`, `streamingMessageOf`) or the next event is folded, and dropped
+ * when `message_end` replaces the message.
  */
 export function evolveSession(state: SessionState, event: FleetEvent): void {
   state.events++;
-  const byCommand = event.meta.commandId ? state.commands.get(event.meta.commandId) : undefined;
-  if (byCommand) byCommand.events++;
-  if (event.type === "message_update") {
+  const commandId = event.meta.commandId;
+  if (commandId !== undefined) {
+    const byCommand = state.commands.get(commandId);
+    if (byCommand) byCommand.events++;
+  }
+  const type = event.type;
+  if (type === "message_update") {
     if (state.cursor.kind === "streaming") state.streamDeltas.push(event.deltas);
     return;
   }
-  if (event.type === "message_end" || event.type === "agent_start") state.streamDeltas = [];
-  else settleStream(state);
-  foldSessionTreeInPlace(state.tree, event);
-  state.status = foldAgentStatus(state.status, event);
-  state.cursor = foldRunCursor(state.cursor, event);
-  foldSessionSpend(state.spend, event);
+  if (state.streamDeltas.length > 0) {
+    if (type === "message_end" || type === "agent_start") state.streamDeltas = [];
+    else settleStream(state);
+  }
+  const parts = PARTS_OF.get(type) ?? 0;
+  if (parts & TREE) foldSessionTreeInPlace(state.tree, event);
+  if (parts & STATUS) applyAgentStatus(state.status, event);
+  if (parts & CURSOR) state.cursor = advanceRunCursor(state.cursor, event);
+  if (parts & SPEND) foldSessionSpend(state.spend, event);
+  if (parts & RECORDS) foldRecords(state, event);
+  if (state.pendingWrites.length > 0) {
+    const settled = state.pendingWrites.findIndex((w) => w.eventId === event.meta.id);
+    if (settled >= 0) state.pendingWrites.splice(settled, 1);
+  }
+}
+
+/** Commands, pending writes, approvals, the open compaction and the owner. */
+function foldRecords(state: SessionState, event: FleetEvent): void {
   switch (event.type) {
     case "command_accepted":
       if (!state.commands.has(event.commandId)) {
@@ -192,10 +262,37 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
       else state.deleting.event ??= event;
       break;
   }
-  if (state.pendingWrites.length > 0) {
-    const settled = state.pendingWrites.findIndex((w) => w.eventId === event.meta.id);
-    if (settled >= 0) state.pendingWrites.splice(settled, 1);
-  }
+}
+
+/**
+ * A copy of `state` that folding either one never changes: what the fold modifies in place is copied
+ * (the tree's lists and labels, the status object, the cursor and its lists, the records, the spend
+ * record); the entries, messages and delta batches (never modified once created) are shared.
+ */
+export function copySessionState(state: SessionState): SessionState {
+  return {
+    ...state,
+    tree: {
+      ...state.tree,
+      entries: state.tree.entries.slice(),
+      labels: { ...state.tree.labels },
+      leafEventIds: state.tree.leafEventIds.slice(),
+    },
+    status: { ...state.status },
+    cursor: copyRunCursor(state.cursor),
+    commands: new Map([...state.commands].map(([id, record]) => [id, { ...record }])),
+    approvals: new Map([...state.approvals].map(([id, record]) => [id, { ...record }])),
+    pendingWrites: state.pendingWrites.slice(),
+    compaction: state.compaction ? { ...state.compaction } : null,
+    deleting: state.deleting ? { ...state.deleting } : null,
+    streamDeltas: state.streamDeltas.slice(),
+    spend: {
+      budget: state.spend.budget,
+      session: { ...state.spend.session },
+      run: { ...state.spend.run },
+      days: new Map([...state.spend.days].map(([day, spent]) => [day, { ...spent }])),
+    },
+  };
 }
 
 /** Folds `events` in order from `state` (default: the initial state), in place. */
@@ -204,18 +301,24 @@ export function foldSessionEvents(events: Iterable<FleetEvent>, state = initialS
   return state;
 }
 
-/** Applies buffered `message_update` deltas to the cursor and the streaming message. */
+/**
+ * Applies buffered `message_update` deltas to the cursor and the streaming message: once, when both
+ * hold the same message (they do from its `message_start`).
+ */
 function settleStream(state: SessionState): void {
-  if (state.streamDeltas.length === 0) return;
-  const deltas = state.streamDeltas.flat();
+  const buffered = state.streamDeltas;
+  if (buffered.length === 0) return;
+  const deltas = buffered.length === 1 ? (buffered[0] as StreamDelta[]) : buffered.flat();
   state.streamDeltas = [];
-  if (state.cursor.kind === "streaming") {
-    state.cursor = { ...state.cursor, partial: applyDeltas(state.cursor.partial, deltas) };
-  }
+  const cursor = state.cursor;
   const streaming = state.status.streamingMessage;
-  if (streaming?.role === "assistant") {
-    state.status = { ...state.status, streamingMessage: applyDeltas(streaming, deltas) };
+  let settled: AssistantMessage | undefined;
+  if (cursor.kind === "streaming") {
+    const before = cursor.partial;
+    cursor.partial = applyDeltas(before, deltas);
+    if (streaming === before) settled = cursor.partial;
   }
+  if (streaming?.role === "assistant") state.status.streamingMessage = settled ?? applyDeltas(streaming, deltas);
 }
 
 /** The run cursor with every streamed delta applied. */

@@ -1,9 +1,15 @@
 // The session tree projection: entries, leaf, labels, name and config, folded from a session's events.
 import type { ModelRef, SessionConfig } from "../config.js";
-import type { EntryEvent, EventOf, FleetEvent } from "../events.js";
+import { ENTRY_EVENT_TYPES, type EntryEvent, type EventOf, type FleetEvent } from "../events.js";
 import type { ContextMessage, ThinkingLevel } from "../messages.js";
 import type { SessionEntry } from "../session-entry.js";
-import { buildContextFromPath, type ContextDefaults, NO_CONTEXT_DEFAULTS } from "./build-context.js";
+import {
+  buildContextFromPath,
+  type ContextDefaults,
+  extendPathContext,
+  NO_CONTEXT_DEFAULTS,
+  type PathContext,
+} from "./build-context.js";
 import { deleteOwn, getOwn, type OwnRecord, setOwn } from "./own-record.js";
 
 /**
@@ -46,16 +52,19 @@ export function emptySessionTree(): SessionTree {
  * message gives a `message` entry; of a custom message, a `custom_message` entry.
  */
 export function entryFromEvent(event: FleetEvent): SessionEntry | undefined {
-  if (!("entry" in event)) return undefined;
+  if (!ENTRY_TYPES.has(event.type) || !("entry" in event)) return undefined;
   const e = event as EntryEvent;
-  const base = { id: e.entry.id, parentId: e.entry.parentId, timestamp: e.meta.ts };
+  const { id, parentId } = e.entry;
+  const timestamp = e.meta.ts;
   switch (e.type) {
     case "message_end": {
       const m = e.message;
-      if (m.role !== "custom") return { type: "message", ...base, message: m };
+      if (m.role !== "custom") return { type: "message", id, parentId, timestamp, message: m };
       return {
         type: "custom_message",
-        ...base,
+        id,
+        parentId,
+        timestamp,
         customType: m.customType,
         content: m.content,
         display: m.display,
@@ -63,30 +72,42 @@ export function entryFromEvent(event: FleetEvent): SessionEntry | undefined {
       };
     }
     case "model_change":
-      return { type: "model_change", ...base, provider: e.provider, modelId: e.modelId };
+      return { type: "model_change", id, parentId, timestamp, provider: e.provider, modelId: e.modelId };
     case "thinking_level_change":
-      return { type: "thinking_level_change", ...base, thinkingLevel: e.thinkingLevel };
+      return { type: "thinking_level_change", id, parentId, timestamp, thinkingLevel: e.thinkingLevel };
     case "active_tools_change":
-      return { type: "active_tools_change", ...base, toolNames: e.toolNames };
+      return { type: "active_tools_change", id, parentId, timestamp, toolNames: e.toolNames };
     case "compaction":
       return {
         type: "compaction",
-        ...base,
+        id,
+        parentId,
+        timestamp,
         summary: e.summary,
         firstKeptEntryId: e.firstKeptEntryId,
         tokensBefore: e.tokensBefore,
         ...(e.details !== undefined ? { details: e.details } : {}),
       };
     case "branch_summary":
-      return { type: "branch_summary", ...base, fromId: e.fromId, summary: e.summary };
+      return { type: "branch_summary", id, parentId, timestamp, fromId: e.fromId, summary: e.summary };
     case "label":
-      return { type: "label", ...base, targetId: e.targetId, label: e.label };
+      return { type: "label", id, parentId, timestamp, targetId: e.targetId, label: e.label };
     case "session_info":
-      return { type: "session_info", ...base, name: e.name };
+      return { type: "session_info", id, parentId, timestamp, name: e.name };
     case "custom":
-      return { type: "custom", ...base, customType: e.customType, data: e.data };
+      return { type: "custom", id, parentId, timestamp, customType: e.customType, data: e.data };
   }
 }
+
+const ENTRY_TYPES: ReadonlySet<FleetEvent["type"]> = new Set(ENTRY_EVENT_TYPES);
+
+/** The event types that may change a tree: `session_created`, `config_change`, `leaf` and the entry events. */
+export const SESSION_TREE_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Set<FleetEvent["type"]>([
+  "session_created",
+  "config_change",
+  "leaf",
+  ...ENTRY_EVENT_TYPES,
+]);
 
 /**
  * Applies one event. Returns `tree` itself when the event changes nothing: events that are not
@@ -114,7 +135,8 @@ export function foldSessionTree(tree: SessionTree, event: FleetEvent): SessionTr
  */
 export function foldSessionTreeInPlace(tree: SessionTree, event: FleetEvent): boolean {
   if (!changes(tree, event)) return false;
-  if (indexOf(tree.entries).tip !== tree.entries.length) entryIndexes.delete(tree.entries); // a longer array shares it
+  const index = builtIndexOf(tree.entries);
+  if (index && index.tip !== tree.entries.length) forgetIndex(tree.entries); // a longer array shares it
   applyInPlace(tree, event);
   return true;
 }
@@ -138,14 +160,15 @@ function changes(tree: SessionTree, event: FleetEvent): boolean {
   if (event.type === "session_created") return tree.config === null;
   if (event.type === "config_change") return tree.config !== null && configPatchChanges(tree.config, event);
   if (event.type === "leaf") return !tree.leafEventIds.includes(event.meta.id);
-  return "entry" in event && positionOf(tree.entries, (event as EntryEvent).entry.id) === undefined;
+  return ENTRY_TYPES.has(event.type) && "entry" in event && positionOf(tree.entries, event.entry.id) === undefined;
 }
 
 /**
  * Id → index lookup for `entries` arrays, kept outside the persisted tree. Arrays made by appending to
  * an array share its index (`ids` only grows; `tip` is the longest sharing array's length), so an id
  * found at an index at or past an array's length is not in that array. Appending to an array that is
- * not the tip (folding an older version again) starts a fresh index.
+ * not the tip (folding an older version again) starts a fresh index. An index is built on the first
+ * lookup in an array longer than SCAN_LIMIT; shorter ones are scanned.
  */
 interface EntryIndex {
   ids: Map<string, number>;
@@ -153,8 +176,26 @@ interface EntryIndex {
 }
 const entryIndexes = new WeakMap<readonly SessionEntry[], EntryIndex>();
 
+/** The last array looked up: a single owner folding one tree asks for the same index again and again. */
+let lastEntries: readonly SessionEntry[] | undefined;
+let lastIndex: EntryIndex | undefined;
+
+/** Arrays this short are scanned for an id: a small session builds no index. */
+const SCAN_LIMIT = 32;
+
+/** The index of `entries` if one was built (or shared with it), else `undefined`. */
+function builtIndexOf(entries: readonly SessionEntry[]): EntryIndex | undefined {
+  if (entries === lastEntries && lastIndex) return lastIndex;
+  const index = entryIndexes.get(entries);
+  if (index) {
+    lastEntries = entries;
+    lastIndex = index;
+  }
+  return index;
+}
+
 function indexOf(entries: readonly SessionEntry[]): EntryIndex {
-  let index = entryIndexes.get(entries);
+  let index = builtIndexOf(entries);
   if (!index) {
     index = { ids: new Map(), tip: entries.length };
     entries.forEach((entry, i) => {
@@ -162,18 +203,29 @@ function indexOf(entries: readonly SessionEntry[]): EntryIndex {
     });
     entryIndexes.set(entries, index);
   }
+  lastEntries = entries;
+  lastIndex = index;
   return index;
 }
 
+function forgetIndex(entries: readonly SessionEntry[]): void {
+  entryIndexes.delete(entries);
+  if (lastEntries === entries) lastEntries = lastIndex = undefined;
+}
+
 function positionOf(entries: readonly SessionEntry[], id: string): number | undefined {
+  if (entries.length <= SCAN_LIMIT) {
+    for (let i = 0; i < entries.length; i++) if ((entries[i] as SessionEntry).id === id) return i;
+    return undefined;
+  }
   const position = indexOf(entries).ids.get(id);
   return position !== undefined && position < entries.length ? position : undefined;
 }
 
 function cloneTree(tree: SessionTree): SessionTree {
-  const source = indexOf(tree.entries);
+  const source = builtIndexOf(tree.entries);
   const entries = tree.entries.slice();
-  if (source.tip === entries.length) entryIndexes.set(entries, source); // else built on first use
+  if (source?.tip === entries.length) entryIndexes.set(entries, source); // else built on first use
   return { ...tree, entries, labels: { ...tree.labels }, leafEventIds: tree.leafEventIds.slice() };
 }
 
@@ -213,10 +265,10 @@ function applyInPlace(tree: SessionTree, event: FleetEvent): void {
   }
   const entry = entryFromEvent(event);
   if (!entry) return;
-  const index = indexOf(tree.entries);
-  index.ids.set(entry.id, tree.entries.length);
+  const index = builtIndexOf(tree.entries);
+  index?.ids.set(entry.id, tree.entries.length);
   tree.entries.push(entry);
-  index.tip = tree.entries.length;
+  if (index) index.tip = tree.entries.length;
   tree.leafId = entry.id;
   if (entry.type === "label") {
     if (entry.label) setOwn(tree.labels, entry.targetId, entry.label);
@@ -311,19 +363,80 @@ export interface SessionContext {
  * model, "off" and every tool. `leafId: null` gives no messages and those defaults.
  * Unlike pi (which falls back to the last entry) an unknown leaf id is an error:
  * `{ok: false, code: "not_found", error: "Entry <id> not found"}`. Contract: never throws.
+ * At the tree's own leaf it copies `contextAtLeaf` (the messages are the same objects).
  */
 export function buildContext(tree: SessionTree, leafId?: string | null): SessionContext | TreeLookupError {
-  const branch = getBranch(tree, leafId);
-  if (!branch.ok) return branch;
-  const ctx = buildContextFromPath(branch.entries, contextDefaults(tree.config));
+  const atLeaf = leafId === undefined || leafId === tree.leafId;
+  let ctx: Readonly<LeafContext>;
+  if (atLeaf) {
+    const leaf = contextAtLeaf(tree);
+    if (!leaf) return notFound(tree.leafId as string);
+    ctx = leaf;
+  } else {
+    const branch = getBranch(tree, leafId);
+    if (!branch.ok) return branch;
+    ctx = buildContextFromPath(branch.entries, contextDefaults(tree.config));
+  }
   return {
     ok: true,
-    messages: ctx.messages,
+    messages: ctx.messages.slice(),
     model: ctx.model,
     thinkingLevel: ctx.thinkingLevel,
     activeToolNames: ctx.activeToolNames === null ? null : [...ctx.activeToolNames],
-    leafId: leafId === undefined ? tree.leafId : leafId,
+    leafId: atLeaf ? tree.leafId : (leafId as string | null),
   };
+}
+
+/** The context at a tree's leaf, read-only (see `contextAtLeaf`). */
+export interface LeafContext {
+  readonly messages: readonly ContextMessage[];
+  readonly model: ModelRef | null;
+  readonly thinkingLevel: ThinkingLevel;
+  readonly activeToolNames: readonly string[] | null;
+}
+
+/** A tree's context at its leaf, as last derived; kept outside the persisted tree, like the id index. */
+interface LeafContextMemo {
+  leafId: string | null;
+  /** `entries.length` when derived. */
+  entries: number;
+  config: SessionConfig | null;
+  context: PathContext;
+}
+const leafContexts = new WeakMap<SessionTree, LeafContextMemo>();
+
+/**
+ * `buildContext(tree)` without the copies: derived once per tree object and then extended by the
+ * entries appended on the leaf since the last call, so a tree folded in place pays for each entry
+ * once. Derived again after anything else (a compaction entry, a `leaf` move, a `config_change`).
+ * `undefined` when the leaf is not in the tree. Read-only: valid until the tree's next change.
+ */
+export function contextAtLeaf(tree: SessionTree): LeafContext | undefined {
+  if (tree.entries.length === 0 && tree.leafId === null) return buildContextFromPath([], contextDefaults(tree.config));
+  const memo = leafContexts.get(tree);
+  if (memo && memo.config === tree.config && extendToLeaf(memo, tree)) return memo.context;
+  const branch = getBranch(tree);
+  if (!branch.ok) return undefined;
+  const context = buildContextFromPath(branch.entries, contextDefaults(tree.config));
+  leafContexts.set(tree, { leafId: tree.leafId, entries: tree.entries.length, config: tree.config, context });
+  return context;
+}
+
+/** Extends `memo` when every entry added since it chains from its leaf to the tree's leaf. */
+function extendToLeaf(memo: LeafContextMemo, tree: SessionTree): boolean {
+  const { entries } = tree;
+  if (memo.entries === entries.length) return memo.leafId === tree.leafId;
+  let leaf = memo.leafId;
+  for (let i = memo.entries; i < entries.length; i++) {
+    const entry = entries[i] as SessionEntry;
+    if (entry.parentId !== leaf || entry.type === "compaction") return false;
+    leaf = entry.id;
+  }
+  if (leaf !== tree.leafId) return false;
+  for (let i = memo.entries; i < entries.length; i++) extendPathContext(memo.context, entries[i] as SessionEntry);
+  memo.leafId = leaf;
+  memo.entries = entries.length;
+  return true;
 }
 
 export function contextDefaults(config: SessionConfig | null): ContextDefaults {

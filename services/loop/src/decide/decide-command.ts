@@ -4,9 +4,10 @@ import {
   type AgentMessage,
   applyConfigPatch,
   budgetExceededMessage,
-  buildContext,
   type CommandOf,
+  type ContextMessage,
   compactionSettingsOf,
+  contextAtLeaf,
   entryToContextMessage,
   type FleetCommand,
   getBranch,
@@ -67,7 +68,7 @@ export function decideCommand(
   input: CommandInput,
   decideCtx: DecideContext,
 ): Decision {
-  const ctx: OutcomeContext = { ...decideCtx, outcomeId: decideCtx.newId() };
+  const ctx: OutcomeContext = Object.assign({}, decideCtx, { outcomeId: decideCtx.newId() });
   if (!input.ok) return rejected(ctx, input.commandId, input.commandType, input.code, input.reason);
   const cmd = input.command;
   if (cmd.sessionId !== sessionId) {
@@ -538,18 +539,17 @@ function entriesLeft(tree: SessionTree, oldLeaf: string, newLeaf: string | null)
   return oldPath.entries.filter((e) => !common.has(e.id));
 }
 
-/** The context at the leaf (pi's `state.messages`). */
-export function contextMessages(tree: SessionTree) {
-  const ctx = buildContext(tree);
-  return ctx.ok ? ctx.messages : [];
+/** The context at the leaf (pi's `state.messages`); read-only, valid until the next fold. */
+export function contextMessages(tree: SessionTree): readonly ContextMessage[] {
+  return contextAtLeaf(tree)?.messages ?? [];
 }
 
 /** The model and thinking level the session would call now (tree settings, then the config). */
 export function sessionModel(tree: SessionTree) {
-  const ctx = buildContext(tree);
+  const ctx = contextAtLeaf(tree);
   const config = tree.config;
   return {
-    model: (ctx.ok ? ctx.model : null) ?? config?.model ?? { provider: "anthropic", modelId: "unknown" },
-    thinkingLevel: ctx.ok ? ctx.thinkingLevel : (config?.thinkingLevel ?? "off"),
+    model: ctx?.model ?? config?.model ?? { provider: "anthropic", modelId: "unknown" },
+    thinkingLevel: ctx ? ctx.thinkingLevel : (config?.thinkingLevel ?? "off"),
   };
 }

@@ -17,7 +17,7 @@ export interface DraftEvent {
 
 /** The same drafts, marked as part of a command's acceptance. */
 export const ofCommand = (commandId: string, drafts: readonly DraftEvent[]): DraftEvent[] =>
-  drafts.map((d) => ({ ...d, commandId }));
+  drafts.map((d) => Object.assign({}, d, { commandId }));
 
 /** A `queue_update` body holding the full contents of the queues. */
 export const queueUpdate = (queues: MessageQueues): EventDraft => ({

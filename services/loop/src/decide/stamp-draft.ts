@@ -23,19 +23,44 @@ export interface StampContext {
  * - `meta.commandId` when the draft belongs to a command's acceptance.
  */
 export function stampDraft(state: SessionState, draft: DraftEvent, ctx: StampContext): FleetEvent {
+  return stampInto(Object.assign({}, draft.body), state, draft, ctx);
+}
+
+/**
+ * `stampDraft` without the copy: sets `entry` and `meta` on `draft.body` itself, for a caller that
+ * owns the body and gives it up (an engine event's body: see `EngineEvent`).
+ */
+export function stampOwnedDraft(state: SessionState, draft: DraftEvent, ctx: StampContext): FleetEvent {
+  return stampInto(draft.body, state, draft, ctx);
+}
+
+function stampInto(target: object, state: SessionState, draft: DraftEvent, ctx: StampContext): FleetEvent {
+  const event = target as Record<string, unknown>;
   const runId = ctx.runId ?? operationOf(state, draft);
-  const meta = {
-    v: 1 as const,
-    id: draft.id,
-    sessionId: ctx.sessionId,
-    ts: draft.ts ?? ctx.now,
-    ...(runId !== undefined ? { runId } : {}),
-    producer: ctx.producer,
-    ...(draft.commandId !== undefined ? { commandId: draft.commandId } : {}),
-  };
-  if (!ENTRY_TYPES.has(draft.body.type)) return { ...draft.body, meta } as FleetEvent;
-  const parentId = draft.parentId !== undefined ? draft.parentId : state.tree.leafId;
-  return { ...draft.body, entry: { id: draft.id, parentId }, meta } as FleetEvent;
+  if (ENTRY_TYPES.has(draft.body.type)) {
+    event.entry = { id: draft.id, parentId: draft.parentId !== undefined ? draft.parentId : state.tree.leafId };
+  }
+  event.meta = metaOf(draft.id, ctx.sessionId, draft.ts ?? ctx.now, runId, ctx.producer, draft.commandId);
+  return event as FleetEvent;
+}
+
+/** `meta`, its optional fields present only when set (one literal per combination: fixed shapes). */
+function metaOf(
+  id: string,
+  sessionId: string,
+  ts: number,
+  runId: string | undefined,
+  producer: string,
+  commandId: string | undefined,
+): FleetEvent["meta"] {
+  if (runId === undefined) {
+    return commandId === undefined
+      ? { v: 1, id, sessionId, ts, producer }
+      : { v: 1, id, sessionId, ts, producer, commandId };
+  }
+  return commandId === undefined
+    ? { v: 1, id, sessionId, ts, runId, producer }
+    : { v: 1, id, sessionId, ts, runId, producer, commandId };
 }
 
 function operationOf(state: SessionState, draft: DraftEvent): string | undefined {

@@ -3,10 +3,10 @@
 // summary is made through the run's `streamFn`; every effect is an event on the run's sink.
 import {
   type AssistantMessage,
-  buildContext,
   type CompactionPlan,
   type CompactionReason,
   compactionSettingsOf,
+  contextAtLeaf,
   getBranch,
   isContextOverflow,
   type ModelRef,
@@ -163,8 +163,8 @@ export class AutoCompaction {
 
   /** pi: `agent.state.messages = buildSessionContext().messages`, without a trailing error message. */
   private refreshContext(loop: LoopState): void {
-    const built = buildContext(this.session.tree);
-    if (!built.ok) return;
+    const built = contextAtLeaf(this.session.tree);
+    if (!built) return;
     const messages = built.messages.slice();
     const last = messages.at(-1);
     if (last?.role === "assistant" && last.stopReason === "error") messages.pop();

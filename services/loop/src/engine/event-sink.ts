@@ -1,7 +1,7 @@
 // The single path from the engine to the `emit` port: mints ids, fills `entry` from the leaf, and
 // delivers events strictly one after another.
 import { ENTRY_EVENT_TYPES, type EventBody, ensureError } from "@fleet/protocol";
-import { isPromise, noop, RESOLVED } from "./run-scope.js";
+import { isPromise, noop, RESOLVED, type Sink } from "./run-scope.js";
 import type { Emit, EngineEvent, LoopEventBody } from "./types.js";
 
 const ENTRY_TYPES: ReadonlySet<string> = new Set(ENTRY_EVENT_TYPES);
@@ -20,118 +20,178 @@ export interface EventSinkOptions {
 }
 
 /**
+ * A sink's state: an object literal, so its hidden class outlives every sink (V8 drops the hidden
+ * classes of a class's instances, and the optimised code built on them, once no instance survives a
+ * few major GCs). The functions below drive it; `EventSink` is their public face.
+ */
+export interface SinkState {
+  /** `meta.runId` stamped on queued events; the shell sets it for the span of a run. */
+  runId: string | undefined;
+  ownLeaf: string | null;
+  readonly readLeaf: (() => string | null) | undefined;
+  tail: Promise<void>;
+  inFlight: number;
+  failed: Error | undefined;
+  readonly port: Emit;
+  readonly newId: () => string;
+  readonly onFailure: ((error: Error) => void) | undefined;
+  /** True while a synchronous port call is on the stack: an emit made from inside it is queued. */
+  delivering: boolean;
+}
+
+export function createSinkState(options: EventSinkOptions): SinkState {
+  const read = typeof options.leafId === "function" ? options.leafId : undefined;
+  return {
+    runId: undefined,
+    ownLeaf: typeof options.leafId === "function" ? null : options.leafId,
+    readLeaf: read,
+    tail: RESOLVED,
+    inFlight: 0,
+    failed: undefined,
+    port: options.emit,
+    newId: options.newId,
+    onFailure: options.onFailure,
+    delivering: false,
+  };
+}
+
+/**
  * Invariants:
  * - events reach `emit` in the order `emit` was called on the sink, never two at a time;
  * - every entry event gets `entry: {id, parentId: leaf}`, the leaf as it is when the event is delivered;
  * - after the port first throws, every later `emit` rejects with that same error (nothing more is sent).
  */
-export class EventSink {
-  /** `meta.runId` stamped on queued events; the shell sets it for the span of a run. */
-  runId: string | undefined;
-  private ownLeaf: string | null;
-  private readonly readLeaf: (() => string | null) | undefined;
-  private tail: Promise<void> = RESOLVED;
-  private inFlight = 0;
-  private failed: Error | undefined;
-  private readonly port: Emit;
-  private readonly newId: () => string;
-  private readonly onFailure: ((error: Error) => void) | undefined;
-  /** True while a synchronous port call is on the stack: an emit made from inside it is queued. */
-  private delivering = false;
+export class EventSink implements Sink {
+  declare private readonly state: SinkState;
 
   constructor(options: EventSinkOptions) {
-    this.port = options.emit;
-    this.newId = options.newId;
-    this.readLeaf = typeof options.leafId === "function" ? options.leafId : undefined;
-    this.ownLeaf = typeof options.leafId === "function" ? null : options.leafId;
-    this.onFailure = options.onFailure;
+    this.state = createSinkState(options);
+  }
+
+  /** `meta.runId` stamped on queued events; the shell sets it for the span of a run. */
+  get runId(): string | undefined {
+    return this.state.runId;
+  }
+
+  set runId(runId: string | undefined) {
+    this.state.runId = runId;
   }
 
   get leafId(): string | null {
-    return this.readLeaf ? this.readLeaf() : this.ownLeaf;
+    return sinkLeafId(this.state);
   }
 
   get failure(): Error | undefined {
-    return this.failed;
+    return this.state.failed;
   }
 
-  /**
-   * Queues one event (with `id`, default a fresh one); resolves once the port accepted it and every
-   * event queued before it. A function body is computed at delivery, from the session as it is then
-   * (a `queue_update` that must not overwrite what was queued meanwhile).
-   */
-  emit(body: LoopEventBody | (() => LoopEventBody), id: string = this.newId()): Promise<void> {
-    if (this.failed) return Promise.reject(this.failed);
-    const runId = this.runId;
-    if (this.inFlight === 0 && !this.delivering) {
-      // Nothing queued: call the port now; a port that returns synchronously costs no promise.
-      let accepted: Promise<void> | void;
-      this.delivering = true;
-      try {
-        accepted = this.port(this.complete(body, id, runId));
-      } catch (error) {
-        return Promise.reject(this.fail(error));
-      } finally {
-        this.delivering = false;
-      }
-      if (!isPromise(accepted)) return RESOLVED;
-      return this.track(accepted);
-    }
-    return this.track(
-      this.tail.then(() => {
-        if (this.failed) throw this.failed;
-        return this.port(this.complete(body, id, runId));
-      }),
-    );
+  failed(): Error | undefined {
+    return this.state.failed;
   }
 
-  /**
-   * Runs `fn` in the delivery order: after every event queued before it was accepted, and before any
-   * event queued after it is delivered. The shell appends a command's events this way, so that they
-   * are decided on the fold of every event the engine emitted before them. A failure of `fn` is its
-   * caller's: the sink goes on.
-   */
+  /** See `sinkEmit`. */
+  emit(body: LoopEventBody | (() => LoopEventBody), id?: string): Promise<void> {
+    return sinkEmit(this.state, body, id);
+  }
+
+  /** See `sinkExclusive`. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.failed) return Promise.reject(this.failed);
-    const run = this.inFlight === 0 && !this.delivering ? fn() : this.tail.then(fn);
-    this.inFlight++;
-    const settled = run.finally(() => {
-      this.inFlight--;
-    });
-    this.tail = settled.then(noop, noop);
-    return settled;
+    return sinkExclusive(this.state, fn);
   }
+}
 
-  /** The event as delivered: an entry event gets its entry from the leaf now. */
-  private complete(lazy: LoopEventBody | (() => LoopEventBody), id: string, runId: string | undefined): EngineEvent {
-    const body = typeof lazy === "function" ? lazy() : lazy;
-    if (body.type === "message_update" || !ENTRY_TYPES.has(body.type)) return { id, runId, body: body as EventBody };
-    const full = { ...body, entry: { id, parentId: this.leafId } } as EventBody;
-    if (!this.readLeaf) this.ownLeaf = id;
-    return { id, runId, body: full };
-  }
+export function sinkLeafId(s: SinkState): string | null {
+  return s.readLeaf ? s.readLeaf() : s.ownLeaf;
+}
 
-  /** Counts a delivery in flight; later emits chain behind it. */
-  private track(delivery: Promise<void>): Promise<void> {
-    this.inFlight++;
-    const settled = delivery.then(
-      () => {
-        this.inFlight--;
-      },
-      (error: unknown) => {
-        this.inFlight--;
-        throw this.fail(error);
-      },
-    );
-    this.tail = settled.catch(noop);
-    return settled;
-  }
-
-  private fail(error: unknown): Error {
-    if (!this.failed) {
-      this.failed = ensureError(error);
-      this.onFailure?.(this.failed);
+/**
+ * Queues one event (with `id`, default a fresh one); resolves once the port accepted it and every
+ * event queued before it. A function body is computed at delivery, from the session as it is then
+ * (a `queue_update` that must not overwrite what was queued meanwhile).
+ */
+export function sinkEmit(
+  s: SinkState,
+  body: LoopEventBody | (() => LoopEventBody),
+  id: string = s.newId(),
+): Promise<void> {
+  if (s.failed) return Promise.reject(s.failed);
+  const runId = s.runId;
+  if (s.inFlight === 0 && !s.delivering) {
+    // Nothing queued: call the port now; a port that returns synchronously costs no promise.
+    let accepted: Promise<void> | void;
+    s.delivering = true;
+    try {
+      accepted = s.port(complete(s, body, id, runId));
+    } catch (error) {
+      return Promise.reject(fail(s, error));
+    } finally {
+      s.delivering = false;
     }
-    return this.failed;
+    if (!isPromise(accepted)) return RESOLVED;
+    return track(s, accepted);
   }
+  return track(
+    s,
+    s.tail.then(() => {
+      if (s.failed) throw s.failed;
+      return s.port(complete(s, body, id, runId));
+    }),
+  );
+}
+
+/**
+ * Runs `fn` in the delivery order: after every event queued before it was accepted, and before any
+ * event queued after it is delivered. The shell appends a command's events this way, so that they
+ * are decided on the fold of every event the engine emitted before them. A failure of `fn` is its
+ * caller's: the sink goes on.
+ */
+export function sinkExclusive<T>(s: SinkState, fn: () => Promise<T>): Promise<T> {
+  if (s.failed) return Promise.reject(s.failed);
+  const run = s.inFlight === 0 && !s.delivering ? fn() : s.tail.then(fn);
+  s.inFlight++;
+  const settled = run.finally(() => {
+    s.inFlight--;
+  });
+  s.tail = settled.then(noop, noop);
+  return settled;
+}
+
+/** The event as delivered: an entry event gets its entry from the leaf now. */
+function complete(
+  s: SinkState,
+  lazy: LoopEventBody | (() => LoopEventBody),
+  id: string,
+  runId: string | undefined,
+): EngineEvent {
+  const body = typeof lazy === "function" ? lazy() : lazy;
+  if (body.type === "message_update" || !ENTRY_TYPES.has(body.type)) return { id, runId, body: body as EventBody };
+  // Not `{ ...body, entry }`: a spread followed by a key the source lacks is V8's slow path (~1 µs).
+  const full = Object.assign({}, body) as EventBody & { entry: { id: string; parentId: string | null } };
+  full.entry = { id, parentId: sinkLeafId(s) };
+  if (!s.readLeaf) s.ownLeaf = id;
+  return { id, runId, body: full };
+}
+
+/** Counts a delivery in flight; later emits chain behind it. */
+function track(s: SinkState, delivery: Promise<void>): Promise<void> {
+  s.inFlight++;
+  const settled = delivery.then(
+    () => {
+      s.inFlight--;
+    },
+    (error: unknown) => {
+      s.inFlight--;
+      throw fail(s, error);
+    },
+  );
+  s.tail = settled.catch(noop);
+  return settled;
+}
+
+function fail(s: SinkState, error: unknown): Error {
+  if (!s.failed) {
+    s.failed = ensureError(error);
+    s.onFailure?.(s.failed);
+  }
+  return s.failed;
 }

@@ -87,16 +87,20 @@ export async function executeToolBatch(
       return failed();
     });
   } else {
-    const sequential =
-      config.toolExecution === "sequential" ||
-      slots.some((s) => findTool(context, s.call.name)?.executionMode === "sequential");
-    if (sequential) await runSequential(slots, run, (slot) => runOneSequential(slot, context, assistant, config, run));
+    if (config.toolExecution === "sequential" || anySequential(slots, context))
+      await runSequential(slots, run, (slot) => runOneSequential(slot, context, assistant, config, run));
     else await runParallel(slots, context, assistant, config, run);
   }
   return {
     messages: slots.map((s) => s.message as ToolResultMessage),
     terminate: slots.length > 0 && slots.every((s) => s.outcome?.result.terminate === true),
   };
+}
+
+/** True when a call goes to a tool with `executionMode: "sequential"`. */
+function anySequential(slots: readonly Slot[], context: LoopContext): boolean {
+  for (const slot of slots) if (findTool(context, slot.call.name)?.executionMode === "sequential") return true;
+  return false;
 }
 
 function findTool(context: LoopContext, name: string): ToolDefinition | undefined {
@@ -171,19 +175,13 @@ async function runParallel(
     }
   }
 
-  let batchAborted = false;
-  let failure: unknown;
-  const runSlot = async (slot: Slot) => {
-    try {
-      const outcome = await executeAndFinalize(slot, context, assistant, config, run);
-      if (batchAborted) return;
-      slot.outcome = outcome;
-      await emitEnd(slot, run);
-    } catch (error) {
-      failure ??= error;
+  const batch: ParallelBatch = { aborted: false, failure: undefined, failed: false };
+  const running: Promise<void>[] = [];
+  if (!run.signal?.aborted) {
+    for (const slot of slots) {
+      if (slot.prepared && !slot.outcome) running.push(runSlot(slot, batch, context, assistant, config, run));
     }
-  };
-  const running = run.signal?.aborted ? [] : slots.filter((s) => s.prepared && !s.outcome).map(runSlot);
+  }
   if (running.length > 0) {
     if (run.signal) {
       const abort = run.abort.promise();
@@ -196,10 +194,10 @@ async function runParallel(
       await Promise.all(running);
     }
   }
-  if (failure !== undefined) throw failure;
+  if (batch.failed) throw batch.failure;
 
   if (slots.some((s) => !s.outcome)) {
-    batchAborted = true;
+    batch.aborted = true;
     for (const slot of slots) {
       if (slot.outcome) continue;
       slot.accepting = false;
@@ -210,6 +208,37 @@ async function runParallel(
     }
   }
   for (const slot of slots) if (!slot.message) await emitResultMessage(slot, run);
+}
+
+/** What the concurrently running calls of a parallel batch share. */
+interface ParallelBatch {
+  /** Set once an abort ended the batch: a late outcome is dropped. */
+  aborted: boolean;
+  /** The first failure (an emit that threw), rethrown once every call settled. */
+  failure: unknown;
+  failed: boolean;
+}
+
+/** One prepared call of a parallel batch: executes, then emits its `tool_execution_end`. */
+async function runSlot(
+  slot: Slot,
+  batch: ParallelBatch,
+  context: LoopContext,
+  assistant: AssistantMessage,
+  config: LoopConfig,
+  run: RunScope,
+): Promise<void> {
+  try {
+    const outcome = await executeAndFinalize(slot, context, assistant, config, run);
+    if (batch.aborted) return;
+    slot.outcome = outcome;
+    await emitEnd(slot, run);
+  } catch (error) {
+    if (!batch.failed) {
+      batch.failed = true;
+      batch.failure = error;
+    }
+  }
 }
 
 /**
@@ -295,7 +324,8 @@ async function executeAndFinalize(
     executed = { result: errorToolResult(thrownText(error)), isError: true };
   }
   if (updates.length > 0) await Promise.all(updates);
-  if (run.sink.failure) throw run.sink.failure;
+  const failed = run.sink.failed();
+  if (failed) throw failed;
   if (!config.afterToolCall || slot.dropped) return executed;
   try {
     const patch = await config.afterToolCall(

@@ -60,20 +60,24 @@ export type ResumePoint = ResumeCommon &
 /** errorMessage of a dangling assistant message closed by a resumed run. */
 export const interruptedErrorMessage = (reason: string): string => `Run interrupted while streaming (${reason})`;
 
-/** Maps the protocol's run cursor to a resume point; `undefined` for `idle` (nothing to resume). */
+/**
+ * Maps the protocol's run cursor to a resume point; `undefined` for `idle` (nothing to resume). The
+ * point shares no list with the cursor (the session's fold changes its lists in place).
+ */
 export function resumePointFromCursor(cursor: RunCursor, reason: string): ResumePoint | undefined {
   if (cursor.kind === "idle") return undefined;
-  const common = { runId: cursor.runId, reason, runMessages: cursor.messages, aborted: cursor.abortRequested };
+  const runMessages = cursor.messages.slice();
+  const common = { runId: cursor.runId, reason, runMessages, aborted: cursor.abortRequested };
   switch (cursor.kind) {
     case "run_started":
-      return { ...common, at: "awaiting_llm", turnOpen: false, undelivered: cursor.undelivered };
+      return { ...common, at: "awaiting_llm", turnOpen: false, undelivered: cursor.undelivered.slice() };
     case "awaiting_llm":
       return {
         ...common,
         at: "awaiting_llm",
         turnOpen: true,
         openMessage: cursor.openMessage,
-        undelivered: cursor.undelivered,
+        undelivered: cursor.undelivered.slice(),
         ...(cursor.overflowRetry ? { overflowRetry: true } : {}),
       };
     case "streaming":
@@ -86,8 +90,8 @@ export function resumePointFromCursor(cursor: RunCursor, reason: string): Resume
         endedResults: new Map(
           cursor.endedResults.map((r) => [r.toolCallId, { result: r.result, isError: r.isError }] as const),
         ),
-        finishedResults: cursor.finishedResults,
-        startedIds: cursor.startedToolCallIds,
+        finishedResults: cursor.finishedResults.slice(),
+        startedIds: cursor.startedToolCallIds.slice(),
       };
     case "awaiting_turn_end":
       return { ...common, at: "awaiting_turn_end", assistantMessage: cursor.assistantMessage };

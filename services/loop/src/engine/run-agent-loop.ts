@@ -5,7 +5,7 @@ import { EventSink } from "./event-sink.js";
 import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
 import { abortedAssistant, failureMessage, finishedContent } from "./messages.js";
 import { interruptedErrorMessage, type ResumePoint } from "./resume-point.js";
-import { AbortWatch, isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
+import { abortWatch, isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
 import { streamAssistantResponse } from "./stream-assistant.js";
 import type { EnginePorts, LoopConfig, LoopContext, TurnContext } from "./types.js";
 
@@ -44,108 +44,119 @@ export function runPrompt(
   prompts: readonly AgentMessage[],
   loop: LoopState,
   run: RunScope,
-  options: { skipInitialSteeringPoll?: boolean } = {},
+  skipInitialSteeringPoll = false,
 ): Promise<AgentMessage[]> {
-  return guardRun(loop, run, async () => {
-    const started = send(run, { type: "agent_start" });
-    if (started) await started;
-    const turn = send(run, { type: "turn_start" });
-    if (turn) await turn;
-    if (prompts.length > 0) await inject(prompts, loop, run);
-    const polled = options.skipInitialSteeringPoll ? NONE : poll(loop.config, "getSteeringMessages");
-    const pending = isPromise(polled) ? await polled : polled;
-    await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
-  });
+  return guardRun(loop, run, promptRun(prompts, loop, run, skipInitialSteeringPoll));
+}
+
+async function promptRun(
+  prompts: readonly AgentMessage[],
+  loop: LoopState,
+  run: RunScope,
+  skipInitialSteeringPoll: boolean,
+): Promise<void> {
+  const started = send(run, { type: "agent_start" });
+  if (started) await started;
+  const turn = send(run, { type: "turn_start" });
+  if (turn) await turn;
+  if (prompts.length > 0) await inject(prompts, loop, run);
+  const polled = skipInitialSteeringPoll ? NONE : poll(loop.config, "getSteeringMessages");
+  const pending = isPromise(polled) ? await polled : polled;
+  await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
 }
 
 /** A continuation run (pi's agentLoopContinue): no prompt messages, initial steering poll. */
 export function runContinuation(loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
-  return guardRun(loop, run, async () => {
-    await run.sink.emit({ type: "agent_start" });
-    await run.sink.emit({ type: "turn_start" });
-    const pending = await poll(loop.config, "getSteeringMessages");
-    await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
-  });
+  return guardRun(loop, run, continuationRun(loop, run));
+}
+
+async function continuationRun(loop: LoopState, run: RunScope): Promise<void> {
+  await run.sink.emit({ type: "agent_start" });
+  await run.sink.emit({ type: "turn_start" });
+  const pending = await poll(loop.config, "getSteeringMessages");
+  await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
 }
 
 /** Carries on an interrupted run from `point` (see `ResumePoint`), after a `run_resumed` event. */
 export function runResumed(interrupted: ResumePoint, loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
-  return guardRun(loop, run, async () => {
-    await run.sink.emit({ type: "run_resumed", runId: interrupted.runId, reason: interrupted.reason });
-    const auto = loop.config.autoCompaction;
-    const point = auto ? await auto.finishOpen(interrupted, loop, run) : interrupted;
-    switch (point.at) {
-      case "awaiting_llm": {
-        const open = point.openMessage;
-        if (open) {
-          await run.sink.emit({ type: "message_end", message: open });
-          loop.context.messages.push(open);
-          loop.newMessages.push(open);
-        }
-        return drive(loop, run, {
-          pending: point.undelivered?.slice() ?? [],
-          hasMoreToolCalls: true,
-          inTurn: point.turnOpen,
-          overflowRetry: point.overflowRetry === true,
-        });
+  return guardRun(loop, run, resumedRun(interrupted, loop, run));
+}
+
+async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunScope): Promise<void> {
+  await run.sink.emit({ type: "run_resumed", runId: interrupted.runId, reason: interrupted.reason });
+  const auto = loop.config.autoCompaction;
+  const point = auto ? await auto.finishOpen(interrupted, loop, run) : interrupted;
+  switch (point.at) {
+    case "awaiting_llm": {
+      const open = point.openMessage;
+      if (open) {
+        await run.sink.emit({ type: "message_end", message: open });
+        loop.context.messages.push(open);
+        loop.newMessages.push(open);
       }
-      case "streaming": {
-        // An abort accepted before the interruption lands where it would have: the message ends aborted.
-        const aborted = run.signal?.aborted === true;
-        const closed: AssistantMessage = aborted
-          ? abortedAssistant(point.partial, run.ports.now())
-          : {
-              ...point.partial,
-              content: finishedContent(point.partial.content),
-              stopReason: "error",
-              errorMessage: interruptedErrorMessage(point.reason),
-            };
-        await run.sink.emit({ type: "message_end", message: closed });
-        loop.context.messages.push(closed);
-        loop.newMessages.push(closed);
-        // A turn boundary like any other: writes flushed at it and steering apply to the retried call.
-        const pending = await completeTurn(closed, [], loop, run);
-        if (pending === "ended") return;
-        return drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: false });
-      }
-      case "tools_pending": {
-        const prior = new Map<string, PriorToolCall>();
-        for (const id of point.startedIds ?? []) prior.set(id, { started: true });
-        for (const [id, outcome] of point.endedResults ?? []) prior.set(id, { ...prior.get(id), outcome });
-        for (const message of point.finishedResults ?? []) {
-          prior.set(message.toolCallId, { ...prior.get(message.toolCallId), message });
-        }
-        const batch = await executeToolBatch(loop.context, point.assistantMessage, loop.config, run, prior);
-        const fresh = batch.messages.filter((m) => prior.get(m.toolCallId)?.message !== m);
-        for (const m of fresh) {
-          loop.context.messages.push(m);
-          loop.newMessages.push(m);
-        }
-        const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run);
-        if (pending === "ended") return;
-        return drive(loop, run, { pending, hasMoreToolCalls: !batch.terminate, inTurn: false });
-      }
-      case "awaiting_turn_end": {
-        // Cut between an overflowed call and its compaction: recover as the call's own turn would have.
-        if (auto && (await auto.recoverOverflow(point.assistantMessage, loop, run))) {
-          return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: true, overflowRetry: true });
-        }
-        if (isTerminal(point.assistantMessage)) {
-          await run.sink.emit({ type: "turn_end", message: point.assistantMessage, toolResults: [] });
-          return endRun(loop, run);
-        }
-        const pending = await completeTurn(point.assistantMessage, [], loop, run);
-        if (pending === "ended") return;
-        return drive(loop, run, { pending, hasMoreToolCalls: false, inTurn: false });
-      }
-      case "between_turns": {
-        if (isTerminal(point.lastAssistant) || run.signal?.aborted) return endRun(loop, run);
-        const pending = await poll(loop.config, "getSteeringMessages");
-        const hasMoreToolCalls = point.hasMoreToolCalls ?? hasToolCalls(point.lastAssistant);
-        return drive(loop, run, { pending, hasMoreToolCalls, inTurn: false });
-      }
+      return drive(loop, run, {
+        pending: point.undelivered?.slice() ?? [],
+        hasMoreToolCalls: true,
+        inTurn: point.turnOpen,
+        overflowRetry: point.overflowRetry === true,
+      });
     }
-  });
+    case "streaming": {
+      // An abort accepted before the interruption lands where it would have: the message ends aborted.
+      const aborted = run.signal?.aborted === true;
+      const closed: AssistantMessage = aborted
+        ? abortedAssistant(point.partial, run.ports.now())
+        : {
+            ...point.partial,
+            content: finishedContent(point.partial.content),
+            stopReason: "error",
+            errorMessage: interruptedErrorMessage(point.reason),
+          };
+      await run.sink.emit({ type: "message_end", message: closed });
+      loop.context.messages.push(closed);
+      loop.newMessages.push(closed);
+      // A turn boundary like any other: writes flushed at it and steering apply to the retried call.
+      const pending = await completeTurn(closed, [], loop, run);
+      if (pending === "ended") return;
+      return drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: false });
+    }
+    case "tools_pending": {
+      const prior = new Map<string, PriorToolCall>();
+      for (const id of point.startedIds ?? []) prior.set(id, { started: true });
+      for (const [id, outcome] of point.endedResults ?? []) prior.set(id, { ...prior.get(id), outcome });
+      for (const message of point.finishedResults ?? []) {
+        prior.set(message.toolCallId, { ...prior.get(message.toolCallId), message });
+      }
+      const batch = await executeToolBatch(loop.context, point.assistantMessage, loop.config, run, prior);
+      const fresh = batch.messages.filter((m) => prior.get(m.toolCallId)?.message !== m);
+      for (const m of fresh) {
+        loop.context.messages.push(m);
+        loop.newMessages.push(m);
+      }
+      const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run);
+      if (pending === "ended") return;
+      return drive(loop, run, { pending, hasMoreToolCalls: !batch.terminate, inTurn: false });
+    }
+    case "awaiting_turn_end": {
+      // Cut between an overflowed call and its compaction: recover as the call's own turn would have.
+      if (auto && (await auto.recoverOverflow(point.assistantMessage, loop, run))) {
+        return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: true, overflowRetry: true });
+      }
+      if (isTerminal(point.assistantMessage)) {
+        await run.sink.emit({ type: "turn_end", message: point.assistantMessage, toolResults: [] });
+        return endRun(loop, run);
+      }
+      const pending = await completeTurn(point.assistantMessage, [], loop, run);
+      if (pending === "ended") return;
+      return drive(loop, run, { pending, hasMoreToolCalls: false, inTurn: false });
+    }
+    case "between_turns": {
+      if (isTerminal(point.lastAssistant) || run.signal?.aborted) return endRun(loop, run);
+      const pending = await poll(loop.config, "getSteeringMessages");
+      const hasMoreToolCalls = point.hasMoreToolCalls ?? hasToolCalls(point.lastAssistant);
+      return drive(loop, run, { pending, hasMoreToolCalls, inTurn: false });
+    }
+  }
 }
 
 /** pi's runLoop: inner loop over turns and steering, outer loop over follow-ups. */
@@ -280,18 +291,21 @@ function endRun(loop: LoopState, run: RunScope): Promise<void> {
 }
 
 /**
- * pi 0.75's run failure path: anything the body throws (a hook, a streamFn that broke its
+ * pi 0.75's run failure path: anything the run's body throws (a hook, a streamFn that broke its
  * contract, an engine bug) becomes an assistant message — one empty text block, stopReason
  * `aborted` if the signal aborted else `error`, errorMessage = the thrown message — emitted with
  * `message_start`, `message_end`, `turn_end`, then `agent_end {messages: [failure]}`.
  * When `emit` itself failed, nothing more is emitted and the emit error is rethrown.
+ * `body` is the run's body, already started (module functions, not closures: their optimised code
+ * outlives each run's objects).
  */
-async function guardRun(loop: LoopState, run: RunScope, body: () => Promise<void>): Promise<AgentMessage[]> {
+async function guardRun(loop: LoopState, run: RunScope, body: Promise<void>): Promise<AgentMessage[]> {
   try {
-    await body();
+    await body;
     return loop.ended ?? loop.newMessages;
   } catch (error) {
-    if (run.sink.failure) throw run.sink.failure;
+    const failed = run.sink.failed();
+    if (failed) throw failed;
     if (loop.ended) return loop.ended;
     const failure = failureMessage(loop.model, run.signal?.aborted === true, error, run.ports.now());
     loop.context.messages.push(failure);
@@ -326,7 +340,7 @@ function scope(ports: EnginePorts, options: LoopOptions): { run: RunScope; sink:
   const sink = new EventSink({ emit: ports.emit, newId: ports.newId, leafId: options.leafId ?? null });
   const runId = options.runId ?? ports.newId();
   sink.runId = runId;
-  return { run: { ports, sink, signal: options.signal, abort: new AbortWatch(options.signal) }, sink, runId };
+  return { run: { ports, sink, signal: options.signal, abort: abortWatch(options.signal) }, sink, runId };
 }
 
 function initialState(

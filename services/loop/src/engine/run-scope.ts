@@ -22,8 +22,8 @@ export interface AbortWatcher {
 export interface Sink {
   /** Resolves once the event was accepted. May return the shared `RESOLVED` promise when it already was. */
   emit(body: LoopEventBody): Promise<void>;
-  /** Set once the emit port failed: nothing more can be emitted. */
-  readonly failure: Error | undefined;
+  /** The emit port's failure, once it failed: nothing more can be emitted. */
+  failed(): Error | undefined;
 }
 
 /** What every step of one run shares: the ports, the event sink, the run's abort signal and its watch. */
@@ -43,51 +43,87 @@ export const isPromise = <T>(value: T | Promise<T>): value is Promise<T> =>
 /**
  * Tells parts of a run that the run aborted, so they stop waiting. One listener on the signal
  * per run (attached on first use), or none when the owner calls `fire()` itself (the shell).
+ * A literal (one fixed hidden class for every run) whose methods are the module functions below.
  */
-export class AbortWatch {
+export interface AbortWatch {
   readonly signal: AbortSignal | undefined;
-  private readonly attach: boolean;
-  private attached = false;
-  private watchers: Set<AbortWatcher> | undefined;
-
-  constructor(signal: AbortSignal | undefined, options: { attach: boolean } = { attach: true }) {
-    this.signal = signal;
-    this.attach = options.attach;
-  }
-
+  readonly attach: boolean;
+  attached: boolean;
+  watchers: Set<AbortWatcher> | undefined;
   /** `watcher.onAbort()` runs once when the run aborts (at once if it already has). */
-  watch(watcher: AbortWatcher): void {
-    if (this.signal?.aborted) {
-      watcher.onAbort();
-      return;
-    }
-    if (!this.watchers) this.watchers = new Set();
-    this.watchers.add(watcher);
-    if (this.attach && !this.attached && this.signal) {
-      this.attached = true;
-      this.signal.addEventListener("abort", () => this.fire(), { once: true });
-    }
-  }
-
-  unwatch(watcher: AbortWatcher): void {
-    this.watchers?.delete(watcher);
-  }
-
+  watch(watcher: AbortWatcher): void;
+  unwatch(watcher: AbortWatcher): void;
   /** Tells every watcher once. */
-  fire(): void {
-    if (!this.watchers || this.watchers.size === 0) return;
-    const watchers = [...this.watchers];
-    this.watchers.clear();
-    for (const watcher of watchers) watcher.onAbort();
-  }
-
+  fire(): void;
   /** A promise that resolves with `ABORTED` when the run aborts; `dispose` stops watching. */
-  promise(): { promise: Promise<typeof ABORTED>; dispose: () => void } {
-    const watcher: AbortWatcher = { onAbort: noop };
-    const promise = new Promise<typeof ABORTED>((resolve) => {
-      watcher.onAbort = () => resolve(ABORTED);
-      this.watch(watcher);
-    });
-    return { promise, dispose: () => this.unwatch(watcher) };
+  promise(): AbortPromise;
+}
+
+export function abortWatch(
+  signal: AbortSignal | undefined,
+  options: { attach: boolean } = { attach: true },
+): AbortWatch {
+  return {
+    signal,
+    attach: options.attach,
+    attached: false,
+    watchers: undefined,
+    watch: watchAbort,
+    unwatch: unwatchAbort,
+    fire: fireAbort,
+    promise: abortPromise,
+  };
+}
+
+function watchAbort(this: AbortWatch, watcher: AbortWatcher): void {
+  if (this.signal?.aborted) {
+    watcher.onAbort();
+    return;
   }
+  if (!this.watchers) this.watchers = new Set();
+  this.watchers.add(watcher);
+  if (this.attach && !this.attached && this.signal) {
+    this.attached = true;
+    this.signal.addEventListener("abort", () => this.fire(), { once: true });
+  }
+}
+
+function unwatchAbort(this: AbortWatch, watcher: AbortWatcher): void {
+  this.watchers?.delete(watcher);
+}
+
+function fireAbort(this: AbortWatch): void {
+  if (!this.watchers || this.watchers.size === 0) return;
+  const watchers = [...this.watchers];
+  this.watchers.clear();
+  for (const watcher of watchers) watcher.onAbort();
+}
+
+/** `AbortWatch.promise()`: resolves with `ABORTED` when the run aborts, until disposed. */
+export interface AbortPromise extends AbortWatcher {
+  readonly promise: Promise<typeof ABORTED>;
+  dispose(): void;
+}
+
+interface OwnAbortPromise extends AbortPromise {
+  readonly watch: AbortWatch;
+  resolve: (value: typeof ABORTED) => void;
+}
+
+function abortPromise(this: AbortWatch): AbortPromise {
+  let resolve: (value: typeof ABORTED) => void = noop;
+  const promise = new Promise<typeof ABORTED>((settle) => {
+    resolve = settle;
+  });
+  const own: OwnAbortPromise = { promise, watch: this, resolve, onAbort: resolveAborted, dispose: disposeAbortPromise };
+  this.watch(own);
+  return own;
+}
+
+function resolveAborted(this: OwnAbortPromise): void {
+  this.resolve(ABORTED);
+}
+
+function disposeAbortPromise(this: OwnAbortPromise): void {
+  this.watch.unwatch(this);
 }

@@ -115,8 +115,7 @@ class Scripted implements ScriptedProvider {
       if (turn && (!options.sleep || (turn.tokensPerSecond ?? options.tokensPerSecond) === undefined)) {
         const model = options.model ?? streamOptions.model.modelId;
         const message = base(this.api, model, options.now(), stopReasonOf(turn), turn.usage);
-        const events = scriptEvents(turn, message, context, options.chunkChars);
-        return { [Symbol.asyncIterator]: () => new EventsIterator(events, message, signal, options.now) };
+        return scriptedStream(scriptEvents(turn, message, context, options.chunkChars), message, signal, options.now);
       }
     }
     return this.play(request, step, signal);
@@ -143,12 +142,12 @@ class Scripted implements ScriptedProvider {
     }
 
     const message = base(api, model, options.now(), stopReasonOf(turn), turn.usage);
-    const events = new EventsIterator(
+    const events = scriptedStream(
       scriptEvents(turn, message, context, options.chunkChars),
       message,
       signal,
       options.now,
-    );
+    )[Symbol.asyncIterator]();
     const sleep = options.sleep;
     const rate = sleep ? (turn.tokensPerSecond ?? options.tokensPerSecond) : undefined;
     while (true) {
@@ -213,95 +212,106 @@ function scriptEvents(
 }
 
 /**
+ * One response's events, iterable (each iteration from the start). Literals, not classes or closures
+ * per call (one fixed hidden class each, which outlives every stream), driven by the functions below.
+ */
+interface ScriptedStream extends AsyncIterable<AssistantStreamEvent> {
+  readonly events: AssistantStreamEvent[];
+  readonly message: AssistantMessage;
+  readonly signal: AbortSignal | undefined;
+  readonly now: () => number;
+  [Symbol.asyncIterator](): EventsIterator;
+}
+
+function scriptedStream(
+  events: AssistantStreamEvent[],
+  message: AssistantMessage,
+  signal: AbortSignal | undefined,
+  now: () => number,
+): ScriptedStream {
+  return { events, message, signal, now, [Symbol.asyncIterator]: iterateStream };
+}
+
+function iterateStream(this: ScriptedStream): EventsIterator {
+  return { stream: this, index: 0, finished: false, content: [], next: nextEvent, return: endEvents, peek: peekEvent };
+}
+
+/**
  * Hands out precomputed events; checks the signal before each one and, once aborted, ends with
  * `error {reason: "aborted"}` holding the content handed out so far.
  */
-class EventsIterator implements AsyncIterator<AssistantStreamEvent> {
-  private index = 0;
-  private finished = false;
-  private readonly content: AssistantMessage["content"] = [];
-  private readonly events: AssistantStreamEvent[];
-  private readonly message: AssistantMessage;
-  private readonly signal: AbortSignal | undefined;
-  private readonly now: () => number;
-
-  constructor(
-    events: AssistantStreamEvent[],
-    message: AssistantMessage,
-    signal: AbortSignal | undefined,
-    now: () => number,
-  ) {
-    this.events = events;
-    this.message = message;
-    this.signal = signal;
-    this.now = now;
-  }
-
+interface EventsIterator extends AsyncIterator<AssistantStreamEvent> {
+  readonly stream: ScriptedStream;
+  index: number;
+  finished: boolean;
+  readonly content: AssistantMessage["content"];
   /** The event `next()` would hand out (ignoring an abort). */
-  peek(): AssistantStreamEvent | undefined {
-    return this.finished ? undefined : this.events[this.index];
-  }
+  peek(): AssistantStreamEvent | undefined;
+}
 
-  next(): Promise<IteratorResult<AssistantStreamEvent>> {
-    if (this.finished || this.index >= this.events.length) return Promise.resolve({ value: undefined, done: true });
-    if (this.signal?.aborted) {
-      this.finished = true;
-      for (let i = 0; i < this.index; i++) this.track(this.events[i] as AssistantStreamEvent);
-      const error = {
-        ...this.message,
-        content: this.content.slice(),
-        stopReason: "aborted" as const,
-        errorMessage: ABORTED_ERROR_MESSAGE,
-        timestamp: this.now(),
-      };
-      return Promise.resolve({ value: { type: "error", reason: "aborted", error }, done: false });
-    }
-    return Promise.resolve({ value: this.events[this.index++] as AssistantStreamEvent, done: false });
-  }
+function peekEvent(this: EventsIterator): AssistantStreamEvent | undefined {
+  return this.finished ? undefined : this.stream.events[this.index];
+}
 
-  return(): Promise<IteratorResult<AssistantStreamEvent>> {
+function nextEvent(this: EventsIterator): Promise<IteratorResult<AssistantStreamEvent>> {
+  const stream = this.stream;
+  if (this.finished || this.index >= stream.events.length) return Promise.resolve({ value: undefined, done: true });
+  if (stream.signal?.aborted) {
     this.finished = true;
-    return Promise.resolve({ value: undefined, done: true });
+    for (let i = 0; i < this.index; i++) trackEvent(this.content, stream.events[i] as AssistantStreamEvent);
+    const error = {
+      ...stream.message,
+      content: this.content.slice(),
+      stopReason: "aborted" as const,
+      errorMessage: ABORTED_ERROR_MESSAGE,
+      timestamp: stream.now(),
+    };
+    return Promise.resolve({ value: { type: "error", reason: "aborted", error }, done: false });
   }
+  return Promise.resolve({ value: stream.events[this.index++] as AssistantStreamEvent, done: false });
+}
 
-  /** Rebuilds the content handed out so far (only needed when aborted). */
-  private track(event: AssistantStreamEvent): void {
-    const content = this.content;
-    switch (event.type) {
-      case "text_start":
-        content.push({ type: "text", text: "" });
-        break;
-      case "thinking_start":
-        content.push({ type: "thinking", thinking: "" });
-        break;
-      case "toolcall_start":
-        content.push({ type: "toolCall", id: event.id, name: event.name, arguments: {} });
-        break;
-      case "text_delta": {
-        const block = content[event.contentIndex];
-        if (block?.type === "text") content[event.contentIndex] = { ...block, text: block.text + event.delta };
-        break;
-      }
-      case "thinking_delta": {
-        const block = content[event.contentIndex];
-        if (block?.type === "thinking")
-          content[event.contentIndex] = { ...block, thinking: block.thinking + event.delta };
-        break;
-      }
-      case "text_end":
-        content[event.contentIndex] = { type: "text", text: event.content };
-        break;
-      case "thinking_end":
-        content[event.contentIndex] = {
-          type: "thinking",
-          thinking: event.content,
-          ...(event.thinkingSignature !== undefined ? { thinkingSignature: event.thinkingSignature } : {}),
-        };
-        break;
-      case "toolcall_end":
-        content[event.contentIndex] = event.toolCall;
-        break;
+function endEvents(this: EventsIterator): Promise<IteratorResult<AssistantStreamEvent>> {
+  this.finished = true;
+  return Promise.resolve({ value: undefined, done: true });
+}
+
+/** Rebuilds the content handed out so far (only needed when aborted). */
+function trackEvent(content: AssistantMessage["content"], event: AssistantStreamEvent): void {
+  switch (event.type) {
+    case "text_start":
+      content.push({ type: "text", text: "" });
+      break;
+    case "thinking_start":
+      content.push({ type: "thinking", thinking: "" });
+      break;
+    case "toolcall_start":
+      content.push({ type: "toolCall", id: event.id, name: event.name, arguments: {} });
+      break;
+    case "text_delta": {
+      const block = content[event.contentIndex];
+      if (block?.type === "text") content[event.contentIndex] = { ...block, text: block.text + event.delta };
+      break;
     }
+    case "thinking_delta": {
+      const block = content[event.contentIndex];
+      if (block?.type === "thinking")
+        content[event.contentIndex] = { ...block, thinking: block.thinking + event.delta };
+      break;
+    }
+    case "text_end":
+      content[event.contentIndex] = { type: "text", text: event.content };
+      break;
+    case "thinking_end":
+      content[event.contentIndex] = {
+        type: "thinking",
+        thinking: event.content,
+        ...(event.thinkingSignature !== undefined ? { thinkingSignature: event.thinkingSignature } : {}),
+      };
+      break;
+    case "toolcall_end":
+      content[event.contentIndex] = event.toolCall;
+      break;
   }
 }
 

@@ -4,7 +4,8 @@
 // pending writes are read from the session's one fold, which the shell updates from the log.
 import {
   type AgentMessage,
-  buildContext,
+  type ContextMessage,
+  contextAtLeaf,
   DEFAULT_SESSION_CONFIG,
   enqueueMessage,
   type ImageContent,
@@ -20,11 +21,11 @@ import {
 import { type DraftEvent, queueUpdate, queueUpdateDraft, writeDrafts } from "../decide/drafts.js";
 import { affectsNextTurn, decideSessionWrite } from "../decide/session-write.js";
 import { AutoCompaction } from "./auto-compaction.js";
-import { EventSink } from "./event-sink.js";
+import { createSinkState, type SinkState, sinkEmit, sinkExclusive } from "./event-sink.js";
 import { createUserMessage } from "./messages.js";
 import type { ResumePoint } from "./resume-point.js";
 import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
-import { AbortWatch, type LoopState, RESOLVED, type RunScope, type Sink } from "./run-scope.js";
+import { type AbortWatch, abortWatch, type LoopState, RESOLVED, type RunScope, type Sink } from "./run-scope.js";
 import type {
   EngineHooks,
   EngineModel,
@@ -84,8 +85,8 @@ export interface SessionEngineOptions {
 
 /** A read-only view of the session as the engine sees it (pi's `AgentState` plus the session fields). */
 export interface SessionEngineState {
-  /** The context at the leaf (pi's `state.messages` after a compaction or navigation). */
-  readonly messages: readonly import("@fleet/protocol").ContextMessage[];
+  /** The context at the leaf (pi's `state.messages` after a compaction or navigation); a copy. */
+  readonly messages: readonly ContextMessage[];
   readonly leafId: string | null;
   readonly model: ModelRef;
   readonly thinkingLevel: ThinkingLevel;
@@ -116,71 +117,110 @@ interface ActiveRun {
   idle: (() => void)[] | undefined;
 }
 
-/** Settings and context of the session at its leaf, from the fold. */
+/** Settings and context of the session at its leaf, from the fold (read-only: valid until the next fold). */
 interface SessionSettings {
   config: SessionConfig;
-  messages: import("@fleet/protocol").ContextMessage[];
+  messages: readonly ContextMessage[];
   model: ModelRef;
   thinkingLevel: ThinkingLevel;
   activeTools: readonly string[] | null;
 }
 
 const NONE: AgentMessage[] = [];
-const NOTHING_POLLED: Readonly<Record<QueueKind, number>> = Object.freeze({ steer: 0, followUp: 0, nextTurn: 0 });
+const NO_CONTEXT: readonly ContextMessage[] = Object.freeze([]);
+/** A fresh "nothing polled" record (a literal: cheaper than a copy of a frozen one). */
+const nothingPolled = (): Record<QueueKind, number> => ({ steer: 0, followUp: 0, nextTurn: 0 });
 
 const rejected = (code: Rejection["code"], reason: string): Rejection => ({ status: "rejected", code, reason });
 
-export class SessionEngine {
-  private readonly ports: EnginePorts;
-  private readonly session: SessionState;
-  private readonly sink: EventSink;
-  private readonly hooks: EngineHooks;
-  private readonly modelApi: ((model: ModelRef) => string) | undefined;
-  private readonly maxTokens: number | undefined;
-  private readonly sessionId: string | undefined;
-  private tools: readonly ToolDefinition[];
-  private active: ActiveRun | undefined;
+/** What a run does: data, not a closure per run (the run's code is module functions). */
+type RunBody =
+  | { kind: "prompt"; messages: readonly AgentMessage[]; skipInitialSteeringPoll: boolean }
+  | { kind: "continuation" }
+  | { kind: "resumed"; point: ResumePoint };
+
+function runBody(body: RunBody, loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
+  switch (body.kind) {
+    case "prompt":
+      return runPrompt(body.messages, loop, run, body.skipInitialSteeringPoll);
+    case "continuation":
+      return runContinuation(loop, run);
+    case "resumed":
+      return runResumed(body.point, loop, run);
+  }
+}
+
+/**
+ * An engine's state: one object literal, so its hidden class outlives every engine (V8 drops the
+ * hidden classes of a class's instances, and the optimised code built on them, once no instance
+ * survives a few major GCs). The run loop's callbacks work on it through the module functions
+ * below; `SessionEngine` is their public face.
+ */
+interface EngineCore {
+  readonly ports: EnginePorts;
+  readonly session: SessionState;
+  /** Set right after the core is made (the sink reads the leaf from it). */
+  sink: SinkState;
+  readonly hooks: EngineHooks;
+  readonly modelApi: ((model: ModelRef) => string) | undefined;
+  readonly maxTokens: number | undefined;
+  readonly sessionId: string | undefined;
+  tools: readonly ToolDefinition[];
+  active: ActiveRun | undefined;
   /**
    * Messages at the head of each queue that the run polled and has not injected yet (their drain's
    * `queue_update` is not out). Run-local: after a crash they are simply still queued in the log.
    */
-  private polled: Record<QueueKind, number> = { ...NOTHING_POLLED };
+  polled: Record<QueueKind, number>;
   /** Writes flushed during the run since the last `prepareNextTurn`. */
-  private runDirty = false;
-  private flushedMessages: AgentMessage[] = [];
-  private readonly runSink: Sink;
-  private readonly autoCompaction: AutoCompaction | undefined;
+  runDirty: boolean;
+  flushedMessages: AgentMessage[];
+  readonly autoCompaction: AutoCompaction | undefined;
+}
+
+export class SessionEngine {
+  declare private readonly core: EngineCore;
+  declare private readonly runSink: Sink;
 
   constructor(options: SessionEngineOptions) {
-    this.ports = options.ports;
-    this.session = options.session;
-    this.hooks = options.hooks ?? {};
-    this.modelApi = options.modelApi;
-    this.maxTokens = options.maxTokens;
-    this.sessionId = options.sessionId;
-    this.tools = options.tools;
-    this.sink = new EventSink({
+    const core: EngineCore = {
+      ports: options.ports,
+      session: options.session,
+      sink: undefined as unknown as SinkState,
+      hooks: options.hooks ?? {},
+      modelApi: options.modelApi,
+      maxTokens: options.maxTokens,
+      sessionId: options.sessionId,
+      tools: options.tools,
+      active: undefined,
+      polled: nothingPolled(),
+      runDirty: false,
+      flushedMessages: [],
+      autoCompaction: options.contextWindow
+        ? new AutoCompaction({ session: options.session, contextWindow: options.contextWindow })
+        : undefined,
+    };
+    core.sink = createSinkState({
       emit: options.ports.emit,
       newId: options.ports.newId,
-      leafId: () => this.session.tree.leafId,
-      onFailure: () => this.abort(),
+      leafId: leafIdOf.bind(undefined, core),
+      onFailure: abortRun.bind(undefined, core),
     });
-    this.runSink = new RunSink(this.sink, this);
-    this.autoCompaction = options.contextWindow
-      ? new AutoCompaction({ session: options.session, contextWindow: options.contextWindow })
-      : undefined;
+    this.core = core;
+    this.runSink = runSinkOf(core);
   }
 
   get state(): SessionEngineState {
-    const session = this.session;
+    const core = this.core;
+    const session = core.session;
     let settings: SessionSettings | undefined;
     const read = () => {
-      settings ??= this.settings();
+      settings ??= settingsOf(core);
       return settings;
     };
     return {
       get messages() {
-        return read().messages;
+        return read().messages.slice();
       },
       leafId: session.tree.leafId,
       get model() {
@@ -205,13 +245,13 @@ export class SessionEngine {
         return read().config.toolExecution;
       },
       queues: session.status.queues,
-      isStreaming: this.active !== undefined,
+      isStreaming: core.active !== undefined,
       get streamingMessage() {
         return streamingMessageOf(session);
       },
       pendingToolCalls: session.status.pendingToolCalls,
       errorMessage: session.status.errorMessage,
-      runId: this.active?.runId,
+      runId: core.active?.runId,
       pendingWrites: session.pendingWrites.length,
     };
   }
@@ -220,13 +260,14 @@ export class SessionEngine {
 
   /** `busy` while a run is active, else nothing. */
   checkPrompt(): Rejection | undefined {
-    return this.active ? rejected("busy", ENGINE_ERROR_TEXT.promptBusy) : undefined;
+    return this.core.active ? rejected("busy", ENGINE_ERROR_TEXT.promptBusy) : undefined;
   }
 
   /** pi's `continue()` decision table, without side effects. */
   checkContinue(): Rejection | undefined {
-    if (this.active) return rejected("busy", ENGINE_ERROR_TEXT.continueBusy);
-    return continueRefusal(this.settings().messages, this.session.status.queues);
+    const core = this.core;
+    if (core.active) return rejected("busy", ENGINE_ERROR_TEXT.continueBusy);
+    return continueRefusal(settingsOf(core).messages, core.session.status.queues);
   }
 
   /**
@@ -236,14 +277,16 @@ export class SessionEngine {
   prompt(input: PromptInput, options: { images?: readonly ImageContent[]; runId?: string } = {}): Promise<RunResult> {
     const busy = this.checkPrompt();
     if (busy) return Promise.resolve(busy);
+    const core = this.core;
     const own =
       typeof input === "string"
-        ? [createUserMessage(input, options.images, this.ports.now())]
+        ? [createUserMessage(input, options.images, core.ports.now())]
         : Array.isArray(input)
           ? (input as readonly AgentMessage[]).slice()
           : [input as AgentMessage];
-    const nextTurn = this.poll("nextTurn", "all");
-    return this.startRun(options.runId, (loop, run) => runPrompt([...nextTurn, ...own], loop, run));
+    const nextTurn = poll(core, "nextTurn", "all");
+    const messages = nextTurn.length > 0 ? [...nextTurn, ...own] : own;
+    return startRun(core, this.runSink, options.runId, { kind: "prompt", messages, skipInitialSteeringPoll: false });
   }
 
   /**
@@ -253,18 +296,19 @@ export class SessionEngine {
   continue(options: { runId?: string } = {}): Promise<RunResult> {
     const refused = this.checkContinue();
     if (refused) return Promise.resolve(refused);
-    const settings = this.settings();
+    const core = this.core;
+    const settings = settingsOf(core);
     if (settings.messages.at(-1)?.role === "assistant") {
-      const steering = this.poll("steer", settings.config.steeringMode);
+      const steering = poll(core, "steer", settings.config.steeringMode);
       if (steering.length > 0) {
-        return this.startRun(options.runId, (loop, run) =>
-          runPrompt(steering, loop, run, { skipInitialSteeringPoll: true }),
-        );
+        const body: RunBody = { kind: "prompt", messages: steering, skipInitialSteeringPoll: true };
+        return startRun(core, this.runSink, options.runId, body);
       }
-      const followUps = this.poll("followUp", settings.config.followUpMode);
-      return this.startRun(options.runId, (loop, run) => runPrompt(followUps, loop, run));
+      const followUps = poll(core, "followUp", settings.config.followUpMode);
+      const body: RunBody = { kind: "prompt", messages: followUps, skipInitialSteeringPoll: false };
+      return startRun(core, this.runSink, options.runId, body);
     }
-    return this.startRun(options.runId, (loop, run) => runContinuation(loop, run));
+    return startRun(core, this.runSink, options.runId, { kind: "continuation" });
   }
 
   /**
@@ -272,26 +316,19 @@ export class SessionEngine {
    * abort was accepted before the interruption carries on aborted.
    */
   resume(point: ResumePoint): Promise<RunResult> {
-    if (this.active) return Promise.resolve(rejected("busy", ENGINE_ERROR_TEXT.busy));
-    return this.startRun(
-      point.runId,
-      (loop, run) => runResumed(point, loop, run),
-      point.runMessages ?? [],
-      point.aborted === true,
-    );
+    if (this.core.active) return Promise.resolve(rejected("busy", ENGINE_ERROR_TEXT.busy));
+    const body: RunBody = { kind: "resumed", point };
+    return startRun(this.core, this.runSink, point.runId, body, point.runMessages ?? [], point.aborted === true);
   }
 
   /** Aborts the active run (no-op when idle). Queues are left as they are (pi 0.73 Agent). */
   abort(): void {
-    const run = this.active;
-    if (!run || run.controller.signal.aborted) return;
-    run.controller.abort();
-    run.abort.fire();
+    abortRun(this.core);
   }
 
   /** Resolves when no run is active. */
   waitForIdle(): Promise<void> {
-    const run = this.active;
+    const run = this.core.active;
     if (!run) return RESOLVED;
     return new Promise((resolve) => {
       run.idle ??= [];
@@ -317,16 +354,17 @@ export class SessionEngine {
 
   /** Empties the given queues (default all three); emits `queue_update` when anything changed. */
   async clearQueues(kinds: readonly QueueKind[] = ["steer", "followUp", "nextTurn"]): Promise<MessageQueues> {
-    const queues = this.session.status.queues;
+    const core = this.core;
+    const queues = core.session.status.queues;
     const cleared: MessageQueues = { steer: [], followUp: [], nextTurn: [] };
     const next: MessageQueues = { ...queues };
     let changed = false;
     for (const kind of kinds) {
-      cleared[kind] = queues[kind].slice(this.polled[kind]);
+      cleared[kind] = queues[kind].slice(core.polled[kind]);
       changed ||= cleared[kind].length > 0;
-      next[kind] = queues[kind].slice(0, this.polled[kind]);
+      next[kind] = queues[kind].slice(0, core.polled[kind]);
     }
-    if (changed) await this.emitDrafts([queueUpdateDraft(this.ports.newId(), next)]);
+    if (changed) await emitDrafts(core, [queueUpdateDraft(core.ports.newId(), next)]);
     return cleared;
   }
 
@@ -370,198 +408,19 @@ export class SessionEngine {
   ): Promise<void> {
     const present = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     if (Object.keys(present).length === 0) return;
-    await this.emitDrafts([{ id: this.ports.newId(), body: { type: "config_change", ...present } }]);
+    await emitDrafts(this.core, [{ id: this.core.ports.newId(), body: { type: "config_change", ...present } }]);
     this.noteConfigured(patch);
   }
 
   /** The shell appended a `config_change` itself: a new system prompt applies from the next turn. */
   noteConfigured(patch: { systemPrompt?: string | undefined }): void {
-    if (patch.systemPrompt !== undefined && this.active) this.runDirty = true;
+    if (patch.systemPrompt !== undefined && this.core.active) this.core.runDirty = true;
   }
 
   /** Replaces the tool registry (active tools are resolved by name at every turn). */
   setTools(tools: readonly ToolDefinition[]): void {
-    this.tools = tools;
-    if (this.active) this.runDirty = true;
-  }
-
-  // ---- internals --------------------------------------------------------------------------------
-
-  private settings(): SessionSettings {
-    const config = this.session.tree.config ?? DEFAULT_SESSION_CONFIG;
-    const ctx = buildContext(this.session.tree);
-    if (!ctx.ok) {
-      return {
-        config,
-        messages: [],
-        model: config.model,
-        thinkingLevel: config.thinkingLevel,
-        activeTools: config.activeTools,
-      };
-    }
-    return {
-      config,
-      messages: ctx.messages,
-      model: ctx.model ?? config.model,
-      thinkingLevel: ctx.thinkingLevel,
-      activeTools: ctx.activeToolNames,
-    };
-  }
-
-  private async startRun(
-    runId: string | undefined,
-    body: (loop: LoopState, run: RunScope) => Promise<AgentMessage[]>,
-    runMessages: readonly AgentMessage[] = NONE,
-    aborted = false,
-  ): Promise<RunResult> {
-    const id = runId ?? this.ports.newId();
-    const controller = new AbortController();
-    if (aborted) controller.abort();
-    const abort = new AbortWatch(controller.signal, { attach: false });
-    const active: ActiveRun = { runId: id, controller, abort, idle: undefined };
-    this.active = active;
-    this.sink.runId = id;
-    this.runDirty = false;
-    this.flushedMessages.length = 0;
-
-    const settings = this.settings();
-    const model = this.engineModel(settings.model);
-    const loop: LoopState = {
-      context: {
-        systemPrompt: settings.config.systemPrompt,
-        messages: settings.messages.slice(),
-        tools: this.activeTools(settings.activeTools),
-      },
-      config: new ShellLoopConfig(
-        this,
-        this.hooks,
-        model,
-        settings,
-        this.maxTokens,
-        this.sessionId,
-        this.autoCompaction,
-      ),
-      model,
-      thinkingLevel: settings.thinkingLevel,
-      newMessages: runMessages.slice(),
-    };
-    const run: RunScope = { ports: this.ports, sink: this.runSink, signal: controller.signal, abort };
-    let result: RunResult;
-    try {
-      result = { status: "completed", runId: id, messages: await body(loop, run) };
-    } catch (error) {
-      result = { status: "emit_failed", runId: id, error: this.sink.failure ?? (error as Error) };
-    }
-    this.active = undefined;
-    this.sink.runId = undefined;
-    this.polled = { ...NOTHING_POLLED };
-    if (active.idle) for (const resolve of active.idle) resolve();
-    if (this.session.pendingWrites.length > 0 && !this.sink.failure && !this.session.status.isStreaming) {
-      try {
-        await this.flushWrites();
-      } catch {
-        // emit failed while flushing after the run: the shell is dead; the result still stands.
-      }
-    }
-    return result;
-  }
-
-  /** @internal Harness `prepareNextTurn`: settings and messages flushed since the last turn apply from now on; then the user hook. */
-  prepareNextTurn(turn: TurnContext): NextTurnUpdate | undefined | Promise<NextTurnUpdate | undefined> {
-    let update: NextTurnUpdate | undefined;
-    if (this.runDirty) {
-      this.runDirty = false;
-      const settings = this.settings();
-      update = {
-        context: {
-          systemPrompt: settings.config.systemPrompt,
-          messages: [...turn.context.messages, ...this.flushedMessages],
-          tools: this.activeTools(settings.activeTools),
-        },
-        model: this.engineModel(settings.model),
-        thinkingLevel: settings.thinkingLevel,
-      };
-      this.flushedMessages.length = 0;
-    }
-    const hook = this.hooks.prepareNextTurn;
-    if (!hook) return update;
-    return Promise.resolve(hook(update?.context ? { ...turn, context: update.context } : turn)).then((own) => {
-      if (!own) return update;
-      return {
-        ...update,
-        ...(own.context ? { context: own.context } : {}),
-        ...(own.model ? { model: own.model } : {}),
-        ...(own.thinkingLevel ? { thinkingLevel: own.thinkingLevel } : {}),
-      };
-    });
-  }
-
-  /** @internal */
-  pollSteering(): AgentMessage[] {
-    return this.poll("steer", this.configNow().steeringMode);
-  }
-
-  /** @internal */
-  pollFollowUp(): AgentMessage[] {
-    return this.poll("followUp", this.configNow().followUpMode);
-  }
-
-  private configNow(): SessionConfig {
-    return this.session.tree.config ?? DEFAULT_SESSION_CONFIG;
-  }
-
-  private activeTools(names: readonly string[] | null): readonly ToolDefinition[] {
-    if (names === null) return this.tools;
-    return this.tools.filter((t) => names.includes(t.name));
-  }
-
-  private engineModel(model: ModelRef): EngineModel {
-    return this.modelApi ? { ...model, api: this.modelApi(model) } : { ...model };
-  }
-
-  private enqueue(kind: QueueKind, message: AgentMessage): Promise<void> {
-    return this.sink.emit(
-      () => queueUpdate(enqueueMessage(this.session.status.queues, kind, message)) as LoopEventBody,
-    );
-  }
-
-  /**
-   * Takes messages from the head of a queue, past the ones already polled; they stay reported as
-   * queued (in the log's queues) until `announceDrain`.
-   */
-  private poll(kind: QueueKind, mode: SessionConfig["steeringMode"]): AgentMessage[] {
-    const available = this.session.status.queues[kind].slice(this.polled[kind]);
-    if (available.length === 0) return NONE;
-    const drained = mode === "all" ? available : available.slice(0, 1);
-    this.polled[kind] += drained.length;
-    return drained;
-  }
-
-  /**
-   * @internal The drain's `queue_update`, just before the injected messages' first `message_start`:
-   * the queues as they are at delivery, without the drained heads (messages queued meanwhile stay),
-   * which it names in `delivering` for a worker that takes the run over before they are delivered.
-   */
-  announceDrain(): Promise<void> | undefined {
-    const polled = this.polled;
-    if (polled.steer + polled.followUp + polled.nextTurn === 0) return undefined;
-    this.polled = { ...NOTHING_POLLED };
-    return this.sink.emit(() => {
-      const queues = this.session.status.queues;
-      const delivering = [
-        ...queues.nextTurn.slice(0, polled.nextTurn),
-        ...queues.steer.slice(0, polled.steer),
-        ...queues.followUp.slice(0, polled.followUp),
-      ];
-      return {
-        ...queueUpdate({
-          steer: queues.steer.slice(polled.steer),
-          followUp: queues.followUp.slice(polled.followUp),
-          nextTurn: queues.nextTurn.slice(polled.nextTurn),
-        }),
-        delivering,
-      } as LoopEventBody;
-    });
+    this.core.tools = tools;
+    if (this.core.active) this.core.runDirty = true;
   }
 
   /**
@@ -569,55 +428,239 @@ export class SessionEngine {
    * and appends a command's events this way, on a fold that holds every event emitted before.
    */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.sink.exclusive(fn);
-  }
-
-  private async write(write: SessionWrite): Promise<"emitted" | "buffered"> {
-    const deferred = this.active !== undefined || this.session.status.isStreaming || this.session.compaction !== null;
-    const drafts = decideSessionWrite(this.session, write, `engine:${write.type}`, this.ports.newId, deferred);
-    await this.emitDrafts(drafts);
-    return deferred ? "buffered" : "emitted";
-  }
-
-  private async emitDrafts(drafts: readonly DraftEvent[]): Promise<void> {
-    for (const draft of drafts) await this.sink.emit(draft.body as LoopEventBody, draft.id);
-  }
-
-  /** @internal */
-  hasPendingWrites(): boolean {
-    return this.session.pendingWrites.length > 0;
+    return sinkExclusive(this.core.sink, fn);
   }
 
   /**
-   * @internal Carries out the log's pending writes in acceptance order (writes deferred meanwhile
-   * are flushed too). Each is settled by its entry event, whose id the `pending_write` named.
+   * Carries out the log's pending writes in acceptance order (writes deferred meanwhile are flushed
+   * too). Each is settled by its entry event, whose id the `pending_write` named.
    */
-  async flushWrites(): Promise<void> {
-    while (this.session.pendingWrites.length > 0) {
-      const pending = this.session.pendingWrites[0];
-      if (!pending) break;
-      const write = pending.write;
-      const started =
-        write.type === "message" && sameMessage(streamingMessageOf(this.session), write.message)
-          ? undefined
-          : this.ports.newId();
-      if (this.active && affectsNextTurn(write)) {
-        this.runDirty = true;
-        if (write.type === "message") this.flushedMessages.push(write.message);
-      }
-      await this.emitDrafts(
-        writeDrafts(write, { eventId: pending.eventId, startId: write.type === "message" ? started : undefined }),
-      );
-      if (this.session.pendingWrites[0] === pending) break; // the shell did not fold the settling event
+  flushWrites(): Promise<void> {
+    return flushWrites(this.core);
+  }
+
+  // ---- internals --------------------------------------------------------------------------------
+
+  private enqueue(kind: QueueKind, message: AgentMessage): Promise<void> {
+    const session = this.core.session;
+    return sinkEmit(
+      this.core.sink,
+      () => queueUpdate(enqueueMessage(session.status.queues, kind, message)) as LoopEventBody,
+    );
+  }
+
+  private async write(write: SessionWrite): Promise<"emitted" | "buffered"> {
+    const core = this.core;
+    const session = core.session;
+    const deferred = core.active !== undefined || session.status.isStreaming || session.compaction !== null;
+    const drafts = decideSessionWrite(session, write, `engine:${write.type}`, core.ports.newId, deferred);
+    await emitDrafts(core, drafts);
+    return deferred ? "buffered" : "emitted";
+  }
+}
+
+// ---- the engine's internals, on its core ---------------------------------------------------------
+
+function leafIdOf(core: EngineCore): string | null {
+  return core.session.tree.leafId;
+}
+
+function abortRun(core: EngineCore): void {
+  const run = core.active;
+  if (!run || run.controller.signal.aborted) return;
+  run.controller.abort();
+  run.abort.fire();
+}
+
+function settingsOf(core: EngineCore): SessionSettings {
+  const config = core.session.tree.config ?? DEFAULT_SESSION_CONFIG;
+  const ctx = contextAtLeaf(core.session.tree);
+  if (!ctx) {
+    return {
+      config,
+      messages: NO_CONTEXT,
+      model: config.model,
+      thinkingLevel: config.thinkingLevel,
+      activeTools: config.activeTools,
+    };
+  }
+  return {
+    config,
+    messages: ctx.messages,
+    model: ctx.model ?? config.model,
+    thinkingLevel: ctx.thinkingLevel,
+    activeTools: ctx.activeToolNames,
+  };
+}
+
+function configNow(core: EngineCore): SessionConfig {
+  return core.session.tree.config ?? DEFAULT_SESSION_CONFIG;
+}
+
+function activeToolsOf(core: EngineCore, names: readonly string[] | null): readonly ToolDefinition[] {
+  if (names === null) return core.tools;
+  return core.tools.filter((t) => names.includes(t.name));
+}
+
+function engineModelOf(core: EngineCore, model: ModelRef): EngineModel {
+  const { provider, modelId } = model;
+  return core.modelApi ? { provider, modelId, api: core.modelApi(model) } : { provider, modelId };
+}
+
+async function startRun(
+  core: EngineCore,
+  runSink: Sink,
+  runId: string | undefined,
+  body: RunBody,
+  runMessages: readonly AgentMessage[] = NONE,
+  aborted = false,
+): Promise<RunResult> {
+  const id = runId ?? core.ports.newId();
+  const controller = new AbortController();
+  if (aborted) controller.abort();
+  const abort = abortWatch(controller.signal, { attach: false });
+  const active: ActiveRun = { runId: id, controller, abort, idle: undefined };
+  core.active = active;
+  core.sink.runId = id;
+  core.runDirty = false;
+  core.flushedMessages.length = 0;
+
+  const settings = settingsOf(core);
+  const model = engineModelOf(core, settings.model);
+  const loop: LoopState = {
+    context: {
+      systemPrompt: settings.config.systemPrompt,
+      messages: settings.messages.slice(),
+      tools: activeToolsOf(core, settings.activeTools),
+    },
+    config: shellLoopConfig(core, model, settings),
+    model,
+    thinkingLevel: settings.thinkingLevel,
+    newMessages: runMessages.slice(),
+  };
+  const run: RunScope = { ports: core.ports, sink: runSink, signal: controller.signal, abort };
+  let result: RunResult;
+  try {
+    result = { status: "completed", runId: id, messages: await runBody(body, loop, run) };
+  } catch (error) {
+    result = { status: "emit_failed", runId: id, error: core.sink.failed ?? (error as Error) };
+  }
+  core.active = undefined;
+  core.sink.runId = undefined;
+  core.polled = nothingPolled();
+  if (active.idle) for (const resolve of active.idle) resolve();
+  const session = core.session;
+  if (session.pendingWrites.length > 0 && !core.sink.failed && !session.status.isStreaming) {
+    try {
+      await flushWrites(core);
+    } catch {
+      // emit failed while flushing after the run: the shell is dead; the result still stands.
     }
+  }
+  return result;
+}
+
+/** Harness `prepareNextTurn`: settings and messages flushed since the last turn apply from now on; then the user hook. */
+function prepareNextTurn(
+  core: EngineCore,
+  turn: TurnContext,
+): NextTurnUpdate | undefined | Promise<NextTurnUpdate | undefined> {
+  let update: NextTurnUpdate | undefined;
+  if (core.runDirty) {
+    core.runDirty = false;
+    const settings = settingsOf(core);
+    update = {
+      context: {
+        systemPrompt: settings.config.systemPrompt,
+        messages: [...turn.context.messages, ...core.flushedMessages],
+        tools: activeToolsOf(core, settings.activeTools),
+      },
+      model: engineModelOf(core, settings.model),
+      thinkingLevel: settings.thinkingLevel,
+    };
+    core.flushedMessages.length = 0;
+  }
+  const hook = core.hooks.prepareNextTurn;
+  if (!hook) return update;
+  return Promise.resolve(hook(update?.context ? { ...turn, context: update.context } : turn)).then((own) => {
+    if (!own) return update;
+    return {
+      ...update,
+      ...(own.context ? { context: own.context } : {}),
+      ...(own.model ? { model: own.model } : {}),
+      ...(own.thinkingLevel ? { thinkingLevel: own.thinkingLevel } : {}),
+    };
+  });
+}
+
+/**
+ * Takes messages from the head of a queue, past the ones already polled; they stay reported as
+ * queued (in the log's queues) until `announceDrain`.
+ */
+function poll(core: EngineCore, kind: QueueKind, mode: SessionConfig["steeringMode"]): AgentMessage[] {
+  const available = core.session.status.queues[kind].slice(core.polled[kind]);
+  if (available.length === 0) return NONE;
+  const drained = mode === "all" ? available : available.slice(0, 1);
+  core.polled[kind] += drained.length;
+  return drained;
+}
+
+/**
+ * The drain's `queue_update`, just before the injected messages' first `message_start`: the queues
+ * as they are at delivery, without the drained heads (messages queued meanwhile stay), which it names
+ * in `delivering` for a worker that takes the run over before they are delivered.
+ */
+function announceDrain(core: EngineCore): Promise<void> | undefined {
+  const polled = core.polled;
+  if (polled.steer + polled.followUp + polled.nextTurn === 0) return undefined;
+  core.polled = nothingPolled();
+  return sinkEmit(core.sink, () => {
+    const queues = core.session.status.queues;
+    const delivering = [
+      ...queues.nextTurn.slice(0, polled.nextTurn),
+      ...queues.steer.slice(0, polled.steer),
+      ...queues.followUp.slice(0, polled.followUp),
+    ];
+    return {
+      ...queueUpdate({
+        steer: queues.steer.slice(polled.steer),
+        followUp: queues.followUp.slice(polled.followUp),
+        nextTurn: queues.nextTurn.slice(polled.nextTurn),
+      }),
+      delivering,
+    } as LoopEventBody;
+  });
+}
+
+async function emitDrafts(core: EngineCore, drafts: readonly DraftEvent[]): Promise<void> {
+  for (const draft of drafts) await sinkEmit(core.sink, draft.body as LoopEventBody, draft.id);
+}
+
+/** See `SessionEngine.flushWrites`. */
+async function flushWrites(core: EngineCore): Promise<void> {
+  const session = core.session;
+  while (session.pendingWrites.length > 0) {
+    const pending = session.pendingWrites[0];
+    if (!pending) break;
+    const write = pending.write;
+    const started =
+      write.type === "message" && sameMessage(streamingMessageOf(session), write.message)
+        ? undefined
+        : core.ports.newId();
+    if (core.active && affectsNextTurn(write)) {
+      core.runDirty = true;
+      if (write.type === "message") core.flushedMessages.push(write.message);
+    }
+    await emitDrafts(
+      core,
+      writeDrafts(write, { eventId: pending.eventId, startId: write.type === "message" ? started : undefined }),
+    );
+    if (session.pendingWrites[0] === pending) break; // the shell did not fold the settling event
   }
 }
 
 /** pi's `continue()` refusals, from the context and the queues. */
-export function continueRefusal(
-  messages: readonly import("@fleet/protocol").ContextMessage[],
-  queues: MessageQueues,
-): Rejection | undefined {
+export function continueRefusal(messages: readonly ContextMessage[], queues: MessageQueues): Rejection | undefined {
   const last = messages.at(-1);
   if (!last) return rejected("conflict", ENGINE_ERROR_TEXT.noMessages);
   if (last.role === "assistant" && queues.steer.length === 0 && queues.followUp.length === 0) {
@@ -632,81 +675,68 @@ function sameMessage(a: AgentMessage | undefined, b: AgentMessage): boolean {
 }
 
 /** A run's loop config: the session's settings and hooks, with the queue and turn callbacks of the shell. */
-class ShellLoopConfig implements LoopConfig {
-  model: EngineModel;
-  thinkingLevel: ThinkingLevel;
-  toolExecution: SessionConfig["toolExecution"];
-  maxTokens: number | undefined;
-  sessionId: string | undefined;
-  transformContext: EngineHooks["transformContext"];
-  convertToLlm: EngineHooks["convertToLlm"];
-  beforeToolCall: EngineHooks["beforeToolCall"];
-  afterToolCall: EngineHooks["afterToolCall"];
-  shouldStopAfterTurn: EngineHooks["shouldStopAfterTurn"];
-  autoCompaction: AutoCompaction | undefined;
-  private readonly engine: SessionEngine;
+interface ShellLoopConfig extends LoopConfig {
+  readonly core: EngineCore;
+}
 
-  constructor(
-    engine: SessionEngine,
-    hooks: EngineHooks,
-    model: EngineModel,
-    settings: SessionSettings,
-    maxTokens: number | undefined,
-    sessionId: string | undefined,
-    autoCompaction: AutoCompaction | undefined,
-  ) {
-    this.engine = engine;
-    this.autoCompaction = autoCompaction;
-    this.model = model;
-    this.thinkingLevel = settings.thinkingLevel;
-    this.toolExecution = settings.config.toolExecution;
-    this.maxTokens = maxTokens;
-    this.sessionId = sessionId;
-    this.transformContext = hooks.transformContext;
-    this.convertToLlm = hooks.convertToLlm;
-    this.beforeToolCall = hooks.beforeToolCall;
-    this.afterToolCall = hooks.afterToolCall;
-    this.shouldStopAfterTurn = hooks.shouldStopAfterTurn;
-  }
+/** A literal (one fixed hidden class for every run), its callbacks module functions. */
+function shellLoopConfig(core: EngineCore, model: EngineModel, settings: SessionSettings): ShellLoopConfig {
+  const hooks = core.hooks;
+  return {
+    core,
+    model,
+    thinkingLevel: settings.thinkingLevel,
+    toolExecution: settings.config.toolExecution,
+    maxTokens: core.maxTokens,
+    sessionId: core.sessionId,
+    transformContext: hooks.transformContext,
+    convertToLlm: hooks.convertToLlm,
+    beforeToolCall: hooks.beforeToolCall,
+    afterToolCall: hooks.afterToolCall,
+    shouldStopAfterTurn: hooks.shouldStopAfterTurn,
+    autoCompaction: core.autoCompaction,
+    prepareNextTurn: shellPrepareNextTurn,
+    getSteeringMessages: shellSteering,
+    getFollowUpMessages: shellFollowUps,
+    beforeInject: shellBeforeInject,
+  };
+}
 
-  prepareNextTurn(turn: TurnContext) {
-    return this.engine.prepareNextTurn(turn);
-  }
+function shellPrepareNextTurn(this: ShellLoopConfig, turn: TurnContext) {
+  return prepareNextTurn(this.core, turn);
+}
 
-  getSteeringMessages(): AgentMessage[] {
-    return this.engine.pollSteering();
-  }
+function shellSteering(this: ShellLoopConfig): AgentMessage[] {
+  return poll(this.core, "steer", configNow(this.core).steeringMode);
+}
 
-  getFollowUpMessages(): AgentMessage[] {
-    return this.engine.pollFollowUp();
-  }
+function shellFollowUps(this: ShellLoopConfig): AgentMessage[] {
+  return poll(this.core, "followUp", configNow(this.core).followUpMode);
+}
 
-  beforeInject(): Promise<void> | undefined {
-    return this.engine.announceDrain();
-  }
+function shellBeforeInject(this: ShellLoopConfig): Promise<void> | undefined {
+  return announceDrain(this.core);
 }
 
 /** The run's view of the sink: pending writes flush after `turn_end` and before `agent_end`. */
-class RunSink implements Sink {
-  private readonly sink: EventSink;
-  private readonly engine: { flushWrites(): Promise<void>; hasPendingWrites(): boolean };
+interface RunSink extends Sink {
+  readonly core: EngineCore;
+}
 
-  constructor(sink: EventSink, engine: { flushWrites(): Promise<void>; hasPendingWrites(): boolean }) {
-    this.sink = sink;
-    this.engine = engine;
-  }
+/** A literal (one fixed hidden class for every engine), its methods module functions. */
+const runSinkOf = (core: EngineCore): RunSink => ({ core, emit: runSinkEmit, failed: runSinkFailed });
 
-  get failure(): Error | undefined {
-    return this.sink.failure;
-  }
+function runSinkFailed(this: RunSink): Error | undefined {
+  return this.core.sink.failed;
+}
 
-  emit(body: LoopEventBody): Promise<void> {
-    if ((body.type !== "turn_end" && body.type !== "agent_end") || !this.engine.hasPendingWrites()) {
-      return this.sink.emit(body);
-    }
-    if (body.type === "agent_end") return this.engine.flushWrites().then(() => this.sink.emit(body));
-    return this.sink.emit(body).then(() => this.engine.flushWrites());
+function runSinkEmit(this: RunSink, body: LoopEventBody): Promise<void> {
+  const core = this.core;
+  if ((body.type !== "turn_end" && body.type !== "agent_end") || core.session.pendingWrites.length === 0) {
+    return sinkEmit(core.sink, body);
   }
+  if (body.type === "agent_end") return flushWrites(core).then(() => sinkEmit(core.sink, body));
+  return sinkEmit(core.sink, body).then(() => flushWrites(core));
 }
 
 export function createSessionEngine(options: SessionEngineOptions): SessionEngine {

@@ -51,14 +51,14 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
   const iterator = ports
     .streamFn({ systemPrompt: context.systemPrompt, messages: llmMessages, tools: context.tools }, options, signal)
     [Symbol.asyncIterator]();
-  const reader = new AbortableReader(iterator, signal ? run.abort : undefined);
+  const reader = abortableReader(iterator, signal ? run.abort : undefined);
   /** The message so far: owned by this call (its content array is never handed out). */
   let partial: AssistantMessage | undefined;
   try {
     while (true) {
-      const next = signal?.aborted ? ABORTED : await reader.next();
+      const next = signal?.aborted ? ABORTED : await readNext(reader);
       if (next === ABORTED) {
-        reader.cancel();
+        cancelRead(reader);
         const base = partial ?? syntheticAssistant(model, "aborted", ABORTED_ERROR_MESSAGE, ports.now());
         return await finish(context, run, abortedAssistant(base, ports.now()), partial !== undefined);
       }
@@ -102,7 +102,7 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
       }
     }
   } finally {
-    reader.dispose();
+    disposeReader(reader);
   }
 }
 
@@ -125,48 +125,60 @@ async function finish(
 
 /**
  * Reads a provider's iterator, but gives up as soon as the signal aborts, even when the provider
- * never answers. One abort listener per stream; no promise outlives its read.
+ * never answers. One abort listener per stream; no promise outlives its read. A literal (one fixed
+ * hidden class for every stream), driven by the functions below.
  */
-class AbortableReader implements AbortWatcher {
-  private wake: ((value: typeof ABORTED) => void) | undefined;
-  private readonly iterator: AsyncIterator<AssistantStreamEvent>;
-  private readonly abort: AbortWatch | undefined;
-
-  constructor(iterator: AsyncIterator<AssistantStreamEvent>, abort: AbortWatch | undefined) {
-    this.iterator = iterator;
-    this.abort = abort;
-    abort?.watch(this);
-  }
-
-  onAbort(): void {
-    this.wake?.(ABORTED);
-  }
-
-  next(): Promise<IteratorResult<AssistantStreamEvent> | typeof ABORTED> {
-    if (!this.abort) return this.iterator.next();
-    return new Promise(this.read);
-  }
-
-  /** The executor of every read: resolves with the provider's answer, or with ABORTED on abort. */
-  private readonly read = (
+interface AbortableReader extends AbortWatcher {
+  readonly iterator: AsyncIterator<AssistantStreamEvent>;
+  readonly abort: AbortWatch | undefined;
+  /** Resolves the pending read with ABORTED (set while a read is pending). */
+  wake: ((value: typeof ABORTED) => void) | undefined;
+  /** The executor of every read: bound to this reader once. */
+  read: (
     resolve: (value: IteratorResult<AssistantStreamEvent> | typeof ABORTED) => void,
     reject: (reason: unknown) => void,
-  ): void => {
-    this.wake = resolve;
-    this.iterator.next().then(resolve, reject);
-  };
+  ) => void;
+}
 
-  /** Asks the provider to stop (its late answers are ignored). */
-  cancel(): void {
-    void Promise.resolve()
-      .then(() => this.iterator.return?.())
-      .catch(noop);
-  }
+function abortableReader(
+  iterator: AsyncIterator<AssistantStreamEvent>,
+  abort: AbortWatch | undefined,
+): AbortableReader {
+  const reader: AbortableReader = { iterator, abort, wake: undefined, read: noop, onAbort: wakeReader };
+  reader.read = readInto.bind(undefined, reader);
+  abort?.watch(reader);
+  return reader;
+}
 
-  dispose(): void {
-    this.wake = undefined;
-    this.abort?.unwatch(this);
-  }
+function wakeReader(this: AbortableReader): void {
+  this.wake?.(ABORTED);
+}
+
+function readNext(reader: AbortableReader): Promise<IteratorResult<AssistantStreamEvent> | typeof ABORTED> {
+  if (!reader.abort) return reader.iterator.next();
+  return new Promise(reader.read);
+}
+
+/** Resolves with the provider's answer, or with ABORTED on abort. */
+function readInto(
+  reader: AbortableReader,
+  resolve: (value: IteratorResult<AssistantStreamEvent> | typeof ABORTED) => void,
+  reject: (reason: unknown) => void,
+): void {
+  reader.wake = resolve;
+  reader.iterator.next().then(resolve, reject);
+}
+
+/** Asks the provider to stop (its late answers are ignored). */
+function cancelRead(reader: AbortableReader): void {
+  void Promise.resolve()
+    .then(() => reader.iterator.return?.())
+    .catch(noop);
+}
+
+function disposeReader(reader: AbortableReader): void {
+  reader.wake = undefined;
+  reader.abort?.unwatch(reader);
 }
 
 /**

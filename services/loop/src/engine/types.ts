@@ -91,7 +91,8 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 /**
  * What the engine hands to `emit`: the event body with `entry` filled in, the event id the engine
  * minted (use it as `meta.id`; entry events have `entry.id === id`), and the run id for every event
- * from `agent_start` through `agent_end` of a run (use it as `meta.runId`).
+ * from `agent_start` through `agent_end` of a run (use it as `meta.runId`). Every event and its body
+ * are new objects that the engine keeps no reference to: the port may keep or change them.
  */
 export interface EngineEvent {
   id: EventId;
