@@ -95,7 +95,9 @@ export const storeEventConsumer = (partition: number) => ({
 /**
  * The durable consumer that delivers one webhook: `webhook-<id>` on FLEET_EVENTS, filtered on one
  * session's subject or on every event, starting at the stream sequence after the registration.
- * One message in flight, so deliveries of a webhook keep stream order.
+ * One message in flight, so deliveries of a webhook keep stream order. A gateway marks the message in
+ * progress every 5 s while it POSTs, so `ack_wait` is only how soon another gateway redelivers the
+ * message of one that died mid-delivery.
  */
 export const webhookConsumer = (webhookId: string, filterSubject: string, startSeq: number) => ({
   durable_name: `webhook-${webhookId}`,
@@ -103,7 +105,7 @@ export const webhookConsumer = (webhookId: string, filterSubject: string, startS
   ack_policy: "explicit",
   deliver_policy: "by_start_sequence",
   opt_start_seq: startSeq,
-  ack_wait: ms(60_000),
+  ack_wait: ms(15_000),
   max_ack_pending: 1,
   max_deliver: -1,
 });

@@ -1,6 +1,7 @@
 import { envInt, envString } from "@fleet/runtime";
 import { z } from "zod";
 import { hostnameOf } from "./http/loopback-guard.js";
+import { GatewayWebEnv } from "./web-config.js";
 
 /** A comma-separated list of host names (no scheme, no port), lower-cased; unset or empty: none. */
 const envHostList = () =>
@@ -46,5 +47,6 @@ export const GatewayEnv = z.object({
   /** Timeout of one webhook POST. */
   FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS: envInt(10_000, 1, 600_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ...GatewayWebEnv,
 });
 export type GatewayEnv = z.infer<typeof GatewayEnv>;

@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { registerConsoleStatic } from "./http/console-static.js";
+import { registerCors } from "./http/cors.js";
 import { fastifyErrorOf, onClientError, sendError } from "./http/error-answers.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { registerRoutes, UNAUTHENTICATED_BODY_LIMIT_BYTES } from "./http/register-routes.js";
@@ -24,10 +25,13 @@ import { fleetHealthRoutes } from "./routes/fleet-health.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
+import { streamTicketRoutes } from "./routes/stream-ticket.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import type { SseConnection } from "./sse/sse-connection.js";
 import { createStorageAlarm } from "./storage-alarm.js";
 import { createTenantLinks } from "./tenant-links.js";
+import { type GatewayWebOptions, webOptionsOf } from "./web-config.js";
+import { createResolver, type DeliveryPolicy } from "./webhooks/safe-post.js";
 import { startWebhookService, type WebhookService } from "./webhooks/webhook-service.js";
 import { openWebhookStore, type WebhookStore } from "./webhooks/webhook-store.js";
 
@@ -55,6 +59,8 @@ export interface GatewayOptions {
   name?: string;
   /** The web console's built files, served at `/`; default `services/console/dist`. */
   consoleDir?: string;
+  /** CORS, stream tickets and webhook safety; default those of an empty environment (`webOptionsOf()`). */
+  web?: GatewayWebOptions;
 }
 
 export interface Gateway {
@@ -90,6 +96,11 @@ const COMPONENTS = { FleetEvent, FleetCommand, SessionEntry, SessionConfig, Agen
  */
 export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   const { logger } = opts;
+  const web = opts.web ?? webOptionsOf();
+  const policy: DeliveryPolicy = {
+    allowance: web.webhookAllowance,
+    resolve: createResolver(web.webhookDnsServers),
+  };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const links = createTenantLinks({
@@ -115,6 +126,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
       backoffMs: opts.webhookBackoffMs,
       backoffMaxMs: opts.webhookBackoffMaxMs,
       timeoutMs: opts.webhookTimeoutMs,
+      policy,
+      maxFailures: web.webhookMaxFailures,
       logger,
       metrics,
     });
@@ -140,11 +153,12 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...sessionRoutes(ctx),
     ...commandRoutes(ctx),
     ...eventRoutes(ctx, connections),
+    ...streamTicketRoutes(ctx, { key: web.ticketKey, ttlMs: web.ticketTtlMs, now: Date.now }),
     ...exportImportRoutes(ctx),
     ...approvalRoutes(ctx),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
-    ...webhookRoutes(ctx, webhookStore),
+    ...webhookRoutes(ctx, webhookStore, policy),
     ...opsRoutes({ natsUp: links.natsUp, registry, openApi: () => openApi }),
   ];
   openApi = buildOpenApi({
@@ -190,6 +204,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     );
   });
   const storageAlarm = createStorageAlarm({ logger, metrics, now: Date.now });
+  await registerCors(app, web.corsOrigins);
   registerRoutes(app, routes, {
     tokens: opts.tokens,
     allowedHosts: new Set((opts.allowedHosts ?? []).map((h) => h.toLowerCase())),
@@ -197,6 +212,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     natsUp: links.natsUp,
     logger,
     onStorageFull: storageAlarm.refused,
+    corsOrigins: new Set(web.corsOrigins),
+    tickets: { key: web.ticketKey, now: Date.now },
   });
   registerConsoleStatic(app, opts.consoleDir ?? fileURLToPath(new URL("../../console/dist/", import.meta.url)));
 

@@ -3,6 +3,7 @@ import { createLogger, loadEnvOrExit } from "@fleet/runtime";
 import { GatewayEnv } from "./config.js";
 import { startGateway } from "./gateway.js";
 import { loadTokensFile } from "./http/tokens-file.js";
+import { webOptionsOf } from "./web-config.js";
 
 const env = loadEnvOrExit("fleet-gateway", GatewayEnv);
 const logger = createLogger("fleet-gateway", { level: env.LOG_LEVEL });
@@ -28,6 +29,7 @@ const gateway = await startGateway({
   webhookBackoffMs: env.FLEET_GATEWAY_WEBHOOK_BACKOFF_MS,
   webhookBackoffMaxMs: env.FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS,
   webhookTimeoutMs: env.FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS,
+  web: webOptionsOf(env),
   logger,
 }).catch((err: unknown) => {
   logger.fatal({ evt: "gateway_start_failed", err }, "gateway failed to start");
