@@ -60,13 +60,17 @@ export function gatewayOptions(natsUrl: string, overrides: Partial<GatewayOption
 }
 
 export async function startGatewayStack(
-  opts: { gateway?: Partial<GatewayOptions>; approvalTools?: string[] } = {},
+  opts: { gateway?: Partial<GatewayOptions>; approvalTools?: string[]; inputTtlMs?: number } = {},
 ): Promise<GatewayStack> {
   const nats = await startNats();
   const redis = await startRedis();
   const fake = await startFakeAnthropic();
   const setup = await connectNats({ url: nats.url, name: "gateway-test-setup" });
-  await applyTopology(setup, { partitions: PARTITIONS, leaseTtlMs: 2_000 });
+  await applyTopology(setup, {
+    partitions: PARTITIONS,
+    leaseTtlMs: 2_000,
+    ...(opts.inputTtlMs ? { inputTtlMs: opts.inputTtlMs } : {}),
+  });
   await setup.close();
   const store = await startStoreService({
     natsUrl: nats.url,

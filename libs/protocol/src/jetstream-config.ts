@@ -122,7 +122,16 @@ export const KV_BUCKETS = {
   budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
 } as const;
 
-export const OBJECT_STORES = { blobs: { name: "fleet_blobs" } } as const;
+export const OBJECT_STORES = {
+  /** Payloads too large for a message that the log refers to: tool output, accepted input parts. */
+  blobs: { name: "fleet_blobs" },
+  /**
+   * A command's parts and body when they are too large to go inline, written before the command is
+   * published. Objects age out after `ttlMs` (the stream's max age), so those of a command that was
+   * never accepted do not stay; the loop copies an accepted command's parts to `fleet_blobs`.
+   */
+  inputs: { name: "fleet_inputs", ttlMs: 24 * 60 * 60 * 1000 },
+} as const;
 
 /**
  * Keys of KV `fleet_config`. `probe` is written (a timestamp, replacing the last) by a health report

@@ -17,6 +17,7 @@ import type { TokenTable } from "./http/tokens-file.js";
 import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { approvalRoutes } from "./routes/approvals.js";
+import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
@@ -155,6 +156,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...eventRoutes(ctx, connections),
     ...streamTicketRoutes(ctx, { key: web.ticketKey, ttlMs: web.ticketTtlMs, now: Date.now }),
     ...exportImportRoutes(ctx),
+    ...blobRoutes(ctx),
     ...approvalRoutes(ctx),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_COMMAND_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
+import { DEFAULT_MAX_COMMAND_BYTES, DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
 import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
@@ -24,6 +24,8 @@ export const LoopEnv = z.object({
   FLEET_APPROVAL_TOOLS: envString(""),
   /** Largest command accepted; a bigger one is rejected `invalid`, naming the limit. */
   FLEET_MAX_COMMAND_BYTES: envInt(DEFAULT_MAX_COMMAND_BYTES, 1_024, MAX_MESSAGE_BYTES),
+  /** Largest command body by reference (PROTOCOL "Large inputs") read from `fleet_inputs`. */
+  FLEET_MAX_INPUT_BYTES: envInt(DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, 1024 * 1024 * 1024),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
 });

@@ -122,6 +122,8 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
         if (isApiError(output)) return sendError(reply, output);
         for (const [name, value] of Object.entries(output.headers ?? {})) reply.header(name, value);
         if ("json" in output) return reply.code(output.status).type("application/json").send(output.json);
+        if ("bytes" in output)
+          return reply.code(output.status).type(output.contentType).send(Buffer.from(output.bytes));
         return reply.code(output.status).type(output.contentType).send(output.text);
       },
     });

@@ -36,6 +36,7 @@ export interface RouteInput<P, Q, B> {
 export type RouteOutput =
   | { status: number; json: unknown; headers?: Record<string, string> }
   | { status: number; text: string; contentType: string; headers?: Record<string, string> }
+  | { status: number; bytes: Uint8Array; contentType: string; headers?: Record<string, string> }
   | { hijacked: true }
   | ApiError;
 

@@ -11,6 +11,9 @@ import {
   type FleetCommand,
   getBranch,
   getEntry,
+  INLINE_CONTENT_BYTES,
+  MAX_MESSAGE_BYTES,
+  payloadBytes,
   prepareCompaction,
   type QueueKind,
   type RejectionCode,
@@ -394,8 +397,23 @@ function decideImport(
   if (cmd.leafId && !ids.has(cmd.leafId)) {
     return rejected(ctx, cmd.id, cmd.type, "not_found", `Entry ${cmd.leafId} not found`);
   }
+  const tooLarge = cmd.entries.findIndex((e) => payloadBytes(JSON.stringify(e)) > MAX_IMPORTED_ENTRY_BYTES);
+  if (tooLarge >= 0) {
+    const e = cmd.entries[tooLarge] as SessionEntry;
+    const size = payloadBytes(JSON.stringify(e));
+    return rejected(
+      ctx,
+      cmd.id,
+      cmd.type,
+      "invalid",
+      `entry ${tooLarge} (${e.type} ${e.id}) is ${size} bytes; an imported entry becomes one event and may be at most ${MAX_IMPORTED_ENTRY_BYTES} (text and image blocks over ${INLINE_CONTENT_BYTES} bytes go by reference and do not count)`,
+    );
+  }
   return accepted(ctx, cmd, importDrafts(cmd, ctx));
 }
+
+/** An imported entry's JSON at most: its event adds `meta` and must stay within one message. */
+const MAX_IMPORTED_ENTRY_BYTES = MAX_MESSAGE_BYTES - 64 * 1024;
 
 /** `session_created`, the imported entries and, when the leaf is not the last entry, a `leaf` event. */
 export function importDrafts(
