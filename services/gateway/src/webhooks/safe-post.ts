@@ -134,7 +134,11 @@ export async function safePost(opts: PostOptions): Promise<PostOutcome> {
     } catch (err) {
       if (timeout.aborted) return { kind: "timeout", urls };
       const e = err as NodeJS.ErrnoException;
-      return { kind: "error", detail: e.code ? `${e.code} ${e.message}` : e.message, urls };
+      return {
+        kind: "error",
+        detail: e.code && !e.message.includes(e.code) ? `${e.code} ${e.message}` : e.message,
+        urls,
+      };
     }
     const { res, address, detail } = answer;
     const status = res.statusCode ?? 0;
