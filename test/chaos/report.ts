@@ -80,7 +80,7 @@ export function formatReport(r: ReportInput): string[] {
   if (r.webhook) {
     const w = r.webhook;
     lines.push(
-      `webhook: ${w.matching} matching events, ${w.requests} POSTs (${w.repeated} of an event already POSTed; the receiver answered ${w.failed} with 500 and ${w.slow} after 3 s)`,
+      `webhook: ${w.matching} matching events, ${w.requests} POSTs (${w.repeated} of an event already POSTed; the receiver answered ${w.failed} with 500 and ${w.slow} after 1 s)`,
     );
   }
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);

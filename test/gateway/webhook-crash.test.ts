@@ -75,9 +75,11 @@ describe("gateway / webhook delivery across a gateway crash", () => {
       expect(b.headers["fleet-signature"]).toBe(a.headers["fleet-signature"]);
       expect(verifySignature(registered.body.secret, b.body, b.headers["fleet-signature"] as string)).toBe(true);
       // The dead gateway recorded nothing; the second one records its attempt as the second delivery.
-      const detail = (await call(second.url, "GET", `/v1/webhooks/${registered.body.id}`)).body;
-      expect(detail.status).toMatchObject({ delivered: 1, failed: 0 });
-      expect(detail.status.lastDeliveries[0]).toMatchObject({ seq, attempt: 2, outcome: "ok" });
+      // Successes are recorded in batches, just after their ack.
+      const detail = async () => (await call(second?.url ?? "", "GET", `/v1/webhooks/${registered.body.id}`)).body;
+      await expect.poll(async () => (await detail()).status.delivered).toBe(1);
+      expect((await detail()).status).toMatchObject({ delivered: 1, failed: 0 });
+      expect((await detail()).status.lastDeliveries[0]).toMatchObject({ seq, attempt: 2, outcome: "ok" });
       // Within the consumer's ack wait (15 s) and a pull.
       expect(redeliveredMs).toBeLessThan(25_000);
       console.log(`webhook redelivered ${redeliveredMs} ms after the SIGKILL`);

@@ -137,13 +137,10 @@ describe("gateway / webhook addresses", () => {
     await expect
       .poll(() => final.requests.map((r) => [r.path, r.seq]), { timeout: 10_000 })
       .toEqual([["/landed", seq]]);
-    const goodStatus = (await call(g.url, "GET", `/v1/webhooks/${good.body.id}`)).body;
-    expect(goodStatus.status.lastDeliveries[0]).toMatchObject({
-      seq,
-      outcome: "ok",
-      status: 204,
-      address: "127.0.0.1",
-    });
+    // Successes are recorded just after their ack.
+    await expect
+      .poll(async () => (await call(g.url, "GET", `/v1/webhooks/${good.body.id}`)).body.status.lastDeliveries[0])
+      .toMatchObject({ seq, outcome: "ok", status: 204, address: "127.0.0.1" });
 
     await expect
       .poll(async () => (await call(g.url, "GET", `/v1/webhooks/${bad.body.id}`)).body.status.failed, {
@@ -177,7 +174,9 @@ describe("gateway / webhook addresses", () => {
 
     // Attempt 1 resolves to 127.0.0.2: refused, not connected. Attempt 2 gets 127.0.0.1 and delivers there.
     await expect.poll(() => allowed.requests.map((r) => r.seq), { timeout: 10_000 }).toEqual([seq]);
-    const { status } = (await call(g.url, "GET", `/v1/webhooks/${registered.body.id}`)).body;
+    const statusOf = async () => (await call(g.url, "GET", `/v1/webhooks/${registered.body.id}`)).body.status;
+    await expect.poll(async () => (await statusOf()).delivered).toBe(1);
+    const status = await statusOf();
     expect(status).toMatchObject({ delivered: 1, failed: 1, consecutiveFailures: 0 });
     expect(status.lastFailures[0]).toMatchObject({
       seq,
@@ -285,6 +284,7 @@ describe("gateway / webhook filters, status and disabling", () => {
       ...Array.from({ length: tried + 1 }, () => [seqs[0], String(seqs[0])]),
       [seqs[1], String(seqs[1])],
     ]);
+    await expect.poll(async () => (await detail()).status.delivered).toBe(2);
     const after = await detail();
     expect(after).toMatchObject({ state: "active", status: { delivered: 2, failed: 3, consecutiveFailures: 0 } });
     expect(after.status.lastDeliveries[0]).toMatchObject({ seq: seqs[1], outcome: "ok", status: 200 });

@@ -1,12 +1,13 @@
 // Delivers one webhook: pulls its durable consumer, POSTs matching events to allowed addresses,
 // acks on 2xx, retries later, records every attempt, and disables the webhook after a run of failures.
-import { decodeEvent, STREAMS } from "@fleet/protocol";
+import { FleetEvent, parseJson, STREAMS, validate } from "@fleet/protocol";
 import { sleep } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import type { GatewayMetrics } from "../metrics.js";
 import { type DeliveryPolicy, type PostOutcome, safePost } from "./safe-post.js";
 import { IDEMPOTENCY_HEADER, retryDelayMs, SIGNATURE_HEADER, signBody } from "./signature.js";
+import { createStatusRecorder } from "./status-recorder.js";
 import type { DeliveryAttempt, WebhookRecord } from "./webhook-record.js";
 import { durableOf, type WebhookStore } from "./webhook-store.js";
 
@@ -55,9 +56,11 @@ const attemptOf = (outcome: PostOutcome): Pick<DeliveryAttempt, "outcome" | "sta
  * Contract: at least once, in stream order. A message is acked only after the receiver answered
  * 2xx (or when its event type is not subscribed); any other answer, a refused address, a network
  * error or a timeout naks it with exponential backoff, and the consumer (one message in flight)
- * redelivers it before anything later. Every attempt is recorded in the status before its ack or
- * nak; once `maxFailures` attempts in a row failed, the registration is set `disabled` (its
- * undelivered events stay in its consumer) and this deliverer stops.
+ * redelivers it before anything later. Every attempt is recorded in the status: a failure before
+ * its nak, successes in batches while deliveries go on (a deliverer that dies loses at most the
+ * last batch of its success records, never a delivery); once `maxFailures` attempts in a row
+ * failed, the registration is set `disabled` (its undelivered events stay in its consumer) and
+ * this deliverer stops.
  */
 export function startDeliverer(opts: DelivererOptions): Deliverer {
   const { webhook, logger } = opts;
@@ -66,14 +69,7 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
   const abort = new AbortController();
   let messages: ConsumerMessages | undefined;
 
-  const record = async (attempt: DeliveryAttempt): Promise<number | undefined> => {
-    try {
-      return (await opts.store.recordAttempt(webhook.id, attempt)).consecutiveFailures;
-    } catch (err) {
-      log.warn({ evt: "gateway_webhook_status_failed", err }, "could not record a webhook attempt");
-      return undefined;
-    }
-  };
+  const status = createStatusRecorder(opts.store, webhook.id, log);
 
   const disable = async (failures: number, detail: string | undefined) => {
     const reason = `${failures} failed attempts in a row; the last: ${detail ?? "failed"}`;
@@ -90,8 +86,12 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
   };
 
   const deliver = async (m: JsMsg): Promise<void> => {
-    const decoded = decodeEvent(m.data);
-    if (!decoded.ok || !wants(webhook.events, decoded.value.type)) {
+    // Most events of a filtered webhook are not wanted: their type is read before any validation.
+    const json = parseJson(m.data);
+    const value = json.ok ? json.value : undefined;
+    const type = (value as { type?: unknown } | null | undefined)?.type;
+    const decoded = typeof type === "string" && wants(webhook.events, type) ? validate(FleetEvent, value) : undefined;
+    if (!decoded?.ok) {
       m.ack();
       return;
     }
@@ -126,7 +126,7 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
       return;
     }
     const fields = attemptOf(outcome);
-    const failures = await record({
+    status.add({
       seq: m.seq,
       sessionId: event.meta.sessionId,
       eventType: event.type,
@@ -137,10 +137,12 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
     });
     opts.metrics.webhookDeliveries.inc({ outcome: fields.outcome });
     if (outcome.kind === "ok") {
+      // Successes are written with the next batch; a failure waits for its write (the run of failures).
       m.ack();
       log.debug({ evt: "gateway_webhook_delivered", seq: m.seq, type: event.type, attempt }, "webhook delivered");
       return;
     }
+    const failures = await status.flush();
     const delay = retryDelayMs(attempt, opts.backoffMs, opts.backoffMaxMs);
     log.warn(
       { evt: "gateway_webhook_failed", seq: m.seq, type: event.type, attempt, ...fields, retryInMs: delay },
@@ -183,6 +185,7 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
       abort.abort();
       await messages?.close().catch(() => undefined);
       await running;
+      await status.flush();
     },
   };
 }

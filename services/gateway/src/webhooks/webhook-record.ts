@@ -77,6 +77,9 @@ export const WebhookStatus = z.object({
   lastDeliveries: z.array(DeliveryAttempt),
   /** The last failed attempts, newest first. */
   lastFailures: z.array(DeliveryAttempt),
+  /** When the newest success and the newest failure ended (order attempts recorded late). */
+  lastSuccessAt: z.number().int().nonnegative().optional(),
+  lastFailureAt: z.number().int().nonnegative().optional(),
 });
 export type WebhookStatus = z.infer<typeof WebhookStatus>;
 
@@ -91,16 +94,34 @@ export const EMPTY_STATUS: WebhookStatus = {
 /** Attempts each list of the status keeps. */
 export const STATUS_KEEP = 20;
 
-/** Pure: the status after `attempt` (a success resets the run of failures). */
+/** Newest first, by the time each attempt ended. */
+const newestFirst = (attempts: DeliveryAttempt[], keep: number) => attempts.sort((a, b) => b.at - a.at).slice(0, keep);
+
+/**
+ * Pure: the status after `attempt`. A success resets the run of failures, and a failure adds to it,
+ * only when it ended after the newest attempt of the other kind: attempts may be recorded out of
+ * order (a gateway records its successes in batches while another gateway records a failure).
+ */
 export function withAttempt(status: WebhookStatus, attempt: DeliveryAttempt, keep = STATUS_KEEP): WebhookStatus {
   const ok = attempt.outcome === "ok";
+  const lastSuccessAt = status.lastSuccessAt ?? 0;
+  const lastFailureAt = status.lastFailureAt ?? 0;
+  const consecutiveFailures = ok
+    ? attempt.at >= lastFailureAt
+      ? 0
+      : status.consecutiveFailures
+    : attempt.at >= lastSuccessAt
+      ? status.consecutiveFailures + 1
+      : status.consecutiveFailures;
   return {
     delivered: status.delivered + (ok ? 1 : 0),
     failed: status.failed + (ok ? 0 : 1),
-    consecutiveFailures: ok ? 0 : status.consecutiveFailures + 1,
-    lastDeliveries: [attempt, ...status.lastDeliveries].slice(0, keep),
-    lastFailures: ok ? status.lastFailures : [attempt, ...status.lastFailures].slice(0, keep),
-  };
+    consecutiveFailures,
+    lastDeliveries: newestFirst([attempt, ...status.lastDeliveries], keep),
+    lastFailures: ok ? status.lastFailures : newestFirst([attempt, ...status.lastFailures], keep),
+    lastSuccessAt: ok ? Math.max(lastSuccessAt, attempt.at) : status.lastSuccessAt,
+    lastFailureAt: ok ? status.lastFailureAt : Math.max(lastFailureAt, attempt.at),
+  } as WebhookStatus;
 }
 
 /** A registration as the API lists it: everything but the secret. */

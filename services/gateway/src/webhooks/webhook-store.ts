@@ -31,8 +31,8 @@ export interface WebhookStore {
   remove(id: string): Promise<void>;
   /** The delivery status (empty before the first attempt). */
   status(id: string): Promise<WebhookStatus>;
-  /** Adds an attempt to the status (compare-and-set); the status after it. */
-  recordAttempt(id: string, attempt: DeliveryAttempt): Promise<WebhookStatus>;
+  /** Adds attempts, in order, to the status (one compare-and-set); the status after them. */
+  recordAttempts(id: string, attempts: readonly DeliveryAttempt[]): Promise<WebhookStatus>;
   /**
    * Sets the state (compare-and-set). Enabling also clears the run of failures. Undefined when the
    * registration does not exist.
@@ -134,9 +134,9 @@ export async function openWebhookStore(
       const entry = await kv.get(statusKey(id));
       return (entry?.operation === "PUT" ? readStatus(entry.value) : undefined) ?? EMPTY_STATUS;
     },
-    async recordAttempt(id, attempt) {
+    async recordAttempts(id, attempts) {
       const next = await casUpdate(kv, statusKey(id), readStatus, (current) =>
-        withAttempt(current ?? EMPTY_STATUS, attempt),
+        attempts.reduce((status, attempt) => withAttempt(status, attempt), current ?? EMPTY_STATUS),
       );
       return next as WebhookStatus;
     },
