@@ -23,7 +23,7 @@ export interface ReportInput {
    * The run's webhook: matching events in the logs, POSTs the receiver got, POSTs of an event it had
    * got before, and the requests it answered 500 or late on purpose.
    */
-  webhook?: { matching: number; requests: number; repeated: number; failed: number; slow: number };
+  webhook?: { matching: number; requests: number; repeated: number; failed: number; slow: number; catchUpMs: number };
   /** Tool error results by their text (first 80 characters). */
   toolErrors: ReadonlyMap<string, number>;
   violations: readonly Violation[];
@@ -80,7 +80,7 @@ export function formatReport(r: ReportInput): string[] {
   if (r.webhook) {
     const w = r.webhook;
     lines.push(
-      `webhook: ${w.matching} matching events, ${w.requests} POSTs (${w.repeated} of an event already POSTed; the receiver answered ${w.failed} with 500 and ${w.slow} after 1 s)`,
+      `webhook: ${w.matching} matching events, ${w.requests} POSTs (${w.repeated} of an event already POSTed; the receiver answered ${w.failed} with 500 and ${w.slow} after 1 s); done ${Math.round(w.catchUpMs / 1000)} s after the logs were read`,
     );
   }
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);
