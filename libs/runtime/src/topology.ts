@@ -59,7 +59,8 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
   const budgets = await kvm.create(KV_BUCKETS.budgets.name, { history: KV_BUCKETS.budgets.history, ...replicas });
   const objm = new Objm(nc);
-  await objm.create(OBJECT_STORES.blobs.name, replicas);
+  // nats.js deletes `replicas` and `ttl` from the options it is given: each call gets its own copy.
+  await objm.create(OBJECT_STORES.blobs.name, { ...replicas });
   await objm.create(OBJECT_STORES.inputs.name, {
     ...replicas,
     ttl: (opts.inputTtlMs ?? OBJECT_STORES.inputs.ttlMs) * 1_000_000,
