@@ -241,5 +241,19 @@ describe("gateway / large inputs", () => {
     expect(Buffer.from(await blob.arrayBuffer()).equals(Buffer.from(image))).toBe(true);
     const foreign = await call(base, "GET", `/v1/sessions/s-other/blob?name=${encodeURIComponent(name)}`);
     expect(foreign.status).toBe(404);
+
+    // A field that does not go by reference (custom data) must fit in one event: refused, not appended.
+    const custom = await call(base, "POST", "/v1/sessions/s-image/commands", {
+      body: { type: "append_custom", customType: "big", data: { text: "x".repeat(2 * MB) } },
+    });
+    expect(custom.body.event).toMatchObject({
+      type: "command_rejected",
+      code: "invalid",
+      reason: expect.stringMatching(/^its custom event would be \d+ bytes; an event may be at most 1032192/),
+    });
+    // The session goes on.
+    stack.fake.script(fakeReply("still here"));
+    const next = await call(base, "POST", "/v1/sessions/s-image/commands", { body: { type: "prompt", text: "again" } });
+    expect(next.body.event.type).toBe("command_accepted");
   }, 120_000);
 });

@@ -228,14 +228,35 @@ function accepted(
   // A run's input goes into the log with its acceptance: a worker that takes the run over delivers it.
   const input = effects.find((e): e is PromptRun => e.type === "start_run" && e.kind === "prompt");
   const messages = input ? { messages: input.messages.slice() } : {};
-  return {
-    kind: "decided",
-    events: [
-      { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages } },
-      ...ofCommand(cmd.id, events),
-    ],
-    effects,
-  };
+  const drafts: DraftEvent[] = [
+    { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages } },
+    ...ofCommand(cmd.id, events),
+  ];
+  const oversize = oversizeEvent(drafts);
+  if (oversize) return rejected(ctx, cmd.id, cmd.type, "invalid", oversize);
+  return { kind: "decided", events: drafts, effects };
+}
+
+/** The largest JSON of an event body a command's acceptance may append (its `meta` and `entry` fit beside). */
+export const MAX_EVENT_BODY_BYTES = MAX_MESSAGE_BYTES - 16 * 1024;
+
+/**
+ * Why one of the drafts would not fit in a message, or undefined. A command by reference may carry
+ * fields of any size; only text and image blocks go by reference, so the others must fit.
+ */
+function oversizeEvent(drafts: readonly DraftEvent[]): string | undefined {
+  for (const draft of drafts) {
+    let size: number;
+    try {
+      size = payloadBytes(JSON.stringify(draft.body));
+    } catch {
+      size = Number.POSITIVE_INFINITY;
+    }
+    if (size > MAX_EVENT_BODY_BYTES) {
+      return `its ${draft.body.type} event would be ${size} bytes; an event may be at most ${MAX_EVENT_BODY_BYTES} (text and image blocks over ${INLINE_CONTENT_BYTES} bytes go by reference and do not count)`;
+    }
+  }
+  return undefined;
 }
 
 // ---- queues, writes, approvals ------------------------------------------------------------------
