@@ -274,7 +274,7 @@ describe("browsers on other origins", () => {
     const row = page.getByTestId("webhook");
     await expect.poll(() => row.getAttribute("data-state"), { timeout: 30_000 }).toBe("disabled");
     expect(await page.getByTestId("webhook-disabled").textContent()).toMatch(
-      /20 failed attempts in a row; the last: ECONNREFUSED/,
+      /20 failed attempts in a row; the last: connect ECONNREFUSED 127\.0\.0\.1:9/,
     );
     expect(await page.getByTestId("webhook-failures").locator("tr[data-outcome=error]").count()).toBe(20);
     await page.screenshot({ path: join(ROOT, "docs/screenshots/webhooks.png") });
