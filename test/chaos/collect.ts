@@ -31,16 +31,19 @@ export async function collectSession(
 
 async function readLog(client: FleetClient, sessionId: string): Promise<SessionLog> {
   const events: FleetEvent[] = [];
+  const seqs: number[] = [];
   let invalid = 0;
   let lastSeq = 0;
   const subject = client.eventSubject(sessionId);
   for await (const record of readSubject(client.js, client.jsm, STREAMS.events.name, subject)) {
     lastSeq = record.seq;
     const decoded = decodeEvent(record.data);
-    if (decoded.ok) events.push(decoded.value);
-    else invalid++;
+    if (decoded.ok) {
+      events.push(decoded.value);
+      seqs.push(record.seq);
+    } else invalid++;
   }
-  return { sessionId, events, invalid, lastSeq };
+  return { sessionId, events, invalid, lastSeq, seqs };
 }
 
 /**

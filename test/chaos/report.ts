@@ -19,6 +19,11 @@ export interface ReportInput {
   runnerSettle: RunnerSettle;
   /** The SSE clients (one per session, through the gateways) and how often they reconnected. */
   sse: { clients: number; reconnects: number };
+  /**
+   * The run's webhook: matching events in the logs, POSTs the receiver got, POSTs of an event it had
+   * got before, and the requests it answered 500 or late on purpose.
+   */
+  webhook?: { matching: number; requests: number; repeated: number; failed: number; slow: number; catchUpMs: number };
   /** Tool error results by their text (first 80 characters). */
   toolErrors: ReadonlyMap<string, number>;
   violations: readonly Violation[];
@@ -72,6 +77,12 @@ export function formatReport(r: ReportInput): string[] {
   );
   lines.push(`runs resumed: ${r.runsResumed}`);
   lines.push(`SSE clients: ${r.sse.clients}, reconnected ${r.sse.reconnects} times (Last-Event-ID, next gateway)`);
+  if (r.webhook) {
+    const w = r.webhook;
+    lines.push(
+      `webhook: ${w.matching} matching events, ${w.requests} POSTs (${w.repeated} of an event already POSTed; the receiver answered ${w.failed} with 500 and ${w.slow} after 1 s); done ${Math.round(w.catchUpMs / 1000)} s after the logs were read`,
+    );
+  }
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);
   lines.push(`tool error results: ${errors.reduce((n, [, c]) => n + c, 0)}${errors.length ? ":" : ""}`);
   for (const [text, n] of errors.slice(0, 5)) lines.push(`  ${n}x ${text}`);

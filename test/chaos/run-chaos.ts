@@ -10,6 +10,7 @@ import { checkLogShape } from "./checks/check-log-shape.js";
 import { checkSse } from "./checks/check-sse.js";
 import { checkStore } from "./checks/check-store.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
+import { checkWebhooks, webhookExpected } from "./checks/check-webhooks.js";
 import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
 import type { Violation } from "./checks/types.js";
 import { collectSession } from "./collect.js";
@@ -20,6 +21,12 @@ import type { ChaosOptions } from "./options.js";
 import { formatReport } from "./report.js";
 import { type SseWatch, watchSession } from "./sse-watch.js";
 import { CHAOS_MAX_FILE_STORE, type System, startSystem } from "./system.js";
+import {
+  CHAOS_WEBHOOK_TYPES,
+  registerChaosWebhook,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from "./webhook-receiver.js";
 import { startWorkload } from "./workload.js";
 import { CHAOS_TOOL_POLICIES } from "./workload-plan.js";
 
@@ -29,6 +36,14 @@ const COMMAND_TIMEOUT_MS = 10_000;
 const PROMPT_TIMEOUT_MS = 90_000;
 /** How long an SSE client may take, after the logs were read, to have received all of its log. */
 const SSE_CATCH_UP_MS = 30_000;
+/**
+ * The webhook delivers one stream message at a time, so under the run's load it falls behind the
+ * log (see the report's catch-up time). After the logs were read it may go on while it makes
+ * progress: it fails when no new POST arrived for WEBHOOK_STALL_MS (a delivery cut by a gateway kill
+ * comes back after the consumer's ack wait, 15 s, then its retries), or after WEBHOOK_CATCH_UP_MS.
+ */
+const WEBHOOK_STALL_MS = 30_000;
+const WEBHOOK_CATCH_UP_MS = 300_000;
 
 export interface ChaosResult {
   lines: string[];
@@ -70,7 +85,12 @@ export async function runChaos(
   let client: FleetClient | undefined;
   // Stopped in `finally` too: a run that fails midway must not leave them reconnecting.
   let watches: SseWatch[] = [];
+  let receiver: WebhookReceiver | undefined;
   try {
+    // One webhook for every session, delivered by the gateways through every fault.
+    receiver = await startWebhookReceiver(o.seed);
+    const webhook = await registerChaosWebhook(system.gatewayUrls, receiver);
+    log(`webhook ${webhook.id} registered from stream sequence ${webhook.startSeq}: ${CHAOS_WEBHOOK_TYPES.join(", ")}`);
     client = await FleetClient.connect({
       natsUrl: system.natsUrl,
       name: "chaos",
@@ -116,6 +136,27 @@ export async function runChaos(
       }),
     );
 
+    log("waiting for the webhook to have delivered every matching event");
+    const hookTypes = new Set(CHAOS_WEBHOOK_TYPES);
+    const hooked = receiver;
+    const expected = records.flatMap((r) => webhookExpected(r.log, hookTypes, webhook.startSeq));
+    const deliveredAll = () => {
+      const ok = new Set(hooked.received.filter((d) => d.accepted).map((d) => d.seq));
+      return expected.every((seq) => ok.has(seq));
+    };
+    const catchUpStarted = Date.now();
+    let progressAt = catchUpStarted;
+    let seenPosts = hooked.received.length;
+    while (!deliveredAll() && Date.now() - catchUpStarted < WEBHOOK_CATCH_UP_MS) {
+      if (hooked.received.length > seenPosts) {
+        seenPosts = hooked.received.length;
+        progressAt = Date.now();
+      } else if (Date.now() - progressAt > WEBHOOK_STALL_MS) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const catchUpMs = Date.now() - catchUpStarted;
+    const deliveries = hooked.received.slice();
+
     const violations: Violation[] = [];
     const toolErrors = new Map<string, number>();
     let runsResumed = 0;
@@ -127,6 +168,12 @@ export async function runChaos(
         ...checkToolEffects(r.log, r.executions, CHAOS_TOOL_POLICIES, 0),
         ...checkStore(r.log, r.store),
         ...checkLiveness(r.log, workload.prompts),
+        ...checkWebhooks(
+          r.log,
+          deliveries.filter((d) => d.sessionId === r.log.sessionId),
+          hookTypes,
+          webhook.startSeq,
+        ),
       );
       for (const e of r.log.events) {
         if (e.type === "run_resumed") runsResumed++;
@@ -184,12 +231,21 @@ export async function runChaos(
       runsResumed,
       runnerSettle,
       sse: { clients: watches.length, reconnects: watches.reduce((n, w) => n + w.reconnects(), 0) },
+      webhook: {
+        matching: expected.length,
+        requests: deliveries.length,
+        repeated: deliveries.length - new Set(deliveries.map((d) => d.seq)).size,
+        failed: hooked.failed(),
+        slow: hooked.slow(),
+        catchUpMs,
+      },
       toolErrors,
       violations,
     });
     return { lines, violations: violations.length };
   } finally {
     for (const w of watches) w.stop();
+    await receiver?.close();
     await client?.close().catch(() => undefined);
     await system.stop();
     onSystem(undefined);

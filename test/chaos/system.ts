@@ -1,7 +1,7 @@
 // The system under test, all real and separate: nats-server (or a 3-node cluster) with file storage
 // limited to CHAOS_MAX_FILE_STORE, redis-server, the fake Anthropic server in stateless mode, 2 loop
 // workers, 2 tool runners, 2 stores and 2 HTTP gateways (each on a port of its own that it keeps
-// across restarts).
+// across restarts), which also deliver the run's webhook.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -147,7 +147,17 @@ export async function startSystem(s: SystemSettings): Promise<System> {
       createServiceSlot(
         "gateway",
         i,
-        () => ({ ...common, FLEET_GATEWAY_HOST: "127.0.0.1", FLEET_GATEWAY_PORT: String(port) }),
+        () => ({
+          ...common,
+          FLEET_GATEWAY_HOST: "127.0.0.1",
+          FLEET_GATEWAY_PORT: String(port),
+          // The run's webhook receiver listens on 127.0.0.1; retries stay quick, and a run of the
+          // receiver's failures never disables it.
+          FLEET_WEBHOOK_ALLOW_PRIVATE: "1",
+          FLEET_GATEWAY_WEBHOOK_BACKOFF_MS: "200",
+          FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS: "2000",
+          FLEET_GATEWAY_WEBHOOK_MAX_FAILURES: "100000",
+        }),
         s.log,
         s.logDir,
       ),

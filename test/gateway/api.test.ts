@@ -264,11 +264,23 @@ describe("gateway / API", () => {
         sessionId: "s-api-1",
         createdAt: created.body.createdAt,
         startSeq: created.body.startSeq,
+        state: "active",
       },
     ]);
+    const shown = await api("GET", `/v1/webhooks/${created.body.id}`, { token: READ });
+    expect(shown.body).toMatchObject({
+      id: created.body.id,
+      state: "active",
+      status: { delivered: 0, failed: 0, consecutiveFailures: 0, lastDeliveries: [], lastFailures: [] },
+    });
+    const enabled = await api("POST", `/v1/webhooks/${created.body.id}/enable`);
+    expect([enabled.status, enabled.body.state]).toEqual([200, "active"]);
+    expect((await api("GET", "/v1/webhooks/wh-none", { token: READ })).status).toBe(404);
     const badUrl = await api("POST", "/v1/webhooks", { body: { url: "ftp://x", events: ["agent_end"] } });
     expect(badUrl.status).toBe(400);
-    const badEvent = await api("POST", "/v1/webhooks", { body: { url: "http://127.0.0.1:9/", events: ["turn_end"] } });
+    const badEvent = await api("POST", "/v1/webhooks", {
+      body: { url: "http://127.0.0.1:9/", events: ["no_such_event"] },
+    });
     expect(badEvent.status).toBe(400);
     expect((await api("DELETE", `/v1/webhooks/${created.body.id}`)).status).toBe(204);
     const gone = await api("DELETE", `/v1/webhooks/${created.body.id}`);
@@ -393,6 +405,48 @@ describe("gateway / API", () => {
     const deleted = await api("DELETE", "/v1/sessions/s-api-life");
     expect([deleted.status, deleted.body.record.type]).toEqual([200, "session_deleted"]);
     expect((await api("GET", "/v1/sessions/s-api-life")).status).toBe(404);
+  });
+
+  it("stream tickets open a session's events without a token, for that session only", async () => {
+    const issued = await api("POST", "/v1/sessions/s-api-1/events/ticket", { token: READ });
+    expect(issued.status).toBe(201);
+    expect(issued.body.url).toBe(`/v1/sessions/s-api-1/events?ticket=${encodeURIComponent(issued.body.ticket)}`);
+    const stream = await api("GET", `${issued.body.url}&follow=false`, { token: "" });
+    expect([stream.status, stream.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    expect(stream.text).toContain("event: session_created");
+    const other = await api("GET", `/v1/sessions/s-other/events?ticket=${encodeURIComponent(issued.body.ticket)}`, {
+      token: "",
+    });
+    expect([other.status, other.body.error]).toEqual([
+      401,
+      { code: "unauthorized", message: "the ticket is for another session" },
+    ]);
+    const forged = await api("GET", "/v1/sessions/s-api-1/events?ticket=v1.e30.AAAA", { token: "" });
+    expect(forged.status).toBe(401);
+    expect((await api("POST", "/v1/sessions/s-none/events/ticket", { token: READ })).status).toBe(404);
+  });
+
+  it("serves an object a session's events refer to, and only that session's", async () => {
+    const text = "z".repeat(40_000);
+    const sent = await api("POST", "/v1/sessions/s-api-1/commands", {
+      body: { type: "append_message", message: { role: "user", content: [{ type: "text", text }], timestamp: 1 } },
+    });
+    expect(sent.body.event.type).toBe("command_accepted");
+    // The message's entry follows the acceptance.
+    const referenced = async () => {
+      const view = await stack.client.replay("s-api-1");
+      const blocks = view.tree.entries.flatMap((e) =>
+        e.type === "message" && Array.isArray(e.message.content)
+          ? (e.message.content as { blob?: { name: string } }[])
+          : [],
+      );
+      return blocks.find((c) => c.blob)?.blob?.name;
+    };
+    await expect.poll(referenced).toMatch(/^input\/s-api-1\//);
+    const name = encodeURIComponent((await referenced()) as string);
+    const blob = await api("GET", `/v1/sessions/s-api-1/blob?name=${name}`, { token: READ });
+    expect([blob.status, blob.text]).toEqual([200, text]);
+    expect((await api("GET", `/v1/sessions/s-other/blob?name=${name}`, { token: READ })).status).toBe(404);
   });
 
   it("every route of the OpenAPI document was exercised and matched it", () => {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { type Gateway, type GatewayOptions, startGateway, type TokenTable } from "@fleet/gateway";
+import { type Gateway, type GatewayOptions, startGateway, type TokenTable, webOptionsOf } from "@fleet/gateway";
 import { createAnthropicStreamFn, type LoopWorker } from "@fleet/loop";
 import { applyTopology, connectNats, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
@@ -52,6 +52,8 @@ export function gatewayOptions(natsUrl: string, overrides: Partial<GatewayOption
     webhookBackoffMs: 100,
     webhookBackoffMaxMs: 1_000,
     webhookTimeoutMs: 2_000,
+    // The tests' webhook receivers listen on 127.0.0.1.
+    web: { ...webOptionsOf(), webhookAllowance: { kind: "all" } },
     logger: silent,
     ...overrides,
   };
@@ -61,6 +63,7 @@ export async function startGatewayStack(
   opts: {
     gateway?: Partial<GatewayOptions>;
     approvalTools?: string[];
+    inputTtlMs?: number;
     /** Session lifecycle settings of the loop worker (archive directory, retention). */
     lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
     /** The loop worker's logger (default silent). */
@@ -71,7 +74,11 @@ export async function startGatewayStack(
   const redis = await startRedis();
   const fake = await startFakeAnthropic();
   const setup = await connectNats({ url: nats.url, name: "gateway-test-setup" });
-  await applyTopology(setup, { partitions: PARTITIONS, leaseTtlMs: 2_000 });
+  await applyTopology(setup, {
+    partitions: PARTITIONS,
+    leaseTtlMs: 2_000,
+    ...(opts.inputTtlMs ? { inputTtlMs: opts.inputTtlMs } : {}),
+  });
   await setup.close();
   const store = await startStoreService({
     natsUrl: nats.url,

@@ -16,7 +16,7 @@ import { startTestWorker } from "../support/loop-harness.js";
 import { startEndlessRun, storedEvents } from "./support.js";
 
 const IDLE_MS = 2_000;
-/** The janitor's lease in `fleet_leases` (PROTOCOL change 35). */
+/** The janitor's lease in `fleet_leases` (PROTOCOL change 37). */
 const JANITOR_KEY = "loop.janitor";
 let stack: GatewayStack;
 let archiveDir: string;

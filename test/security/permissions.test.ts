@@ -6,8 +6,10 @@ import { join } from "node:path";
 import { FleetClient, isFleetError, type SessionEventItem } from "@fleet/client";
 import {
   BUDGET_KEYS,
+  bytesToBase64,
   encodeCommand,
   KV_BUCKETS,
+  type SessionEntry,
   STREAMS,
   subjects,
   TenantSpendRecord,
@@ -103,6 +105,44 @@ describe("security / every service under its own user", () => {
     expect(tree.seq).toBeGreaterThanOrEqual(last);
     const sessions = await operator.listSessions();
     expect(sessions.sessions.map((s) => s.sessionId)).toContain(SESSION);
+  });
+
+  it("carries an import over a message (parts and body by reference) through every role's permissions", async () => {
+    // About 2 MB of entries and a 300 kB image: the image goes as a part, the rest as the body.
+    const image = new Uint8Array(300_000).map((_, i) => (i * 7) % 256);
+    const entries: SessionEntry[] = [];
+    for (let i = 0; i < 200; i++) {
+      const content: Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }> = [
+        { type: "text", text: `${i} `.repeat(5_000) },
+      ];
+      if (i === 0) content.push({ type: "image", data: bytesToBase64(image), mimeType: "image/png" });
+      entries.push({
+        type: "message",
+        id: `m${i}`,
+        parentId: i === 0 ? null : `m${i - 1}`,
+        timestamp: 1_000 + i,
+        message: { role: "user", content, timestamp: 1_000 + i },
+      });
+    }
+    await operator.importSession({ entries, leafId: "m199" }, { sessionId: "s-perm-big" });
+    const reader = await FleetClient.connect({ natsUrl: secured.nats.url, auth: secured.auth(TENANT, "reader") });
+    try {
+      await expect
+        .poll(async () => (await reader.replay("s-perm-big")).tree.entries.length, { timeout: 30_000 })
+        .toBe(200);
+      const view = await reader.replay("s-perm-big");
+      const first = view.tree.entries[0] as SessionEntry & { message: { content: Array<{ blob?: unknown }> } };
+      expect(first.message.content[1]?.blob).toMatchObject({ bucket: "fleet_blobs", size: image.byteLength });
+      const resolved = await reader.resolveBlobs(first.message);
+      expect((resolved.content[1] as { data?: string }).data).toBe(bytesToBase64(image));
+      // The store's export (over max_payload: a reply by reference in fleet_inputs) has the image inline.
+      await reader.getTree("s-perm-big", { minSeq: view.seq });
+      const exported = await reader.export("s-perm-big");
+      expect(exported.length).toBeGreaterThan(1024 * 1024);
+      expect(exported).toContain(bytesToBase64(image));
+    } finally {
+      await reader.close();
+    }
   });
 
   it("logged no permission violation in any service", () => {

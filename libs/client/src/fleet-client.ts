@@ -1,13 +1,13 @@
 // FleetClient: drive sessions (commands) and read them (events, live state, replay, store queries).
 import { hostname, userInfo } from "node:os";
 import {
+  type BlobRef,
   BudgetLimits,
   CONFIG_KEYS,
   type CommandOf,
   type CompactionSettings,
   decodeEvent,
   type EventOf,
-  encodeCommand,
   type FleetCommand,
   type FleetEvent,
   foldSessionSpend,
@@ -25,7 +25,9 @@ import {
   validate,
 } from "@fleet/protocol";
 import {
+  type BlobAccess,
   connectFleet,
+  createBlobAccess,
   isStorageFullError,
   lastSubjectSeq,
   type NatsAuthSettings,
@@ -33,10 +35,12 @@ import {
   natsAuthFromEnv,
   readSubject,
   redactUrl,
+  resolveBlobBlocks,
 } from "@fleet/runtime";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { commandBytes } from "./command-bytes.js";
 import { CommandRejectedError, FleetError, isFleetError, storageFullError } from "./errors.js";
 import { tailSubject } from "./event-tail.js";
 import { newId, newSessionId } from "./ids.js";
@@ -181,6 +185,7 @@ export class FleetClient {
   readonly partitions: number;
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
+  readonly #blobs: BlobAccess;
 
   private constructor(
     nc: NatsConnection,
@@ -194,6 +199,7 @@ export class FleetClient {
     this.partitions = partitions;
     this.#commandTimeoutMs = opts.commandTimeoutMs;
     this.#requestTimeoutMs = opts.requestTimeoutMs;
+    this.#blobs = createBlobAccess(nc);
   }
 
   /**
@@ -558,8 +564,8 @@ export class FleetClient {
   }
 
   async #submit(command: FleetCommand, timeoutMs: number, signal?: AbortSignal): Promise<OutcomeRecord> {
-    const encoded = encodeCommand(command);
-    if (!encoded.ok) throw new FleetError("invalid_input", "invalid", `${command.type}: ${encoded.error}`);
+    // Large parts, or the whole command, go to `fleet_inputs` first (PROTOCOL "Large inputs").
+    const encoded = await commandBytes(command, this.#blobs);
     const partition = this.partitionOf(command.sessionId);
     const eventSubject = subjects.event(partition, command.sessionId);
     const commandSubject = subjects.command(partition, command.sessionId);
@@ -823,6 +829,38 @@ export class FleetClient {
   }
 
   // ---------------------------------------------------------------------------------------------
+  // Content by reference (PROTOCOL "Large inputs")
+
+  /**
+   * The bytes of an object a block or a tool result refers to (`fleet_blobs`, `fleet_inputs`):
+   * a text's UTF-8, an image's bytes. Undefined when there is no such object.
+   */
+  async readBlob(ref: Pick<BlobRef, "bucket" | "name">): Promise<Uint8Array | undefined> {
+    try {
+      return await this.#blobs.read(ref);
+    } catch (err) {
+      throw new FleetError("unavailable", "blobs", `cannot read ${ref.bucket}/${ref.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+  }
+
+  /**
+   * `value` (an event, a message, a replay's messages, anything) with every text and image block
+   * by reference resolved: its content inline, its `blob` gone. Events and views keep references;
+   * this is how a reader gets the content.
+   */
+  async resolveBlobs<T>(value: T): Promise<T> {
+    try {
+      return await resolveBlobBlocks(value, this.#blobs);
+    } catch (err) {
+      throw new FleetError("unavailable", "blobs", `cannot resolve content by reference (${describe(err)})`, {
+        cause: err,
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // Session-store queries (`fleet.store.<op>`)
 
   /** The built context at a leaf (default the session's leaf); `minSeq` waits for the projection. */
@@ -830,24 +868,24 @@ export class FleetClient {
     sessionId: string,
     opts: { leafId?: string | null; minSeq?: number; timeoutMs?: number } = {},
   ): Promise<StoreResult<"get_context">> {
-    return storeRequest(this.nc, "get_context", { sessionId, ...opts }, this.#timeoutFor(opts.timeoutMs));
+    return storeRequest(this.nc, "get_context", { sessionId, ...opts }, this.#timeoutFor(opts.timeoutMs), this.#blobs);
   }
   getTree(sessionId: string, opts: { minSeq?: number } = {}): Promise<StoreResult<"get_tree">> {
-    return storeRequest(this.nc, "get_tree", { sessionId, ...opts }, this.#requestTimeoutMs);
+    return storeRequest(this.nc, "get_tree", { sessionId, ...opts }, this.#requestTimeoutMs, this.#blobs);
   }
   getBranch(sessionId: string, leafId?: string | null): Promise<StoreResult<"get_branch">> {
     const request = leafId === undefined ? { sessionId } : { sessionId, leafId };
-    return storeRequest(this.nc, "get_branch", request, this.#requestTimeoutMs);
+    return storeRequest(this.nc, "get_branch", request, this.#requestTimeoutMs, this.#blobs);
   }
   getEntry(sessionId: string, entryId: string): Promise<StoreResult<"get_entry">> {
-    return storeRequest(this.nc, "get_entry", { sessionId, entryId }, this.#requestTimeoutMs);
+    return storeRequest(this.nc, "get_entry", { sessionId, entryId }, this.#requestTimeoutMs, this.#blobs);
   }
   listSessions(opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"list_sessions">> {
-    return storeRequest(this.nc, "list_sessions", opts, this.#requestTimeoutMs);
+    return storeRequest(this.nc, "list_sessions", opts, this.#requestTimeoutMs, this.#blobs);
   }
   /** The session as pi v3 JSONL text. */
   async export(sessionId: string): Promise<string> {
-    return (await storeRequest(this.nc, "export", { sessionId }, this.#requestTimeoutMs)).jsonl;
+    return (await storeRequest(this.nc, "export", { sessionId }, this.#requestTimeoutMs, this.#blobs)).jsonl;
   }
 
   #timeoutFor(storeWaitMs: number | undefined): number {

@@ -1,16 +1,19 @@
 // Session-store queries over NATS request/reply (`fleet.store.<op>`), validated on both sides.
 import {
   formatIssues,
+  OBJECT_STORES,
   parseJson,
   STORE_OPS,
   type StoreErrorCode,
   type StoreOp,
   StoreReply,
   type StoreReplyOf,
+  StoreReplyRef,
   StoreRequest,
   type StoreRequestOf,
   subjects,
 } from "@fleet/protocol";
+import type { BlobAccess } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { FleetError, StoreQueryError } from "./errors.js";
 
@@ -28,6 +31,8 @@ export async function storeRequest<Op extends StoreOp>(
   op: Op,
   request: StoreRequestOf<Op>,
   timeoutMs: number,
+  /** Reads a reply by reference (one over `max_payload`, PROTOCOL "Large inputs"); without it such a reply is an error. */
+  blobs?: BlobAccess,
 ): Promise<StoreResult<Op>> {
   if (!STORE_OPS.includes(op)) throw new FleetError("invalid_input", "invalid", `unknown store op ${op}`);
   const checked = StoreRequest[op].safeParse(request);
@@ -45,7 +50,31 @@ export async function storeRequest<Op extends StoreOp>(
   } catch (err) {
     throw requestError(op, subject, timeoutMs, err);
   }
-  const json = parseJson(data);
+  let json = parseJson(data);
+  const byRef = json.ok ? StoreReplyRef.safeParse(json.value) : undefined;
+  if (byRef?.success) {
+    const ref = byRef.data.replyRef;
+    if (!blobs || ref.bucket !== OBJECT_STORES.inputs.name) {
+      throw new FleetError(
+        "protocol",
+        "invalid_reply",
+        `${op}: the session store answered by reference to ${ref.bucket}/${ref.name}`,
+      );
+    }
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await blobs.read(ref);
+    } catch (err) {
+      throw new FleetError(
+        "unavailable",
+        "blobs",
+        `${op}: cannot read the reply ${ref.bucket}/${ref.name} (${(err as Error).message})`,
+        { cause: err },
+      );
+    }
+    if (!bytes) throw new FleetError("unavailable", "blobs", `${op}: the reply ${ref.bucket}/${ref.name} is gone`);
+    json = parseJson(bytes, bytes.byteLength);
+  }
   const reply = json.ok ? StoreReply[op].safeParse(json.value) : undefined;
   if (!reply?.success) {
     throw new FleetError(

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { COMMAND_TYPES, CommandEnvelope, FleetCommand } from "./commands.js";
 import { FleetEvent } from "./events.js";
+import { CommandBodyRef } from "./input-blobs.js";
 import { checkCommandSize, DEFAULT_MAX_COMMAND_BYTES, MAX_MESSAGE_BYTES, payloadBytes } from "./size-limits.js";
 import { RunnerPresence, ToolCallRequest, ToolRegistration, ToolResultRecord } from "./tool-records.js";
 
@@ -122,7 +123,7 @@ export function decodeCommand(input: Uint8Array | string, opts: { maxBytes?: num
       commandType: "unknown",
     };
   }
-  const json = parseJson(input);
+  const json = parseJson(input, Math.max(MAX_MESSAGE_BYTES, opts.maxBytes ?? DEFAULT_MAX_COMMAND_BYTES));
   if (!json.ok) return { ...json, code: "invalid", commandType: "unknown" };
   const envelope = CommandEnvelope.safeParse(json.value);
   const raw = json.value as { type?: unknown; id?: unknown };
@@ -142,4 +143,15 @@ export function decodeCommand(input: Uint8Array | string, opts: { maxBytes?: num
   const checked = validate(FleetCommand, json.value);
   if (checked.ok) return checked;
   return { ...checked, code: "invalid", ...(commandId ? { commandId } : {}), commandType };
+}
+
+/**
+ * The envelope of a command by reference (`{type, id, sessionId, ts?, bodyRef}`, see input-blobs.ts)
+ * when the payload has a `bodyRef`: decoded, or why it is not a valid one. Undefined for any other
+ * payload (decode it with `decodeCommand`).
+ */
+export function decodeCommandBodyRef(input: Uint8Array | string): Decoded<CommandBodyRef> | undefined {
+  const json = parseJson(input);
+  if (!json.ok || typeof json.value !== "object" || json.value === null || !("bodyRef" in json.value)) return undefined;
+  return validate(CommandBodyRef, json.value);
 }

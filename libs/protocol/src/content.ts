@@ -1,10 +1,19 @@
 import { z } from "zod";
+import { BlobRef } from "./blob-ref.js";
 
 /** pi-ai content blocks. Unknown provider fields (signatures, ids) are preserved. */
+/**
+ * Content by reference (Fleet): a block with `blob` holds its content in that object (`fleet_blobs`
+ * once its command is accepted): a text block's `text` is then only a preview, an image's `data` is
+ * empty and the object holds the image's bytes. Readers resolve it (see input-blobs.ts).
+ */
+const blob = BlobRef.optional();
+
 export const TextContent = z.looseObject({
   type: z.literal("text"),
   text: z.string(),
   textSignature: z.string().optional(),
+  blob,
 });
 export type TextContent = z.infer<typeof TextContent>;
 
@@ -20,6 +29,7 @@ export const ImageContent = z.looseObject({
   type: z.literal("image"),
   data: z.string().describe("base64"),
   mimeType: z.string().min(1),
+  blob,
 });
 export type ImageContent = z.infer<typeof ImageContent>;
 

@@ -95,7 +95,9 @@ export const storeEventConsumer = (partition: number) => ({
 /**
  * The durable consumer that delivers one webhook: `webhook-<id>` on FLEET_EVENTS, filtered on one
  * session's subject or on every event, starting at the stream sequence after the registration.
- * One message in flight, so deliveries of a webhook keep stream order.
+ * One message in flight, so deliveries of a webhook keep stream order. A gateway marks the message in
+ * progress every 5 s while it POSTs, so `ack_wait` is only how soon another gateway redelivers the
+ * message of one that died mid-delivery.
  */
 export const webhookConsumer = (webhookId: string, filterSubject: string, startSeq: number) => ({
   durable_name: `webhook-${webhookId}`,
@@ -103,7 +105,7 @@ export const webhookConsumer = (webhookId: string, filterSubject: string, startS
   ack_policy: "explicit",
   deliver_policy: "by_start_sequence",
   opt_start_seq: startSeq,
-  ack_wait: ms(60_000),
+  ack_wait: ms(15_000),
   max_ack_pending: 1,
   max_deliver: -1,
 });
@@ -121,9 +123,16 @@ export const KV_BUCKETS = {
 } as const;
 
 export const OBJECT_STORES = {
+  /** Payloads too large for a message that the log refers to: tool output, accepted input parts. */
   blobs: { name: "fleet_blobs" },
   /** Archived sessions (`archive_session`), unless the loop writes them to `FLEET_ARCHIVE_DIR`. */
   archive: { name: "fleet_archive" },
+  /**
+   * A command's parts and body when they are too large to go inline, written before the command is
+   * published. Objects age out after `ttlMs` (the stream's max age), so those of a command that was
+   * never accepted do not stay; the loop copies an accepted command's parts to `fleet_blobs`.
+   */
+  inputs: { name: "fleet_inputs", ttlMs: 24 * 60 * 60 * 1000 },
 } as const;
 
 /**

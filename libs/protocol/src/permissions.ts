@@ -113,6 +113,19 @@ const jsApi = {
   kvRead: (bucket: string) => [...jsApi.streamInfo(kvStream(bucket)), ...jsApi.getMessage(kvStream(bucket))],
   /** Writes to a bucket, or only to its keys under `keyPrefix` (`loop` → `$KV.fleet_leases.loop.>`). */
   kvWrite: (bucket: string, keyPrefix?: string) => [`$KV.${bucket}.${keyPrefix ? `${keyPrefix}.` : ""}>`],
+  /** Reading objects: their meta (direct gets) and chunks (an ordered push consumer with flow control). */
+  objRead: (store: string) => [
+    ...jsApi.streamInfo(objStream(store)),
+    ...jsApi.getMessage(objStream(store)),
+    ...jsApi.consume(objStream(store)),
+    ...jsApi.flowControl(objStream(store)),
+  ],
+  /** Writing objects (chunks and meta); an existing object is never replaced, so no purge. */
+  objWrite: (store: string) => [
+    `$O.${store}.>`,
+    ...jsApi.streamInfo(objStream(store)),
+    ...jsApi.getMessage(objStream(store)),
+  ],
   kvWatch: (bucket: string) => [...jsApi.consume(kvStream(bucket)), ...jsApi.flowControl(kvStream(bucket))],
 };
 
@@ -162,6 +175,7 @@ const objectStore = (store: string) => [
   `${API}.STREAM.PURGE.${objStream(store)}`,
   `$O.${store}.>`,
 ];
+const INPUTS = OBJECT_STORES.inputs.name;
 
 /**
  * What any client of a tenant reads: the event log, the store, and the deployment's state for
@@ -177,6 +191,9 @@ function readerPublish(): string[] {
     ...jsApi.consume(EV),
     ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name].flatMap(jsApi.kvRead),
     "fleet.store.*",
+    // Content by reference (`fleet_blobs`) and store replies by reference (`fleet_inputs`).
+    ...jsApi.objRead(BLOBS),
+    ...jsApi.objRead(INPUTS),
   ];
 }
 
@@ -185,7 +202,8 @@ function readerPublish(): string[] {
  * subject table (`subjects`), the streams, KV buckets and object store, and the durable consumers'
  * names. No role gets `>` or `$JS.API.>`; none may update, purge or delete a stream except `tools`
  * purging superseded chunks of `fleet_blobs` objects, and `loop` purging a deleted session's subjects
- * of FLEET_EVENTS and FLEET_TOOL_RESULTS and its objects (session lifecycle).
+ * of FLEET_EVENTS and FLEET_TOOL_RESULTS and its objects (session lifecycle) and the chunks of a
+ * `fleet_blobs` object whose write failed.
  */
 export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): RolePermissions {
   const toolNames = opts.toolNames ?? null;
@@ -236,6 +254,11 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...objectStore(BLOBS),
           ...objectStore(ARCHIVE),
           subjects.store("list_idle"),
+          // Command inputs by reference: read, and an accepted command's parts copied to `fleet_blobs`
+          // (a copy that fails midway purges its chunks).
+          ...jsApi.objRead(INPUTS),
+          ...jsApi.objRead(BLOBS),
+          ...jsApi.objWrite(BLOBS),
         ],
         [subjects.toolResultsAll],
       );
@@ -269,6 +292,9 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.ack(EV),
           ...jsApi.kvRead(KV.leases.name),
           ...jsApi.kvWrite(KV.leases.name, "store"),
+          // Exports resolve content by reference; replies over max_payload go to `fleet_inputs`.
+          ...jsApi.objRead(BLOBS),
+          ...jsApi.objWrite(INPUTS),
         ],
         [`fleet.store.* ${STORE_QUEUE_GROUP}`],
         true,
@@ -280,13 +306,19 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       return result(readerPublish(), [subjects.eventsAll]);
     case "operator":
       // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`).
-      return result([...readerPublish(), subjects.commandsAll, `$KV.${KV.budgets.name}.limits`], [subjects.eventsAll]);
+      // An operator also writes the inputs of its commands (`fleet_inputs`, before the command).
+      return result(
+        [...readerPublish(), subjects.commandsAll, `$KV.${KV.budgets.name}.limits`, ...jsApi.objWrite(INPUTS)],
+        [subjects.eventsAll],
+      );
     case "gateway":
       return result(
         [
           ...readerPublish(),
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
+          // Large inputs of the commands it sends, written before the command.
+          ...jsApi.objWrite(INPUTS),
           // Webhooks: creates and watches KV fleet_webhooks, and pulls and acks each registration's
           // durable consumer `webhook-<id>` on FLEET_EVENTS (created and deleted with it).
           ...jsApi.streamInfo(kvStream(KV.webhooks.name)),

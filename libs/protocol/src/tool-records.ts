@@ -51,15 +51,7 @@ export const ToolRegistration = z.object({
 });
 export type ToolRegistration = z.infer<typeof ToolRegistration>;
 
-/** Pointer to a payload stored in object store `fleet_blobs` (claim check). */
-export const BlobRef = z.object({
-  bucket: z.string(),
-  name: z.string(),
-  size: z.number().int().nonnegative(),
-  digest: z.string().optional(),
-  mimeType: z.string().optional(),
-});
-export type BlobRef = z.infer<typeof BlobRef>;
+export { BlobRef } from "./blob-ref.js";
 
 /**
  * Runner presence: key `runner.<runnerId>` in KV `fleet_leases`, rewritten every TTL/3 and removed

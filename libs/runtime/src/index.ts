@@ -1,6 +1,7 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
 export { ensureAuditMirror } from "./audit-feed.js";
+export { type BlobAccess, createBlobAccess, resolveBlobBlocks, type StoredObject } from "./blob-access.js";
 export {
   envBool,
   envInt,

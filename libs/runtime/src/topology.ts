@@ -25,6 +25,8 @@ export interface ApplyTopologyOptions {
   /** Partition count to write when `fleet_config.partitions` is absent. Ignored once written. */
   partitions?: number;
   leaseTtlMs?: number;
+  /** How long `fleet_inputs` keeps an object, when this call creates it (default 24 h). */
+  inputTtlMs?: number;
   /**
    * Replicas of every stream, KV bucket and the object store when this call creates them
    * (`FLEET_STREAM_REPLICAS`: 1 on a single server, 3 on the cluster). Given, a stream with another
@@ -56,9 +58,14 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   });
   const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
   const budgets = await kvm.create(KV_BUCKETS.budgets.name, { history: KV_BUCKETS.budgets.history, ...replicas });
-  // nats.js may change the options it is given: each store gets its own copy.
-  await new Objm(nc).create(OBJECT_STORES.blobs.name, { ...replicas });
-  await new Objm(nc).create(OBJECT_STORES.archive.name, { ...replicas });
+  const objm = new Objm(nc);
+  // nats.js deletes `replicas` and `ttl` from the options it is given: each call gets its own copy.
+  await objm.create(OBJECT_STORES.blobs.name, { ...replicas });
+  await objm.create(OBJECT_STORES.archive.name, { ...replicas });
+  await objm.create(OBJECT_STORES.inputs.name, {
+    ...replicas,
+    ttl: (opts.inputTtlMs ?? OBJECT_STORES.inputs.ttlMs) * 1_000_000,
+  });
 
   const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
   const protocol = await ensureConfigNumber(config, CONFIG_KEYS.protocol, PROTOCOL_VERSION);

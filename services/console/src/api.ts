@@ -1,7 +1,9 @@
-// The gateway's HTTP API as the console uses it: JSON calls with the bearer token (if one is set).
-// Errors are data: `{ok: false, status, code, message}`.
+// The gateway's HTTP API as the console uses it: JSON calls with the bearer token (if one is set),
+// to the gateway that serves the console or to one set by URL (then the gateway must list the
+// console's origin in FLEET_GATEWAY_CORS_ORIGINS). Errors are data: `{ok: false, status, code, message}`.
 
 const TOKEN_KEY = "fleet.token";
+const GATEWAY_KEY = "fleet.gateway";
 
 export function token(): string | null {
   return localStorage.getItem(TOKEN_KEY);
@@ -12,6 +14,21 @@ export function setToken(value: string): void {
   else localStorage.removeItem(TOKEN_KEY);
 }
 
+/** The gateway's base URL (`https://gateway.example.com`), or "" for the site that serves the console. */
+export function gatewayBase(): string {
+  return localStorage.getItem(GATEWAY_KEY) ?? "";
+}
+
+/** Sets the gateway's base URL; "" (or one that is not an http(s) URL) means this site. */
+export function setGatewayBase(value: string): void {
+  const url = value.trim().replace(/\/+$/, "");
+  if (url && /^https?:\/\/[^/]+$/.test(url)) localStorage.setItem(GATEWAY_KEY, url);
+  else localStorage.removeItem(GATEWAY_KEY);
+}
+
+/** An API path on the gateway. */
+export const gatewayUrl = (path: string): string => `${gatewayBase()}${path}`;
+
 export function authHeaders(): Record<string, string> {
   const t = token();
   return t ? { authorization: `Bearer ${t}` } : {};
@@ -21,17 +38,35 @@ export type ApiResult<T> =
   | { ok: true; status: number; body: T }
   | { ok: false; status: number; code: string; message: string };
 
+const unreachable = (err: unknown): ApiResult<never> => ({
+  ok: false,
+  status: 0,
+  code: "unreachable",
+  message: `the gateway is unreachable: ${String(err)}`,
+});
+
+/** The error of a failed answer, from its JSON error body. */
+async function failure(res: Response): Promise<ApiResult<never>> {
+  const text = await res.text();
+  let error: { code?: string; message?: string } | undefined;
+  try {
+    error = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+  } catch {}
+  return { ok: false, status: res.status, code: error?.code ?? "http", message: error?.message ?? text };
+}
+
 export async function api<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<ApiResult<T>> {
   let res: Response;
   try {
-    res = await fetch(path, {
+    res = await fetch(gatewayUrl(path), {
       method,
       headers: { ...authHeaders(), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   } catch (err) {
-    return { ok: false, status: 0, code: "unreachable", message: `the gateway is unreachable: ${String(err)}` };
+    return unreachable(err);
   }
+  if (!res.ok) return failure(res);
   const text = await res.text();
   let parsed: unknown;
   try {
@@ -39,9 +74,19 @@ export async function api<T>(method: "GET" | "POST" | "DELETE", path: string, bo
   } catch {
     parsed = undefined;
   }
-  if (res.ok) return { ok: true, status: res.status, body: parsed as T };
-  const error = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
-  return { ok: false, status: res.status, code: error?.code ?? "http", message: error?.message ?? text };
+  return { ok: true, status: res.status, body: parsed as T };
+}
+
+/** The bytes of a GET answer (an object by reference). */
+export async function apiBytes(path: string): Promise<ApiResult<Uint8Array>> {
+  let res: Response;
+  try {
+    res = await fetch(gatewayUrl(path), { headers: authHeaders() });
+  } catch (err) {
+    return unreachable(err);
+  }
+  if (!res.ok) return failure(res);
+  return { ok: true, status: res.status, body: new Uint8Array(await res.arrayBuffer()) };
 }
 
 /** Sends one command to a session; a `command_rejected` outcome comes back as an error. */

@@ -1,13 +1,14 @@
 // The console's entry: layout, navigation and the page for the current path.
 import { type JSX, render } from "preact";
 import { useState } from "preact/hooks";
-import { setToken, token } from "./api.js";
+import { gatewayBase, setGatewayBase, setToken, token } from "./api.js";
 import { linkTo, usePath } from "./router.js";
 import "./style.css";
 import { ApprovalsPage } from "./views/approvals-page.js";
 import { HealthPage } from "./views/health-page.js";
 import { SessionPage } from "./views/session-page.js";
 import { SessionsPage } from "./views/sessions-page.js";
+import { WebhooksPage } from "./views/webhooks-page.js";
 
 function App() {
   const path = usePath();
@@ -19,6 +20,7 @@ function App() {
     page = <SessionPage key={id} sessionId={id} />;
   } else if (path === "/approvals") page = <ApprovalsPage />;
   else if (path === "/health") page = <HealthPage />;
+  else if (path === "/webhooks") page = <WebhooksPage />;
   else page = <div class="notice">No page at {path}.</div>;
   return (
     <>
@@ -28,6 +30,7 @@ function App() {
           [
             ["/", "Sessions"],
             ["/approvals", "Approvals"],
+            ["/webhooks", "Webhooks"],
             ["/health", "Health"],
           ] as const
         ).map(([href, label]) => (
@@ -35,10 +38,29 @@ function App() {
             {label}
           </a>
         ))}
+        <GatewayField />
         <TokenField />
       </nav>
       <main>{page}</main>
     </>
+  );
+}
+
+/** The gateway to talk to: blank for the one that serves the console, else its URL (CORS). */
+function GatewayField() {
+  const [value, setValue] = useState(gatewayBase());
+  return (
+    <input
+      class="gateway"
+      data-testid="gateway-url"
+      placeholder="gateway URL (blank: this site)"
+      value={value}
+      onChange={(e) => {
+        const v = (e.target as HTMLInputElement).value.trim();
+        setGatewayBase(v);
+        setValue(gatewayBase());
+      }}
+    />
   );
 }
 

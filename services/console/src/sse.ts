@@ -1,6 +1,8 @@
-// Reads the gateway's SSE event stream with fetch (EventSource cannot send Authorization).
+// Reads a session's events from the gateway: its history with fetch (the bearer header, frames
+// parsed in large slices), then live with EventSource and a stream ticket (EventSource cannot send
+// Authorization; the ticket stands in for it, for this session only).
 import { FleetEvent } from "@fleet/protocol";
-import { authHeaders } from "./api.js";
+import { api, authHeaders, gatewayUrl } from "./api.js";
 
 export interface LoggedEvent {
   /** Stream sequence (the frame's `id`). */
@@ -25,7 +27,7 @@ export async function streamEvents(
   let res: Response;
   try {
     res = await fetch(
-      `/v1/sessions/${encodeURIComponent(sessionId)}/events?after=${opts.after}&follow=${opts.follow}`,
+      gatewayUrl(`/v1/sessions/${encodeURIComponent(sessionId)}/events?after=${opts.after}&follow=${opts.follow}`),
       { headers: authHeaders(), signal: opts.signal },
     );
   } catch (err) {
@@ -64,6 +66,42 @@ export async function streamEvents(
     if (!opts.signal.aborted) return { ok: false, status: 0, message: String(err) };
   }
   return { ok: true, lastSeq };
+}
+
+/**
+ * Follows a session's events after `after` with EventSource: a stream ticket first (`POST
+ * …/events/ticket`), then `new EventSource(<ticket url>&after=)`. The browser reconnects by itself
+ * (with `Last-Event-ID`) while the ticket is valid; once the stream is closed for good (the ticket
+ * expired, the gateway refused it) this resolves, and the caller follows again with a new ticket.
+ */
+export async function followEvents(
+  sessionId: string,
+  opts: { after: number; signal: AbortSignal; onBatch(events: LoggedEvent[]): void },
+): Promise<StreamEnd> {
+  const ticket = await api<{ url: string }>("POST", `/v1/sessions/${encodeURIComponent(sessionId)}/events/ticket`);
+  if (!ticket.ok) return { ok: false, status: ticket.status, message: ticket.message };
+  if (opts.signal.aborted) return { ok: true, lastSeq: opts.after };
+  let lastSeq = opts.after;
+  return new Promise<StreamEnd>((resolve) => {
+    const source = new EventSource(gatewayUrl(`${ticket.body.url}&after=${opts.after}`));
+    const onFrame = (e: MessageEvent<string>) => {
+      const seq = Number(e.lastEventId);
+      const event = eventOf(e.data);
+      if (!event || !Number.isSafeInteger(seq) || seq <= lastSeq) return;
+      lastSeq = seq;
+      opts.onBatch([{ seq, event }]);
+    };
+    for (const type of EVENT_TYPES) source.addEventListener(type, onFrame as EventListener);
+    const finish = () => {
+      source.close();
+      opts.signal.removeEventListener("abort", finish);
+      resolve({ ok: true, lastSeq });
+    };
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) finish();
+    };
+    opts.signal.addEventListener("abort", finish);
+  });
 }
 
 /**

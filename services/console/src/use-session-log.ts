@@ -1,7 +1,8 @@
-// A session's log in the browser: the whole log first (`follow=false`), then live frames after it.
+// A session's log in the browser: the whole log first (`follow=false`), then live events after it
+// (EventSource with a stream ticket).
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ReplayLog } from "./replay.js";
-import { streamEvents } from "./sse.js";
+import { followEvents, streamEvents } from "./sse.js";
 
 /** Longest stretch of background checkpoint work between two yields to the page. */
 const SETTLE_SLICE_MS = 8;
@@ -63,9 +64,8 @@ export function useSessionLog(sessionId: string): SessionLog {
       setTimeout(settle, 0);
       let after = first.lastSeq;
       while (!abort.signal.aborted) {
-        const live = await streamEvents(sessionId, {
+        const live = await followEvents(sessionId, {
           after,
-          follow: true,
           signal: abort.signal,
           onBatch: (items) => {
             log.append(items);

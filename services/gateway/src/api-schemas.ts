@@ -102,6 +102,8 @@ export const EventsQuery = z.object({
   after: z.coerce.number().int().nonnegative().optional(),
   /** `false`: end at the current end of the log instead of following it. Default `true`. */
   follow: Bool,
+  /** A stream ticket of this session (`POST …/events/ticket`), instead of the Authorization header. */
+  ticket: z.string().max(1024).optional(),
 });
 
 const okBranch = <S extends z.ZodType>(union: S) => {

@@ -1,6 +1,7 @@
 import { envInt, envString, natsServiceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 import { hostnameOf } from "./http/loopback-guard.js";
+import { GatewayWebEnv } from "./web-config.js";
 
 /** A comma-separated list of host names (no scheme, no port), lower-cased; unset or empty: none. */
 const envHostList = () =>
@@ -48,5 +49,6 @@ export const GatewayEnv = z.object({
   FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS: envInt(300_000, 1, 86_400_000),
   /** Timeout of one webhook POST. */
   FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS: envInt(10_000, 1, 600_000),
+  ...GatewayWebEnv,
 });
 export type GatewayEnv = z.infer<typeof GatewayEnv>;

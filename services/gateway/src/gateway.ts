@@ -8,6 +8,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { registerConsoleStatic } from "./http/console-static.js";
+import { registerCors } from "./http/cors.js";
 import { fastifyErrorOf, onClientError, sendError } from "./http/error-answers.js";
 import { buildOpenApi } from "./http/openapi.js";
 import { registerRoutes, UNAUTHENTICATED_BODY_LIMIT_BYTES } from "./http/register-routes.js";
@@ -17,6 +18,7 @@ import type { TokenTable } from "./http/tokens-file.js";
 import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { approvalRoutes } from "./routes/approvals.js";
+import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
@@ -26,11 +28,14 @@ import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
+import { streamTicketRoutes } from "./routes/stream-ticket.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import type { SseConnection } from "./sse/sse-connection.js";
 import { createStorageAlarm } from "./storage-alarm.js";
 import { checkIdentities, tenantIdentities } from "./tenant-identities.js";
 import { createTenantLinks } from "./tenant-links.js";
+import { type GatewayWebOptions, webOptionsOf } from "./web-config.js";
+import { createResolver, type DeliveryPolicy } from "./webhooks/safe-post.js";
 import { startWebhookService, type WebhookService } from "./webhooks/webhook-service.js";
 import { openWebhookStore, type WebhookStore } from "./webhooks/webhook-store.js";
 
@@ -67,6 +72,8 @@ export interface GatewayOptions {
   name?: string;
   /** The web console's built files, served at `/`; default `services/console/dist`. */
   consoleDir?: string;
+  /** CORS, stream tickets and webhook safety; default those of an empty environment (`webOptionsOf()`). */
+  web?: GatewayWebOptions;
 }
 
 export interface Gateway {
@@ -113,6 +120,11 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   if (!identities.ok) throw new GatewayConfigError(identities.error);
   const invalid = checkIdentities(identities.identities);
   if (invalid) throw new GatewayConfigError(invalid);
+  const web = opts.web ?? webOptionsOf();
+  const policy: DeliveryPolicy = {
+    allowance: web.webhookAllowance,
+    resolve: createResolver(web.webhookDnsServers),
+  };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const links = createTenantLinks({
@@ -144,6 +156,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
           backoffMs: opts.webhookBackoffMs,
           backoffMaxMs: opts.webhookBackoffMaxMs,
           timeoutMs: opts.webhookTimeoutMs,
+          policy,
+          maxFailures: web.webhookMaxFailures,
           logger: logger.child({ tenant }),
           metrics,
         });
@@ -176,11 +190,13 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...commandRoutes(ctx),
     ...lifecycleRoutes(ctx),
     ...eventRoutes(ctx, connections),
+    ...streamTicketRoutes(ctx, { key: web.ticketKey, ttlMs: web.ticketTtlMs, now: Date.now }),
     ...exportImportRoutes(ctx),
+    ...blobRoutes(ctx),
     ...approvalRoutes(ctx),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
-    ...webhookRoutes(ctx, webhookStore),
+    ...webhookRoutes(ctx, webhookStore, policy),
     ...opsRoutes({ natsUp: links.natsUp, registry, openApi: () => openApi }),
   ];
   openApi = buildOpenApi({
@@ -226,6 +242,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     );
   });
   const storageAlarm = createStorageAlarm({ logger, metrics, now: Date.now });
+  await registerCors(app, web.corsOrigins);
   registerRoutes(app, routes, {
     tokens: opts.tokens,
     allowedHosts: new Set((opts.allowedHosts ?? []).map((h) => h.toLowerCase())),
@@ -233,6 +250,8 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     natsUp: links.isUp,
     logger,
     onStorageFull: storageAlarm.refused,
+    corsOrigins: new Set(web.corsOrigins),
+    tickets: { key: web.ticketKey, now: Date.now },
   });
   registerConsoleStatic(app, opts.consoleDir ?? fileURLToPath(new URL("../../console/dist/", import.meta.url)));
 

@@ -18,5 +18,6 @@ export {
 export { PendingApproval } from "./pending-approvals.js";
 export { SessionState, sessionStateOf } from "./session-state.js";
 export { checkIdentities, type TenantIdentity, tenantIdentities } from "./tenant-identities.js";
+export { type GatewayWebOptions, webOptionsOf } from "./web-config.js";
 export { IDEMPOTENCY_HEADER, SIGNATURE_HEADER, signBody, verifySignature } from "./webhooks/signature.js";
-export { WEBHOOK_EVENT_TYPES, WebhookDelivery } from "./webhooks/webhook-record.js";
+export { WEBHOOK_EVENT_TYPES, WebhookDelivery, WebhookDetail, WebhookStatus } from "./webhooks/webhook-record.js";

@@ -3,6 +3,7 @@ import { createLogger, loadEnvOrExit, natsAuthFromEnv } from "@fleet/runtime";
 import { GatewayEnv } from "./config.js";
 import { GatewayConfigError, startGateway } from "./gateway.js";
 import { loadTokensFile } from "./http/tokens-file.js";
+import { webOptionsOf } from "./web-config.js";
 
 const env = loadEnvOrExit("fleet-gateway", GatewayEnv);
 const root = createLogger("fleet-gateway", { level: env.LOG_LEVEL });
@@ -32,6 +33,7 @@ const gateway = await startGateway({
   webhookBackoffMs: env.FLEET_GATEWAY_WEBHOOK_BACKOFF_MS,
   webhookBackoffMaxMs: env.FLEET_GATEWAY_WEBHOOK_BACKOFF_MAX_MS,
   webhookTimeoutMs: env.FLEET_GATEWAY_WEBHOOK_TIMEOUT_MS,
+  web: webOptionsOf(env),
   logger,
 }).catch((err: unknown) => {
   if (err instanceof GatewayConfigError) {

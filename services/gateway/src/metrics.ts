@@ -52,7 +52,7 @@ export function createGatewayMetrics(registry: Registry, hubCount: () => number)
     }),
     webhookDeliveries: new Counter({
       name: "fleet_gateway_webhook_deliveries_total",
-      help: "Webhook delivery attempts by outcome (ok, retry)",
+      help: "Webhook delivery attempts by outcome (ok, http, refused, timeout, error), and webhooks disabled after a run of failures (disabled)",
       labelNames: ["outcome"],
       registers: [registry],
     }),

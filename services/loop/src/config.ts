@@ -1,4 +1,9 @@
-import { DEFAULT_MAX_COMMAND_BYTES, LIFECYCLE_HALT_POINTS, MAX_MESSAGE_BYTES } from "@fleet/protocol";
+import {
+  DEFAULT_MAX_COMMAND_BYTES,
+  DEFAULT_MAX_INPUT_BYTES,
+  LIFECYCLE_HALT_POINTS,
+  MAX_MESSAGE_BYTES,
+} from "@fleet/protocol";
 import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
@@ -46,6 +51,8 @@ export const LoopEnv = z.object({
   FLEET_LIFECYCLE_HALT_AFTER: envString("").refine((v) => v === "" || LIFECYCLE_HALT_POINTS.includes(v), {
     message: `must be one of ${LIFECYCLE_HALT_POINTS.join(", ")}`,
   }),
+  /** Largest command body by reference (PROTOCOL "Large inputs") read from `fleet_inputs`. */
+  FLEET_MAX_INPUT_BYTES: envInt(DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, 1024 * 1024 * 1024),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
 });

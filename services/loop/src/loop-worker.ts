@@ -1,6 +1,7 @@
 import { OBJECT_STORES, type SessionConfig } from "@fleet/protocol";
 import {
   applyTopology,
+  createBlobAccess,
   createLeaseManager,
   createStreamPublisher,
   type LeaseManager,
@@ -27,6 +28,9 @@ import { scanPartition } from "./takeover-scan.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
 import { createToolDispatcher, DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
+
+/** Bytes of `fleet_blobs` objects a worker keeps in memory for its LLM calls. */
+const BLOB_CACHE_BYTES = 64 * 1024 * 1024;
 
 export interface LoopWorkerOptions {
   nc: NatsConnection;
@@ -143,6 +147,9 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     metrics,
     ...(lifecycleOpts.storeAbsentMs !== undefined ? { storeAbsentMs: lifecycleOpts.storeAbsentMs } : {}),
   };
+  // Content by reference read for LLM calls is kept (objects never change): a session's image is
+  // read once, not at every turn.
+  const blobs = createBlobAccess(opts.nc, { cacheBytes: BLOB_CACHE_BYTES });
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();
   let stopping = false;
@@ -171,6 +178,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         pluginHooks: opts.pluginHooks ?? [],
         remoteHooks,
         tenantBudget,
+        blobs,
         settings: opts.settings,
         logger: log,
         metrics,

@@ -107,6 +107,7 @@ async function main() {
       hookRecheckMs: env.FLEET_HOOK_RECHECK_MS,
       toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
       maxCommandBytes: env.FLEET_MAX_COMMAND_BYTES,
+      maxInputBytes: env.FLEET_MAX_INPUT_BYTES,
       approvalTools: new Set(
         env.FLEET_APPROVAL_TOOLS.split(",")
           .map((s) => s.trim())

@@ -1,4 +1,4 @@
-import { emptyUsage } from "@fleet/protocol";
+import { type AssistantStreamEvent, emptyUsage, type ModelRef } from "@fleet/protocol";
 import type { StreamFn } from "./engine/index.js";
 
 /**
@@ -13,20 +13,25 @@ export function streamFnFor(
   const fn = providers[provider];
   if (fn) return fn;
   return async function* unknownProvider(_ctx, options) {
-    yield {
-      type: "error",
-      reason: "error",
-      error: {
-        role: "assistant",
-        content: [],
-        api: "unknown",
-        provider,
-        model: options.model.modelId,
-        usage: emptyUsage(),
-        stopReason: "error",
-        errorMessage: `Unknown provider: ${provider}`,
-        timestamp: now(),
-      },
-    };
+    yield failedCall({ provider, modelId: options.model.modelId }, `Unknown provider: ${provider}`, now());
+  };
+}
+
+/** The one event of an LLM call that failed before it was made: an error message saying why. */
+export function failedCall(model: ModelRef, errorMessage: string, timestamp: number): AssistantStreamEvent {
+  return {
+    type: "error",
+    reason: "error",
+    error: {
+      role: "assistant",
+      content: [],
+      api: "unknown",
+      provider: model.provider,
+      model: model.modelId,
+      usage: emptyUsage(),
+      stopReason: "error",
+      errorMessage,
+      timestamp,
+    },
   };
 }

@@ -1,6 +1,7 @@
 import {
   compactionSettingsOf,
   convertToLlm,
+  DEFAULT_MAX_INPUT_BYTES,
   decodeEvent,
   type FleetEvent,
   foldSessionEvents,
@@ -17,17 +18,18 @@ import {
   subjects,
 } from "@fleet/protocol";
 import {
+  type BlobAccess,
   type Logger,
   type PublishFailure,
   publishFailureCause,
   readSubject,
+  resolveBlobBlocks,
   type StreamPublisher,
   sleep,
 } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { guardBudget } from "./budget-guard.js";
-import { commandInput } from "./decide/command-input.js";
 import { decideCommand } from "./decide/decide-command.js";
 import { tombstoneDraft } from "./decide/decide-lifecycle.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
@@ -48,6 +50,7 @@ import {
 } from "./engine/index.js";
 import { createSessionAppender, type SessionAppender } from "./event-appender.js";
 import { composeHooks, type RemoteHookClient } from "./hooks.js";
+import { acceptsCommand, InputUnavailableError, keepParts, readCommand } from "./input-reader.js";
 import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
 import { type LifecycleMarks, markLifecycle, restoreOpen } from "./lifecycle/lifecycle-marks.js";
 import { lastLifecycleRecord } from "./lifecycle/lifecycle-records.js";
@@ -57,6 +60,7 @@ import type { LoopMetrics } from "./metrics.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
 import { getModelInfo } from "./providers/models.js";
+import { resolvingBlobs } from "./resolving-blobs.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
 import type { TenantBudgetView } from "./tenant-budget-view.js";
@@ -78,6 +82,8 @@ export interface ActorSettings {
   approvalTools: ReadonlySet<string>;
   /** Largest command decoded (`FLEET_MAX_COMMAND_BYTES`; default the protocol's). */
   maxCommandBytes?: number;
+  /** Largest command body by reference read (`FLEET_MAX_INPUT_BYTES`; default the protocol's). */
+  maxInputBytes?: number;
 }
 
 export interface ActorDeps {
@@ -105,6 +111,8 @@ export interface ActorDeps {
   remoteHooks: RemoteHookClient;
   /** The tenant's daily limits and spend (KV `fleet_budgets`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
+  /** The object stores: command inputs by reference, and content by reference for the LLM. */
+  blobs: BlobAccess;
   settings: ActorSettings;
   logger: Logger;
   metrics: LoopMetrics;
@@ -119,6 +127,9 @@ export interface ActorDeps {
 type ApprovalDecision = { approved: boolean; reason?: string | undefined };
 
 const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
+
+/** When a command whose inputs could not be read or copied is delivered again. */
+const INPUT_RETRY_MS = 1_000;
 
 /**
  * One session on its owning worker, as a thin shell around the session decider: it loads and folds
@@ -320,7 +331,22 @@ export class SessionActor {
       delivery.msg.nak(500);
       return;
     }
-    const input = commandInput(delivery, this.deps.settings.maxCommandBytes);
+    let read: Awaited<ReturnType<typeof readCommand>>;
+    try {
+      read = await readCommand(delivery, this.deps.blobs, {
+        maxCommandBytes: this.deps.settings.maxCommandBytes,
+        maxInputBytes: this.deps.settings.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
+      });
+    } catch (err) {
+      // Its inputs cannot be read now (NATS): the command comes back later.
+      this.log.warn(
+        { evt: "command_inputs_unavailable", err, streamSeq: delivery.streamSeq },
+        "command inputs unreadable; retrying",
+      );
+      delivery.msg.nak(INPUT_RETRY_MS);
+      return;
+    }
+    const { input, parts } = read;
     const commandId = input.ok ? input.command.id : input.commandId;
     this.log.debug(
       {
@@ -346,6 +372,8 @@ export class SessionActor {
               : NOTHING
             : decideCommand(this.state, this.sessionId, input, ctx);
           if (decision.kind !== "decided") return decision;
+          // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
+          if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, this.deps.blobs);
           if (decision.events.length > 0) await this.announceOwner();
           for (const draft of decision.events) await this.appendDraft(draft);
           return decision;
@@ -364,7 +392,7 @@ export class SessionActor {
             streamFn: this.streamFn(decision.model.provider),
             model: decision.model,
             thinkingLevel: decision.thinkingLevel,
-            messages: decision.messages,
+            messages: await this.withContent(decision.messages),
             instructions: decision.instructions,
             now: this.deps.now,
           });
@@ -373,6 +401,11 @@ export class SessionActor {
       }
       for (const effect of decision.effects) await this.runEffect(effect);
     } catch (err) {
+      if (err instanceof InputUnavailableError && !this.dead) {
+        this.log.warn({ evt: "command_inputs_unavailable", err, commandId }, "command inputs not copied; retrying");
+        delivery.msg.nak(INPUT_RETRY_MS);
+        return;
+      }
       this.log.error({ err, commandId }, "command failed");
       if (this.dead) return;
     }
@@ -648,8 +681,22 @@ export class SessionActor {
     }
   }
 
+  /** The LLM port for `provider`; content by reference in the context is resolved first. */
   private streamFn(provider: string): StreamFn {
-    return streamFnFor(this.deps.providers, provider, this.deps.now);
+    return resolvingBlobs(streamFnFor(this.deps.providers, provider, this.deps.now), this.deps.blobs, this.deps.now);
+  }
+
+  /**
+   * `value` with its content by reference resolved, for a summary's prompt; when an object cannot
+   * be read the summary is made from the previews (and a warning logged).
+   */
+  private async withContent<T>(value: T): Promise<T> {
+    try {
+      return await resolveBlobBlocks(value, this.deps.blobs);
+    } catch (err) {
+      this.log.warn({ evt: "content_unresolved", err }, "summarizing from previews: content by reference unreadable");
+      return value;
+    }
   }
 
   private toolDefinitions(): ToolDefinition[] {
@@ -737,7 +784,7 @@ export class SessionActor {
         streamFn: this.streamFn(engine.model.provider),
         model: engine.model,
         thinkingLevel: engine.thinkingLevel,
-        plan,
+        plan: await this.withContent(plan),
         instructions: open.instructions,
         reserveTokens: settings.reserveTokens,
         signal,

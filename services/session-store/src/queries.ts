@@ -27,6 +27,11 @@ export interface QueryContext {
   partitions: number;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
+  /**
+   * Content by reference resolved (PROTOCOL "Large inputs"), for `export`: a pi file holds its
+   * texts and images inline. Absent: exported as stored.
+   */
+  resolveContent?: <T>(value: T) => Promise<T>;
 }
 
 export const DEFAULT_MIN_SEQ_TIMEOUT_MS = 5_000;
@@ -194,10 +199,16 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
       if (!req.ok) return fail("invalid", req.error);
       const s = await readAtLeast(ctx, req.value.sessionId, undefined, undefined);
       if ("ok" in s) return s;
+      let entries = s.tree.entries;
+      try {
+        entries = ctx.resolveContent ? await ctx.resolveContent(entries) : entries;
+      } catch (err) {
+        return fail("unavailable", `cannot read the session's content by reference: ${(err as Error).message}`);
+      }
       const jsonl = exportPiJsonl({
         sessionId: req.value.sessionId,
         createdAt: s.createdAt,
-        entries: s.tree.entries,
+        entries,
         leafId: s.tree.leafId,
       });
       return { ok: true, jsonl };

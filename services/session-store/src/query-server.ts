@@ -1,5 +1,14 @@
-import { STORE_OPS, STORE_QUEUE_GROUP, type StoreOp, subjects } from "@fleet/protocol";
-import type { Logger } from "@fleet/runtime";
+import { randomUUID } from "node:crypto";
+import {
+  OBJECT_STORES,
+  STORE_OPS,
+  STORE_QUEUE_GROUP,
+  type StoreOp,
+  type StoreReplyRef,
+  storeReplyName,
+  subjects,
+} from "@fleet/protocol";
+import type { BlobAccess, Logger } from "@fleet/runtime";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { handleQuery, type QueryContext, type QueryReply } from "./queries.js";
 
@@ -14,13 +23,16 @@ export interface QueryServer {
 
 /**
  * Serves `fleet.store.<op>` in queue group `fleet-store`. Requests are handled concurrently; every
- * request gets exactly one reply, also when the handler fails or the reply is too large.
+ * request gets exactly one reply, also when the handler fails or the reply is too large. A reply
+ * over the server's `max_payload` is written to `fleet_inputs` (`reply/<uuid>`) and answered by
+ * reference (`{ok: true, replyRef}`) when `blobs` is given, else answered `invalid`.
  */
 export function startQueryServer(
   nc: NatsConnection,
   ctx: QueryContext,
   logger: Logger,
   observe?: (op: StoreOp, seconds: number, ok: boolean) => void,
+  blobs?: BlobAccess,
 ): QueryServer {
   const subs: Subscription[] = [];
   const inflight = new Set<Promise<void>>();
@@ -52,6 +64,17 @@ export function startQueryServer(
     let bytes = encodedReplies.get(reply) ?? encoder.encode(JSON.stringify(reply));
     encodedReplies.set(reply, bytes);
     const max = nc.info?.max_payload ?? 1024 * 1024;
+    if (bytes.byteLength > max && blobs) {
+      try {
+        const name = storeReplyName(randomUUID());
+        const bucket = OBJECT_STORES.inputs.name;
+        const stored = await blobs.write(bucket, name, bytes, "application/json");
+        const byRef: StoreReplyRef = { ok: true, replyRef: { bucket, name, size: stored.size, digest: stored.digest } };
+        bytes = encoder.encode(JSON.stringify(byRef));
+      } catch (err) {
+        logger.warn({ evt: "store_reply_by_reference_failed", op, err }, "could not write a large reply");
+      }
+    }
     if (bytes.byteLength > max) {
       bytes = encoder.encode(
         JSON.stringify({

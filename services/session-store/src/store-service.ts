@@ -4,11 +4,13 @@ import {
   applyTopology,
   checkServerAtStartup,
   connectFleet,
+  createBlobAccess,
   createLeaseManager,
   type LeaseManager,
   type Logger,
   type NatsAuthSettings,
   type OpsServer,
+  resolveBlobBlocks,
   startOpsServer,
 } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
@@ -132,11 +134,21 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   });
   const metrics = createStoreMetrics(ops.registry);
 
+  const blobs = createBlobAccess(nc);
   const queries = startQueryServer(
     nc,
-    { repo, cache, namespaces, partitions: topology.partitions, now: Date.now, sleep: (ms) => delay(ms) },
+    {
+      repo,
+      cache,
+      namespaces,
+      partitions: topology.partitions,
+      now: Date.now,
+      sleep: (ms) => delay(ms),
+      resolveContent: (value) => resolveBlobBlocks(value, blobs),
+    },
     logger,
     (op, seconds, ok) => metrics.queries.observe({ op, ok: String(ok) }, seconds),
+    blobs,
   );
 
   const leases = createLeaseManager({

@@ -7,9 +7,10 @@ import { checkLogShape } from "./check-log-shape.js";
 import { checkSse } from "./check-sse.js";
 import { checkStore } from "./check-store.js";
 import { checkToolEffects } from "./check-tool-effects.js";
+import { checkWebhooks, webhookExpected } from "./check-webhooks.js";
 import { measureRunnerSettle } from "./measure-runner-settle.js";
 import { addPromptRun, SID, sampleLog, withEvents } from "./sample-log.js";
-import type { SentPrompt, SseReceived, StoreAnswer } from "./types.js";
+import type { SentPrompt, SseReceived, StoreAnswer, WebhookReceived } from "./types.js";
 
 const sent = (commandId: string, extra: Partial<SentPrompt> = {}): SentPrompt => ({
   sessionId: SID,
@@ -186,5 +187,66 @@ describe("chaos / invariant 6: SSE = log", () => {
       i === 2 ? { ...f, eventId: all[3]?.eventId ?? "" } : i === 3 ? { ...f, eventId: all[2]?.eventId ?? "" } : f,
     );
     expect(kinds(checkSse(log, swapped))).toEqual(["sse_order"]);
+  });
+});
+
+describe("chaos / invariant 7: webhooks deliver every matching event, in order per session", () => {
+  const TYPES = new Set(["command_accepted", "tool_execution_end", "agent_end"]);
+  const { log: plain } = sampleLog(2);
+  // Stream sequences 100, 101, …; the webhook starts at 105 (inside the first run).
+  const log = { ...plain, seqs: plain.events.map((_, i) => 100 + i) };
+  const expected = webhookExpected(log, TYPES, 105);
+  const ok = (seq: number, extra: Partial<WebhookReceived> = {}): WebhookReceived => ({
+    seq,
+    sessionId: SID,
+    type: log.events[seq - 100]?.type ?? "",
+    key: String(seq),
+    signed: true,
+    accepted: true,
+    ...extra,
+  });
+
+  it("expects the matching events from the start sequence", () => {
+    expect(expected.map((seq) => log.events[seq - 100]?.type)).toEqual([
+      "tool_execution_end",
+      "tool_execution_end",
+      "agent_end",
+      "command_accepted",
+      "tool_execution_end",
+      "tool_execution_end",
+      "agent_end",
+    ]);
+  });
+
+  it("passes every event delivered once, and with repeats (a failed attempt, then a redelivery)", () => {
+    expect(
+      checkWebhooks(
+        log,
+        expected.map((seq) => ok(seq)),
+        TYPES,
+        105,
+      ),
+    ).toEqual([]);
+    const [first, ...rest] = expected as [number, ...number[]];
+    const retried = [ok(first, { accepted: false }), ok(first), ok(first), ...rest.map((seq) => ok(seq))];
+    expect(checkWebhooks(log, retried, TYPES, 105)).toEqual([]);
+  });
+
+  it("finds a missing event, one only answered with an error, a first delivery out of order and bad headers", () => {
+    const missing = checkWebhooks(
+      log,
+      expected.slice(1).map((seq) => ok(seq)),
+      TYPES,
+      105,
+    );
+    expect(kinds(missing)).toEqual(["webhook_missing"]);
+    const refused = expected.map((seq, i) => ok(seq, { accepted: i !== 2 }));
+    expect(kinds(checkWebhooks(log, refused, TYPES, 105))).toEqual(["webhook_missing"]);
+    const swapped = [expected[1], expected[0], ...expected.slice(2)].map((seq) => ok(seq as number));
+    expect(kinds(checkWebhooks(log, swapped, TYPES, 105))).toEqual(["webhook_order"]);
+    const bad = expected.map((seq, i) =>
+      ok(seq, i === 0 ? { key: "1" } : i === 1 ? { signed: false } : i === 2 ? { type: "message_end" } : {}),
+    );
+    expect(kinds(checkWebhooks(log, bad, TYPES, 105))).toEqual(["webhook_key", "webhook_signature", "webhook_foreign"]);
   });
 });

@@ -9,6 +9,7 @@ export const INVARIANTS = {
   store: "4 store = log",
   stuck: "5 nothing stuck",
   sse: "6 SSE = log",
+  webhooks: "7 webhooks = log",
   processes: "processes",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
@@ -29,6 +30,8 @@ export interface SessionLog {
   invalid: number;
   /** Stream sequence of the last stored message read (0: none); absent in hand-built logs. */
   lastSeq?: number;
+  /** Stream sequence of each event of `events` (same order); absent in hand-built logs. */
+  seqs?: readonly number[];
 }
 
 /** A prompt the workload sent (once, or re-sent with the same id). */
@@ -66,4 +69,19 @@ export interface SseReceived {
   seq: number;
   type: string;
   eventId: string;
+}
+
+/** One webhook POST the chaos receiver got (it may have answered it with an error). */
+export interface WebhookReceived {
+  /** The body's `seq`. */
+  seq: number;
+  sessionId: string;
+  /** The body's event type. */
+  type: string;
+  /** The `Idempotency-Key` header. */
+  key: string | undefined;
+  /** Its `Fleet-Signature` verified with the webhook's secret. */
+  signed: boolean;
+  /** The receiver answered 2xx (the gateway may deliver it again only if its ack was lost). */
+  accepted: boolean;
 }

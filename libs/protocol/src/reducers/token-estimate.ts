@@ -1,11 +1,15 @@
 // pi's chars/4 token estimate (pi-semantics §8.2).
+import type { TextContent } from "../content.js";
 import type { ContextMessage, Usage } from "../messages.js";
+
+/** A text's characters; a text by reference counts its object's size, not its preview. */
+const textChars = (block: TextContent): number => block.blob?.size ?? block.text.length;
 
 /** Characters an image counts for in the estimate (1200 tokens). */
 export const IMAGE_ESTIMATE_CHARS = 4800;
 
 /**
- * `ceil(chars / 4)` where chars counts, by role: user → text only (images ignored); assistant →
+ * `ceil(chars / 4)` where chars counts (a text by reference: its size), by role: user → text only (images ignored); assistant →
  * text + thinking + each tool call's name and `JSON.stringify(arguments)`; toolResult and custom →
  * text + 4800 per image; branchSummary / compactionSummary → the summary.
  */
@@ -14,11 +18,11 @@ export function estimateTokens(message: ContextMessage): number {
   switch (message.role) {
     case "user":
       if (typeof message.content === "string") chars = message.content.length;
-      else for (const block of message.content) if (block.type === "text") chars += block.text.length;
+      else for (const block of message.content) if (block.type === "text") chars += textChars(block);
       break;
     case "assistant":
       for (const block of message.content) {
-        if (block.type === "text") chars += block.text.length;
+        if (block.type === "text") chars += textChars(block);
         else if (block.type === "thinking") chars += block.thinking.length;
         else chars += block.name.length + JSON.stringify(block.arguments).length;
       }
@@ -28,7 +32,7 @@ export function estimateTokens(message: ContextMessage): number {
       if (typeof message.content === "string") chars = message.content.length;
       else {
         for (const block of message.content) {
-          chars += block.type === "text" ? block.text.length : IMAGE_ESTIMATE_CHARS;
+          chars += block.type === "text" ? textChars(block) : IMAGE_ESTIMATE_CHARS;
         }
       }
       break;

@@ -1,6 +1,7 @@
 // A transcript: messages, the partial message, running tools with progress; thinking folded, errors marked.
 import type { AgentMessage, ContextMessage } from "@fleet/protocol";
 import { useState } from "preact/hooks";
+import { Content } from "./content-blocks.js";
 
 /** Messages rendered at first, and added by each "show earlier" click (the newest stay in view). */
 const PAGE = 200;
@@ -49,7 +50,7 @@ export function Message({ message: m }: { message: AgentMessage | ContextMessage
       return (
         <div class="msg user" data-role="user">
           <span class="who">user</span>
-          <div class="text">{contentText(m.content)}</div>
+          <Content content={m.content} />
         </div>
       );
     case "assistant":
@@ -61,12 +62,7 @@ export function Message({ message: m }: { message: AgentMessage | ContextMessage
         >
           <span class="who">assistant{m.stopReason === "aborted" ? " · aborted" : ""}</span>
           {m.content.map((block, i) => {
-            if (block.type === "text")
-              return (
-                <div key={i} class="text">
-                  {block.text}
-                </div>
-              );
+            if (block.type === "text") return <Content key={i} content={[block]} />;
             if (block.type === "thinking")
               return (
                 <details key={i} class="thinking">
@@ -92,14 +88,14 @@ export function Message({ message: m }: { message: AgentMessage | ContextMessage
           <span class="who">
             {m.isError ? "✗" : "✓"} {m.toolName} result
           </span>
-          <pre>{contentText(m.content)}</pre>
+          <Content content={m.content} pre />
         </div>
       );
     case "custom":
       return (
         <div class="msg custom">
           <span class="who">{m.customType}</span>
-          <div class="text">{contentText(m.content)}</div>
+          <Content content={m.content} />
         </div>
       );
     case "branchSummary":

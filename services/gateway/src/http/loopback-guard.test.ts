@@ -72,4 +72,12 @@ describe("gateway / loopback guard", () => {
       expect(loopbackRefusal(req({ method: "GET", ...over }), allowed)).toBeUndefined();
     }
   });
+
+  it("lets the origins of FLEET_GATEWAY_CORS_ORIGINS write, but keeps the Host check", () => {
+    const cors = new Set(["http://127.0.0.1:3000"]);
+    const post = (over: Partial<RequestOrigin>) => loopbackRefusal(req({ method: "POST", ...over }), allowed, cors);
+    expect(post({ origin: "http://127.0.0.1:3000", secFetchSite: "same-site" })).toBeUndefined();
+    expect(post({ origin: "http://127.0.0.1:3001", secFetchSite: "same-site" })?.status).toBe(403);
+    expect(post({ origin: "http://127.0.0.1:3000", host: "evil.example" })?.status).toBe(403);
+  });
 });

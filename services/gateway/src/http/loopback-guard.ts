@@ -38,10 +38,15 @@ export function isLoopbackHostname(hostname: string): boolean {
  * - `Host` must name a loopback host or one of `allowedHosts` (FLEET_GATEWAY_HOSTS); a request
  *   without `Host` (HTTP/1.0; browsers always send it) passes.
  * - A request that is not GET or HEAD must not come from another origin: its `Origin`, when sent,
- *   is this gateway's own (`http(s)://<Host>`), and its `Sec-Fetch-Site`, when sent, is `same-origin`
- *   or `none`. Programs (curl, the SDK) send neither.
+ *   is this gateway's own (`http(s)://<Host>`) or one of `corsOrigins` (FLEET_GATEWAY_CORS_ORIGINS),
+ *   and its `Sec-Fetch-Site`, when sent, is `same-origin` or `none` (unless the origin is listed).
+ *   Programs (curl, the SDK) send neither.
  */
-export function loopbackRefusal(req: RequestOrigin, allowedHosts: ReadonlySet<string>): ApiError | undefined {
+export function loopbackRefusal(
+  req: RequestOrigin,
+  allowedHosts: ReadonlySet<string>,
+  corsOrigins: ReadonlySet<string> = new Set(),
+): ApiError | undefined {
   if (req.host !== undefined) {
     const hostname = hostnameOf(req.host);
     if (hostname === undefined || !(isLoopbackHostname(hostname) || allowedHosts.has(hostname))) {
@@ -53,6 +58,8 @@ export function loopbackRefusal(req: RequestOrigin, allowedHosts: ReadonlySet<st
     }
   }
   if (SAFE_METHODS.has(req.method)) return undefined;
+  // An origin the operator listed in FLEET_GATEWAY_CORS_ORIGINS is trusted like the gateway's own.
+  if (req.origin !== undefined && corsOrigins.has(req.origin)) return undefined;
   if (req.origin !== undefined && !sameOrigin(req.origin, req.host)) {
     return apiError(
       403,

@@ -5,12 +5,13 @@ import { formatIssues } from "@fleet/protocol";
 import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { apiError, excerpt, isApiError, toApiError } from "./api-error.js";
+import { type ApiError, apiError, excerpt, isApiError, toApiError } from "./api-error.js";
 import { authenticate } from "./authenticate.js";
 import { registerBodyParsers } from "./body-parsers.js";
 import { fastifyErrorOf, sendError } from "./error-answers.js";
 import { loopbackRefusal } from "./loopback-guard.js";
 import { type AnyRouteSpec, isTextBody, type RouteOutput } from "./route-spec.js";
+import { verifyTicket } from "./stream-ticket.js";
 import type { Principal, TokenTable } from "./tokens-file.js";
 
 export interface RouteDeps {
@@ -24,6 +25,10 @@ export interface RouteDeps {
   logger: Logger;
   /** A request answered `storage_full`: JetStream refused its write (the gateway counts and logs it). */
   onStorageFull?: (route: string) => void;
+  /** Browser origins allowed by CORS (FLEET_GATEWAY_CORS_ORIGINS): trusted by the loopback guard too. */
+  corsOrigins?: ReadonlySet<string>;
+  /** The key that signs stream tickets, and the clock that expires them (routes with `ticketAuth`). */
+  tickets?: { key: Buffer; now: () => number };
 }
 
 /**
@@ -57,6 +62,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
           secFetchSite: header(request, "sec-fetch-site"),
         },
         deps.allowedHosts,
+        deps.corsOrigins,
       );
       if (refused) return sendError(reply, refused);
     });
@@ -70,12 +76,11 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
       ...(route.body ? { bodyLimit: deps.bodyLimitBytes } : {}),
       // Runs when the headers are in: a refused request's body is never read.
       onRequest: async (request, reply) => {
-        const principal = authenticate(
-          request.headers.authorization,
-          request.socket.remoteAddress,
-          deps.tokens,
-          route.access,
-        );
+        const ticket = route.ticketAuth ? ticketOf(request) : undefined;
+        const principal =
+          ticket !== undefined && request.headers.authorization === undefined
+            ? ticketPrincipal(ticket, request, deps)
+            : authenticate(request.headers.authorization, request.socket.remoteAddress, deps.tokens, route.access);
         if (isApiError(principal)) return sendError(reply, principal);
         if (route.usesNats && !deps.natsUp(principal.tenant)) {
           return sendError(reply, apiError(503, "unavailable", "NATS is unreachable"));
@@ -117,10 +122,34 @@ export function registerRoutes(app: FastifyInstance, routes: readonly AnyRouteSp
         if (isApiError(output)) return sendError(reply, output);
         for (const [name, value] of Object.entries(output.headers ?? {})) reply.header(name, value);
         if ("json" in output) return reply.code(output.status).type("application/json").send(output.json);
+        if ("bytes" in output)
+          return reply.code(output.status).type(output.contentType).send(Buffer.from(output.bytes));
         return reply.code(output.status).type(output.contentType).send(output.text);
       },
     });
   }
+}
+
+/** The `ticket` query parameter of a request, if it has one. */
+function ticketOf(request: FastifyRequest): string | undefined {
+  const value = (request.query as Record<string, unknown> | undefined)?.ticket;
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * The principal a stream ticket grants (read, its tenant) for the route's session (`:id`), or a
+ * 401. Without a tokens file the request must also come from a loopback client.
+ */
+function ticketPrincipal(ticket: string, request: FastifyRequest, deps: RouteDeps): Principal | ApiError {
+  if (!deps.tokens) {
+    const local = authenticate(undefined, request.socket.remoteAddress, undefined, "read");
+    if (isApiError(local)) return local;
+  }
+  if (!deps.tickets) return apiError(401, "unauthorized", "this gateway issues no stream tickets");
+  const sessionId = String((request.params as Record<string, unknown> | undefined)?.id ?? "");
+  const verdict = verifyTicket(ticket, deps.tickets.key, sessionId, deps.tickets.now());
+  if (!verdict.ok) return apiError(401, "unauthorized", verdict.reason);
+  return { tenant: verdict.tenant, role: "read" };
 }
 
 const header = (request: FastifyRequest, name: string): string | undefined => {

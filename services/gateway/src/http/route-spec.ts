@@ -36,6 +36,7 @@ export interface RouteInput<P, Q, B> {
 export type RouteOutput =
   | { status: number; json: unknown; headers?: Record<string, string> }
   | { status: number; text: string; contentType: string; headers?: Record<string, string> }
+  | { status: number; bytes: Uint8Array; contentType: string; headers?: Record<string, string> }
   | { hijacked: true }
   | ApiError;
 
@@ -50,6 +51,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   access: Access;
   /** Does the route talk to NATS (then it may answer 503)? */
   usesNats: boolean;
+  /**
+   * May a stream ticket of the session in `:id` (`?ticket=`) stand in for the bearer token? It
+   * grants `read` for that session only (see http/stream-ticket.ts).
+   */
+  ticketAuth?: boolean;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   /** A JSON body's schema is made strict at every depth (`strictSchema`): unknown keys are a 400. */

@@ -3,6 +3,7 @@ import { decodeEvent, STREAMS } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
 import { EventsQuery, SessionParams } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
+import { corsHeadersOf } from "../http/cors.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
 import { encodeFrame, eventFrameParts, resumeAfter } from "../sse/frame.js";
 import { SseConnection } from "../sse/sse-connection.js";
@@ -24,10 +25,11 @@ export function eventRoutes(ctx: RouteContext, connections: Set<SseConnection>):
       operationId: "streamEvents",
       summary: "The session's events as Server-Sent Events, resumable by stream sequence",
       description:
-        "Each frame is `id: <stream sequence>`, `event: <event type>`, `data: <the event JSON>`. The stream resumes after `Last-Event-ID` (what EventSource sends on reconnect), else after `?after=`; `?follow=false` ends at the current end of the log. A `:` comment line comes every 15 s. A client that falls too far behind is disconnected and resumes with `Last-Event-ID`.",
+        "Each frame is `id: <stream sequence>`, `event: <event type>`, `data: <the event JSON>`. The stream resumes after `Last-Event-ID` (what EventSource sends on reconnect), else after `?after=`; `?follow=false` ends at the current end of the log. A `:` comment line comes every 15 s. A client that falls too far behind is disconnected and resumes with `Last-Event-ID`. A browser's EventSource, which cannot send `Authorization`, passes a stream ticket instead: `?ticket=` (`POST /v1/sessions/{id}/events/ticket`).",
       tag: "events",
       access: "read",
       usesNats: true,
+      ticketAuth: true,
       params: SessionParams,
       query: EventsQuery,
       responses: {
@@ -53,9 +55,11 @@ export function eventRoutes(ctx: RouteContext, connections: Set<SseConnection>):
         // HTTP/1.1 bodies are chunked (set here, so the connection knows how to frame its writes);
         // an HTTP/1.0 client gets the bare stream, ended by closing the connection.
         const chunked = request.raw.httpVersionMajor > 1 || request.raw.httpVersionMinor >= 1;
+        // The raw response does not carry the reply's headers: CORS's are copied.
+        const headers = { ...SSE_HEADERS, ...corsHeadersOf(reply.getHeaders()) };
         res.writeHead(
           200,
-          chunked ? { ...SSE_HEADERS, "transfer-encoding": "chunked" } : { ...SSE_HEADERS, connection: "close" },
+          chunked ? { ...headers, "transfer-encoding": "chunked" } : { ...headers, connection: "close" },
         );
         res.flushHeaders();
         const log = ctx.logger.child({ sessionId, after, follow });

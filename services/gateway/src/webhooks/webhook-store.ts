@@ -1,4 +1,5 @@
-// Webhook registrations in KV `fleet_webhooks`, each with its durable consumer on FLEET_EVENTS.
+// Webhook registrations in KV `fleet_webhooks` (key `<id>`), each with its durable consumer on
+// FLEET_EVENTS, and its delivery status (key `<id>.status`).
 import { randomBytes } from "node:crypto";
 import { KV_BUCKETS, partitionOf, STREAMS, subjects, webhookConsumer } from "@fleet/protocol";
 import { readKvEntries } from "@fleet/runtime";
@@ -6,7 +7,18 @@ import type { ConsumerConfig, JetStreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
-import { type RegisterWebhookBody, WebhookRecord } from "./webhook-record.js";
+import {
+  type DeliveryAttempt,
+  EMPTY_STATUS,
+  type RegisterWebhookBody,
+  WebhookRecord,
+  WebhookStatus,
+  withAttempt,
+} from "./webhook-record.js";
+
+/** KV key filter of the registrations (one token); statuses are `<id>.status`. */
+export const REGISTRATION_KEYS = "*";
+const statusKey = (id: string) => `${id}.status`;
 
 export interface WebhookStore {
   readonly kv: KV;
@@ -15,19 +27,57 @@ export interface WebhookStore {
   /** Every registration of a tenant, oldest first. */
   list(tenant: string): Promise<WebhookRecord[]>;
   get(id: string): Promise<WebhookRecord | undefined>;
-  /** Removes the registration, then its consumer (with what it had not delivered). */
+  /** Removes the registration and its status, then its consumer (with what it had not delivered). */
   remove(id: string): Promise<void>;
+  /** The delivery status (empty before the first attempt). */
+  status(id: string): Promise<WebhookStatus>;
+  /** Adds attempts, in order, to the status (one compare-and-set); the status after them. */
+  recordAttempts(id: string, attempts: readonly DeliveryAttempt[]): Promise<WebhookStatus>;
+  /**
+   * Sets the state (compare-and-set). Enabling also clears the run of failures. Undefined when the
+   * registration does not exist.
+   */
+  setState(id: string, state: "active" | "disabled", reason: string, now: number): Promise<WebhookRecord | undefined>;
 }
 
 export const durableOf = (webhookId: string) => webhookConsumer(webhookId, "", 1).durable_name;
 
-/** Decodes a stored registration; undefined for a value that is not one. */
-export function decodeWebhook(value: Uint8Array): WebhookRecord | undefined {
+const decoder = new TextDecoder();
+
+function decodeWith<T>(schema: z.ZodType<T>, value: Uint8Array): T | undefined {
   try {
-    const parsed = WebhookRecord.safeParse(JSON.parse(new TextDecoder().decode(value)));
+    const parsed = schema.safeParse(JSON.parse(decoder.decode(value)));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** Decodes a stored registration; undefined for a value that is not one. */
+export const decodeWebhook = (value: Uint8Array): WebhookRecord | undefined => decodeWith(WebhookRecord, value);
+
+/** Compare-and-set attempts before an update gives up (writers are one gateway at a time per webhook). */
+const CAS_ATTEMPTS = 10;
+
+/** Reads a key, applies `change` and writes it back unless another writer came first (then again). */
+async function casUpdate<T>(
+  kv: KV,
+  key: string,
+  read: (value: Uint8Array | undefined) => T | undefined,
+  change: (current: T | undefined) => T | undefined,
+): Promise<T | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    const entry = await kv.get(key);
+    const current = entry?.operation === "PUT" ? read(entry.value) : undefined;
+    const next = change(current);
+    if (next === undefined) return undefined;
+    try {
+      if (entry) await kv.update(key, JSON.stringify(next), entry.revision);
+      else await kv.create(key, JSON.stringify(next));
+      return next;
+    } catch (err) {
+      if (attempt >= CAS_ATTEMPTS) throw err;
+    }
   }
 }
 
@@ -42,6 +92,7 @@ export async function openWebhookStore(
     const entry = await kv.get(id);
     return entry?.operation === "PUT" ? decodeWebhook(entry.value) : undefined;
   };
+  const readStatus = (value: Uint8Array | undefined) => (value ? decodeWith(WebhookStatus, value) : undefined);
   return {
     kv,
     async register(tenant, body, now) {
@@ -59,6 +110,7 @@ export async function openWebhookStore(
         secret: body.secret ?? randomBytes(24).toString("base64url"),
         createdAt: now,
         startSeq,
+        state: "active",
       };
       await jsm.consumers.add(
         STREAMS.events.name,
@@ -68,7 +120,7 @@ export async function openWebhookStore(
       return record;
     },
     async list(tenant) {
-      const records = (await readKvEntries(kv)).map((e) => decodeWebhook(e.value));
+      const records = (await readKvEntries(kv, REGISTRATION_KEYS)).map((e) => decodeWebhook(e.value));
       return records
         .filter((r): r is WebhookRecord => r !== undefined && r.tenant === tenant)
         .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
@@ -76,7 +128,39 @@ export async function openWebhookStore(
     get,
     async remove(id) {
       await kv.delete(id);
+      await kv.delete(statusKey(id)).catch(() => undefined);
       await jsm.consumers.delete(STREAMS.events.name, durableOf(id)).catch(() => false);
+    },
+    async status(id) {
+      const entry = await kv.get(statusKey(id));
+      return (entry?.operation === "PUT" ? readStatus(entry.value) : undefined) ?? EMPTY_STATUS;
+    },
+    async recordAttempts(id, attempts) {
+      const next = await casUpdate(kv, statusKey(id), readStatus, (current) =>
+        attempts.reduce((status, attempt) => withAttempt(status, attempt), current ?? EMPTY_STATUS),
+      );
+      return next as WebhookStatus;
+    },
+    async setState(id, state, reason, now) {
+      const record = await casUpdate(
+        kv,
+        id,
+        (v) => (v ? decodeWebhook(v) : undefined),
+        (current) => {
+          if (!current) return undefined;
+          const { disabledReason: _r, disabledAt: _a, ...rest } = current;
+          return state === "disabled"
+            ? { ...rest, state, disabledReason: reason, disabledAt: now }
+            : { ...rest, state };
+        },
+      );
+      if (record && state === "active") {
+        await casUpdate(kv, statusKey(id), readStatus, (current) => ({
+          ...(current ?? EMPTY_STATUS),
+          consecutiveFailures: 0,
+        }));
+      }
+      return record;
     },
   };
 }

@@ -181,6 +181,16 @@ describe("session decider / bad commands off the wire", () => {
     );
   });
 
+  it("a command whose event would not fit in a message is invalid (a body by reference may be of any size)", () => {
+    const data = { blob: "x".repeat(1_100_000) };
+    const big = JSON.stringify({ type: "append_custom", id: "c23", sessionId: S, customType: "big", data });
+    const outcome = given(...session).when(commandInput({ data: bytes(big), commandRef: "c23", hasMsgId: true }, 4e6));
+    outcome.thenRejected(
+      "invalid",
+      /^its custom event would be 1100\d{3} bytes; an event may be at most 1032192 \(text and image blocks over 32768 bytes go by reference and do not count\)$/,
+    );
+  });
+
   it("every command but create_session, prompt and import_session to an unknown session is not_found", () => {
     given()
       .when(wire(JSON.stringify({ type: "steer", id: "c21", sessionId: S, text: "hi" })))

@@ -12,6 +12,9 @@ import {
   type FleetCommand,
   getBranch,
   getEntry,
+  INLINE_CONTENT_BYTES,
+  MAX_MESSAGE_BYTES,
+  payloadBytes,
   prepareCompaction,
   type QueueKind,
   type RejectionCode,
@@ -238,14 +241,35 @@ export function accepted(
   // A run's input goes into the log with its acceptance: a worker that takes the run over delivers it.
   const input = effects.find((e): e is PromptRun => e.type === "start_run" && e.kind === "prompt");
   const messages = input ? { messages: input.messages.slice() } : {};
-  return {
-    kind: "decided",
-    events: [
-      { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages } },
-      ...ofCommand(cmd.id, events),
-    ],
-    effects,
-  };
+  const drafts: DraftEvent[] = [
+    { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages } },
+    ...ofCommand(cmd.id, events),
+  ];
+  const oversize = oversizeEvent(drafts);
+  if (oversize) return rejected(ctx, cmd.id, cmd.type, "invalid", oversize);
+  return { kind: "decided", events: drafts, effects };
+}
+
+/** The largest JSON of an event body a command's acceptance may append (its `meta` and `entry` fit beside). */
+export const MAX_EVENT_BODY_BYTES = MAX_MESSAGE_BYTES - 16 * 1024;
+
+/**
+ * Why one of the drafts would not fit in a message, or undefined. A command by reference may carry
+ * fields of any size; only text and image blocks go by reference, so the others must fit.
+ */
+function oversizeEvent(drafts: readonly DraftEvent[]): string | undefined {
+  for (const draft of drafts) {
+    let size: number;
+    try {
+      size = payloadBytes(JSON.stringify(draft.body));
+    } catch {
+      size = Number.POSITIVE_INFINITY;
+    }
+    if (size > MAX_EVENT_BODY_BYTES) {
+      return `its ${draft.body.type} event would be ${size} bytes; an event may be at most ${MAX_EVENT_BODY_BYTES} (text and image blocks over ${INLINE_CONTENT_BYTES} bytes go by reference and do not count)`;
+    }
+  }
+  return undefined;
 }
 
 // ---- queues, writes, approvals ------------------------------------------------------------------
@@ -407,8 +431,23 @@ function decideImport(
   if (cmd.leafId && !ids.has(cmd.leafId)) {
     return rejected(ctx, cmd.id, cmd.type, "not_found", `Entry ${cmd.leafId} not found`);
   }
+  const tooLarge = cmd.entries.findIndex((e) => payloadBytes(JSON.stringify(e)) > MAX_IMPORTED_ENTRY_BYTES);
+  if (tooLarge >= 0) {
+    const e = cmd.entries[tooLarge] as SessionEntry;
+    const size = payloadBytes(JSON.stringify(e));
+    return rejected(
+      ctx,
+      cmd.id,
+      cmd.type,
+      "invalid",
+      `entry ${tooLarge} (${e.type} ${e.id}) is ${size} bytes; an imported entry becomes one event and may be at most ${MAX_IMPORTED_ENTRY_BYTES} (text and image blocks over ${INLINE_CONTENT_BYTES} bytes go by reference and do not count)`,
+    );
+  }
   return accepted(ctx, cmd, importDrafts(cmd, ctx));
 }
+
+/** An imported entry's JSON at most: its event adds `meta` and must stay within one message. */
+const MAX_IMPORTED_ENTRY_BYTES = MAX_MESSAGE_BYTES - 64 * 1024;
 
 /** `session_created`, the imported entries and, when the leaf is not the last entry, a `leaf` event. */
 export function importDrafts(
