@@ -63,6 +63,8 @@ beforeAll(async () => {
         ],
         tenants: {},
       }),
+      // The stack's server has no accounts: tenant acme's identity is the gateway's own login.
+      tenant: "acme",
       web: { ...webOptionsOf(), webhookAllowance: { kind: "all" }, corsOrigins: [allowed, consoleOrigin] },
     },
   });
