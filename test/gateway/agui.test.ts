@@ -2,8 +2,10 @@
 // stack (nats-server, redis-server, session store, tool runner, loop worker on the fake Anthropic
 // API): thinking, a tool call, an approval as an interrupt resumed with `resume[]`, connections cut
 // mid-stream and resumed with Last-Event-ID, and the events folding to the session log's transcript.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { type BaseEvent, HttpAgent, type HttpAgentFetchFn, type Message, verifyEvents } from "@ag-ui/client";
-import { tokenTable } from "@fleet/gateway";
+import { type Gateway, tokenTable } from "@fleet/gateway";
 import type { ContextMessage } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeThinking, fakeToolUse } from "@fleet/testkit";
 import { from } from "rxjs";
@@ -16,13 +18,17 @@ const THREAD = "s-agui-1";
 const tokens = tokenTable({ tokens: [{ token: OPERATE, tenant: "acme", role: "operate" }], tenants: {} });
 
 let stack: GatewayStack;
+/** A second gateway on the same deployment. */
+let other: Gateway;
 let checker: ReturnType<typeof openApiChecker>;
 
 beforeAll(async () => {
   stack = await startGatewayStack({ gateway: { tokens, tenant: "acme" }, approvalTools: ["write"] });
   checker = openApiChecker((await call(stack.gateway.url, "GET", "/openapi.json")).body);
+  other = await stack.startGateway();
 }, 60_000);
 afterAll(async () => {
+  await other?.close();
   await stack?.stop();
 });
 
@@ -44,12 +50,18 @@ function parseFrame(raw: string): RawFrame | undefined {
   return { id, event: JSON.parse(data.join("\n")) as BaseEvent };
 }
 
+/** Where to cut a stream (after the frame it picks), and the gateway the stream then resumes from. */
+interface Drop {
+  after: (frame: RawFrame) => boolean;
+  resumeAt: () => string;
+}
+
 /**
- * HttpAgent's `fetch`: the POST, and after a frame a `drops` predicate picks, the connection is
- * cut (its body cancelled mid-stream) and the stream continues from `GET /v1/agui/{threadId}` with
+ * HttpAgent's `fetch`: the POST, and after a frame a drop picks, the connection is cut (its body
+ * cancelled mid-stream) and the stream continues from `GET /v1/agui/{threadId}` with
  * `Last-Event-ID` set to the last frame received. HttpAgent reads one uninterrupted stream.
  */
-function resumingFetch(received: RawFrame[], drops: Array<(frame: RawFrame) => boolean>, resumes: string[]) {
+function resumingFetch(thread: string, received: RawFrame[], drops: Drop[], resumes: string[]) {
   const fetchFn: HttpAgentFetchFn = async (url, init) => {
     const first = await fetch(url, init);
     checker.check("POST", "/v1/agui", first.status, first.headers.get("content-type"), undefined);
@@ -69,6 +81,7 @@ function resumingFetch(received: RawFrame[], drops: Array<(frame: RawFrame) => b
           }
           buffer += decoder.decode(value, { stream: true });
           let cutAt: string | undefined;
+          let resumeAt = "";
           for (let end = buffer.indexOf("\n\n"); end !== -1 && cutAt === undefined; end = buffer.indexOf("\n\n")) {
             const raw = buffer.slice(0, end + 2);
             buffer = buffer.slice(end + 2);
@@ -76,9 +89,11 @@ function resumingFetch(received: RawFrame[], drops: Array<(frame: RawFrame) => b
             if (!frame) continue;
             received.push(frame);
             controller.enqueue(encoder.encode(raw));
-            if (pending[0]?.(frame)) {
+            const drop = pending[0];
+            if (drop?.after(frame)) {
               pending.shift();
               cutAt = frame.id;
+              resumeAt = drop.resumeAt();
             }
           }
           if (cutAt === undefined) continue;
@@ -86,10 +101,10 @@ function resumingFetch(received: RawFrame[], drops: Array<(frame: RawFrame) => b
           await reader.cancel();
           buffer = "";
           resumes.push(cutAt);
-          const again = await fetch(`${stack.gateway.url}/v1/agui/${THREAD}`, {
+          const again = await fetch(`${resumeAt}/v1/agui/${thread}`, {
             headers: { authorization: `Bearer ${OPERATE}`, "last-event-id": cutAt },
           });
-          checker.check("GET", `/v1/agui/${THREAD}`, again.status, again.headers.get("content-type"), undefined);
+          checker.check("GET", `/v1/agui/${thread}`, again.status, again.headers.get("content-type"), undefined);
           if (!again.body) throw new Error(`resume answered ${again.status}`);
           reader = again.body.getReader();
         }
@@ -203,17 +218,24 @@ describe("gateway / AG-UI", () => {
     );
     const received: RawFrame[] = [];
     const resumes: string[] = [];
-    const drops = [
-      // Inside one event's frames: right after RUN_STARTED, before its STATE_SNAPSHOT.
-      (f: RawFrame) => f.event.type === "RUN_STARTED" && f.id.includes(".") && received.length > 1,
+    const drops: Drop[] = [
+      // Inside one event's frames: right after RUN_STARTED, before its STATE_SNAPSHOT; resumed from
+      // another gateway (the frames are a fold of the log: any gateway names the same ones).
+      {
+        after: (f) => f.event.type === "RUN_STARTED" && f.id.includes(".") && received.length > 1,
+        resumeAt: () => other.url,
+      },
       // Mid-answer: after the second piece of the final text.
-      (f: RawFrame) => f.event.type === "TEXT_MESSAGE_CONTENT" && (f.event as { delta?: string }).delta === "agui",
+      {
+        after: (f) => f.event.type === "TEXT_MESSAGE_CONTENT" && (f.event as { delta?: string }).delta === "agui",
+        resumeAt: () => stack.gateway.url,
+      },
     ];
     const agent = new HttpAgent({
       url: `${stack.gateway.url}/v1/agui`,
       threadId: THREAD,
       headers: { authorization: `Bearer ${OPERATE}` },
-      fetch: resumingFetch(received, drops, resumes),
+      fetch: resumingFetch(THREAD, received, drops, resumes),
     });
     const outcomes: unknown[] = [];
     const subscriber = { onRunFinishedEvent: (p: { outcome: string }) => void outcomes.push(p.outcome) };
@@ -250,6 +272,7 @@ describe("gateway / AG-UI", () => {
       subscriber,
     );
     expect(outcomes).toEqual(["interrupt", "success"]);
+    expect(readFileSync(join(stack.workspace, THREAD, "agui.txt"), "utf8")).toBe("hi\n");
     const run2 = received.slice(run1.length);
     expect(resumes).toHaveLength(2);
     // Each cut was mid-stream: the run went on over the resumed connection, to RUN_FINISHED.
@@ -279,6 +302,62 @@ describe("gateway / AG-UI", () => {
       queues: { steer: [], followUp: [] },
     });
   }, 90_000);
+
+  it("a denied approval is a tool error and the run goes on; a prompt while a run waits is a RUN_ERROR (busy)", async () => {
+    const thread = "s-agui-2";
+    stack.fake.script(
+      fakeReply([
+        fakeText("Writing."),
+        fakeToolUse("write", { path: "no.txt", content: "x\n" }, { id: "toolu_agui_no" }),
+      ]),
+      fakeReply("Understood: not written."),
+    );
+    const events: BaseEvent[] = [];
+    const agent = new HttpAgent({
+      url: `${stack.gateway.url}/v1/agui`,
+      threadId: thread,
+      headers: { authorization: `Bearer ${OPERATE}` },
+    });
+    const subscriber = { onEvent: ({ event }: { event: BaseEvent }) => void events.push(event) };
+    agent.addMessage({ id: "u-2", role: "user", content: "Write no.txt" });
+    await agent.runAgent({ runId: "agui-deny-1" }, subscriber);
+    expect(events.at(-1)).toMatchObject({ type: "RUN_FINISHED", outcome: { type: "interrupt" } });
+
+    // The session's run waits for the decision: a new prompt is refused, as a run that errors.
+    const busy = await call(stack.gateway.url, "POST", "/v1/agui", {
+      token: OPERATE,
+      body: { threadId: thread, runId: "agui-busy", messages: [{ id: "u-3", role: "user", content: "and more" }] },
+    });
+    checker.check("POST", "/v1/agui", busy.status, busy.headers.get("content-type"), undefined);
+    const frames = busy.text
+      .split("\n\n")
+      .map((raw) => parseFrame(raw))
+      .filter((f): f is RawFrame => f !== undefined);
+    expect(frames.map((f) => f.event)).toMatchObject([
+      { type: "RUN_STARTED", runId: "agui-busy" },
+      { type: "RUN_ERROR", code: "busy" },
+    ]);
+    await expect(verified(frames.map((f) => f.event))).resolves.toBe(2);
+
+    const before = events.length;
+    await agent.runAgent(
+      {
+        runId: "agui-deny-2",
+        resume: [
+          { interruptId: "toolu_agui_no", status: "resolved", payload: { approved: false, reason: "not there" } },
+        ],
+      },
+      subscriber,
+    );
+    const run2 = events.slice(before);
+    expect(run2.find((e) => e.type === "TOOL_CALL_RESULT")).toMatchObject({
+      toolCallId: "toolu_agui_no",
+      content: expect.stringContaining("not there"),
+    });
+    expect(run2.at(-1)).toMatchObject({ type: "RUN_FINISHED", runId: "agui-deny-2", outcome: { type: "success" } });
+    await expect(verified(run2)).resolves.toBe(run2.length);
+    expect(existsSync(join(stack.workspace, thread, "no.txt"))).toBe(false);
+  }, 60_000);
 
   it("a resume naming no pending interrupt is 409; a malformed Last-Event-ID is 400", async () => {
     const res = await call(stack.gateway.url, "POST", "/v1/agui", {
