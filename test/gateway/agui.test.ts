@@ -296,6 +296,12 @@ describe("gateway / AG-UI", () => {
     expect(transcriptOfAgent(agent.messages)).toEqual(transcriptOfLog(session.body.messages));
     // user, reasoning, assistant (text + ls), tool, assistant (text + write), tool, assistant.
     expect(transcriptOfAgent(agent.messages)).toHaveLength(7);
+    // The cut connections ended their streams on the gateways (none is left open).
+    for (const url of [stack.gateway.url, other.url]) {
+      const open = async () =>
+        /^fleet_gateway_sse_clients (\d+)$/m.exec((await call(url, "GET", "/metrics")).text)?.[1];
+      await expect.poll(open, { timeout: 10_000 }).toBe("0");
+    }
     // The state: the spend as the session's own.
     expect(agent.state).toMatchObject({
       spend: { session: session.body.spend.session },

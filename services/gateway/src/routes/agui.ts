@@ -137,6 +137,7 @@ function stream(
   const encoder = new EventEncoder();
   const abort = new AbortController();
   res.on("close", () => abort.abort());
+  ctx.metrics.sseClients.inc();
   const keepalive = setInterval(() => res.write(commentFrame("keepalive")), ctx.keepaliveMs);
   keepalive.unref();
   const log = ctx.logger.child({ sessionId, route: "agui" });
@@ -163,6 +164,7 @@ function stream(
     } catch (err) {
       if (!abort.signal.aborted) log.warn({ evt: "gateway_agui_failed", err }, "AG-UI stream failed");
     } finally {
+      ctx.metrics.sseClients.dec();
       clearInterval(keepalive);
       abort.abort();
       if (!res.destroyed) res.end();
