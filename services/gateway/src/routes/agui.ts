@@ -136,7 +136,10 @@ function stream(
   res.flushHeaders();
   const encoder = new EventEncoder();
   const abort = new AbortController();
+  // The client may have gone while the command was sent: then its `close` has already fired.
+  const gone = () => res.destroyed || !res.socket || res.socket.destroyed;
   res.on("close", () => abort.abort());
+  if (gone()) abort.abort();
   ctx.metrics.sseClients.inc();
   const keepalive = setInterval(() => res.write(commentFrame("keepalive")), ctx.keepaliveMs);
   keepalive.unref();
@@ -148,13 +151,15 @@ function stream(
     let projection = initialAguiProjection(sessionId);
     let cursor = start;
     try {
-      for await (const { seq, event } of link.client.events(sessionId, { from: 1, signal: abort.signal })) {
+      const events = abort.signal.aborted ? [] : link.client.events(sessionId, { from: 1, signal: abort.signal });
+      for await (const { seq, event } of events) {
         const step = stepAgui(projection, event);
         projection = step.projection;
         const advanced = advanceCursor(cursor, seq, step.frames);
         cursor = advanced.cursor;
         if (advanced.out.length > 0 && !res.write(encode(advanced.out))) {
           await new Promise<void>((resolve) => {
+            if (gone()) return resolve();
             res.once("drain", resolve);
             res.once("close", resolve);
           });
