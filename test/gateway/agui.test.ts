@@ -365,18 +365,39 @@ describe("gateway / AG-UI", () => {
     expect(existsSync(join(stack.workspace, thread, "no.txt"))).toBe(false);
   }, 60_000);
 
-  it("a resume naming no pending interrupt is 409; a malformed Last-Event-ID is 400", async () => {
-    const res = await call(stack.gateway.url, "POST", "/v1/agui", {
-      token: OPERATE,
-      body: {
-        threadId: THREAD,
-        runId: "agui-run-3",
-        messages: [],
-        resume: [{ interruptId: "toolu_none", status: "resolved", payload: { approved: true } }],
-      },
+  it("a run sent again answers the same run; a decision on no pending call is a RUN_ERROR; a bad Last-Event-ID 400", async () => {
+    const post = async (body: unknown) => {
+      const res = await call(stack.gateway.url, "POST", "/v1/agui", { token: OPERATE, body });
+      checker.check("POST", "/v1/agui", res.status, res.headers.get("content-type"), undefined);
+      return res.text
+        .split("\n\n")
+        .map((raw) => parseFrame(raw))
+        .filter((f): f is RawFrame => f !== undefined);
+    };
+    // The first test's first run, sent again (same runId): its command is not run twice, and the
+    // answer is that run's frames, as they were.
+    const again = await post({
+      threadId: THREAD,
+      runId: "agui-run-1",
+      messages: [{ id: "u-1", role: "user", content: "Write agui.txt" }],
     });
-    checker.check("POST", "/v1/agui", res.status, res.headers.get("content-type"), res.body);
-    expect([res.status, res.body.error.code]).toEqual([409, "conflict"]);
+    const first = await wholeRun("0");
+    expect(again.map((f) => f.id)).toEqual(first.map((f) => f.id));
+    expect(again.at(-1)?.event).toMatchObject({
+      type: "RUN_FINISHED",
+      runId: "agui-run-1",
+      outcome: { type: "interrupt" },
+    });
+    const unknown = await post({
+      threadId: THREAD,
+      runId: "agui-run-3",
+      messages: [],
+      resume: [{ interruptId: "toolu_none", status: "resolved", payload: { approved: true } }],
+    });
+    expect(unknown.map((f) => f.event)).toMatchObject([
+      { type: "RUN_STARTED", runId: "agui-run-3" },
+      { type: "RUN_ERROR", code: "not_found" },
+    ]);
     const bad = await call(stack.gateway.url, "GET", `/v1/agui/${THREAD}`, {
       token: OPERATE,
       headers: { "last-event-id": "12.x" },

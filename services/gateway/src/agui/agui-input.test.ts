@@ -17,7 +17,7 @@ describe("gateway / AG-UI input", () => {
 
   it("the last user message is the prompt: its text parts, one per line, and inline images", () => {
     const text = input({ messages: [{ id: "u1", role: "user", content: "hello" }] });
-    expect(commandsOfInput(text, new Set())).toEqual([{ type: "prompt", text: "hello" }]);
+    expect(commandsOfInput(text)).toEqual([{ type: "prompt", text: "hello" }]);
     const parts = input({
       messages: [
         { id: "a0", role: "assistant", content: "earlier" },
@@ -32,19 +32,18 @@ describe("gateway / AG-UI input", () => {
         },
       ],
     });
-    expect(commandsOfInput(parts, new Set())).toEqual([
+    expect(commandsOfInput(parts)).toEqual([
       { type: "prompt", text: "look\nhere", images: [{ type: "image", data: "aGk=", mimeType: "image/png" }] },
     ]);
     const url = input({
       messages: [{ id: "u3", role: "user", content: [{ type: "image", source: { type: "url", value: "https://x" } }] }],
     });
-    expect(commandsOfInput(url, new Set())).toMatchObject({ status: 400, code: "invalid" });
+    expect(commandsOfInput(url)).toMatchObject({ status: 400, code: "invalid" });
     const notUser = input({ messages: [{ id: "a1", role: "assistant", content: "hi" }] });
-    expect(commandsOfInput(notUser, new Set())).toMatchObject({ status: 400, code: "invalid" });
+    expect(commandsOfInput(notUser)).toMatchObject({ status: 400, code: "invalid" });
   });
 
-  it("resume entries answer pending approvals: approve, deny with a reason, cancel; unknown ones conflict", () => {
-    const pending = new Set(["toolu_1", "toolu_2", "toolu_3"]);
+  it("resume entries are decisions: approve, deny with a reason, cancel; a bad payload or id is invalid", () => {
     const resumed = input({
       messages: [{ id: "u1", role: "user", content: "ignored on resume" }],
       resume: [
@@ -53,14 +52,14 @@ describe("gateway / AG-UI input", () => {
         { interruptId: "toolu_3", status: "cancelled" },
       ],
     });
-    expect(commandsOfInput(resumed, pending)).toEqual([
+    expect(commandsOfInput(resumed)).toEqual([
       { type: "approve_tool_call", toolCallId: "toolu_1" },
       { type: "deny_tool_call", toolCallId: "toolu_2", reason: "not there" },
       { type: "deny_tool_call", toolCallId: "toolu_3", reason: "Interrupt cancelled" },
     ]);
-    const unknown = input({ resume: [{ interruptId: "toolu_9", status: "resolved", payload: { approved: true } }] });
-    expect(commandsOfInput(unknown, pending)).toMatchObject({ status: 409, code: "conflict" });
     const badPayload = input({ resume: [{ interruptId: "toolu_1", status: "resolved", payload: "yes" }] });
-    expect(commandsOfInput(badPayload, pending)).toMatchObject({ status: 400, code: "invalid" });
+    expect(commandsOfInput(badPayload)).toMatchObject({ status: 400, code: "invalid" });
+    const badId = input({ resume: [{ interruptId: "a.b", status: "resolved", payload: { approved: true } }] });
+    expect(commandsOfInput(badId)).toMatchObject({ status: 400, code: "invalid" });
   });
 });

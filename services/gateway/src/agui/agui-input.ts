@@ -2,7 +2,7 @@
 import type { ResumeEntry, RunAgentInput } from "@ag-ui/core";
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import type { CommandBody } from "@fleet/client";
-import { SessionId } from "@fleet/protocol";
+import { isToolCallId, SessionId } from "@fleet/protocol";
 import { z } from "zod";
 import { type ApiError, apiError } from "../http/api-error.js";
 import { AGUI_COMMAND_PREFIX } from "./agui-projection.js";
@@ -24,15 +24,17 @@ const ApprovalAnswer = z.object({ approved: z.boolean(), reason: z.string().max(
 
 /**
  * The commands a run input asks for, in order. Without `resume`: the new user message (the last of
- * `messages`, which must be the user's) as a `prompt`. With `resume`: one decision per entry, each
- * answering a pending approval (`interruptId` = the tool call id): `resolved` with payload
- * `{approved: true}` approves, `{approved: false, reason?}` denies, `cancelled` denies.
+ * `messages`, which must be the user's) as a `prompt`. With `resume`: one decision per entry, on the
+ * tool call its `interruptId` names: `resolved` with payload `{approved: true}` approves,
+ * `{approved: false, reason?}` denies, `cancelled` denies. Whether the call waits for a decision is
+ * the log's to say (the loop refuses a decision on a call that does not, `not_found`), so a run
+ * sent again with the same `runId` answers what it answered the first time.
  */
-export function commandsOfInput(input: RunAgentInput, pending: ReadonlySet<string>): CommandBody[] | ApiError {
+export function commandsOfInput(input: RunAgentInput): CommandBody[] | ApiError {
   if (input.resume && input.resume.length > 0) {
     const commands: CommandBody[] = [];
     for (const entry of input.resume) {
-      const decision = decisionOf(entry, pending);
+      const decision = decisionOf(entry);
       if ("status" in decision) return decision;
       commands.push(decision);
     }
@@ -47,11 +49,9 @@ export function commandsOfInput(input: RunAgentInput, pending: ReadonlySet<strin
   return [{ type: "prompt", ...prompt } as CommandBody];
 }
 
-function decisionOf(entry: ResumeEntry, pending: ReadonlySet<string>): CommandBody | ApiError {
+function decisionOf(entry: ResumeEntry): CommandBody | ApiError {
   const toolCallId = entry.interruptId;
-  if (!pending.has(toolCallId)) {
-    return apiError(409, "conflict", `no pending interrupt ${toolCallId} in this thread`);
-  }
+  if (!isToolCallId(toolCallId)) return apiError(400, "invalid", "body: resume: interruptId must be a tool call id");
   if (entry.status === "cancelled") return { type: "deny_tool_call", toolCallId, reason: "Interrupt cancelled" };
   const answer = ApprovalAnswer.safeParse(entry.payload);
   if (!answer.success) {

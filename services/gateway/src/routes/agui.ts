@@ -39,25 +39,20 @@ export function aguiRoutes(ctx: RouteContext): AnyRouteSpec[] {
       url: "/v1/agui",
       operationId: "runAgui",
       summary: "Run an agent turn on a thread (AG-UI RunAgentInput) and stream it as AG-UI events",
-      description: `The body is AG-UI's RunAgentInput: \`threadId\` is the session (created by the first run), the last message is the new user message (the session's log keeps the transcript; earlier messages, \`tools\`, \`context\`, \`state\` and \`forwardedProps\` are not used), and \`resume[]\` answers the interrupts (tool approvals) that ended the previous run instead. The answer is the run's AG-UI events as Server-Sent Events, from RUN_STARTED to RUN_FINISHED or RUN_ERROR. ${STREAM_DESCRIPTION} A dropped stream resumes with \`GET /v1/agui/{threadId}\` and \`Last-Event-ID\`.`,
+      description: `The body is AG-UI's RunAgentInput: \`threadId\` is the session (created by the first run), the last message is the new user message (the session's log keeps the transcript; earlier messages, \`tools\`, \`context\`, \`state\` and \`forwardedProps\` are not used), and \`resume[]\` answers the interrupts (tool approvals) that ended the previous run instead (a decision the loop refuses, on a call that waits for none, is the run's RUN_ERROR). The answer is the run's AG-UI events as Server-Sent Events, from RUN_STARTED to RUN_FINISHED or RUN_ERROR. ${STREAM_DESCRIPTION} A dropped stream resumes with \`GET /v1/agui/{threadId}\` and \`Last-Event-ID\`.`,
       tag: "agui",
       access: "operate",
       usesNats: true,
       body: AguiRunInput,
       responses: {
         200: { description: "An SSE stream of AG-UI events (one run)", contentType: "text/event-stream" },
-        409: { description: "A resume entry names no pending interrupt of the thread" },
         504: { description: "The command's outcome did not arrive in time" },
       },
       async handler({ body, principal, request, reply }) {
         const input = body as unknown as RunAgentInput;
         const link = await ctx.links.forTenant(principal.tenant);
         const sessionId = input.threadId;
-        const pending = new Set<string>();
-        if (input.resume && input.resume.length > 0) {
-          for (const a of await link.approvals.pending([sessionId])) pending.add(a.toolCallId);
-        }
-        const commands = commandsOfInput(input, pending);
+        const commands = commandsOfInput(input);
         if (isApiError(commands)) return commands;
         let first: OutcomeRecord | undefined;
         for (const [k, command] of commands.entries()) {
