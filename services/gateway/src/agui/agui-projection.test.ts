@@ -13,7 +13,14 @@ import {
 import { from } from "rxjs";
 import { describe, expect, it } from "vitest";
 import { advanceCursor, aguiCursor, parseFrameId } from "./agui-cursor.js";
-import { type AguiFrame, aguiCommandId, initialAguiProjection, reasoningId, stepAgui } from "./agui-projection.js";
+import {
+  type AguiFrame,
+  aguiCommandId,
+  initialAguiProjection,
+  reasoningId,
+  stepAgui,
+  toolResultContent,
+} from "./agui-projection.js";
 
 /** Every frame of a log, with the stream sequence (1-based index) of the event that yielded it. */
 function project(events: readonly FleetEvent[]): Array<{ seq: number; frames: AguiFrame[] }> {
@@ -24,6 +31,9 @@ function project(events: readonly FleetEvent[]): Array<{ seq: number; frames: Ag
     return { seq: i + 1, frames: step.frames };
   });
 }
+
+/** Every AG-UI event of a log, in order. */
+const eventsOf = (events: readonly FleetEvent[]) => project(events).flatMap((s) => s.frames.map((f) => f.event));
 
 /** The AG-UI client's own verification of one run's events (rejects with its error). */
 const verified = (events: readonly BaseEvent[]) =>
@@ -164,9 +174,7 @@ describe("gateway / AG-UI projection", () => {
     log.add({ type: "message_update", deltas: [{ type: "text_delta", contentIndex: 0, delta: "Hal" }] });
     log.add({ type: "message_end", message: failed });
     log.add({ type: "agent_end", messages: [] });
-    const events = project(log.events)
-      .flatMap((s) => s.frames)
-      .map((f) => f.event);
+    const events = eventsOf(log.events);
     expect(events.map((e) => e.type)).toEqual([
       "RUN_STARTED",
       "STATE_SNAPSHOT",
@@ -210,14 +218,71 @@ describe("gateway / AG-UI projection", () => {
     ]);
   });
 
+  it("an aborted run finishes cancelled, ending the blocks its message left open", async () => {
+    const log = createLogBuilder(11);
+    log.add({ type: "command_accepted", commandId: aguiCommandId("run-c"), commandType: "prompt", messages: [] });
+    log.add({ type: "agent_start" });
+    const cut = assistantMessage(
+      [{ type: "thinking", thinking: "hm", thinkingSignature: "sig-c" }, toolCall("toolu_c", "ls", { path: "." })],
+      { stopReason: "aborted", errorMessage: "Request was aborted" },
+    );
+    log.add({ type: "message_start", message: { ...cut, content: [] } });
+    log.add({
+      type: "message_update",
+      deltas: [
+        { type: "thinking_start", contentIndex: 0 },
+        { type: "thinking_delta", contentIndex: 0, delta: "hm" },
+        { type: "toolcall_start", contentIndex: 1, id: "toolu_c", name: "ls" },
+      ],
+    });
+    log.add({ type: "message_end", message: cut });
+    log.add({ type: "agent_end", messages: [] });
+    const events = eventsOf(log.events);
+    expect(events.map((e) => e.type)).toEqual([
+      "RUN_STARTED",
+      "STATE_SNAPSHOT",
+      "REASONING_START",
+      "REASONING_MESSAGE_START",
+      "REASONING_MESSAGE_CONTENT",
+      "TOOL_CALL_START",
+      "REASONING_MESSAGE_END",
+      "REASONING_ENCRYPTED_VALUE",
+      "REASONING_END",
+      "TOOL_CALL_ARGS",
+      "TOOL_CALL_END",
+      "STATE_DELTA",
+      "RUN_FINISHED",
+    ]);
+    expect(events[9]).toMatchObject({ delta: JSON.stringify({ path: "." }) });
+    expect(events.at(-1)).toMatchObject({ runId: "run-c", outcome: { type: "cancelled" } });
+    await expect(verified(events)).resolves.toHaveLength(events.length);
+  });
+
+  it("an AG-UI command accepted while another run is open starts and finishes at once", () => {
+    const log = createLogBuilder(12);
+    log.add({ type: "agent_start" }, { runId: "fleet-run-4" });
+    log.add({ type: "command_accepted", commandId: aguiCommandId("run-d"), commandType: "approve_tool_call" });
+    const frames = project(log.events).flatMap((s) => s.frames);
+    expect(frames.filter((f) => f.run === "run-d").map((f) => [f.event.type, f.terminal])).toEqual([
+      ["RUN_STARTED", false],
+      ["RUN_FINISHED", true],
+    ]);
+  });
+
+  it("a tool result with an image is text and image parts", () => {
+    expect(toolResultContent([textOf("a"), textOf("b")])).toBe("a\nb");
+    expect(toolResultContent([textOf("see"), { type: "image", data: "aGk=", mimeType: "image/png" }])).toEqual([
+      { type: "text", text: "see" },
+      { type: "image", source: { type: "data", value: "aGk=", mimeType: "image/png" } },
+    ]);
+  });
+
   it("queues go to the state as the text of each message", () => {
     const log = createLogBuilder(10);
     log.add({ type: "agent_start" }, { runId: "fleet-run-3" });
     log.add({ type: "queue_update", steer: [userMessage("look left")], followUp: [], nextTurn: [] });
     log.add({ type: "agent_end", messages: [] });
-    const events = project(log.events)
-      .flatMap((s) => s.frames)
-      .map((f) => f.event);
+    const events = eventsOf(log.events);
     expect(events[2]).toMatchObject({
       type: "STATE_DELTA",
       delta: [{ op: "replace", path: "/queues/steer", value: ["look left"] }],
