@@ -12,7 +12,8 @@ import {
 } from "@fleet/protocol/testing";
 import { from } from "rxjs";
 import { describe, expect, it } from "vitest";
-import { advanceCursor, aguiCursor, parseFrameId } from "./agui-cursor.js";
+import { type AguiCursor, advanceCursor, aguiCursor, frameId, parseFrameId } from "./agui-cursor.js";
+import { type AguiFold, foldUsable } from "./agui-fold-cache.js";
 import {
   type AguiFrame,
   aguiCommandId,
@@ -330,5 +331,52 @@ describe("gateway / AG-UI stream ids", () => {
     const end1 = parseFrameId(run1.at(-1) as string);
     if (end1 === "invalid") throw new Error("bad id");
     expect(follow(aguiCursor(end1, "resume"))).toEqual(whole);
+  });
+  it("a stream that starts from a kept fold sends the same frames as one that folds from the start", () => {
+    const { events } = approvalLog();
+    const steps = project(events);
+    const follow = (cursor: AguiCursor, fromSeq: number) => {
+      const ids: string[] = [];
+      let c = cursor;
+      for (const { seq, frames } of steps) {
+        if (seq < fromSeq) continue;
+        const next = advanceCursor(c, seq, frames);
+        c = next.cursor;
+        ids.push(...next.out.map((o) => `${o.id} ${o.frame.event.type}`));
+        if (c.done) break;
+      }
+      return ids;
+    };
+    /** The fold after the event at `seq`, as a stream that got there keeps it. */
+    const foldAt = (seq: number): AguiFold => {
+      let fold: AguiFold = { seq: 0, projection: initialAguiProjection("s-1"), last: null };
+      for (const [i, event] of events.slice(0, seq).entries()) {
+        const step = stepAgui(fold.projection, event);
+        const last = step.frames.at(-1);
+        fold = {
+          seq: i + 1,
+          projection: step.projection,
+          last: last ? { run: last.run, terminal: last.terminal } : fold.last,
+        };
+      }
+      return fold;
+    };
+    const ids = steps.flatMap(({ seq, frames }) => frames.map((_, i) => frameId(seq, i + 1, frames.length)));
+    let compared = 0;
+    for (const id of ids) {
+      const after = parseFrameId(id);
+      if (after === "invalid") throw new Error("bad id");
+      const whole = follow(aguiCursor(after, "resume"), 1);
+      for (let seq = 1; seq <= events.length; seq++) {
+        const fold = foldAt(seq);
+        if (!foldUsable(fold, after)) continue;
+        expect(follow({ ...aguiCursor(after, "resume"), last: fold.last }, seq + 1)).toEqual(whole);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(100);
+    // Inside an event's frames, that event is folded again: a fold that has it is not used.
+    expect(foldUsable(foldAt(5), { seq: 5, k: 1 })).toBe(false);
+    expect(foldUsable(foldAt(5), { seq: 5, k: Number.POSITIVE_INFINITY })).toBe(true);
   });
 });

@@ -7,6 +7,7 @@ import { SessionId } from "@fleet/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type AguiCursor, advanceCursor, aguiCursor, type OutFrame, parseFrameId } from "../agui/agui-cursor.js";
+import { type AguiFold, type AguiFoldCache, createAguiFoldCache } from "../agui/agui-fold-cache.js";
 import { AguiRunInput, commandsOfInput } from "../agui/agui-input.js";
 import { aguiCommandId, initialAguiProjection, stepAgui } from "../agui/agui-projection.js";
 import { apiError, isApiError } from "../http/api-error.js";
@@ -32,7 +33,11 @@ const ResumeQuery = z.object({
 const STREAM_DESCRIPTION =
   "Every frame is `id: <frame id>` and `data: <one AG-UI event>`: the frames of one Fleet event are `<seq>.1`, `<seq>.2`, … and its last frame `<seq>` (the event's stream sequence).";
 
+/** Threads whose AG-UI fold is kept between streams (each about the size of its open run's state). */
+const FOLD_CACHE_ENTRIES = 256;
+
 export function aguiRoutes(ctx: RouteContext): AnyRouteSpec[] {
+  const folds = createAguiFoldCache(FOLD_CACHE_ENTRIES);
   return [
     defineRoute({
       method: "POST",
@@ -75,10 +80,10 @@ export function aguiRoutes(ctx: RouteContext): AnyRouteSpec[] {
           }
         }
         if (!first) return apiError(400, "invalid", "body: nothing to run");
-        return stream(ctx, link, sessionId, aguiCursor({ seq: first.seq - 1, k: Number.POSITIVE_INFINITY }, "next"), {
-          request,
-          reply,
-        });
+        const after = { seq: first.seq - 1, k: Number.POSITIVE_INFINITY };
+        const key = `${principal.tenant}/${sessionId}`;
+        const fold = await folds.get(link.client, key, sessionId, after);
+        return stream(ctx, link, { key, sessionId, folds, fold }, aguiCursor(after, "next"), { request, reply });
       },
     }),
     defineRoute({
@@ -106,24 +111,36 @@ export function aguiRoutes(ctx: RouteContext): AnyRouteSpec[] {
         if ((await link.client.lastSeq(params.threadId)) === 0) {
           return apiError(404, "not_found", `thread ${params.threadId} does not exist`);
         }
-        return stream(ctx, link, params.threadId, aguiCursor(after, "resume"), { request, reply });
+        const key = `${principal.tenant}/${params.threadId}`;
+        const fold = await folds.get(link.client, key, params.threadId, after);
+        const cursor = { ...aguiCursor(after, "resume"), last: fold?.last ?? null };
+        return stream(ctx, link, { key, sessionId: params.threadId, folds, fold }, cursor, { request, reply });
       },
     }),
   ];
 }
 
+/** A thread, its cached fold (where the stream starts folding) and the cache the stream's fold goes to. */
+interface Thread {
+  key: string;
+  sessionId: string;
+  folds: AguiFoldCache;
+  fold: AguiFold | undefined;
+}
+
 /**
- * Writes the frames the cursor selects, folding the thread's log from its first event (the
- * projection is a fold of the whole log, so a resumed stream names the same frames by the same ids),
- * until the followed run ends or the client goes away.
+ * Writes the frames the cursor selects, folding the thread's log from the cached fold, else from
+ * its first event (the projection is a fold of the whole log, so a resumed stream names the same
+ * frames by the same ids), until the followed run ends or the client goes away; then keeps its fold.
  */
 function stream(
   ctx: RouteContext,
   link: TenantLink,
-  sessionId: string,
+  thread: Thread,
   start: AguiCursor,
   http: { request: FastifyRequest; reply: FastifyReply },
 ): RouteOutput {
+  const { sessionId } = thread;
   const { reply } = http;
   reply.hijack();
   const res = reply.raw;
@@ -143,13 +160,19 @@ function stream(
     out.map(({ id, frame }) => `id: ${id}\n${encoder.encodeSSE(frame.event)}`).join("");
 
   void (async () => {
-    let projection = initialAguiProjection(sessionId);
+    let fold: AguiFold = thread.fold ?? { seq: 0, projection: initialAguiProjection(sessionId), last: null };
     let cursor = start;
     try {
-      const events = abort.signal.aborted ? [] : link.client.events(sessionId, { from: 1, signal: abort.signal });
+      const from = fold.seq + 1;
+      const events = abort.signal.aborted ? [] : link.client.events(sessionId, { from, signal: abort.signal });
       for await (const { seq, event } of events) {
-        const step = stepAgui(projection, event);
-        projection = step.projection;
+        const step = stepAgui(fold.projection, event);
+        const lastFrame = step.frames.at(-1);
+        fold = {
+          seq,
+          projection: step.projection,
+          last: lastFrame ? { run: lastFrame.run, terminal: lastFrame.terminal } : fold.last,
+        };
         const advanced = advanceCursor(cursor, seq, step.frames);
         cursor = advanced.cursor;
         if (advanced.out.length > 0 && !res.write(encode(advanced.out))) {
@@ -164,6 +187,7 @@ function stream(
     } catch (err) {
       if (!abort.signal.aborted) log.warn({ evt: "gateway_agui_failed", err }, "AG-UI stream failed");
     } finally {
+      if (fold.seq > 0) thread.folds.put(thread.key, fold);
       ctx.metrics.sseClients.dec();
       clearInterval(keepalive);
       abort.abort();
