@@ -75,7 +75,7 @@ export function aguiRoutes(ctx: RouteContext): AnyRouteSpec[] {
             return apiError(
               504,
               "timeout",
-              "the command's outcome did not arrive in time; GET /v1/agui/{threadId} follows the thread",
+              "the command's outcome did not arrive in time; send the run again (same runId) for its answer",
             );
           }
         }
