@@ -449,6 +449,20 @@ describe("gateway / API", () => {
     expect((await api("GET", `/v1/sessions/s-other/blob?name=${name}`, { token: READ })).status).toBe(404);
   });
 
+  it("AG-UI: a run streams as text/event-stream (test/gateway/agui.test.ts covers it in depth)", async () => {
+    stack.fake.script(fakeReply("Hello over AG-UI."));
+    const bad = await api("POST", "/v1/agui", { body: { threadId: "not a session id", runId: "r", messages: [] } });
+    expect([bad.status, bad.body.error.code]).toEqual([400, "invalid"]);
+    const run = await api("POST", "/v1/agui", {
+      body: { threadId: "s-api-agui", runId: "r-api-1", messages: [{ id: "u1", role: "user", content: "hi" }] },
+    });
+    expect(run.status).toBe(200);
+    expect(run.text).toContain('"type":"RUN_FINISHED"');
+    const resumed = await api("GET", "/v1/agui/s-api-agui?after=0", { token: READ });
+    expect(resumed.text).toContain('"runId":"r-api-1"');
+    expect((await api("GET", "/v1/agui/s-api-none", { token: READ })).status).toBe(404);
+  });
+
   it("every route of the OpenAPI document was exercised and matched it", () => {
     // /readyz 503 and the 503s of the other routes are exercised by the next test.
     expect(checker.missing()).toEqual([]);

@@ -22,7 +22,7 @@ export function createGatewayMetrics(registry: Registry, hubCount: () => number)
     }),
     sseClients: new Gauge({
       name: "fleet_gateway_sse_clients",
-      help: "Open SSE streams",
+      help: "Open SSE streams (session events and AG-UI)",
       registers: [registry],
     }),
     sseDropped: new Counter({
