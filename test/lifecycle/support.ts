@@ -10,6 +10,7 @@ import {
   KV_BUCKETS,
   LedgerRecord,
   OBJECT_STORES,
+  SPEND_KEYS,
   STREAMS,
   subjects,
 } from "@fleet/protocol";
@@ -53,9 +54,9 @@ export async function blobExists(client: FleetClient, name: string): Promise<boo
   return (await messagesOn(client, `OBJ_${bucket}`, meta)) > 0;
 }
 
-/** Whether KV `fleet_budgets` holds anything (value or marker) under `key`. */
-export async function budgetKeyExists(client: FleetClient, key: string): Promise<boolean> {
-  const bucket = KV_BUCKETS.budgets.name;
+/** Whether KV `fleet_spend` holds anything (value or marker) under `key`. */
+export async function spendKeyExists(client: FleetClient, key: string): Promise<boolean> {
+  const bucket = KV_BUCKETS.spend.name;
   return (await messagesOn(client, `KV_${bucket}`, `$KV.${bucket}.${key}`)) > 0;
 }
 
@@ -85,7 +86,7 @@ export async function leftovers(
   let blobs = 0;
   for (const name of opts.blobs) if (await blobExists(client, name)) blobs++;
   let spendKeys = 0;
-  for (const day of opts.days) if (await budgetKeyExists(client, BUDGET_KEYS.spend(day, sessionId))) spendKeys++;
+  for (const day of opts.days) if (await spendKeyExists(client, SPEND_KEYS.session(day, sessionId))) spendKeys++;
   return {
     events: await messagesOn(client, STREAMS.events.name, client.eventSubject(sessionId)),
     toolResults: await messagesOn(client, STREAMS.toolResults.name, subjects.toolResultsOfSession(sessionId)),
