@@ -7,6 +7,7 @@ import {
   BUDGET_KEYS,
   decodeEvent,
   type FleetEvent,
+  foldSessionEvents,
   KV_BUCKETS,
   LedgerRecord,
   OBJECT_STORES,
@@ -115,6 +116,17 @@ export async function eventually<T>(read: () => Promise<T>, expected: T, timeout
     last = await read();
   }
   return last;
+}
+
+/**
+ * The session's spend of `day` once its record in `fleet_spend` counts all of `events` (the record
+ * is written a moment after the event it counts): the fold's spend of the day, or the record as it
+ * is after 20 s.
+ */
+export async function countedSpend(client: FleetClient, sessionId: string, events: readonly FleetEvent[], day: string) {
+  const folded = foldSessionEvents(events).spend.days.get(day);
+  const wanted = folded && { ...folded };
+  return eventually(async () => (await client.tenantBudget(day)).sessions.get(sessionId), wanted);
 }
 
 /**

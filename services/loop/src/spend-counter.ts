@@ -55,6 +55,16 @@ interface TotalQueue {
   waiting: Map<string, Waiting>;
   settled: Array<{ sessionId: string; events: number }>;
   running: boolean;
+  /**
+   * The total as this worker last wrote or read it: the next update is tried at its revision first,
+   * which fails if anyone wrote since (then the total is read again).
+   */
+  known?: { entry: KvEntryLike | null; total: PartitionDayTotal | undefined };
+}
+
+/** What an update needs of a total's entry: whether one exists, and its revision. */
+interface KvEntryLike {
+  revision: number;
 }
 
 const CAS_ATTEMPTS = 50;
@@ -72,8 +82,15 @@ export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCou
   async function apply(queue: TotalQueue, batch: Waiting[], settled: TotalQueue["settled"]): Promise<void> {
     const key = SPEND_KEYS.total(queue.day, queue.partition);
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const entry = await kv.get(key);
-      const current = entry?.operation === "PUT" ? decodeTotal(entry.value) : undefined;
+      let entry: KvEntryLike | null;
+      let current: PartitionDayTotal | undefined;
+      const cached = attempt === 0 && queue.known !== undefined;
+      if (queue.known && cached) ({ entry, total: current } = queue.known);
+      else {
+        const read = await kv.get(key);
+        entry = read;
+        current = read?.operation === "PUT" ? decodeTotal(read.value) : undefined;
+      }
       // Read after the total: a record written before the total's settling update is seen.
       const read = await Promise.all(batch.map((w) => readRecord(queue.day, w.request.sessionId)));
       const records = new Map<string, TenantSpendRecord | undefined>();
@@ -91,17 +108,24 @@ export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCou
         batch.map((w) => w.request),
         settled,
       );
+      // A decision to change nothing is taken on the total as it is now, not as this worker last saw it.
+      if (!plan.total && cached) {
+        queue.known = undefined;
+        continue;
+      }
       if (plan.total) {
         const data = JSON.stringify(plan.total);
         let revision: number;
         try {
           revision = entry ? await kv.update(key, data, entry.revision) : await kv.create(key, data);
         } catch (err) {
+          queue.known = undefined;
           if (isConflict(err)) continue;
           throw err;
         }
+        queue.known = { entry: { revision }, total: plan.total };
         opts.onTotal?.(key, revision, plan.total);
-      }
+      } else queue.known = { entry, total: current };
       for (const w of batch) w.request.onCounted?.(plan.counted.get(w.request.sessionId));
       await Promise.all(plan.records.map((r) => writeRecord(r, recordEntries.get(r.sessionId) ?? null)));
       // A record written (or one already as far) settles its pending entry at the next update.

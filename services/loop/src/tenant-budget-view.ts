@@ -4,6 +4,7 @@ import {
   BUDGET_KEYS,
   BudgetLimits,
   type DaySpend,
+  emptySpend,
   KV_BUCKETS,
   type PartitionDayTotal,
   parseJson,
@@ -73,13 +74,15 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
     if (!ofDay) {
       // Days older than the bucket keeps are gone from it (nats-server 2.9 tells no watcher).
       const oldest = utcDayOf(now() - KV_BUCKETS.spend.ttlMs);
-      for (const d of totals.keys()) if (d < oldest) totals.delete(d) && sums.delete(d);
+      for (const d of [...totals.keys()].filter((k) => k < oldest)) {
+        totals.delete(d);
+        sums.delete(d);
+      }
       ofDay = new Map();
       totals.set(day, ofDay);
     }
     if ((ofDay.get(partition)?.revision ?? 0) >= revision) return;
-    if (total) ofDay.set(partition, { revision, total });
-    else ofDay.set(partition, { revision, total: { inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: 0 } });
+    ofDay.set(partition, { revision, total: total ?? emptySpend() });
     sums.set(day, sumTotals([...ofDay.values()].map((t) => t.total)));
   };
   const limitsFollower = followKv(
@@ -103,7 +106,7 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
   return {
     ready: Promise.all([limitsFollower.ready, totalsFollower.ready]).then(() => undefined),
     limits: () => limits,
-    total: (day) => sums.get(day) ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: 0 },
+    total: (day) => sums.get(day) ?? emptySpend(),
     count: (day, partition, request) => counter.count(day, partition, request),
     async close(sessionId, partition, spend, events) {
       const oldest = utcDayOf(now() - DAY_MS);
