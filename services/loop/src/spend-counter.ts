@@ -42,6 +42,11 @@ export interface SpendCounterOptions {
   logger?: Logger;
   /** Wait before retrying a failed update (default 200 ms, doubling, 5 attempts). */
   retryMs?: number;
+  /**
+   * How long the removal of settled pending entries waits for counts to go with it in one update
+   * (default 200 ms); a count arriving meanwhile takes it along.
+   */
+  settleDelayMs?: number;
 }
 
 interface Waiting {
@@ -73,6 +78,7 @@ const FLUSH_ATTEMPTS = 5;
 export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCounterOptions = {}): SpendCounter {
   const queues = new Map<string, TotalQueue>();
   const retryMs = opts.retryMs ?? 200;
+  const settleDelayMs = opts.settleDelayMs ?? 200;
 
   async function readRecord(day: string, sessionId: string): Promise<KvEntry | null> {
     return kv.get(SPEND_KEYS.session(day, sessionId));
@@ -169,6 +175,7 @@ export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCou
     };
     try {
       while (queue.waiting.size > 0 || queue.settled.length > 0) {
+        if (queue.waiting.size === 0) await sleep(settleDelayMs);
         const batch = [...queue.waiting.values()];
         queue.waiting.clear();
         const settled = queue.settled.splice(0);
