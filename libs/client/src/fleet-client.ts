@@ -789,7 +789,7 @@ export class FleetClient {
     return { ...foldSessionViewEvents(start, applied), events: applied.length, invalid, spend };
   }
 
-  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets`. */
+  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets` and `fleet_spend`. */
   async tenantBudget(day?: string): Promise<TenantBudgetReport> {
     try {
       return await readTenantBudget(this.nc, day);
