@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { BUDGET_KEYS, KV_BUCKETS, utcDayOf } from "@fleet/protocol";
+import { BUDGET_KEYS, KV_BUCKETS, SPEND_KEYS, utcDayOf } from "@fleet/protocol";
 import { connectNats } from "@fleet/runtime";
 import type { NatsServer } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
@@ -188,7 +188,11 @@ describe("fleet budget", () => {
       totalTokens: 162,
       costUsd: 0.0123,
     };
-    await kv.put(BUDGET_KEYS.spend(day, "s-cli-spend"), JSON.stringify(record));
+    // What a loop worker writes when the session spends: its record and its partition's day total.
+    const spendKv = await new Kvm(nc).open(KV_BUCKETS.spend.name);
+    await spendKv.put(SPEND_KEYS.session(day, "s-cli-spend"), JSON.stringify(record));
+    const spent = { inputTokens: 120, outputTokens: 42, totalTokens: 162, costUsd: 0.0123 };
+    await spendKv.put(SPEND_KEYS.total(day, 3), JSON.stringify({ day, partition: 3, ...spent, pending: [] }));
 
     const set = await run(["budget", "set", "--output-tokens", "1000", "--cost", "2.5"]);
     expect([set.code, set.stdout, set.stderr]).toEqual([0, "tenant daily limits: out ≤ 1000, $ ≤ 2.5000\n", ""]);
@@ -219,7 +223,8 @@ describe("fleet budget", () => {
     expect([clear.code, clear.stdout]).toEqual([0, "tenant daily limits: none\n"]);
     expect((await kv.get(BUDGET_KEYS.limits))?.operation).toBe("DEL");
     expect(JSON.parse((await run(["budget", "--json"])).stdout).limits).toBeNull();
-    await kv.delete(BUDGET_KEYS.spend(day, "s-cli-spend"));
+    await spendKv.delete(SPEND_KEYS.session(day, "s-cli-spend"));
+    await spendKv.delete(SPEND_KEYS.total(day, 3));
   });
 
   it("refuses a set without limits, a bad amount and a bad day, with exit code 2", async () => {

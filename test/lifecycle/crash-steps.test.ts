@@ -28,7 +28,16 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { waitIdle } from "../gateway/support.js";
 import { type ServiceProcess, spawnService } from "../support/service-process.js";
-import { blobNamesIn, eventually, ledgerOf, leftovers, messagesOn, NOTHING_LEFT, storedEvents } from "./support.js";
+import {
+  blobNamesIn,
+  countedSpend,
+  eventually,
+  ledgerOf,
+  leftovers,
+  messagesOn,
+  NOTHING_LEFT,
+  storedEvents,
+} from "./support.js";
 
 const PARTITIONS = 4;
 const TTL = 1_000;
@@ -164,9 +173,10 @@ describe("session lifecycle / a SIGKILL at every step", () => {
         const blobs = blobNamesIn(history);
         expect(blobs).toHaveLength(1);
         const day = utcDayOf(Date.now());
-        const spent = (await client.tenantBudget(day)).sessions.get(sid);
+        const spent = await countedSpend(client, sid, history, day);
         expect(spent?.totalTokens).toBeGreaterThan(0);
         const ledgerBefore = (await ledgerOf(client, day))?.totalTokens ?? 0;
+        const totalBefore = (await client.tenantBudget(day)).total.totalTokens;
 
         const done = op === "delete" ? client.deleteSession(sid, OPTS) : client.archiveSession(sid, OPTS);
         done.catch(() => undefined);
@@ -188,6 +198,8 @@ describe("session lifecycle / a SIGKILL at every step", () => {
         const ledger = await ledgerOf(client, day);
         expect(ledger?.pending).toEqual([]);
         expect((ledger?.totalTokens ?? 0) - ledgerBefore).toBe(spent?.totalTokens);
+        // The day's totals keep the session's spend, counted once however the deletion was resumed.
+        expect((await client.tenantBudget(day)).total.totalTokens).toBe(totalBefore);
         if (op === "archive") {
           const archive = parseArchive((await archiveText(sid)) ?? "");
           if (!archive.ok) throw new Error(archive.error);
@@ -206,7 +218,8 @@ describe("session lifecycle / a SIGKILL at every step", () => {
       const history = await ranSession(sid);
       const day = utcDayOf(Date.now());
       const ledgerBefore = (await ledgerOf(client, day))?.totalTokens ?? 0;
-      const spent = (await client.tenantBudget(day)).sessions.get(sid);
+      const spent = await countedSpend(client, sid, history, day);
+      const totalBefore = (await client.tenantBudget(day)).total.totalTokens;
       await client.archiveSession(sid, OPTS);
 
       const done = client.restoreSession(sid, OPTS);
@@ -235,6 +248,7 @@ describe("session lifecycle / a SIGKILL at every step", () => {
       await expect.poll(async () => (await ledgerOf(client, day))?.pending).toEqual([]);
       expect((await ledgerOf(client, day))?.totalTokens ?? 0).toBe(ledgerBefore);
       expect((await client.tenantBudget(day)).sessions.get(sid)).toEqual(spent);
+      expect((await client.tenantBudget(day)).total.totalTokens).toBe(totalBefore);
       await expect.poll(async () => (await client.getTree(sid)).entries.length).toBeGreaterThan(0);
       await b.stop();
     }, 120_000);

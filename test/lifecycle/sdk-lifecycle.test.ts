@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GatewayStack, silent, startGatewayStack, waitIdle } from "../gateway/support.js";
 import {
   blobNamesIn,
+  countedSpend,
   eventually,
   ledgerOf,
   leftovers,
@@ -55,6 +56,7 @@ describe("session lifecycle / SDK", () => {
     expect(before).toMatchObject({ blobs: 1, spendKeys: 1, projection: "present", workspace: true });
     expect(before.events).toBeGreaterThan(0);
     expect(before.toolResults).toBeGreaterThan(0);
+    await countedSpend(stack.client, sid, events, day);
     const budgetBefore = await stack.client.tenantBudget(day);
     const spent = budgetBefore.sessions.get(sid);
     expect(spent?.totalTokens).toBeGreaterThan(0);
@@ -119,6 +121,7 @@ describe("session lifecycle / SDK", () => {
     expect(history.length).toBeGreaterThan(events.length);
     const tree = await stack.client.getTree(sid);
     const day = utcDayOf(Date.now());
+    await countedSpend(stack.client, sid, history, day);
     const budgetBefore = await stack.client.tenantBudget(day);
     const ledgerBefore = await ledgerOf(stack.client, day);
 

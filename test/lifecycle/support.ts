@@ -7,9 +7,11 @@ import {
   BUDGET_KEYS,
   decodeEvent,
   type FleetEvent,
+  foldSessionEvents,
   KV_BUCKETS,
   LedgerRecord,
   OBJECT_STORES,
+  SPEND_KEYS,
   STREAMS,
   subjects,
 } from "@fleet/protocol";
@@ -53,9 +55,9 @@ export async function blobExists(client: FleetClient, name: string): Promise<boo
   return (await messagesOn(client, `OBJ_${bucket}`, meta)) > 0;
 }
 
-/** Whether KV `fleet_budgets` holds anything (value or marker) under `key`. */
-export async function budgetKeyExists(client: FleetClient, key: string): Promise<boolean> {
-  const bucket = KV_BUCKETS.budgets.name;
+/** Whether KV `fleet_spend` holds anything (value or marker) under `key`. */
+export async function spendKeyExists(client: FleetClient, key: string): Promise<boolean> {
+  const bucket = KV_BUCKETS.spend.name;
   return (await messagesOn(client, `KV_${bucket}`, `$KV.${bucket}.${key}`)) > 0;
 }
 
@@ -85,7 +87,7 @@ export async function leftovers(
   let blobs = 0;
   for (const name of opts.blobs) if (await blobExists(client, name)) blobs++;
   let spendKeys = 0;
-  for (const day of opts.days) if (await budgetKeyExists(client, BUDGET_KEYS.spend(day, sessionId))) spendKeys++;
+  for (const day of opts.days) if (await spendKeyExists(client, SPEND_KEYS.session(day, sessionId))) spendKeys++;
   return {
     events: await messagesOn(client, STREAMS.events.name, client.eventSubject(sessionId)),
     toolResults: await messagesOn(client, STREAMS.toolResults.name, subjects.toolResultsOfSession(sessionId)),
@@ -114,6 +116,17 @@ export async function eventually<T>(read: () => Promise<T>, expected: T, timeout
     last = await read();
   }
   return last;
+}
+
+/**
+ * The session's spend of `day` once its record in `fleet_spend` counts all of `events` (the record
+ * is written a moment after the event it counts): the fold's spend of the day, or the record as it
+ * is after 20 s.
+ */
+export async function countedSpend(client: FleetClient, sessionId: string, events: readonly FleetEvent[], day: string) {
+  const folded = foldSessionEvents(events).spend.days.get(day);
+  const wanted = folded && { ...folded };
+  return eventually(async () => (await client.tenantBudget(day)).sessions.get(sessionId), wanted);
 }
 
 /**

@@ -1,7 +1,7 @@
 // A budget survives a worker crash because the spend is folded from the log: a loop process that
 // dies (SIGKILL) mid-stream leaves its spend in the log, and the worker that takes the session over
 // enforces it. Real loop processes, real nats-server, the real Anthropic SDK against the fake server.
-import { BUDGET_KEYS, type FleetEvent, KV_BUCKETS, TenantSpendRecord, utcDayOf } from "@fleet/protocol";
+import { type FleetEvent, KV_BUCKETS, SPEND_KEYS, TenantSpendRecord, utcDayOf } from "@fleet/protocol";
 import { connectNats } from "@fleet/runtime";
 import {
   type FakeAnthropic,
@@ -133,9 +133,9 @@ describe("loop service / a budget survives a worker crash", () => {
     await cmd.send(SID, { type: "prompt", text: "three" });
     const after = await cmd.waitFor(SID, (ev) => outcomes(ev).length === 1, 10_000);
     expect(outcomes(after)).toEqual([`budget_exceeded: Budget exceeded: session output tokens ${spent}/60`]);
-    const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
+    const kv = await new Kvm(nc).open(KV_BUCKETS.spend.name);
     const day = utcDayOf(Date.now());
-    const record = TenantSpendRecord.parse((await kv.get(BUDGET_KEYS.spend(day, SID)))?.json());
+    const record = TenantSpendRecord.parse((await kv.get(SPEND_KEYS.session(day, SID)))?.json());
     expect(record.outputTokens).toBe(spent);
     await waitForLog(b, "budget_exceeded");
   });

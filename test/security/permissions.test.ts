@@ -10,11 +10,13 @@ import {
   encodeCommand,
   KV_BUCKETS,
   type SessionEntry,
+  SPEND_KEYS,
   STREAMS,
   subjects,
   TenantSpendRecord,
   utcDayOf,
 } from "@fleet/protocol";
+import { readKvEntries } from "@fleet/runtime";
 import {
   type FakeAnthropic,
   fakeReply,
@@ -268,9 +270,18 @@ describe("security / refused subjects", () => {
 
   it("budgets: the loop wrote the session's spend record; an operator sets the daily limits; a reader and the loop may not", async () => {
     const bucket = KV_BUCKETS.budgets.name;
-    const asOperator = await new Kvm((await secured.connectAs(TENANT, "operator")).nc).open(bucket);
-    const record = await asOperator.get(BUDGET_KEYS.spend(utcDayOf(Date.now()), SESSION));
+    const operatorKvm = new Kvm((await secured.connectAs(TENANT, "operator")).nc);
+    const asOperator = await operatorKvm.open(bucket);
+    const spend = await operatorKvm.open(KV_BUCKETS.spend.name);
+    const record = await spend.get(SPEND_KEYS.session(utcDayOf(Date.now()), SESSION));
     expect(TenantSpendRecord.parse(record?.json()).outputTokens).toBeGreaterThan(0);
+    // Every client reads the day's totals; only the loop writes them.
+    const totals = await readKvEntries(spend, SPEND_KEYS.totalsAll);
+    expect(totals.length).toBeGreaterThan(0);
+    const total = `$KV.${KV_BUCKETS.spend.name}.${totals[0]?.key}`;
+    expect(await refusal(spend.put(totals[0]?.key ?? "", "{}"))).toBe(
+      `RequestError: Permissions Violation for Publish to "${total}"`,
+    );
     await asOperator.put(BUDGET_KEYS.limits, JSON.stringify({ costUsd: 100 }));
     expect((await asOperator.get(BUDGET_KEYS.limits))?.json()).toEqual({ costUsd: 100 });
 

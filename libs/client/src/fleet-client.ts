@@ -201,7 +201,7 @@ export class FleetClient extends SessionCommands {
     return replaySession(this.#ctx, sessionId, opts);
   }
 
-  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets`. */
+  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets` and `fleet_spend`. */
   tenantBudget(day?: string): Promise<TenantBudgetReport> {
     return tenantBudgetOf(this.nc, day);
   }

@@ -1,4 +1,5 @@
-// The tenant's daily budget in KV `fleet_budgets`: its limits (read and written) and the days' spend records.
+// The tenant's daily budget: its limits (KV `fleet_budgets`, read and written), the day's totals and
+// sessions' records (KV `fleet_spend`, change 43) and the day's ledger of deleted sessions.
 import {
   addSpend,
   BUDGET_KEYS,
@@ -7,7 +8,10 @@ import {
   KV_BUCKETS,
   LedgerRecord,
   ledgerSpend,
+  PartitionDayTotal,
+  SPEND_KEYS,
   type Spend,
+  sumTotals,
   TenantSpendRecord,
   utcDayOf,
 } from "@fleet/protocol";
@@ -20,7 +24,10 @@ export interface TenantBudgetReport {
   day: string;
   /** `undefined`: the tenant has no daily limits. */
   limits: BudgetLimits | undefined;
-  /** Everything spent on `day`: the sessions' records and the ledger. */
+  /**
+   * Everything spent on `day`: the sum of the partitions' totals, which count deleted sessions too
+   * (for a day without totals, from before them: the sessions' records and the ledger).
+   */
   total: Spend;
   sessions: Map<string, Spend>;
   /** What sessions deleted or archived since spent on `day` (the day's ledger). */
@@ -35,28 +42,34 @@ export function sessionsBySpend(report: TenantBudgetReport): Array<{ sessionId: 
 }
 
 /**
- * Reads `limits`, the `spend.<day>.*` records and the day's ledger (default day: today, UTC).
- * Throws when the bucket is unreadable.
+ * Reads `limits`, the day's totals and session records, and the day's ledger (default day: today,
+ * UTC). Throws when a bucket is unreadable.
  */
 export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.now())): Promise<TenantBudgetReport> {
-  const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
+  const kvm = new Kvm(nc);
+  const kv = await kvm.open(KV_BUCKETS.budgets.name);
+  const spendKv = await kvm.open(KV_BUCKETS.spend.name);
   const limitsEntry = await kv.get(BUDGET_KEYS.limits);
   const limits = limitsEntry?.operation === "PUT" ? BudgetLimits.safeParse(limitsEntry.json()) : undefined;
   const sessions = new Map<string, Spend>();
-  let total = emptySpend();
-  for (const entry of await readKvEntries(kv, BUDGET_KEYS.spendOfDay(day))) {
-    if (entry.operation !== "PUT") continue;
+  let recorded = emptySpend();
+  for (const entry of await readKvEntries(spendKv, SPEND_KEYS.sessionsOfDay(day))) {
     const record = TenantSpendRecord.safeParse(entry.json());
     if (!record.success) continue;
     const { inputTokens, outputTokens, totalTokens, costUsd } = record.data;
     const spend = { inputTokens, outputTokens, totalTokens, costUsd };
     sessions.set(record.data.sessionId, spend);
-    total = addSpend(total, spend);
+    recorded = addSpend(recorded, spend);
+  }
+  const totals: Spend[] = [];
+  for (const entry of await readKvEntries(spendKv, SPEND_KEYS.totalsOfDay(day))) {
+    const total = PartitionDayTotal.safeParse(entry.json());
+    if (total.success) totals.push(total.data);
   }
   const ledgerEntry = await kv.get(BUDGET_KEYS.ledger(day));
   const ledger = ledgerEntry?.operation === "PUT" ? LedgerRecord.safeParse(ledgerEntry.json()) : undefined;
   const deleted = ledger?.success ? ledgerSpend(ledger.data) : emptySpend();
-  total = addSpend(total, deleted);
+  const total = totals.length > 0 ? sumTotals(totals) : addSpend(recorded, deleted);
   return { day, limits: limits?.success ? limits.data : undefined, total, sessions, deleted };
 }
 

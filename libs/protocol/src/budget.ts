@@ -125,23 +125,23 @@ export const UtcDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC day, YYYY-M
 
 /**
  * Keys of KV `fleet_budgets`: `limits` holds the tenant's daily `BudgetLimits` (written by an
- * operator); `spend.<YYYY-MM-DD>.<sessionId>` holds one session's spend on that UTC day
- * (`TenantSpendRecord`, written by the session's owner); `ledger.<YYYY-MM-DD>` holds what deleted
- * and archived sessions spent on that day (`LedgerRecord`, written by the loop).
+ * operator); `ledger.<YYYY-MM-DD>` holds what deleted and archived sessions spent on that day
+ * (`LedgerRecord`, written by the loop). The day's spend itself is in KV `fleet_spend` (`SPEND_KEYS`,
+ * change 43); `spend.<YYYY-MM-DD>.<sessionId>` keys (`legacySpend`) are from before it, and a loop
+ * worker purges them when it starts.
  */
 export const BUDGET_KEYS = {
   limits: "limits",
-  spend: (day: string, sessionId: string) => `spend.${day}.${sessionId}`,
-  spendOfDay: (day: string) => `spend.${day}.>`,
   ledger: (day: string) => `ledger.${day}`,
   ledgerAll: "ledger.>",
+  legacySpend: "spend.>",
 } as const;
 
 /**
- * One session's spend on one UTC day, folded from its log (the assistant `message_end`s whose
- * `meta.ts` falls on that day). `events` is how many of the session's events were folded: a record
- * only replaces one with fewer, so a writer that is behind (a deposed owner) never lowers it, and
- * writing it again after a crash changes nothing.
+ * One session's spend on one UTC day as its partition's total counts it (key
+ * `session.<day>.<sessionId>` of `fleet_spend`), folded from its log (the assistant `message_end`s
+ * whose `meta.ts` falls on that day). `events` is how many of the session's events were folded: a
+ * record only replaces one with fewer, so a writer that is behind (a deposed owner) never lowers it.
  */
 export const TenantSpendRecord = z.object({
   sessionId: z.string().min(1),
@@ -157,8 +157,8 @@ export type DaySpend = z.infer<typeof DaySpend>;
 
 /**
  * The tenant's ledger of one UTC day (key `ledger.<day>` of `fleet_budgets`): the spend of the
- * sessions deleted or archived since, which budgets keep counting once their `spend.<day>.<sid>`
- * records are gone. `pending` lists the operations (the lifecycle command ids) whose amount is in the
+ * sessions deleted or archived since (the day's totals keep counting it once their session records
+ * are gone; the ledger says how much of the total they are). `pending` lists the operations (the lifecycle command ids) whose amount is in the
  * total and that have not settled yet: an operation applies its amount only when its id is absent, so
  * applying it again after a crash changes nothing; it removes its id once its outcome is recorded.
  */

@@ -402,6 +402,17 @@ export {
   toolArgsSizeLimit,
 } from "./size-limits.js";
 export {
+  type CountPlan,
+  countedOf,
+  PartitionDayTotal,
+  PendingCount,
+  planCount,
+  replacesRecord,
+  SPEND_KEYS,
+  type SpendIntent,
+  sumTotals,
+} from "./spend-totals.js";
+export {
   SessionSummary,
   STORE_OPS,
   StoreError,

@@ -118,8 +118,10 @@ export const KV_BUCKETS = {
   tools: { name: "fleet_tools", history: 5, ttlMs: 0 },
   /** Webhook registrations of the HTTP gateway (created by the gateway). */
   webhooks: { name: "fleet_webhooks", history: 1, ttlMs: 0 },
-  /** Tenant budget: `limits`, and each session's spend per UTC day (`BUDGET_KEYS`). */
+  /** Tenant budget: `limits`, and the ledger of deleted sessions' spend per UTC day (`BUDGET_KEYS`). */
   budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
+  /** The tenant's spend per UTC day: partitions' totals and sessions' records (`SPEND_KEYS`); keys age out. */
+  spend: { name: "fleet_spend", history: 1, ttlMs: 2 * 86_400_000 },
 } as const;
 
 export const OBJECT_STORES = {

@@ -189,7 +189,7 @@ function readerPublish(): string[] {
     ...[CMD, EV, CALLS].flatMap(jsApi.consumerInfo),
     ...jsApi.getMessage(EV),
     ...jsApi.consume(EV),
-    ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name].flatMap(jsApi.kvRead),
+    ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name].flatMap(jsApi.kvRead),
     "fleet.store.*",
     // Content by reference (`fleet_blobs`) and store replies by reference (`fleet_inputs`).
     ...jsApi.objRead(BLOBS),
@@ -240,17 +240,20 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvWatch(KV.leases.name),
           ...jsApi.kvRead(KV.tools.name),
           ...jsApi.kvWatch(KV.tools.name),
-          // The tenant's budget: reads its limits, writes only the sessions' spend records and the
-          // ledger of deleted sessions' spend.
+          // The tenant's budget: reads its limits, writes only the ledger of deleted sessions' spend;
+          // the day's spend (partitions' totals, sessions' records) in `fleet_spend` (change 43).
           ...jsApi.kvRead(KV.budgets.name),
-          ...jsApi.kvWrite(KV.budgets.name, "spend"),
           ...jsApi.kvWrite(KV.budgets.name, "ledger"),
           ...jsApi.kvWatch(KV.budgets.name),
+          ...jsApi.kvRead(KV.spend.name),
+          ...jsApi.kvWrite(KV.spend.name),
+          ...jsApi.kvWatch(KV.spend.name),
           // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
           // its blobs, writes and reads archives, asks the store for idle sessions (retention).
           `${API}.STREAM.PURGE.${EV}`,
           `${API}.STREAM.PURGE.${RESULTS}`,
           `${API}.STREAM.PURGE.${kvStream(KV.budgets.name)}`,
+          `${API}.STREAM.PURGE.${kvStream(KV.spend.name)}`,
           ...objectStore(BLOBS),
           ...objectStore(ARCHIVE),
           subjects.store("list_idle"),

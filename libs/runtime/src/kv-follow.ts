@@ -25,7 +25,7 @@ export interface FollowKvOptions {
 
 /**
  * Follows the keys of a KV bucket (those matching `filter`, or all): `onEntry` gets each key's
- * current value, then every later put or delete/purge (`operation` is `PUT`, `DEL` or `PURGE`), in
+ * current value (with its revision), then every later put or delete/purge (`operation` is `PUT`, `DEL` or `PURGE`), in
  * the order the bucket stored them. The watch opens first and a snapshot of the keys follows, so
  * nothing written before `ready` is missed; a value is delivered once, and never after a newer one
  * of its key. A watch that ends, fails, or outlives a reconnect is made again; its first values
@@ -35,7 +35,7 @@ export interface FollowKvOptions {
 export function followKv(
   kv: KV,
   filter: string | undefined,
-  onEntry: (key: string, operation: string, value: Uint8Array) => void,
+  onEntry: (key: string, operation: string, value: Uint8Array, revision: number) => void,
   opts: FollowKvOptions = {},
 ): KvFollower {
   /** Per key: the revision last delivered. */
@@ -50,7 +50,7 @@ export function followKv(
   const deliver = (key: string, operation: string, value: Uint8Array, revision: number) => {
     if ((revisions.get(key) ?? 0) >= revision) return;
     revisions.set(key, revision);
-    onEntry(key, operation, value);
+    onEntry(key, operation, value, revision);
   };
 
   /** The snapshot after a watch opened (the watch's own first values may still be in flight). */

@@ -17,7 +17,7 @@ export interface Topology {
   partitions: number;
   /** One line per setting whose live value differs from Fleet's spec. */
   drift: string[];
-  kv: { config: KV; leases: KV; tools: KV; budgets: KV };
+  kv: { config: KV; leases: KV; tools: KV; budgets: KV; spend: KV };
   jsm: JetStreamManager;
 }
 
@@ -58,6 +58,11 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   });
   const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
   const budgets = await kvm.create(KV_BUCKETS.budgets.name, { history: KV_BUCKETS.budgets.history, ...replicas });
+  const spend = await kvm.create(KV_BUCKETS.spend.name, {
+    history: KV_BUCKETS.spend.history,
+    ttl: KV_BUCKETS.spend.ttlMs,
+    ...replicas,
+  });
   const objm = new Objm(nc);
   // nats.js deletes `replicas` and `ttl` from the options it is given: each call gets its own copy.
   await objm.create(OBJECT_STORES.blobs.name, { ...replicas });
@@ -76,7 +81,7 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     drift.push(`fleet_config.partitions is ${partitions} (fixed once written); requested ${opts.partitions} ignored`);
   }
   for (const line of drift) opts.logger?.warn({ evt: "topology_drift", drift: line }, "topology drift");
-  return { partitions, drift, kv: { config, leases, tools, budgets }, jsm };
+  return { partitions, drift, kv: { config, leases, tools, budgets, spend }, jsm };
 }
 
 async function ensureConfigNumber(kv: KV, key: string, fallback: number): Promise<number> {

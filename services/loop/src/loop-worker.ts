@@ -15,6 +15,7 @@ import { type ActorRegistry, createActorRegistry } from "./actor-registry.js";
 import type { EngineHooks, StreamFn } from "./engine/index.js";
 import { createRemoteHookClient } from "./hooks.js";
 import { startIdleEvictor } from "./idle-evictor.js";
+import { purgeLegacySpend } from "./legacy-spend.js";
 import { createDirectoryArchiveStore, createObjectArchiveStore } from "./lifecycle/archive-store.js";
 import { createHaltPoint } from "./lifecycle/halt-point.js";
 import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
@@ -111,7 +112,15 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     now,
     follow: { ...follow, resyncMs: Math.max(1_000, Math.floor(presenceTtlMs / 3)) },
   });
-  const tenantBudget = watchTenantBudget(topology.kv.budgets, follow);
+  const tenantBudget = watchTenantBudget({
+    budgets: topology.kv.budgets,
+    spend: topology.kv.spend,
+    jsm,
+    logger: log,
+    now,
+    follow,
+  });
+  void purgeLegacySpend(jsm, log);
   await Promise.all([tools.ready, runners.ready, tenantBudget.ready]);
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
@@ -135,7 +144,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     js,
     jsm,
     publisher,
-    ledger: createSpendLedger(topology.kv.budgets, jsm),
+    ledger: createSpendLedger(topology.kv.budgets, tenantBudget),
     archive: lifecycleOpts.archiveDir
       ? createDirectoryArchiveStore(lifecycleOpts.archiveDir)
       : createObjectArchiveStore(await new Objm(opts.nc).open(OBJECT_STORES.archive.name), jsm),

@@ -109,7 +109,7 @@ export interface ActorDeps {
   pluginHooks: readonly EngineHooks[];
   /** `fleet.hook.before_tool_call` / `after_tool_call`, shared by the worker's sessions. */
   remoteHooks: RemoteHookClient;
-  /** The tenant's daily limits and spend (KV `fleet_budgets`); absent: no tenant budget. */
+  /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
   /** The object stores: command inputs by reference, and content by reference for the LLM. */
   blobs: BlobAccess;
@@ -200,11 +200,13 @@ export class SessionActor {
     this.state = foldSessionEvents(events);
     this.budget = createSessionBudget({
       sessionId: deps.sessionId,
+      partition: deps.partition,
       state: this.state,
       tenant: deps.tenantBudget,
       now: deps.now,
       metrics: deps.metrics,
       log: this.log,
+      countable: () => !this.state.deleting && !restoreOpen(this.marks),
     });
     this.budget.recordToday();
     this.coalescer = createUpdateCoalescer({
@@ -567,7 +569,7 @@ export class SessionActor {
             commandId: restore.commandId,
             body: { type: "session_restored", archive: lifecycle.archive.ref(this.sessionId), events },
           }),
-        recordSpend: () => this.budget.recordAll(),
+        recordSpend: (counted) => this.budget.recordAll(counted),
         signal: this.detachedSignal.signal,
       },
       lifecycle,

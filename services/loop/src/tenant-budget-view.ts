@@ -1,129 +1,131 @@
-// The tenant's daily budget: its limits and every session's spend per UTC day, from KV `fleet_budgets`.
+// The tenant's daily budget on a loop worker: its limits (KV `fleet_budgets`) and its day spend as
+// the partitions' totals say (KV `fleet_spend`, PROTOCOL change 43), and the counting of spend.
 import {
-  addSpend,
   BUDGET_KEYS,
   BudgetLimits,
+  type DaySpend,
   emptySpend,
-  LedgerRecord,
-  ledgerSpend,
+  KV_BUCKETS,
+  type PartitionDayTotal,
   parseJson,
   type Spend,
-  TenantSpendRecord,
+  sumTotals,
+  utcDayOf,
 } from "@fleet/protocol";
-import { type FollowKvOptions, followKv } from "@fleet/runtime";
+import { type FollowKvOptions, followKv, type Logger } from "@fleet/runtime";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
+import { type CountRequest, createSpendCounter, decodeTotal } from "./spend-counter.js";
 
 /**
- * A watch of KV `fleet_budgets`. Each session's owner writes the session's own spend of a day, folded
- * from its log (absolute values, not increments), so writing a record again after a crash changes
- * nothing and a new owner that folds the log writes the same figure. A record only replaces one
- * that counted fewer of the session's events.
+ * Watches two things only: key `limits`, and the keys `total.<day>.<p>` (one per partition and day,
+ * and they age out after two days), so what a worker reads at start and holds does not grow with the
+ * sessions of the tenant. A session's owner adds what the totals do not count yet of its own fold.
  */
 export interface TenantBudgetView {
-  /** Resolves once the records written before now are known. */
+  /** Resolves once the limits and totals written before now are known. */
   ready: Promise<void>;
   /** The tenant's daily limits (`undefined`: none). */
   limits(): BudgetLimits | undefined;
+  /** What the tenant spent on `day` as its partitions' totals count it (deleted sessions included). */
+  total(day: string): Spend;
+  /** Counts a session's spend of `day` into its partition's total (see `SpendCounter.count`). */
+  count(day: string, partition: number, request: CountRequest): Promise<void>;
   /**
-   * What the tenant spent on `day`: every session's record, with `sessionId`'s replaced by
-   * `session` (its fold, which may be ahead of its record), plus the day's ledger (what deleted and
-   * archived sessions spent).
+   * A deletion's spend: the totals brought up to `spend` for the days they count the session on,
+   * then the session's records of those days removed. Rejects when the bucket is unwritable.
    */
-  spent(day: string, sessionId: string, session: Spend | undefined): Spend;
-  /** Writes a session's spend of a day unless a record with as many events is there. Never throws. */
-  record(record: TenantSpendRecord): Promise<void>;
+  close(sessionId: string, partition: number, spend: readonly DaySpend[], events: number): Promise<void>;
+  /** Removes the session's records of those days (a late write after a deletion). */
+  removeRecords(sessionId: string, days: readonly string[]): Promise<void>;
   stop(): void;
 }
 
-const decodeJson =
-  <T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }) =>
-  (value: Uint8Array): T | undefined => {
-    const json = parseJson(value);
-    if (!json.ok) return undefined;
-    const parsed = schema.safeParse(json.value);
-    return parsed.success ? parsed.data : undefined;
-  };
-const decodeRecord = decodeJson(TenantSpendRecord);
-const decodeLimits = decodeJson(BudgetLimits);
-const decodeLedger = decodeJson(LedgerRecord);
-const LEDGER_PREFIX = BUDGET_KEYS.ledger("");
+export interface TenantBudgetViewOptions {
+  budgets: KV;
+  spend: KV;
+  jsm: JetStreamManager;
+  logger?: Logger;
+  now?: () => number;
+  follow?: FollowKvOptions;
+}
 
-export function watchTenantBudget(kv: KV, follow: FollowKvOptions = {}): TenantBudgetView {
+const decodeLimits = (value: Uint8Array): BudgetLimits | undefined => {
+  const json = parseJson(value);
+  if (!json.ok) return undefined;
+  const parsed = BudgetLimits.safeParse(json.value);
+  return parsed.success ? parsed.data : undefined;
+};
+const TOTAL = /^total\.(\d{4}-\d{2}-\d{2})\.(\d+)$/;
+const DAY_MS = 86_400_000;
+
+export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetView {
+  const now = opts.now ?? Date.now;
   let limits: BudgetLimits | undefined;
-  const records = new Map<string, TenantSpendRecord>();
-  /** The ledger of each day (deleted sessions' spend). */
-  const ledgers = new Map<string, Spend>();
-  /** Sum of the records of each day, kept with every change (the guard reads it at every delta). */
-  const totals = new Map<string, Spend>();
-  const negate = (s: Spend): Spend => ({
-    inputTokens: -s.inputTokens,
-    outputTokens: -s.outputTokens,
-    totalTokens: -s.totalTokens,
-    costUsd: -s.costUsd,
-  });
-  const put = (key: string, record: TenantSpendRecord | undefined) => {
-    const old = records.get(key);
-    if (old) totals.set(old.day, addSpend(totals.get(old.day) ?? emptySpend(), negate(old)));
-    if (!record) {
-      records.delete(key);
-      return;
+  /** Per day, per partition: the newest total known (its revision) from the watch or this worker's writes. */
+  const totals = new Map<string, Map<number, { revision: number; total: Spend }>>();
+  const sums = new Map<string, Spend>();
+  const put = (key: string, revision: number, total: PartitionDayTotal | undefined) => {
+    const m = TOTAL.exec(key);
+    if (!m) return;
+    const day = m[1] as string;
+    const partition = Number(m[2]);
+    let ofDay = totals.get(day);
+    if (!ofDay) {
+      // Days older than the bucket keeps are gone from it (nats-server 2.9 tells no watcher).
+      const oldest = utcDayOf(now() - KV_BUCKETS.spend.ttlMs);
+      for (const d of [...totals.keys()].filter((k) => k < oldest)) {
+        totals.delete(d);
+        sums.delete(d);
+      }
+      ofDay = new Map();
+      totals.set(day, ofDay);
     }
-    records.set(key, record);
-    totals.set(record.day, addSpend(totals.get(record.day) ?? emptySpend(), record));
+    if ((ofDay.get(partition)?.revision ?? 0) >= revision) return;
+    ofDay.set(partition, { revision, total: total ?? emptySpend() });
+    sums.set(day, sumTotals([...ofDay.values()].map((t) => t.total)));
   };
-  const follower = followKv(
-    kv,
-    undefined,
-    (key, operation, value) => {
-      if (key === BUDGET_KEYS.limits) {
-        limits = operation === "PUT" ? decodeLimits(value) : undefined;
-        return;
-      }
-      if (key.startsWith(LEDGER_PREFIX)) {
-        const ledger = operation === "PUT" ? decodeLedger(value) : undefined;
-        if (ledger) ledgers.set(ledger.day, ledgerSpend(ledger));
-        else ledgers.delete(key.slice(LEDGER_PREFIX.length));
-        return;
-      }
-      if (operation !== "PUT") {
-        put(key, undefined);
-        return;
-      }
-      const parsed = decodeRecord(value);
-      const known = records.get(key);
-      if (parsed && (!known || known.events <= parsed.events)) put(key, parsed);
+  const limitsFollower = followKv(
+    opts.budgets,
+    BUDGET_KEYS.limits,
+    (_key, operation, value) => {
+      limits = operation === "PUT" ? decodeLimits(value) : undefined;
     },
-    follow,
+    opts.follow,
   );
+  const totalsFollower = followKv(
+    opts.spend,
+    "total.>",
+    (key, operation, value, revision) => put(key, revision, operation === "PUT" ? decodeTotal(value) : undefined),
+    opts.follow,
+  );
+  const counter = createSpendCounter(opts.spend, opts.jsm, {
+    onTotal: (key, revision, total) => put(key, revision, total),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
   return {
-    ready: follower.ready,
+    ready: Promise.all([limitsFollower.ready, totalsFollower.ready]).then(() => undefined),
     limits: () => limits,
-    spent(day, sessionId, session) {
-      const total = addSpend(totals.get(day) ?? emptySpend(), ledgers.get(day) ?? emptySpend());
-      const recorded = records.get(BUDGET_KEYS.spend(day, sessionId));
-      if (!session || !recorded) return session ? addSpend(total, session) : total;
-      return addSpend(addSpend(total, negate(recorded)), session);
+    total: (day) => sums.get(day) ?? emptySpend(),
+    count: (day, partition, request) => counter.count(day, partition, request),
+    async close(sessionId, partition, spend, events) {
+      const oldest = utcDayOf(now() - DAY_MS);
+      await Promise.all(
+        spend
+          .filter((s) => s.day >= oldest)
+          .map(({ day, ...spent }) =>
+            counter.count(day, partition, { sessionId, events, spend: spent, mode: "catch_up" }),
+          ),
+      );
+      await counter.removeRecords(
+        sessionId,
+        spend.map((s) => s.day),
+      );
     },
-    async record(record) {
-      const key = BUDGET_KEYS.spend(record.day, record.sessionId);
-      const data = JSON.stringify(record);
-      for (let attempt = 0; attempt < 3; attempt++) {
-        try {
-          const current = await kv.get(key);
-          if (current && current.operation === "PUT") {
-            const old = decodeRecord(current.value);
-            if (old && old.events >= record.events) return;
-            await kv.update(key, data, current.revision);
-          } else {
-            await kv.create(key, data);
-          }
-          if ((records.get(key)?.events ?? -1) < record.events) put(key, record);
-          return;
-        } catch {
-          // Another writer got there first (a revision conflict): read again.
-        }
-      }
+    removeRecords: (sessionId, days) => counter.removeRecords(sessionId, days),
+    stop() {
+      limitsFollower.stop();
+      totalsFollower.stop();
     },
-    stop: () => follower.stop(),
   };
 }

@@ -76,7 +76,7 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
     await deps.jsm.streams.purge(STREAMS.toolResults.name, { filter: subjects.toolResultsOfSession(sessionId) });
     await step("tool_results");
     await deps.ledger.apply(commandId, tombstone.spend, 1);
-    await deps.ledger.removeSessionRecords(sessionId, days);
+    await deps.ledger.closeSession(sessionId, target.partition, tombstone.spend, tombstone.events);
     await step("spend_rolled");
     await deps.jsm.streams.purge(STREAMS.events.name, { filter: subject, seq: target.acceptSeq });
     await step("events_purged");

@@ -2,6 +2,7 @@
 // steps (PROTOCOL "Session lifecycle").
 import {
   type ArchiveRef,
+  type DaySpend,
   type FleetEvent,
   type LifecycleRecord,
   type ParsedArchive,
@@ -26,8 +27,11 @@ export interface RestoreTarget {
   append: (event: FleetEvent, msgId: string) => Promise<void>;
   /** Appends `session_restored {archive, events}` as the command's event. */
   appendRestored: (events: number) => Promise<void>;
-  /** Writes the session's spend records of every day (its restored events counted no spend one by one). */
-  recordSpend: () => Promise<void>;
+  /**
+   * Writes the session's spend records of its recent days (its restored events counted no spend one
+   * by one); the day totals already count `counted` (the archive's spend), which its deletion left.
+   */
+  recordSpend: (counted: readonly DaySpend[]) => Promise<void>;
   /** Aborted when the writer lets the session go (lease lost, shutdown): no further step is taken. */
   signal: AbortSignal;
 }
@@ -82,7 +86,7 @@ export async function runRestore(target: RestoreTarget, deps: LifecycleDeps): Pr
       await target.appendRestored(events.length);
       await step("restored");
     }
-    await target.recordSpend();
+    await target.recordSpend(header.spend);
     await deps.ledger.apply(commandId, header.spend, -1);
     await step("ledger_unrolled");
     record = {

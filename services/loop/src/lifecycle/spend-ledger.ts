@@ -1,18 +1,17 @@
-// The tenant's ledger of deleted sessions' spend (`ledger.<day>` of KV `fleet_budgets`), and the
-// removal of a session's own `spend.<day>.<sessionId>` records.
+// The tenant's ledger of deleted sessions' spend (`ledger.<day>` of KV `fleet_budgets`), and a
+// deleted session's part of the day totals (KV `fleet_spend`, change 43).
 import {
   applyToLedger,
   BUDGET_KEYS,
   type DaySpend,
-  KV_BUCKETS,
   type LedgerRecord as Ledger,
   LedgerRecord,
   parseJson,
   settleLedger,
 } from "@fleet/protocol";
 import { isWrongLastSequence } from "@fleet/runtime";
-import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
+import type { TenantBudgetView } from "../tenant-budget-view.js";
 
 export interface SpendLedger {
   /**
@@ -23,15 +22,18 @@ export interface SpendLedger {
   /** Removes `opId` from the pending list of each day (once its outcome is recorded). */
   settle(opId: string, days: readonly string[]): Promise<void>;
   /**
-   * Removes the session's `spend.<day>.*` records of those days, leaving no marker: a delete (which
-   * the loop workers' watches see), then a purge of the key's subject.
+   * A deletion's spend in the day totals: they are brought up to `spend` on the days they count the
+   * session, and its `session.<day>.<sessionId>` records are removed, leaving no marker (a purge of
+   * each key's subject). The totals keep its spend.
    */
+  closeSession(sessionId: string, partition: number, spend: readonly DaySpend[], events: number): Promise<void>;
+  /** Removes the session's records of those days again (a write still in flight at the deletion). */
   removeSessionRecords(sessionId: string, days: readonly string[]): Promise<void>;
 }
 
 const MAX_ATTEMPTS = 50;
 
-export function createSpendLedger(kv: KV, jsm: JetStreamManager): SpendLedger {
+export function createSpendLedger(kv: KV, totals: Pick<TenantBudgetView, "close" | "removeRecords">): SpendLedger {
   /** A compare-and-set of one day's ledger, retried while other writers move it. */
   async function change(day: string, next: (current: Ledger | undefined) => Ledger | null): Promise<void> {
     const key = BUDGET_KEYS.ledger(day);
@@ -57,13 +59,8 @@ export function createSpendLedger(kv: KV, jsm: JetStreamManager): SpendLedger {
     async settle(opId, days) {
       for (const day of days) await change(day, (current) => settleLedger(current, opId));
     },
-    async removeSessionRecords(sessionId, days) {
-      for (const day of days) {
-        const key = BUDGET_KEYS.spend(day, sessionId);
-        if ((await kv.get(key))?.operation === "PUT") await kv.delete(key);
-        await jsm.streams.purge(`KV_${KV_BUCKETS.budgets.name}`, { filter: `$KV.${KV_BUCKETS.budgets.name}.${key}` });
-      }
-    },
+    closeSession: (sessionId, partition, spend, events) => totals.close(sessionId, partition, spend, events),
+    removeSessionRecords: (sessionId, days) => totals.removeRecords(sessionId, days),
   };
 }
 
