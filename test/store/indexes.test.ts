@@ -37,7 +37,7 @@ afterAll(async () => {
 
 const NAMES = ["Alpha build", "Beta release notes", "gamma", "Delta: fix the cache", "beta-two"];
 const LABELS = ["release", "review", "hot fix", "Reviewed"];
-const QUERIES = ["ix-1", "ix-", "beta", "release", "re", "notes", "fix", "cache", "gamma", "zzz", "IX-0"];
+const QUERIES = ["ix-1", "ix-", "beta", "release", "re", "notes", "fix", "cache", "gamma", "zzz", "IX-0", "1", "2"];
 
 /** Random logs of sessions `ix-<i>`: runs, names, labels, approvals asked and decided, deletions. */
 function randomLogs(count: number, seed: number): Map<string, FleetEvent[]> {
@@ -116,7 +116,7 @@ interface Expected {
   search: Map<string, string[]>;
 }
 
-/** Words' starts of a text, lower-cased: what a prefix search of a name matches. */
+/** Words' starts of a text, lower-cased: what a prefix search of a name or an id matches. */
 const fromWords = (text: string) => {
   const t = text.toLowerCase();
   return [...t.matchAll(/[\p{L}\p{N}]+/gu)].map((m) => t.slice(m.index));
@@ -143,7 +143,7 @@ function fullScan(logs: Map<string, FleetEvent[]>, seqs: Map<string, number[]>):
     for (const a of pending.values()) approvals.push({ sessionId: sid, toolCallId: a.toolCallId, seq: a.seq });
     const tree = foldSessionTreeEvents(live);
     texts.set(sid, [
-      sid.toLowerCase(),
+      ...fromWords(sid),
       ...fromWords(tree.name ?? ""),
       ...Object.values(tree.labels).map((l) => l.toLowerCase()),
     ]);

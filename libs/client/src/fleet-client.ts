@@ -887,7 +887,7 @@ export class FleetClient {
   listRunning(opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"list_running">> {
     return storeRequest(this.nc, "list_running", opts, this.#requestTimeoutMs, this.#blobs);
   }
-  /** Sessions whose id, name (from any word) or a label starts with `q`, case-insensitive, paged. */
+  /** Sessions whose id or name (each from any word) or a label starts with `q`, case-insensitive, paged. */
   searchSessions(q: string, opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"search_sessions">> {
     return storeRequest(this.nc, "search_sessions", { q, ...opts }, this.#requestTimeoutMs, this.#blobs);
   }

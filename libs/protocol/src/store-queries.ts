@@ -58,7 +58,7 @@ export const ListRunningRequest = z.object({
  */
 export const ListApprovalsRequest = z.object({ sessionId: SessionId.optional() });
 /**
- * Sessions whose id, name (from any word on) or a label starts with `q` (case-insensitive), in
+ * Sessions whose id or name (each from any word on) or a label starts with `q` (case-insensitive), in
  * the order of the matched text. Answered from the search index; a page reads about as many index
  * entries as it returns. A session matching on several texts may show on more than one page.
  */

@@ -19,7 +19,7 @@ export const ListSessionsQuery = z.object({
   limit: z.coerce.number().int().positive().max(1000).optional(),
   cursor: z.string().min(1).optional(),
   /**
-   * Only sessions whose id, name (from any word on) or a label starts with this (case-insensitive),
+   * Only sessions whose id or name (each from any word on) or a label starts with this (case-insensitive),
    * from the store's search index, in the order of the matched text.
    */
   q: z.string().max(200).optional(),

@@ -8,11 +8,12 @@ const session = (name: string | null, labels: Record<string, string>, lastSeq = 
 };
 
 describe("search index members", () => {
-  it("hold the id, the name from each word start and each distinct label, normalized", () => {
+  it("hold the id and the name from each word start and each distinct label, normalized", () => {
     const members = searchMembers(session("  Fix the\tBuild-Cache ", { e1: "Release", e2: "release", e3: "hot fix" }));
     expect(members.sort()).toEqual(
       [
         searchMember("s-abc", "id", "S-Abc"),
+        searchMember("abc", "id", "S-Abc"),
         searchMember("fix the build-cache", "name", "S-Abc"),
         searchMember("the build-cache", "name", "S-Abc"),
         searchMember("build-cache", "name", "S-Abc"),

@@ -10,7 +10,7 @@ export type SearchKind = "id" | "name" | "label";
 
 /** Longest text kept per member (a longer one is searchable by its first characters). */
 export const MAX_SEARCH_TEXT = 100;
-/** Word starts of a name that are indexed (a longer name is searchable from its first 16 words). */
+/** Word starts of a name or id that are indexed (a longer one is searchable from its first 16 words). */
 export const MAX_NAME_WORDS = 16;
 
 const SEP = "\u0000";
@@ -49,14 +49,15 @@ function wordStarts(text: string): number[] {
 }
 
 /**
- * The members of a session: its id, its name from each word start on ("fix the build" is found by
- * "fix", "the" and "build"), and each distinct label. None for a session with no event applied.
+ * The members of a session: its id and its name, each from every word start on ("fix the build" is
+ * found by "fix", "the" and "build"; "s-acme-7" by "s", "acme" and "7"), and each distinct label.
+ * None for a session with no event applied.
  */
 export function searchMembers(s: ProjectedSession): string[] {
   if (s.lastSeq === 0) return [];
   const members = new Set<string>();
   const id = normalizeSearchText(s.sessionId);
-  if (id) members.add(searchMember(id, "id", s.sessionId));
+  for (const start of wordStarts(id)) members.add(searchMember(id.slice(start), "id", s.sessionId));
   const name = normalizeSearchText(s.tree.name ?? "");
   for (const start of wordStarts(name)) members.add(searchMember(name.slice(start), "name", s.sessionId));
   for (const label of new Set(Object.values(s.tree.labels))) {
