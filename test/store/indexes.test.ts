@@ -11,29 +11,10 @@ import {
   partitionOf,
 } from "@fleet/protocol";
 import { prng, SYNTHETIC_CONFIG } from "@fleet/session-store/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type Fixture,
-  Publisher,
-  query,
-  runCli,
-  type StoreProcess,
-  spawnStore,
-  startFixture,
-  waitFor,
-} from "./support.js";
+import { describe, expect, it } from "vitest";
+import { Publisher, query, runCli, spawnStore, useStoreFixture, waitFor } from "./support.js";
 
-let f: Fixture;
-const procs: StoreProcess[] = [];
-
-beforeAll(async () => {
-  f = await startFixture({ partitions: 4, leaseTtlMs: 1_500 });
-});
-
-afterAll(async () => {
-  for (const p of procs) await p.kill();
-  await f?.stop();
-});
+const fixture = useStoreFixture({ partitions: 4, leaseTtlMs: 1_500 });
 
 const NAMES = ["Alpha build", "Beta release notes", "gamma", "Delta: fix the cache", "beta-two"];
 const LABELS = ["release", "review", "hot fix", "Reviewed"];
@@ -167,7 +148,7 @@ async function allPages(op: "list_running" | "search_sessions", body: Record<str
   const ids = new Set<string>();
   let cursor: string | undefined;
   for (let pages = 0; pages < 1_000; pages++) {
-    const r = (await query(f.nc, op, { ...body, limit: 3, ...(cursor ? { cursor } : {}) })) as {
+    const r = (await query(fixture.f.nc, op, { ...body, limit: 3, ...(cursor ? { cursor } : {}) })) as {
       ok: boolean;
       sessions?: Array<{ sessionId: string }>;
       cursor?: string;
@@ -182,7 +163,7 @@ async function allPages(op: "list_running" | "search_sessions", body: Record<str
 }
 
 async function indexAnswers(): Promise<Expected> {
-  const approvals = (await query(f.nc, "list_approvals", {})) as {
+  const approvals = (await query(fixture.f.nc, "list_approvals", {})) as {
     ok: boolean;
     approvals: Array<{ sessionId: string; toolCallId: string; seq: number; requestedAt: number }>;
   };
@@ -200,16 +181,17 @@ async function indexAnswers(): Promise<Expected> {
 async function waitApplied(publisher: Publisher) {
   const last = new Map<number, number>();
   for (const [sid, seq] of publisher.lastSeq) {
-    const p = partitionOf(sid, f.partitions);
+    const p = partitionOf(sid, fixture.f.partitions);
     last.set(p, Math.max(last.get(p) ?? 0, seq));
   }
   await waitFor(
     "every partition to be applied",
     async () => {
-      const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
+      const ns = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
       if (!ns) return false;
       for (const [p, seq] of last) {
-        if (Number((await f.redis.hget(`${f.prefix}:${ns}:applied`, String(p))) ?? 0) < seq) return false;
+        if (Number((await fixture.f.redis.hget(`${fixture.f.prefix}:${ns}:applied`, String(p))) ?? 0) < seq)
+          return false;
       }
       return true;
     },
@@ -231,17 +213,17 @@ async function expectIndexesMatch(logs: Map<string, FleetEvent[]>, publisher: Pu
 describe("store indexes (PROTOCOL change 44)", () => {
   it("match a full scan after random events, a SIGKILLed store and a rebuild after Redis lost its data", async () => {
     const logs = randomLogs(60, 4242);
-    const publisher = new Publisher(f.js, f.partitions);
-    const first = await spawnStore(f, { env: { FLEET_WORKER_ID: "idx-a", FLEET_STORE_BATCH: "20" } });
-    procs.push(first);
+    const publisher = new Publisher(fixture.f.js, fixture.f.partitions);
+    const first = await spawnStore(fixture.f, { env: { FLEET_WORKER_ID: "idx-a", FLEET_STORE_BATCH: "20" } });
+    fixture.procs.push(first);
     const publishing = publisher.publishInterleaved([...logs.values()]);
     await waitFor("the projection to start", async () => {
-      const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
-      return ns !== null && (await f.redis.zcard(`${f.prefix}:${ns}:idx:search`)) >= 20;
+      const ns = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
+      return ns !== null && (await fixture.f.redis.zcard(`${fixture.f.prefix}:${ns}:idx:search`)) >= 20;
     });
     await first.kill("SIGKILL");
-    const second = await spawnStore(f, { env: { FLEET_WORKER_ID: "idx-b" } });
-    procs.push(second);
+    const second = await spawnStore(fixture.f, { env: { FLEET_WORKER_ID: "idx-b" } });
+    fixture.procs.push(second);
     await publishing;
     await waitApplied(publisher);
     const expected = await expectIndexesMatch(logs, publisher);
@@ -254,12 +236,12 @@ describe("store indexes (PROTOCOL change 44)", () => {
     expect(deleted).toBeGreaterThan(2);
 
     // Redis loses everything: the store rebuilds from the log, indexes included.
-    const nsBefore = await f.redis.hget(`${f.prefix}:ctl`, "ns");
-    await f.redis.flushall();
+    const nsBefore = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
+    await fixture.f.redis.flushall();
     await waitFor(
       "the store to heal",
       async () => {
-        const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
+        const ns = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
         return ns !== null && ns !== nsBefore;
       },
       60_000,
@@ -268,7 +250,7 @@ describe("store indexes (PROTOCOL change 44)", () => {
     await expectIndexesMatch(logs, publisher);
 
     // `verify` compares the live indexes with a replay's, and looks for entries of no session.
-    const verified = await runCli(f, ["verify", "--wait-ms", "5000"]);
+    const verified = await runCli(fixture.f, ["verify", "--wait-ms", "5000"]);
     expect(verified.output).toMatch(/0 difference\(s\)/);
     expect(verified.code).toBe(0);
   }, 180_000);
