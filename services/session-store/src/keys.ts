@@ -20,7 +20,7 @@
  * - `<prefix>:<ns>:idx:approvals` (zset, global): sessions with a pending approval, scored by the
  *   oldest request's `meta.ts`.
  * - `<prefix>:<ns>:idx:search` (zset, global, scores 0): `<text>\0<kind>\0<sid>` per searchable
- *   text of a session (lower-cased id, name from each word on, labels); read by lexicographic range.
+ *   text of a session (lower-cased id and name, each from every word on; labels); read by lexicographic range.
  * - `<prefix>:<ns>:indexes` (string, global): the index layout version the namespace was built with.
  *   The three `idx:` keys and the per-session `approvals` and `terms` are written by the same Lua
  *   script as the session's other keys (PROTOCOL change 44).
