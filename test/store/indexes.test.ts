@@ -253,5 +253,15 @@ describe("store indexes (PROTOCOL change 44)", () => {
     const verified = await runCli(fixture.f, ["verify", "--wait-ms", "5000"]);
     expect(verified.output).toMatch(/0 difference\(s\)/);
     expect(verified.code).toBe(0);
+
+    // A running entry lost and a search entry of no session: verify names both.
+    const ns = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
+    const lost = expected.running[0] as string;
+    await fixture.f.redis.zrem(`${fixture.f.prefix}:${ns}:idx:running`, lost);
+    await fixture.f.redis.zadd(`${fixture.f.prefix}:${ns}:idx:search`, 0, "ghost\u0000name\u0000ix-ghost");
+    const broken = await runCli(fixture.f, ["verify", "--wait-ms", "5000"]);
+    expect(broken.output).toContain(`${lost}: indexes[running]: live (absent) != rebuilt 0`);
+    expect(broken.output).toMatch(/search index: .*ghost.* is not a term of ix-ghost/);
+    expect(broken.code).not.toBe(0);
   }, 180_000);
 });
