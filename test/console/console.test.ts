@@ -270,6 +270,41 @@ describe("web console", () => {
     await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
   });
 
+  it("updates the approvals view from the store's approvals index, never listing every session", async () => {
+    /** Queries the store answered, by op (its `fleet_store_query_seconds` histogram). */
+    const storeQueries = async () => {
+      const text = await stack.store.ops.registry.getSingleMetricAsString("fleet_store_query_seconds");
+      const counts = new Map<string, number>();
+      for (const m of text.matchAll(/^fleet_store_query_seconds_count\{op="([a-z_]+)",ok="[a-z]+"\} (\d+)$/gm)) {
+        counts.set(m[1] as string, (counts.get(m[1] as string) ?? 0) + Number(m[2]));
+      }
+      return counts;
+    };
+    stack.fake.script(
+      fakeReply([fakeToolUse("write", { path: "watched.txt", content: "w\n" }, { id: "toolu_console_watch" })]),
+      fakeReply("Done."),
+    );
+    await page.goto(`${base}/approvals`);
+    await page.getByRole("heading", { name: "Pending approvals" }).waitFor();
+    const before = await storeQueries();
+    // The approval is asked for while the view is open: it shows up without a reload.
+    const created = await call(base, "POST", "/v1/sessions", { body: {} });
+    const sessionId = created.body.sessionId as string;
+    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, { body: { type: "prompt", text: "write it" } });
+    const row = page.getByTestId("approval-row").filter({ hasText: sessionId });
+    await row.waitFor({ timeout: 15_000 });
+    expect(await row.textContent()).toContain("watched.txt");
+    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, {
+      body: { type: "approve_tool_call", toolCallId: "toolu_console_watch" },
+    });
+    await row.waitFor({ state: "detached", timeout: 15_000 });
+    const after = await storeQueries();
+    const delta = (op: string) => (after.get(op) ?? 0) - (before.get(op) ?? 0);
+    expect(delta("list_approvals")).toBeGreaterThan(1);
+    expect(delta("list_sessions")).toBe(0);
+    expect(delta("list_running")).toBe(0);
+  });
+
   it("shows a steer and a follow-up sent during a run in the queues, then in the transcript", async () => {
     const slow = Array.from({ length: 40 }, (_, i) => `word${i} `);
     stack.fake.script(

@@ -18,6 +18,7 @@ import {
 } from "@fleet/testkit";
 import { builtinTools, createToolRunner, type ToolRunner } from "@fleet/tools";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { type CliResult, runCli } from "../client/support/run-cli.js";
 import { startTestWorker } from "../support/loop-harness.js";
 
 export const PARTITIONS = 4;
@@ -182,6 +183,16 @@ export async function call(
 }
 
 /** Waits until the session holds `messages` agent messages and no run streams. */
+/** The `fleet` CLI against the stack's NATS, its home (`FLEET_HOME`) and working directory in `dir`. */
+export const fleetCliOf =
+  (stack: GatewayStack, dir: string) =>
+  (args: string[]): Promise<CliResult> =>
+    runCli(["--nats", stack.nats.url, ...args], {
+      cwd: dir,
+      env: { FLEET_HOME: join(dir, ".fleet") },
+      timeoutMs: 60_000,
+    });
+
 export async function waitIdle(client: FleetClient, sessionId: string, messages: number): Promise<void> {
   const live = await client.state(sessionId);
   try {

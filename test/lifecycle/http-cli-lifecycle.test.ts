@@ -9,9 +9,8 @@ import { tokenTable } from "@fleet/gateway";
 import { utcDayOf } from "@fleet/protocol";
 import { fakeReply, fakeText } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../client/support/run-cli.js";
 import { openApiChecker } from "../gateway/openapi-check.js";
-import { call, type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
+import { call, fleetCliOf, type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
 import { startEndlessRun, storedEvents } from "./support.js";
 
 const OPERATE = "operate-token-lifecycle-0123";
@@ -51,12 +50,7 @@ async function api(method: string, path: string, opts: CallOptions = {}) {
   return answer;
 }
 
-const fleet = (args: string[]) =>
-  runCli(["--nats", stack.nats.url, ...args], {
-    cwd: dir,
-    env: { FLEET_HOME: join(dir, ".fleet") },
-    timeoutMs: 60_000,
-  });
+const fleet = (args: string[]) => fleetCliOf(stack, dir)(args);
 
 /** A session with one answered prompt, sent over HTTP. */
 async function answered(sessionId: string, text = "hello") {

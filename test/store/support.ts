@@ -18,6 +18,7 @@ import { type NatsServer, type RedisServer, startNats, startRedis } from "@fleet
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
+import { afterAll, beforeAll } from "vitest";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const silent = createLogger("store-test", { level: "silent" });
@@ -58,6 +59,32 @@ export async function startFixture(opts: { partitions?: number; leaseTtlMs?: num
       await redisServer.stop();
       await nats.stop();
     },
+  };
+}
+
+/**
+ * A fixture for the tests of one file: started before them, stopped after them with every store
+ * process they registered in `procs` (killed first).
+ */
+export function useStoreFixture(opts: Parameters<typeof startFixture>[0] = {}): {
+  readonly f: Fixture;
+  readonly procs: StoreProcess[];
+} {
+  let fixture: Fixture | undefined;
+  const procs: StoreProcess[] = [];
+  beforeAll(async () => {
+    fixture = await startFixture(opts);
+  });
+  afterAll(async () => {
+    for (const p of procs) await p.kill();
+    await fixture?.stop();
+  });
+  return {
+    get f() {
+      if (!fixture) throw new Error("the store fixture is not started (use it inside a test)");
+      return fixture;
+    },
+    procs,
   };
 }
 

@@ -276,6 +276,18 @@ export class FleetClient extends SessionCommands {
   listSessions(opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"list_sessions">> {
     return storeRequest(this.nc, "list_sessions", opts, this.#requestTimeoutMs, this.#ctx.blobs);
   }
+  /** Sessions with an open run, by id (the store's running index), paged. */
+  listRunning(opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"list_running">> {
+    return storeRequest(this.nc, "list_running", opts, this.#requestTimeoutMs, this.#ctx.blobs);
+  }
+  /** Sessions whose id or name (each from any word) or a label starts with `q`, case-insensitive, paged. */
+  searchSessions(q: string, opts: { limit?: number; cursor?: string } = {}): Promise<StoreResult<"search_sessions">> {
+    return storeRequest(this.nc, "search_sessions", { q, ...opts }, this.#requestTimeoutMs, this.#ctx.blobs);
+  }
+  /** Pending tool approvals, oldest first: every session's, or one session's. */
+  listApprovals(opts: { sessionId?: string } = {}): Promise<StoreResult<"list_approvals">> {
+    return storeRequest(this.nc, "list_approvals", opts, this.#requestTimeoutMs, this.#ctx.blobs);
+  }
   /** The session as pi v3 JSONL text. */
   async export(sessionId: string): Promise<string> {
     return (await storeRequest(this.nc, "export", { sessionId }, this.#requestTimeoutMs, this.#ctx.blobs)).jsonl;

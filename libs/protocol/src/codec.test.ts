@@ -337,6 +337,27 @@ describe("codec / round trips", () => {
       request: { before: 1_764_450_000_000, limit: 100, cursor: "abc" },
       reply: { ok: true, sessions: [{ sessionId: "s-1", name: "n", status: "idle", updatedAt: 5, seq: 9 }] },
     },
+    list_running: {
+      request: { limit: 20, cursor: "aXgtMQ" },
+      reply: { ok: true, sessions: [{ sessionId: "s-1", name: null, status: "running", updatedAt: 5, seq: 9 }] },
+    },
+    list_approvals: {
+      request: { sessionId: "s-1" },
+      reply: {
+        ok: true,
+        approvals: [
+          { sessionId: "s-1", toolCallId: "c1", toolName: "write", args: { path: "a" }, seq: 7, requestedAt: 5 },
+        ],
+      },
+    },
+    search_sessions: {
+      request: { q: "release", limit: 10 },
+      reply: {
+        ok: true,
+        sessions: [{ sessionId: "s-1", name: "Release notes", status: "idle", updatedAt: 5, seq: 9 }],
+        cursor: "abc",
+      },
+    },
   };
 
   for (const op of STORE_OPS) {

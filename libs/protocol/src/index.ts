@@ -315,6 +315,12 @@ export {
 // Pure reducers: fold events into agent state, session tree and run position; plan compaction.
 export { parseStreamingJson } from "./reducers/partial-json.js";
 export {
+  foldPendingApprovals,
+  PENDING_APPROVAL_EVENT_TYPES,
+  PendingApproval,
+  type PendingApprovals,
+} from "./reducers/pending-approvals.js";
+export {
   advanceRunCursor,
   copyRunCursor,
   type EndedToolCall,

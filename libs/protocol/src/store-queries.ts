@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ModelRef } from "./config.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { ContextMessage, ThinkingLevel } from "./messages.js";
+import { PendingApproval } from "./reducers/pending-approvals.js";
 import { SessionEntry } from "./session-entry.js";
 
 export const STORE_OPS = [
@@ -12,6 +13,9 @@ export const STORE_OPS = [
   "list_sessions",
   "export",
   "list_idle",
+  "list_running",
+  "list_approvals",
+  "search_sessions",
 ] as const;
 export type StoreOp = (typeof STORE_OPS)[number];
 
@@ -39,6 +43,31 @@ export const ListIdleRequest = z.object({
   cursor: z.string().optional(),
 });
 
+/**
+ * Sessions with an open run (`agent_start` without its `agent_end`), by session id; `cursor`
+ * continues after the last session of a page. Answered from the store's running index: the cost is
+ * that of the page, not of the sessions in the store (PROTOCOL change 44).
+ */
+export const ListRunningRequest = z.object({
+  limit: z.number().int().positive().max(1000).optional(),
+  cursor: z.string().optional(),
+});
+/**
+ * Pending tool approvals (requested, not yet resolved, ended or cleared by `agent_end`), oldest
+ * request first: every session's, or one session's. Answered from the approvals index.
+ */
+export const ListApprovalsRequest = z.object({ sessionId: SessionId.optional() });
+/**
+ * Sessions whose id or name (each from any word on) or a label starts with `q` (case-insensitive), in
+ * the order of the matched text. Answered from the search index; a page reads about as many index
+ * entries as it returns. A session matching on several texts may show on more than one page.
+ */
+export const SearchSessionsRequest = z.object({
+  q: z.string().trim().min(1).max(200),
+  limit: z.number().int().positive().max(1000).optional(),
+  cursor: z.string().optional(),
+});
+
 export const StoreRequest = {
   get_context: GetContextRequest,
   get_tree: GetTreeRequest,
@@ -47,6 +76,9 @@ export const StoreRequest = {
   list_sessions: ListSessionsRequest,
   export: ExportRequest,
   list_idle: ListIdleRequest,
+  list_running: ListRunningRequest,
+  list_approvals: ListApprovalsRequest,
+  search_sessions: SearchSessionsRequest,
 } as const satisfies Record<StoreOp, z.ZodType>;
 
 /**
@@ -86,6 +118,7 @@ export const SessionSummary = z.object({
 export type SessionSummary = z.infer<typeof SessionSummary>;
 export const ListSessionsReply = ok({ sessions: z.array(SessionSummary), cursor: z.string().optional() });
 export const ExportReply = ok({ jsonl: z.string() });
+export const ListApprovalsReply = ok({ approvals: z.array(PendingApproval) });
 
 export const StoreReply = {
   get_context: z.union([GetContextReply, StoreError]),
@@ -95,6 +128,9 @@ export const StoreReply = {
   list_sessions: z.union([ListSessionsReply, StoreError]),
   export: z.union([ExportReply, StoreError]),
   list_idle: z.union([ListSessionsReply, StoreError]),
+  list_running: z.union([ListSessionsReply, StoreError]),
+  list_approvals: z.union([ListApprovalsReply, StoreError]),
+  search_sessions: z.union([ListSessionsReply, StoreError]),
 } as const satisfies Record<StoreOp, z.ZodType>;
 
 export type StoreRequestOf<Op extends StoreOp> = z.infer<(typeof StoreRequest)[Op]>;

@@ -18,8 +18,13 @@ export const SessionParams = z.object({ id: SessionId });
 export const ListSessionsQuery = z.object({
   limit: z.coerce.number().int().positive().max(1000).optional(),
   cursor: z.string().min(1).optional(),
-  /** Only sessions whose name or id contains this (case-insensitive), across all pages. */
-  q: z.string().max(256).optional(),
+  /**
+   * Only sessions whose id or name (each from any word on) or a label starts with this (case-insensitive),
+   * from the store's search index, in the order of the matched text.
+   */
+  q: z.string().max(200).optional(),
+  /** `running`: only sessions with an open run, by id (the store's running index). */
+  status: z.enum(["running"]).optional(),
 });
 export const SessionList = z.object({ sessions: z.array(SessionSummary), cursor: z.string().optional() });
 

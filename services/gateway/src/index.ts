@@ -1,6 +1,7 @@
 // Public surface of @fleet/gateway: the HTTP gateway, its settings, and what clients of it reuse
 // (the session-state JSON of a fold, webhook signature checks).
 
+export { PendingApproval } from "@fleet/protocol";
 export { CommandBody, CommandOutcome, CommandPending, SessionCreated } from "./api-schemas.js";
 export { GatewayEnv } from "./config.js";
 export { GATEWAY_VERSION, type Gateway, GatewayConfigError, type GatewayOptions, startGateway } from "./gateway.js";
@@ -15,7 +16,6 @@ export {
   type TokenTable,
   tokenTable,
 } from "./http/tokens-file.js";
-export { PendingApproval } from "./pending-approvals.js";
 export { SessionState, sessionStateOf } from "./session-state.js";
 export { checkIdentities, type TenantIdentity, tenantIdentities } from "./tenant-identities.js";
 export { type GatewayWebOptions, webOptionsOf } from "./web-config.js";

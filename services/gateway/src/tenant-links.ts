@@ -4,7 +4,6 @@ import { parseLifecycleSubject, subjects } from "@fleet/protocol";
 import { connectFleet, NatsConnectError, sleep } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { type ApprovalsIndex, createApprovalsIndex } from "./approvals-index.js";
 import { createHubRegistry, type HubRegistry } from "./sse/hub-registry.js";
 import type { TenantIdentity } from "./tenant-identities.js";
 import { createViewCache, type ViewCache } from "./view-cache.js";
@@ -14,12 +13,11 @@ const VIEW_CACHE_ENTRIES = 256;
 /** Failed connects logged: the first, then every this many. */
 const LOG_EVERY_ATTEMPTS = 20;
 
-/** What the routes of one tenant use: its client, its session hubs and its approvals index. */
+/** What the routes of one tenant use: its client and its session hubs. */
 export interface TenantLink {
   readonly tenant: string;
   readonly client: FleetClient;
   readonly hubs: HubRegistry;
-  readonly approvals: ApprovalsIndex;
   /** Folded views of recently read sessions (`GET /v1/sessions/{id}`). */
   readonly views: ViewCache;
   /** False while the connection is down (reconnecting). */
@@ -90,7 +88,6 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
       tenant,
       client,
       hubs,
-      approvals: createApprovalsIndex(client),
       views: createViewCache(client, VIEW_CACHE_ENTRIES),
       isUp: () => up && !nc.isClosed(),
     };

@@ -4,10 +4,13 @@ import {
   type FleetEvent,
   FleetEvent as FleetEventSchema,
   type FleetEventType,
+  foldPendingApprovals,
   foldSessionTreeEvents,
+  PENDING_APPROVAL_EVENT_TYPES,
+  type PendingApprovals,
 } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { BODY_IGNORED_TYPES, decodeForProjection, plainMeta } from "./event-decoder.js";
+import { BODY_IGNORED_TYPES, CALL_ID_ONLY_TYPES, decodeForProjection, plainMeta } from "./event-decoder.js";
 import { emptyProjectedSession, projectEvents } from "./session-state.js";
 import { syntheticEvents } from "./testing/synthetic-session.js";
 
@@ -37,21 +40,12 @@ const samples: Record<string, Omit<FleetEvent, "meta">> = {
   message_update: { type: "message_update", deltas: [{ type: "text_delta", contentIndex: 0, delta: "x" }] },
   tool_execution_start: { type: "tool_execution_start", toolCallId: "c", toolName: "t", args: {} },
   tool_execution_update: { type: "tool_execution_update", toolCallId: "c", toolName: "t", args: {}, partialResult: 1 },
-  tool_execution_end: {
-    type: "tool_execution_end",
-    toolCallId: "c",
-    toolName: "t",
-    result: { content: [] },
-    isError: false,
-  },
   turn_end: { type: "turn_end", message: assistant, toolResults: [toolResult] },
   command_accepted: { type: "command_accepted", commandId: "c", commandType: "prompt" },
   command_rejected: { type: "command_rejected", commandId: "c", commandType: "x", code: "invalid", reason: "r" },
   queue_update: { type: "queue_update", steer: [], followUp: [], nextTurn: [] },
   owner_change: { type: "owner_change", workerId: "w", partition: 0, epoch: 1 },
   run_resumed: { type: "run_resumed", runId: "r", reason: "crash" },
-  tool_approval_requested: { type: "tool_approval_requested", toolCallId: "c", toolName: "t", args: {} },
-  tool_approval_resolved: { type: "tool_approval_resolved", toolCallId: "c", approved: true },
 } as Record<string, Omit<FleetEvent, "meta">>;
 
 describe("BODY_IGNORED_TYPES", () => {
@@ -62,7 +56,35 @@ describe("BODY_IGNORED_TYPES", () => {
       const event = FleetEventSchema.parse({ ...samples[type], meta });
       expect(foldSessionTreeEvents([event], tree)).toBe(tree);
       expect(["agent_start", "agent_end"]).not.toContain(type);
+      expect(PENDING_APPROVAL_EVENT_TYPES as readonly string[]).not.toContain(type);
     }
+  });
+
+  it("keeps what the approvals fold reads: a decoded log folds to the same pending approvals", () => {
+    const events: FleetEvent[] = [
+      { type: "tool_approval_requested", toolCallId: "c1", toolName: "t", args: { a: 1 }, meta },
+      { type: "tool_approval_requested", toolCallId: "c2", toolName: "t", args: {}, meta },
+      { type: "tool_approval_requested", toolCallId: "c3", toolName: "t", args: {}, meta },
+      { type: "tool_approval_resolved", toolCallId: "c1", approved: true, meta },
+      {
+        type: "tool_execution_end",
+        toolCallId: "c2",
+        toolName: "t",
+        result: { content: [{ type: "text", text: "big" }] },
+        isError: false,
+        meta,
+      },
+    ];
+    const fold = (evs: FleetEvent[]) =>
+      evs.reduce<PendingApprovals>((state, e, i) => foldPendingApprovals(state, i + 1, e), new Map());
+    const decoded = events.map((e) => {
+      const d = decodeForProjection(new TextEncoder().encode(JSON.stringify(e)));
+      if (!d.ok) throw new Error(d.error);
+      return d.event;
+    });
+    expect([...fold(decoded).keys()]).toEqual(["c3"]);
+    expect(fold(decoded)).toEqual(fold(events));
+    expect(CALL_ID_ONLY_TYPES.has("tool_execution_end")).toBe(true);
   });
 
   it("leaves every other type, e.g. config_change, to full validation", () => {

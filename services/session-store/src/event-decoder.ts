@@ -21,16 +21,19 @@ export const BODY_IGNORED_TYPES: ReadonlySet<FleetEventType> = new Set<FleetEven
   "message_update",
   "tool_execution_start",
   "tool_execution_update",
-  "tool_execution_end",
   "turn_end",
   "command_accepted",
   "command_rejected",
   "queue_update",
   "owner_change",
   "run_resumed",
-  "tool_approval_requested",
-  "tool_approval_resolved",
 ]);
+/**
+ * Event types of which only `type`, `meta` and `toolCallId` are kept (the approvals index needs the
+ * call id; the body, a tool's whole result, is not read). `tool_approval_requested` and
+ * `tool_approval_resolved` are validated in full.
+ */
+export const CALL_ID_ONLY_TYPES: ReadonlySet<FleetEventType> = new Set<FleetEventType>(["tool_execution_end"]);
 const Envelope = z.object({ type: z.string(), meta: EventMeta });
 
 export type DecodedEvent = { ok: true; event: FleetEvent } | { ok: false; error: string };
@@ -44,7 +47,13 @@ export function decodeForProjection(data: Uint8Array): DecodedEvent {
   const json = parseJson(data);
   if (!json.ok) return { ok: false, error: json.error };
   const type = (json.value as { type?: unknown } | null)?.type;
-  if (typeof type === "string" && BODY_IGNORED_TYPES.has(type as FleetEventType)) {
+  if (typeof type === "string" && CALL_ID_ONLY_TYPES.has(type as FleetEventType)) {
+    const { meta, toolCallId } = json.value as { meta?: unknown; toolCallId?: unknown };
+    const plain = plainMeta(meta);
+    if (plain && typeof toolCallId === "string" && toolCallId.length > 0) {
+      return { ok: true, event: { type, meta: plain, toolCallId } as unknown as FleetEvent };
+    }
+  } else if (typeof type === "string" && BODY_IGNORED_TYPES.has(type as FleetEventType)) {
     // Body dropped on purpose: no reader of the projection looks at it.
     const meta = plainMeta((json.value as { meta?: unknown }).meta);
     if (meta) return { ok: true, event: { type, meta } as unknown as FleetEvent };

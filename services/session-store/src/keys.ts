@@ -11,7 +11,19 @@
  * - `…:{<sid>}:pos` (hash): entry id → index in `entries`.
  * - `…:{<sid>}:labels` (hash): target entry id → label.
  * - `…:{<sid>}:leafev` (list): ids of the `leaf` events applied (the reducer's idempotence record).
+ * - `…:{<sid>}:approvals` (hash): tool call id → pending approval (JSON), the session's
+ *   `foldPendingApprovals`.
+ * - `…:{<sid>}:terms` (set): the members this session has in the search index (so a removal or a
+ *   rename takes exactly those out).
  * - `<prefix>:<ns>:sessions` (zset, global): sessionId scored by updatedAt (most recent first on read).
+ * - `<prefix>:<ns>:idx:running` (zset, global, scores 0): sessions with an open run, by id.
+ * - `<prefix>:<ns>:idx:approvals` (zset, global): sessions with a pending approval, scored by the
+ *   oldest request's `meta.ts`.
+ * - `<prefix>:<ns>:idx:search` (zset, global, scores 0): `<text>\0<kind>\0<sid>` per searchable
+ *   text of a session (lower-cased id and name, each from every word on; labels); read by lexicographic range.
+ * - `<prefix>:<ns>:indexes` (string, global): the index layout version the namespace was built with.
+ *   The three `idx:` keys and the per-session `approvals` and `terms` are written by the same Lua
+ *   script as the session's other keys (PROTOCOL change 44).
  * - `<prefix>:<ns>:applied` (hash, global): partition → highest stream sequence applied in it.
  * - `<prefix>:<ns>:reset` (hash, global): partition → "1" once its durable consumer was moved to
  *   this namespace's `startSeq`.
@@ -24,6 +36,8 @@ export interface SessionKeys {
   pos: string;
   labels: string;
   leafEvents: string;
+  approvals: string;
+  terms: string;
 }
 
 export const controlKey = (prefix: string) => `${prefix}:ctl`;
@@ -38,8 +52,26 @@ export function sessionKeys(prefix: string, ns: string, sessionId: string): Sess
     pos: `${base}:pos`,
     labels: `${base}:labels`,
     leafEvents: `${base}:leafev`,
+    approvals: `${base}:approvals`,
+    terms: `${base}:terms`,
   };
 }
+
+/** The global index keys of a namespace. */
+export interface IndexKeys {
+  running: string;
+  approvals: string;
+  search: string;
+}
+
+export const indexKeys = (prefix: string, ns: string): IndexKeys => ({
+  running: `${prefix}:${ns}:idx:running`,
+  approvals: `${prefix}:${ns}:idx:approvals`,
+  search: `${prefix}:${ns}:idx:search`,
+});
+export const indexVersionKey = (prefix: string, ns: string) => `${prefix}:${ns}:indexes`;
+/** The index layout this code writes; a namespace with another (or none) is rebuilt at start. */
+export const INDEX_VERSION = "1";
 
 export const sessionsIndexKey = (prefix: string, ns: string) => `${prefix}:${ns}:sessions`;
 export const appliedKey = (prefix: string, ns: string) => `${prefix}:${ns}:applied`;

@@ -21,10 +21,14 @@ export function luaScript(source: string): LuaScript {
 }
 
 /**
- * Applies one write plan to a session, atomically, guarded by the session's `lastSeq`.
- * KEYS: meta, entries, pos, labels, leafev.
+ * Applies one write plan to a session, atomically, guarded by the session's `lastSeq`, together with
+ * the session's entries in the namespace's indexes (PROTOCOL change 44), so no crash can leave an
+ * index out of step with the session.
+ * KEYS: meta, entries, pos, labels, leafev, approvals, terms, idx:running, idx:approvals, idx:search.
  * ARGV: expectedLastSeq, firstIndex, nMeta, (field, value)…, nEntries, (id, json)…,
- *       nLabelSet, (target, label)…, nLabelDel, target…, nLeafEvents, id….
+ *       nLabelSet, (target, label)…, nLabelDel, target…, nLeafEvents, id…,
+ *       nApprovalSet, (toolCallId, json)…, nApprovalDel, toolCallId…, nTermAdd, member…,
+ *       nTermDel, member…, sessionId, running ("1" or "0"), oldest approval's requestedAt ("" = none).
  * Returns -1 when applied; otherwise the stored lastSeq (the plan was computed from a stale state,
  * or was applied already) and nothing is written. A plan whose firstIndex is not the stored entry
  * count is refused the same way (returns -2), so the entries list can never get a hole or a repeat.
@@ -83,14 +87,43 @@ n = tonumber(ARGV[i]); i = i + 1
 singles_to('HDEL', KEYS[4], n)
 n = tonumber(ARGV[i]); i = i + 1
 singles_to('RPUSH', KEYS[5], n)
+n = tonumber(ARGV[i]); i = i + 1
+pairs_to('HSET', KEYS[6], n)
+n = tonumber(ARGV[i]); i = i + 1
+singles_to('HDEL', KEYS[6], n)
+n = tonumber(ARGV[i]); i = i + 1
+for j = 0, n - 1 do redis.call('ZADD', KEYS[10], 0, ARGV[i + j]) end
+singles_to('SADD', KEYS[7], n)
+n = tonumber(ARGV[i]); i = i + 1
+for j = 0, n - 1 do redis.call('ZREM', KEYS[10], ARGV[i + j]) end
+singles_to('SREM', KEYS[7], n)
+local sid = ARGV[i]
+if ARGV[i + 1] == '1' then redis.call('ZADD', KEYS[8], 0, sid) else redis.call('ZREM', KEYS[8], sid) end
+if ARGV[i + 2] ~= '' then redis.call('ZADD', KEYS[9], tonumber(ARGV[i + 2]), sid) else redis.call('ZREM', KEYS[9], sid) end
 return -1
 `);
 
 /**
+ * Removes a session: its keys, its entry in the sessions index and in every index of change 44, at
+ * once. KEYS: meta, entries, pos, labels, leafev, approvals, terms, sessions, idx:running,
+ * idx:approvals, idx:search. ARGV: sessionId.
+ */
+export const REMOVE_SCRIPT = luaScript(`
+local terms = redis.call('SMEMBERS', KEYS[7])
+for j = 1, #terms do redis.call('ZREM', KEYS[11], terms[j]) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('ZREM', KEYS[8], ARGV[1])
+redis.call('ZREM', KEYS[9], ARGV[1])
+redis.call('ZREM', KEYS[10], ARGV[1])
+return 0
+`);
+
+/**
  * Reads one session consistently (one script = one snapshot).
- * KEYS: meta, entries, labels, leafev. ARGV: fromIndex, fromLeafEvent, knownLastSeq.
+ * KEYS: meta, entries, labels, leafev, approvals. ARGV: fromIndex, fromLeafEvent, knownLastSeq.
  * Returns nil when the session does not exist, 1 when its lastSeq equals knownLastSeq, else
- * {metaPairs, entries[fromIndex..], labelPairs, leafEvents[fromLeafEvent..], entryCount, leafEventCount}.
+ * {metaPairs, entries[fromIndex..], labelPairs, leafEvents[fromLeafEvent..], entryCount, leafEventCount,
+ * approvalPairs}.
  */
 export const READ_SCRIPT = luaScript(`
 local cur = redis.call('HGET', KEYS[1], 'lastSeq')
@@ -102,7 +135,8 @@ return {
   redis.call('HGETALL', KEYS[3]),
   redis.call('LRANGE', KEYS[4], tonumber(ARGV[2]), -1),
   redis.call('LLEN', KEYS[2]),
-  redis.call('LLEN', KEYS[4])
+  redis.call('LLEN', KEYS[4]),
+  redis.call('HGETALL', KEYS[5])
 }
 `);
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { bornKey, controlKey, resetKey } from "./keys.js";
+import { bornKey, controlKey, INDEX_VERSION, indexVersionKey, resetKey } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
 
 /**
@@ -77,7 +77,8 @@ export function createNamespaceControl(redis: Redis, prefix: string): NamespaceC
       return ns === null ? null : parse(ns, startSeq);
     },
     async markBorn(ns) {
-      await redis.set(bornKey(prefix, ns), String(Date.now()));
+      // A namespace is built from its first write with the indexes of this version (change 44).
+      await redis.mset(bornKey(prefix, ns), String(Date.now()), indexVersionKey(prefix, ns), INDEX_VERSION);
     },
     async switchTo(ns, startSeq) {
       const reply = await SWITCH_SCRIPT.run(redis, [key, bornKey(prefix, ns)], [ns, startSeq, Date.now()]);

@@ -112,6 +112,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
     throw new Error(loaded.kind === "corrupt" ? loaded.error : `session ${sessionId}: unexpected load result`);
   }
 
+  async function removeSession(ns: string, sessionId: string) {
+    await deps.repo.remove(ns, sessionId);
+    deps.cache.delete(ns, sessionId);
+    stats.removed++;
+  }
+
   /**
    * Applies one session's events; resolves with its state for the index (null: nothing stored). A
    * `session_deleting` (the session is being deleted or archived) removes the session's projection:
@@ -122,9 +128,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     let events = batch;
     const tombstone = events.findLastIndex((e) => e.event?.type === "session_deleting");
     if (tombstone >= 0) {
-      await deps.repo.remove(ns, sessionId);
-      deps.cache.delete(ns, sessionId);
-      stats.removed++;
+      await removeSession(ns, sessionId);
       events = events.slice(tombstone + 1);
       if (events.length === 0) return null;
     }
@@ -133,8 +137,19 @@ export function createProjector(deps: ProjectorDeps): Projector {
       const last = events.at(-1) as Decoded;
       // Everything applied already (a redelivery): still index it, as the index is written after.
       if (last.seq <= state.lastSeq) return state.lastSeq > 0 ? state : null;
-      const next = projectEvents(state, await withGapsFilled(subject, sessionId, state.lastSeq, events));
-      const result = await deps.repo.write(ns, sessionId, planWrite(state, next));
+      let base = state;
+      let fresh = await withGapsFilled(subject, sessionId, state.lastSeq, events);
+      // A gap read from the stream may hold a `session_deleting` (the stream still holds the deleted
+      // history, e.g. before its purge): the session starts afresh after it, as in a batch.
+      const gapTombstone = fresh.findLastIndex((e) => e.event?.type === "session_deleting");
+      if (gapTombstone >= 0) {
+        await removeSession(ns, sessionId);
+        fresh = fresh.slice(gapTombstone + 1);
+        base = emptyProjectedSession(sessionId);
+        if (fresh.length === 0) return null;
+      }
+      const next = projectEvents(base, fresh);
+      const result = await deps.repo.write(ns, sessionId, planWrite(base, next));
       if (result.applied) {
         deps.cache.put(ns, next);
         stats.applied += events.length;

@@ -11,6 +11,7 @@ import {
   StoreRequest,
   validate,
 } from "@fleet/protocol";
+import { listApprovals, listRunning, searchSessions } from "./index-queries.js";
 import type { NamespaceControl } from "./namespace.js";
 import type { SessionCache } from "./session-cache.js";
 import { listIdleSessions, listSessions } from "./session-index.js";
@@ -193,6 +194,37 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
         cursor: req.value.cursor,
       });
       return page.ok ? page : fail("invalid", page.error);
+    }
+    case "list_running": {
+      const req = validate(StoreRequest.list_running, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const active = await ctx.namespaces.peek();
+      if (!active) return rebuilding();
+      const page = await listRunning(ctx.repo.redis, ctx.repo.prefix, active.ns, {
+        limit: req.value.limit ?? DEFAULT_LIST_LIMIT,
+        cursor: req.value.cursor,
+      });
+      return page.ok ? page : fail("invalid", page.error);
+    }
+    case "search_sessions": {
+      const req = validate(StoreRequest.search_sessions, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const active = await ctx.namespaces.peek();
+      if (!active) return rebuilding();
+      const page = await searchSessions(ctx.repo.redis, ctx.repo.prefix, active.ns, {
+        q: req.value.q,
+        limit: req.value.limit ?? DEFAULT_LIST_LIMIT,
+        cursor: req.value.cursor,
+      });
+      return page.ok ? page : fail("invalid", page.error);
+    }
+    case "list_approvals": {
+      const req = validate(StoreRequest.list_approvals, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const active = await ctx.namespaces.peek();
+      if (!active) return rebuilding();
+      const found = await listApprovals(ctx.repo.redis, ctx.repo.prefix, active.ns, { sessionId: req.value.sessionId });
+      return found.ok ? found : fail("timeout", found.error);
     }
     case "export": {
       const req = validate(StoreRequest.export, json.value);

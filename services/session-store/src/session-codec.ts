@@ -1,6 +1,7 @@
 import {
   type ModelRef,
   ModelRef as ModelRefSchema,
+  PendingApproval,
   SessionConfig,
   SessionEntry,
   type SessionTree,
@@ -8,6 +9,7 @@ import {
   validate,
 } from "@fleet/protocol";
 import { z } from "zod";
+import { searchMembers } from "./search-terms.js";
 import type { ProjectedSession } from "./session-state.js";
 
 /**
@@ -44,6 +46,15 @@ export interface WritePlan {
   labelSet: Array<[string, string]>;
   labelDel: string[];
   leafEvents: string[];
+  /** Pending approvals added or changed (tool call id, JSON) and gone (PROTOCOL change 44). */
+  approvalSet: Array<[string, string]>;
+  approvalDel: string[];
+  /** Search index members to add and to remove (`searchMembers` of next minus prev and back). */
+  termAdd: string[];
+  termDel: string[];
+  /** The index entries the session has after the write: open run, oldest pending approval's ts. */
+  running: boolean;
+  oldestApproval: number | null;
 }
 
 export function planWrite(prev: ProjectedSession, next: ProjectedSession): WritePlan {
@@ -80,7 +91,39 @@ export function planWrite(prev: ProjectedSession, next: ProjectedSession): Write
     }
   }
   const leafEvents = next.tree.leafEventIds.slice(prev.tree.leafEventIds.length);
-  return { expectedLastSeq: prev.lastSeq, meta, entries, firstIndex, labelSet, labelDel, leafEvents };
+  const approvalSet: Array<[string, string]> = [];
+  const approvalDel: string[] = [];
+  if (next.approvals !== prev.approvals) {
+    for (const [id, a] of next.approvals) if (prev.approvals.get(id) !== a) approvalSet.push([id, JSON.stringify(a)]);
+    for (const id of prev.approvals.keys()) if (!next.approvals.has(id)) approvalDel.push(id);
+  }
+  const termAdd: string[] = [];
+  const termDel: string[] = [];
+  if (prev.lastSeq === 0 || next.tree.name !== prev.tree.name || next.tree.labels !== prev.tree.labels) {
+    const before = new Set(searchMembers(prev));
+    const after = new Set(searchMembers(next));
+    for (const m of after) if (!before.has(m)) termAdd.push(m);
+    for (const m of before) if (!after.has(m)) termDel.push(m);
+  }
+  let oldestApproval: number | null = null;
+  for (const a of next.approvals.values()) {
+    if (oldestApproval === null || a.requestedAt < oldestApproval) oldestApproval = a.requestedAt;
+  }
+  return {
+    expectedLastSeq: prev.lastSeq,
+    meta,
+    entries,
+    firstIndex,
+    labelSet,
+    labelDel,
+    leafEvents,
+    approvalSet,
+    approvalDel,
+    termAdd,
+    termDel,
+    running: next.status === "running",
+    oldestApproval,
+  };
 }
 
 /** The raw Redis contents of one session, as the read script returns them. */
@@ -91,6 +134,8 @@ export interface RawSession {
   labels: Record<string, string>;
   /** Leaf event ids from `fromLeafEvent` on. */
   leafEvents: string[];
+  /** Pending approvals: tool call id → JSON (all of them). */
+  approvals: Record<string, string>;
 }
 
 const jsonOf = <S extends z.ZodType>(schema: S) =>
@@ -156,6 +201,12 @@ export function decodeSession(sessionId: string, raw: RawSession, base?: Project
   }
   const labels: Record<string, string> = {};
   for (const [target, label] of Object.entries(raw.labels)) define(labels, target, label);
+  const approvals = new Map<string, PendingApproval>();
+  for (const [id, text] of Object.entries(raw.approvals)) {
+    const approval = validate(jsonOf(PendingApproval), text);
+    if (!approval.ok) return { ok: false, error: `session ${sessionId}: approval ${id}: ${approval.error}` };
+    approvals.set(id, approval.value);
+  }
   const m: DecodedMeta = meta.value;
   const tree: SessionTree = {
     sessionId: m.sid,
@@ -179,8 +230,19 @@ export function decodeSession(sessionId: string, raw: RawSession, base?: Project
       model: m.model as ModelRef | null,
       thinkingLevel: m.thinking,
       activeToolNames: m.tools,
+      approvals: sameApprovals(base, approvals) ? (base as ProjectedSession).approvals : approvals,
     },
   };
+}
+
+/** Whether `base` has exactly these approvals (then its map is kept, so a write plans no change). */
+function sameApprovals(base: ProjectedSession | undefined, approvals: ReadonlyMap<string, PendingApproval>): boolean {
+  if (!base || base.approvals.size !== approvals.size) return false;
+  for (const [id, a] of approvals) {
+    const b = base.approvals.get(id);
+    if (!b || JSON.stringify(a) !== JSON.stringify(b)) return false;
+  }
+  return true;
 }
 
 function define<V>(record: Record<string, V>, key: string, value: V) {

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import { appliedKey, sessionKeys, sessionsIndexKey } from "./keys.js";
-import { APPLY_SCRIPT, RAISE_SCRIPT, READ_SCRIPT } from "./lua-scripts.js";
+import { appliedKey, indexKeys, type SessionKeys, sessionKeys, sessionsIndexKey } from "./keys.js";
+import { APPLY_SCRIPT, RAISE_SCRIPT, READ_SCRIPT, REMOVE_SCRIPT } from "./lua-scripts.js";
 import { decodeSession, type RawSession, type WritePlan } from "./session-codec.js";
 import type { ProjectedSession } from "./session-state.js";
 
@@ -30,7 +30,7 @@ export interface SessionRepo {
    */
   touchIndex(ns: string, sessions: ReadonlyArray<{ sessionId: string; updatedAt: number }>): Promise<void>;
   markApplied(ns: string, partition: number, seq: number): Promise<void>;
-  /** Removes a session's keys and its index entry (idempotent). */
+  /** Removes a session's keys and its entries in every index, atomically (idempotent). */
   remove(ns: string, sessionId: string): Promise<void>;
   applied(ns: string, partition: number): Promise<number>;
 }
@@ -45,7 +45,7 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
     const keys = sessionKeys(prefix, ns, sessionId);
     const reply = await READ_SCRIPT.run(
       redis,
-      [keys.meta, keys.entries, keys.labels, keys.leafEvents],
+      [keys.meta, keys.entries, keys.labels, keys.leafEvents, keys.approvals],
       [known ? known.tree.entries.length : 0, known ? known.tree.leafEventIds.length : 0, known ? known.lastSeq : -1],
     );
     if (reply === null) return { kind: "missing" };
@@ -82,8 +82,14 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
       for (const [t, l] of plan.labelSet) args.push(t, l);
       args.push(plan.labelDel.length, ...plan.labelDel);
       args.push(plan.leafEvents.length, ...plan.leafEvents);
+      args.push(plan.approvalSet.length);
+      for (const [id, json] of plan.approvalSet) args.push(id, json);
+      args.push(plan.approvalDel.length, ...plan.approvalDel);
+      args.push(plan.termAdd.length, ...plan.termAdd, plan.termDel.length, ...plan.termDel);
+      args.push(sessionId, plan.running ? "1" : "0", plan.oldestApproval === null ? "" : plan.oldestApproval);
+      const idx = indexKeys(prefix, ns);
       const result = Number(
-        await APPLY_SCRIPT.run(redis, [keys.meta, keys.entries, keys.pos, keys.labels, keys.leafEvents], args),
+        await APPLY_SCRIPT.run(redis, [...ownKeys(keys), idx.running, idx.approvals, idx.search], args),
       );
       return result === -1 ? { applied: true } : { applied: false, storedLastSeq: result };
     },
@@ -95,9 +101,12 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
     },
     async remove(ns, sessionId) {
       const keys = sessionKeys(prefix, ns, sessionId);
-      // One slot (the `{sessionId}` hash tag), so one DEL removes them all at once.
-      await redis.del(keys.meta, keys.entries, keys.pos, keys.labels, keys.leafEvents);
-      await redis.zrem(sessionsIndexKey(prefix, ns), sessionId);
+      const idx = indexKeys(prefix, ns);
+      await REMOVE_SCRIPT.run(
+        redis,
+        [...ownKeys(keys), sessionsIndexKey(prefix, ns), idx.running, idx.approvals, idx.search],
+        [sessionId],
+      );
     },
     async markApplied(ns, partition, seq) {
       await RAISE_SCRIPT.run(redis, [appliedKey(prefix, ns)], [String(partition), seq]);
@@ -108,13 +117,24 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
   };
 }
 
+/** A session's own keys in the order the apply and remove scripts take them. */
+const ownKeys = (k: SessionKeys) => [k.meta, k.entries, k.pos, k.labels, k.leafEvents, k.approvals, k.terms];
+
 function parseReadReply(reply: unknown): RawRead | null {
-  if (!Array.isArray(reply) || reply.length !== 6) return null;
-  const [meta, entries, labels, leafEvents, entryCount, leafEventCount] = reply as unknown[];
+  if (!Array.isArray(reply) || reply.length !== 7) return null;
+  const [meta, entries, labels, leafEvents, entryCount, leafEventCount, approvals] = reply as unknown[];
   const strings = (x: unknown): x is string[] => Array.isArray(x) && x.every((s) => typeof s === "string");
   if (!strings(meta) || !strings(entries) || !strings(labels) || !strings(leafEvents)) return null;
-  if (typeof entryCount !== "number" || typeof leafEventCount !== "number") return null;
-  return { meta: pairsToRecord(meta), entries, labels: pairsToRecord(labels), leafEvents, entryCount, leafEventCount };
+  if (typeof entryCount !== "number" || typeof leafEventCount !== "number" || !strings(approvals)) return null;
+  return {
+    meta: pairsToRecord(meta),
+    entries,
+    labels: pairsToRecord(labels),
+    leafEvents,
+    entryCount,
+    leafEventCount,
+    approvals: pairsToRecord(approvals),
+  };
 }
 
 export function pairsToRecord(pairs: readonly string[]): Record<string, string> {

@@ -24,6 +24,7 @@ function rawOf(s: ProjectedSession) {
     entries: s.tree.entries.map((e) => JSON.stringify(e)),
     labels: { ...s.tree.labels },
     leafEvents: [...s.tree.leafEventIds],
+    approvals: Object.fromEntries([...s.approvals].map(([id, a]) => [id, JSON.stringify(a)])),
   };
 }
 
@@ -152,6 +153,41 @@ describe("session codec", () => {
     expect(plan.meta.find(([f]) => f === "lastSeq")).toEqual(["lastSeq", String(b.lastSeq)]);
     const first = planWrite(emptyProjectedSession("s-1"), a);
     expect(first.meta.map(([f]) => f).sort()).toEqual(Object.keys(encodeMeta(a)).sort());
+  });
+
+  it("keeps pending approvals and plans the index entries of change 44", () => {
+    const start = events.findIndex((e) => e.type === "agent_start");
+    const running = projectEvents(emptyProjectedSession("s-1"), stream(events.slice(0, start + 1)));
+    const meta = (n: number) => ({ v: 1 as const, id: `ap-${n}`, sessionId: "s-1", ts: 5_000 + n, producer: "t" });
+    const asked = projectEvents(running, [
+      {
+        seq: running.lastSeq + 1,
+        event: {
+          type: "tool_approval_requested",
+          toolCallId: "c1",
+          toolName: "bash",
+          args: { cmd: "ls" },
+          meta: meta(1),
+        },
+      },
+      {
+        seq: running.lastSeq + 2,
+        event: { type: "tool_approval_requested", toolCallId: "c2", toolName: "bash", args: {}, meta: meta(2) },
+      },
+    ] as StreamEvent[]);
+    expect([...asked.approvals.keys()]).toEqual(["c1", "c2"]);
+    const plan = planWrite(running, asked);
+    expect(plan.approvalSet.map(([id]) => id)).toEqual(["c1", "c2"]);
+    expect(plan).toMatchObject({ running: true, oldestApproval: 5_001, termAdd: [], termDel: [] });
+    expect(decodeSession("s-1", rawOf(asked))).toEqual({ ok: true, session: asked });
+    const decided = projectEvents(asked, [
+      {
+        seq: asked.lastSeq + 1,
+        event: { type: "tool_approval_resolved", toolCallId: "c1", approved: true, meta: meta(3) },
+      },
+    ] as StreamEvent[]);
+    expect(planWrite(asked, decided)).toMatchObject({ approvalSet: [], approvalDel: ["c1"], oldestApproval: 5_002 });
+    expect(planWrite(emptyProjectedSession("s-1"), running).termAdd.length).toBeGreaterThan(0);
   });
 
   it("reports corrupt values instead of guessing", () => {

@@ -5,8 +5,10 @@ import {
   contextDefaults,
   emptySessionTree,
   type FleetEvent,
+  foldPendingApprovals,
   foldSessionTreeEvents,
   type ModelRef,
+  type PendingApprovals,
   type SessionEntry,
   type SessionTree,
   type ThinkingLevel,
@@ -34,7 +36,11 @@ export interface ProjectedSession {
   model: ModelRef | null;
   thinkingLevel: ThinkingLevel;
   activeToolNames: string[] | null;
+  /** Pending tool approvals by tool call id: `foldPendingApprovals` of the session's events. */
+  approvals: PendingApprovals;
 }
+
+const NO_APPROVALS: PendingApprovals = new Map();
 
 /** One message of `FLEET_EVENTS` for a session; `event: null` when it could not be decoded. */
 export interface StreamEvent {
@@ -53,6 +59,7 @@ export function emptyProjectedSession(sessionId: string): ProjectedSession {
     model: null,
     thinkingLevel: "off",
     activeToolNames: null,
+    approvals: NO_APPROVALS,
   };
 }
 
@@ -65,10 +72,11 @@ export function projectEvents(state: ProjectedSession, events: readonly StreamEv
   const fresh = events.filter((e) => e.seq > state.lastSeq);
   if (fresh.length === 0) return state;
   const decoded: FleetEvent[] = [];
-  let { createdAt, updatedAt, status } = state;
-  for (const { event } of fresh) {
+  let { createdAt, updatedAt, status, approvals } = state;
+  for (const { seq, event } of fresh) {
     if (!event) continue;
     decoded.push(event);
+    approvals = foldPendingApprovals(approvals, seq, event);
     if (createdAt === 0) createdAt = event.meta.ts;
     updatedAt = event.meta.ts;
     if (event.type === "agent_start") status = "running";
@@ -86,6 +94,7 @@ export function projectEvents(state: ProjectedSession, events: readonly StreamEv
     model: settings.model,
     thinkingLevel: settings.thinkingLevel,
     activeToolNames: settings.activeToolNames,
+    approvals,
   };
 }
 

@@ -88,6 +88,8 @@ describe("keys and cursors", () => {
       "fleet:store:n1:{s-1}:pos",
       "fleet:store:n1:{s-1}:labels",
       "fleet:store:n1:{s-1}:leafev",
+      "fleet:store:n1:{s-1}:approvals",
+      "fleet:store:n1:{s-1}:terms",
     ]);
   });
 

@@ -16,6 +16,7 @@ import {
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
+import { upgradeIndexes } from "./index-upgrade.js";
 import { createStoreMetrics } from "./metrics.js";
 import { createNamespaceControl } from "./namespace.js";
 import { type PartitionWorker, startPartitionWorker } from "./partition-worker.js";
@@ -108,22 +109,26 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       logger.warn({ evt: "store_invalid_event", seq: record.seq, subject: record.subject, error }, "invalid event"),
   });
 
+  const replayDeps = {
+    js,
+    jsm,
+    redis,
+    prefix: opts.prefix,
+    partitions: topology.partitions,
+    logger,
+    cacheEntries: opts.cacheEntries,
+  };
   const healer = startSelfHealer({
-    deps: {
-      js,
-      jsm,
-      redis,
-      prefix: opts.prefix,
-      partitions: topology.partitions,
-      logger,
-      cacheEntries: opts.cacheEntries,
-    },
+    deps: replayDeps,
     namespaces,
     logger,
   });
 
   // A fresh store (or an empty stream) is ready in milliseconds; a long rebuild goes on after start-up.
   await Promise.race([healer.firstCheck, delay(5_000)]);
+  // A namespace from before the session indexes is rebuilt with them while queries read it as it is
+  // (in the background; a stop meanwhile leaves it to the rebuild lock's expiry and the next start).
+  void healer.firstCheck.then(() => upgradeIndexes(replayDeps, namespaces, logger));
 
   const workers = new Map<number, PartitionWorker>();
   const slots = createSlots(opts.concurrentBatches ?? 2);

@@ -1,10 +1,11 @@
 import { isSessionId, partitionOf, subjects } from "@fleet/protocol";
 import type { Redis } from "ioredis";
-import { namespaceBase, sessionKeys, sessionsIndexKey } from "./keys.js";
+import { indexKeys, namespaceBase, sessionKeys, sessionsIndexKey } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
 import { createNamespaceControl, newNamespaceId } from "./namespace.js";
 import { buildNamespace, deleteNamespace, type ReplayDeps } from "./rebuild.js";
 import { streamGapReader } from "./replay.js";
+import { sessionOfMember } from "./search-terms.js";
 import { pairsToRecord } from "./session-repo.js";
 
 /** Every stored value of one session, as raw strings: what verify compares. */
@@ -15,6 +16,11 @@ export interface SessionSnapshot {
   labels: Record<string, string>;
   leafEvents: string[];
   indexScore: string | null;
+  approvals: Record<string, string>;
+  /** The session's `terms` set, sorted. */
+  terms: string[];
+  /** Its entries in the indexes of change 44: `running` and `approvals` scores, `search` (its terms there). */
+  indexes: Record<string, string>;
 }
 
 const SNAPSHOT_SCRIPT = luaScript(`
@@ -23,7 +29,9 @@ return {
   redis.call('LRANGE', KEYS[2], 0, -1),
   redis.call('HGETALL', KEYS[3]),
   redis.call('HGETALL', KEYS[4]),
-  redis.call('LRANGE', KEYS[5], 0, -1)
+  redis.call('LRANGE', KEYS[5], 0, -1),
+  redis.call('HGETALL', KEYS[6]),
+  redis.call('SMEMBERS', KEYS[7])
 }
 `);
 
@@ -36,12 +44,14 @@ export async function snapshotSession(
   const k = sessionKeys(prefix, ns, sessionId);
   const reply = (await SNAPSHOT_SCRIPT.run(
     redis,
-    [k.meta, k.entries, k.pos, k.labels, k.leafEvents],
+    [k.meta, k.entries, k.pos, k.labels, k.leafEvents, k.approvals, k.terms],
     [],
   )) as string[][];
   const indexScore = await redis.zscore(sessionsIndexKey(prefix, ns), sessionId);
-  const [meta, entries, pos, labels, leafEvents] = reply;
-  if ((meta ?? []).length === 0 && (entries ?? []).length === 0 && indexScore === null) return null;
+  const [meta, entries, pos, labels, leafEvents, approvals, terms] = reply;
+  const indexes = await indexEntriesOf(redis, prefix, ns, sessionId, terms ?? []);
+  const empty = (x: unknown[] | undefined) => (x ?? []).length === 0;
+  if (empty(meta) && empty(entries) && indexScore === null && Object.keys(indexes).length === 0) return null;
   return {
     meta: pairsToRecord(meta ?? []),
     entries: entries ?? [],
@@ -49,7 +59,55 @@ export async function snapshotSession(
     labels: pairsToRecord(labels ?? []),
     leafEvents: leafEvents ?? [],
     indexScore,
+    approvals: pairsToRecord(approvals ?? []),
+    terms: [...(terms ?? [])].sort(),
+    indexes,
   };
+}
+
+async function indexEntriesOf(
+  redis: Redis,
+  prefix: string,
+  ns: string,
+  sessionId: string,
+  terms: readonly string[],
+): Promise<Record<string, string>> {
+  const keys = indexKeys(prefix, ns);
+  const out: Record<string, string> = {};
+  const running = await redis.zscore(keys.running, sessionId);
+  const approvals = await redis.zscore(keys.approvals, sessionId);
+  if (running !== null) out.running = running;
+  if (approvals !== null) out.approvals = approvals;
+  if (terms.length > 0) {
+    const scores = await redis.zmscore(keys.search, ...terms);
+    out.search = JSON.stringify(terms.filter((_, i) => scores[i] !== null).sort());
+  }
+  return out;
+}
+
+/**
+ * Index entries of a namespace whose session does not hold them: a search member missing from its
+ * session's `terms`, a running or approvals entry of a session without keys. One line each.
+ */
+export async function orphanIndexEntries(redis: Redis, prefix: string, ns: string): Promise<string[]> {
+  const keys = indexKeys(prefix, ns);
+  const out: string[] = [];
+  for (const member of await redis.zrange(keys.search, 0, -1)) {
+    const sid = sessionOfMember(member);
+    if (sid === null || (await redis.sismember(sessionKeys(prefix, ns, sid).terms, member)) === 0) {
+      out.push(`search index: ${show(member)} is not a term of ${sid ?? "any session"}`);
+    }
+  }
+  for (const [what, key] of [
+    ["running", keys.running],
+    ["approvals", keys.approvals],
+  ] as const) {
+    for (const sid of await redis.zrange(key, 0, -1)) {
+      if ((await redis.exists(sessionKeys(prefix, ns, sid).meta)) === 0)
+        out.push(`${what} index: ${sid} has no session`);
+    }
+  }
+  return out;
 }
 
 /** Session ids present in a namespace: from its meta keys and from its index. */
@@ -109,6 +167,9 @@ export function diffSnapshots(
   record("pos", live.pos, rebuilt.pos);
   record("labels", live.labels, rebuilt.labels);
   list("leafEvents", live.leafEvents, rebuilt.leafEvents);
+  record("approvals", live.approvals, rebuilt.approvals);
+  list("terms", live.terms, rebuilt.terms);
+  record("indexes", live.indexes, rebuilt.indexes);
   if (live.indexScore !== rebuilt.indexScore) {
     out.push(`${sessionId}: index score: live ${show(live.indexScore)} != rebuilt ${show(rebuilt.indexScore)}`);
   }
@@ -140,6 +201,7 @@ export async function verify(deps: ReplayDeps, opts: { waitMs?: number } = {}): 
     const liveNs = active?.ns;
     const ids = await sessionIdsOf(deps.redis, deps.prefix, scratchNs);
     if (liveNs) for (const id of await sessionIdsOf(deps.redis, deps.prefix, liveNs)) ids.add(id);
+
     // One waiting budget for the whole run: a live projection that is behind catches up once.
     const deadline = Date.now() + (opts.waitMs ?? 10_000);
     for (const sessionId of [...ids].sort()) {
@@ -165,6 +227,7 @@ export async function verify(deps: ReplayDeps, opts: { waitMs?: number } = {}): 
       }
       differences.push(...diffSnapshots(sessionId, live, rebuilt));
     }
+    if (liveNs) differences.push(...(await orphanIndexEntries(deps.redis, deps.prefix, liveNs)));
     return { liveNs: liveNs ?? null, scratchNs, lastSeq: built.lastSeq, sessions: ids.size, differences };
   } finally {
     await deleteNamespace(deps.redis, deps.prefix, scratchNs);

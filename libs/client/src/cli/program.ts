@@ -12,7 +12,15 @@ import {
 import { chatCommand } from "./commands/chat.js";
 import { doctorCommand } from "./commands/doctor.js";
 import { type LifecycleCommandOptions, lifecycleCommand } from "./commands/lifecycle-commands.js";
-import { exportCommand, replayCommand, sessionsCommand, treeCommand, watchCommand } from "./commands/read-commands.js";
+import {
+  approvalsCommand,
+  exportCommand,
+  replayCommand,
+  type SessionsOptions,
+  sessionsCommand,
+  treeCommand,
+  watchCommand,
+} from "./commands/read-commands.js";
 import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
 import { upCommand } from "./commands/up.js";
 import type { CliContext } from "./connect.js";
@@ -177,8 +185,18 @@ export function buildProgram(
     .command("sessions")
     .description("list sessions (from the session store)")
     .option("-n, --limit <n>", "at most n sessions", positiveInt)
+    .option("--running", "only sessions with an open run")
+    .option("-q, --search <text>", "only sessions whose id or name (each from any word) or a label starts with text")
+    .option("--cursor <cursor>", "the page after the one that printed this cursor")
     .option("--json", "print JSON")
-    .action(async (opts: { limit?: number; json?: boolean }) => setExit(await sessionsCommand(io(), opts)));
+    .action(async (opts: SessionsOptions) => setExit(await sessionsCommand(io(), opts)));
+
+  program
+    .command("approvals")
+    .description("pending tool approvals, oldest first (decide with approve_tool_call / deny_tool_call)")
+    .option("-s, --session <sessionId>", "only this session's", sessionId)
+    .option("--json", "print JSON")
+    .action(async (opts: { session?: string; json?: boolean }) => setExit(await approvalsCommand(io(), opts)));
 
   const budget = program
     .command("budget")

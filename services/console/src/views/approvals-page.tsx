@@ -1,4 +1,6 @@
-// Pending tool approvals across sessions, refreshed; approve or deny each.
+// Pending tool approvals across sessions, refreshed every second; approve or deny each. The gateway
+// answers from the store's approvals index (PROTOCOL change 44): a refresh costs in proportion to the
+// approvals pending, not to the sessions in the store.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { linkTo } from "../router.js";

@@ -1,5 +1,6 @@
-// All sessions, paged by the store's cursor: live status, model, last activity, name; search by name
-// or id across all sessions (the gateway's `q`), paged the same way.
+// All sessions, paged by the store's cursor: live status, model, last activity, name; search by id,
+// name or label prefix across all sessions (the gateway's `q`, the store's search index), paged the
+// same way. Each refresh reads one page and the pending approvals (an index), never every session.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { linkTo, navigate } from "../router.js";
@@ -82,7 +83,7 @@ export function SessionsPage() {
       <div class="toolbar">
         <input
           data-testid="search"
-          placeholder="search by name or id"
+          placeholder="search by name, label or id"
           value={search}
           onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
         />

@@ -1,12 +1,11 @@
 // `GET /v1/approvals`: tool calls waiting for a person's decision (decided through the commands route).
+import { PendingApproval } from "@fleet/protocol";
 import { z } from "zod";
 import { ApprovalsQuery } from "../api-schemas.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
-import { PendingApproval } from "../pending-approvals.js";
 import type { RouteContext } from "./route-context.js";
 
 const Approvals = z.object({ approvals: z.array(PendingApproval) });
-const PAGE = 1000;
 
 export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
   return [
@@ -16,7 +15,7 @@ export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
       operationId: "listApprovals",
       summary: "Pending tool approvals, oldest first",
       description:
-        "Tool calls with a `tool_approval_requested` event and no decision yet, in running sessions (or in `sessionId`). Decide with the commands route: `approve_tool_call` or `deny_tool_call`.",
+        "Tool calls with a `tool_approval_requested` event and no decision yet (or those of `sessionId`), from the session store's approvals index: the cost follows the number of pending approvals, not of sessions. Decide with the commands route: `approve_tool_call` or `deny_tool_call`.",
       tag: "approvals",
       access: "read",
       usesNats: true,
@@ -24,18 +23,10 @@ export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: { 200: { description: "The pending approvals", schema: Approvals } },
       async handler({ query, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
-        let sessionIds: string[];
-        if (query.sessionId !== undefined) sessionIds = [query.sessionId];
-        else {
-          sessionIds = [];
-          let cursor: string | undefined;
-          do {
-            const page = await link.client.listSessions({ limit: PAGE, ...(cursor ? { cursor } : {}) });
-            for (const s of page.sessions) if (s.status === "running") sessionIds.push(s.sessionId);
-            cursor = page.cursor;
-          } while (cursor);
-        }
-        return { status: 200, json: { approvals: await link.approvals.pending(sessionIds) } };
+        const found = await link.client.listApprovals(
+          query.sessionId !== undefined ? { sessionId: query.sessionId } : {},
+        );
+        return { status: 200, json: { approvals: found.approvals } };
       },
     }),
   ];

@@ -11,16 +11,10 @@ import {
 } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
-import { searchSessions } from "../session-search.js";
 import { SessionState, sessionStateOf } from "../session-state.js";
 import { lifecycleOutcome, requesterOf } from "./lifecycle.js";
 import type { RouteContext } from "./route-context.js";
 import { sessionCreation } from "./session-creation.js";
-
-/** Matches per search page unless `limit` says otherwise (the store's own default page). */
-const SEARCH_LIMIT = 50;
-/** Sessions one search request reads at most before it answers with what it found and a cursor. */
-const SEARCH_MAX_SCANNED = 10_000;
 
 export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
   return [
@@ -28,7 +22,8 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       method: "GET",
       url: "/v1/sessions",
       operationId: "listSessions",
-      summary: "List sessions with status, seq and name, paged (from the session store); `q` searches names and ids",
+      summary:
+        "List sessions with status, seq and name, paged (from the session store); `q` searches ids, names and labels by prefix, `status=running` lists open runs",
       tag: "sessions",
       access: "read",
       usesNats: true,
@@ -37,18 +32,22 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       async handler({ query, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
         const q = query.q?.trim();
-        if (q) {
-          const page = await searchSessions((opts) => link.client.listSessions(opts), q, {
-            limit: query.limit ?? SEARCH_LIMIT,
-            cursor: query.cursor,
-            maxScanned: SEARCH_MAX_SCANNED,
-          });
-          return { status: 200, json: page };
-        }
-        const page = await link.client.listSessions({
+        const paging = {
           ...(query.limit !== undefined ? { limit: query.limit } : {}),
           ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-        });
+        };
+        if (q && query.status !== undefined) {
+          return apiError(400, "invalid", "q and status cannot be combined: search, or list the running sessions");
+        }
+        if (q) {
+          const { sessions, cursor } = await link.client.searchSessions(q, paging);
+          return { status: 200, json: cursor === undefined ? { sessions } : { sessions, cursor } };
+        }
+        if (query.status === "running") {
+          const { sessions, cursor } = await link.client.listRunning(paging);
+          return { status: 200, json: cursor === undefined ? { sessions } : { sessions, cursor } };
+        }
+        const page = await link.client.listSessions(paging);
         return { status: 200, json: page };
       },
     }),

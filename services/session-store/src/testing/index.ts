@@ -6,6 +6,7 @@ export { ackReplyOf, pendingOf, prevSeqOf, streamSeqOf, toEventRecord } from "..
 export { createNamespaceControl, newNamespaceId } from "../namespace.js";
 export { startPartitionWorker } from "../partition-worker.js";
 export { createProjector, type EventRecord, type Projector } from "../projector.js";
+export { handleQuery, type QueryContext } from "../queries.js";
 export { streamGapReader } from "../replay.js";
 export { createSessionCache } from "../session-cache.js";
 export { createSessionRepo } from "../session-repo.js";

@@ -170,9 +170,29 @@ export async function treeCommand(io: CliIo, sessionId: string, opts: { json?: b
   });
 }
 
-export async function sessionsCommand(io: CliIo, opts: { limit?: number; json?: boolean }): Promise<number> {
+export interface SessionsOptions {
+  limit?: number;
+  json?: boolean;
+  /** Only the sessions with an open run (the store's `list_running`). */
+  running?: boolean;
+  /** Only the sessions whose id or name (each from any word) or a label starts with this (`search_sessions`). */
+  search?: string;
+  cursor?: string;
+}
+
+export async function sessionsCommand(io: CliIo, opts: SessionsOptions): Promise<number> {
   return withClient(io, async (client) => {
-    const reply = await client.listSessions(opts.limit !== undefined ? { limit: opts.limit } : {});
+    if (opts.running && opts.search !== undefined) throw new CliError("--running and --search cannot be combined");
+    const paging = {
+      ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+      ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+    };
+    const reply =
+      opts.search !== undefined
+        ? await client.searchSessions(opts.search, paging)
+        : opts.running
+          ? await client.listRunning(paging)
+          : await client.listSessions(paging);
     // A deployment from before KV fleet_budgets lists its sessions without spend.
     const budget = await client.tenantBudget().catch(() => ({
       day: "",
@@ -210,6 +230,32 @@ export async function sessionsCommand(io: CliIo, opts: { limit?: number; json?: 
     }
     if (tenantSpent) io.stdout.write(`${style.dim(tenantLine)}\n`);
     if (reply.cursor) io.stdout.write(`${style.dim(`more: --cursor ${reply.cursor}`)}\n`);
+    return 0;
+  });
+}
+
+/** Pending tool approvals, oldest first (the store's `list_approvals`): every session's or one's. */
+export async function approvalsCommand(io: CliIo, opts: { session?: string; json?: boolean }): Promise<number> {
+  return withClient(io, async (client) => {
+    const { approvals } = await client.listApprovals(opts.session !== undefined ? { sessionId: opts.session } : {});
+    if (opts.json) {
+      io.stdout.write(`${JSON.stringify({ approvals })}\n`);
+      return 0;
+    }
+    if (approvals.length === 0) {
+      io.stdout.write("no pending approvals\n");
+      return 0;
+    }
+    const style = outStyle(io);
+    const width = Math.max(10, ...approvals.map((a) => a.sessionId.length));
+    io.stdout.write(`${style.dim(`${"SESSION".padEnd(width)}  REQUESTED            TOOL  CALL  ARGS`)}\n`);
+    for (const a of approvals) {
+      const at = new Date(a.requestedAt).toISOString().replace("T", " ").slice(0, 19);
+      const args = JSON.stringify(a.args) ?? "";
+      io.stdout.write(
+        `${a.sessionId.padEnd(width)}  ${at}  ${a.toolName}  ${a.toolCallId}  ${args.length > 80 ? `${args.slice(0, 80)}…` : args}\n`,
+      );
+    }
     return 0;
   });
 }

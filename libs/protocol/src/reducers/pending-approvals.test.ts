@@ -1,5 +1,5 @@
-import type { FleetEvent } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
+import type { FleetEvent } from "../events.js";
 import { foldPendingApprovals, type PendingApprovals } from "./pending-approvals.js";
 
 const meta = (ts: number) => ({ v: 1 as const, id: `e${ts}`, sessionId: "s-1", ts, producer: "test" });
@@ -14,7 +14,7 @@ const requested = (toolCallId: string, ts: number): FleetEvent => ({
 const fold = (events: FleetEvent[]) =>
   events.reduce<PendingApprovals>((state, e, i) => foldPendingApprovals(state, i + 1, e), new Map());
 
-describe("gateway / pending approvals", () => {
+describe("protocol / pending approvals", () => {
   it("adds requests and removes resolved or ended calls", () => {
     const state = fold([
       requested("t1", 10),

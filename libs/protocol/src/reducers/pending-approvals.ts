@@ -1,6 +1,8 @@
-// Pending tool approvals of one session as a fold of its events (pure).
-import type { FleetEvent } from "@fleet/protocol";
+// Pending tool approvals of one session as a fold of its events (pure): the gateway's `GET /v1/approvals`
+// and the session store's approvals index (PROTOCOL change 44) answer with this fold.
+
 import { z } from "zod";
+import type { FleetEvent } from "../events.js";
 
 export const PendingApproval = z.object({
   sessionId: z.string(),
@@ -16,6 +18,14 @@ export type PendingApproval = z.infer<typeof PendingApproval>;
 
 /** Requested and not yet resolved, ended or abandoned with the run: keyed by tool call id. */
 export type PendingApprovals = ReadonlyMap<string, PendingApproval>;
+
+/** The event types `foldPendingApprovals` looks at (every other type leaves the map unchanged). */
+export const PENDING_APPROVAL_EVENT_TYPES = [
+  "tool_approval_requested",
+  "tool_approval_resolved",
+  "tool_execution_end",
+  "agent_end",
+] as const;
 
 /**
  * Applies one event. A request adds; `tool_approval_resolved` and `tool_execution_end` of the call

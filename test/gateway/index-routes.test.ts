@@ -1,0 +1,102 @@
+// The store's indexes (PROTOCOL change 44) through every client: HTTP (`GET /v1/approvals`,
+// `GET /v1/sessions?status=running`, `?q=`, each answer checked against GET /openapi.json), the SDK
+// (`listApprovals`, `listRunning`, `searchSessions`) and the CLI (`fleet approvals`,
+// `fleet sessions --running`, `fleet sessions -q`), against the real stack.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fakeReply, fakeToolUse } from "@fleet/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openApiChecker } from "./openapi-check.js";
+import { call, fleetCliOf, type GatewayStack, startGatewayStack, waitIdle } from "./support.js";
+
+let stack: GatewayStack;
+let checker: ReturnType<typeof openApiChecker>;
+let dir: string;
+
+beforeAll(async () => {
+  stack = await startGatewayStack({ approvalTools: ["write"] });
+  checker = openApiChecker((await call(stack.gateway.url, "GET", "/openapi.json")).body);
+  dir = mkdtempSync(join(tmpdir(), "fleet-index-cli-"));
+}, 60_000);
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function api(method: string, path: string, body?: unknown) {
+  const answer = await call(stack.gateway.url, method, path, body === undefined ? {} : { body });
+  checker.check(method, path, answer.status, answer.headers.get("content-type"), answer.body);
+  return answer;
+}
+
+const fleet = (args: string[]) => fleetCliOf(stack, dir)(args);
+
+const ids = (body: { sessions: Array<{ sessionId: string }> }) => body.sessions.map((s) => s.sessionId).sort();
+
+describe("gateway, SDK and CLI / store indexes", () => {
+  it("list open runs, pending approvals and search by id, name and label; each client the same", async () => {
+    stack.fake.script(
+      fakeReply([fakeToolUse("write", { path: "idx.txt", content: "x\n" }, { id: "toolu_index_1" })]),
+      fakeReply("Written."),
+    );
+    for (const [sessionId, name] of [
+      ["s-idx-waiting", "Quarterly numbers"],
+      ["s-idx-quiet", "Release checklist"],
+    ] as const) {
+      expect((await api("POST", "/v1/sessions", { sessionId })).status).toBe(201);
+      await api("POST", `/v1/sessions/${sessionId}/commands`, { type: "set_name", name });
+    }
+    await api("POST", "/v1/sessions/s-idx-waiting/commands", { type: "prompt", text: "write it" });
+    await expect
+      .poll(async () => (await api("GET", "/v1/approvals")).body.approvals.length, { timeout: 15_000 })
+      .toBe(1);
+
+    // HTTP.
+    const approvals = (await api("GET", "/v1/approvals")).body.approvals;
+    expect(approvals[0]).toMatchObject({ sessionId: "s-idx-waiting", toolCallId: "toolu_index_1", toolName: "write" });
+    expect((await api("GET", "/v1/approvals?sessionId=s-idx-quiet")).body.approvals).toEqual([]);
+    expect(ids((await api("GET", "/v1/sessions?status=running")).body)).toEqual(["s-idx-waiting"]);
+    expect(ids((await api("GET", "/v1/sessions?q=quarterly")).body)).toEqual(["s-idx-waiting"]);
+    expect(ids((await api("GET", "/v1/sessions?q=CHECK")).body)).toEqual(["s-idx-quiet"]);
+    expect(ids((await api("GET", "/v1/sessions?q=s-idx-")).body)).toEqual(["s-idx-quiet", "s-idx-waiting"]);
+    expect(ids((await api("GET", "/v1/sessions?q=idx-q")).body)).toEqual(["s-idx-quiet"]);
+    expect((await api("GET", "/v1/sessions?q=x&status=running")).status).toBe(400);
+    const paged = await api("GET", "/v1/sessions?q=s-idx-&limit=1");
+    expect(paged.body.sessions).toHaveLength(1);
+    const next = await api("GET", `/v1/sessions?q=s-idx-&limit=1&cursor=${encodeURIComponent(paged.body.cursor)}`);
+    expect([...ids(paged.body), ...ids(next.body)].sort()).toEqual(["s-idx-quiet", "s-idx-waiting"]);
+
+    // SDK.
+    expect((await stack.client.listApprovals()).approvals).toEqual(approvals);
+    expect((await stack.client.listRunning()).sessions.map((s) => s.sessionId)).toEqual(["s-idx-waiting"]);
+    expect((await stack.client.searchSessions("release")).sessions.map((s) => s.sessionId)).toEqual(["s-idx-quiet"]);
+
+    // CLI.
+    const listed = await fleet(["approvals", "--json"]);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).approvals).toEqual(approvals);
+    const table = await fleet(["approvals"]);
+    expect(table.stdout).toMatch(/s-idx-waiting .* write {2}toolu_index_1 {2}\{"path":"idx.txt"/);
+    const running = await fleet(["sessions", "--running", "--json"]);
+    expect(JSON.parse(running.stdout).sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual([
+      "s-idx-waiting",
+    ]);
+    const found = await fleet(["sessions", "-q", "quarterly"]);
+    expect([found.code, found.stdout]).toEqual([0, expect.stringContaining("Quarterly numbers")]);
+    expect(found.stdout).not.toContain("s-idx-quiet");
+    const both = await fleet(["sessions", "--running", "-q", "x"]);
+    expect([both.code, both.stderr]).toEqual([1, expect.stringContaining("cannot be combined")]);
+
+    // Decided and ended: every index lets the session go.
+    await api("POST", "/v1/sessions/s-idx-waiting/commands", {
+      type: "approve_tool_call",
+      toolCallId: "toolu_index_1",
+    });
+    await waitIdle(stack.client, "s-idx-waiting", 4);
+    await expect.poll(async () => (await api("GET", "/v1/approvals")).body.approvals, { timeout: 10_000 }).toEqual([]);
+    await expect
+      .poll(async () => ids((await api("GET", "/v1/sessions?status=running")).body), { timeout: 10_000 })
+      .toEqual([]);
+  });
+});
