@@ -55,6 +55,8 @@ export async function startTestWorker(opts: {
   hookRecheckMs?: number;
   pluginHooks?: import("@fleet/loop").EngineHooks[];
   lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
+  /** `FLEET_SNAPSHOT_EVERY` (default the loop's). */
+  snapshotEvery?: number;
   /** Default: silent unless LOG_LEVEL says otherwise. */
   logger?: import("@fleet/runtime").Logger;
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
@@ -86,6 +88,7 @@ export async function startTestWorker(opts: {
     registry: new Registry(),
     newId: () => newId(),
     ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
+    ...(opts.snapshotEvery !== undefined ? { snapshotEvery: opts.snapshotEvery } : {}),
   });
   return { worker, nc };
 }

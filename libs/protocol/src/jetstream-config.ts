@@ -120,6 +120,11 @@ export const KV_BUCKETS = {
   webhooks: { name: "fleet_webhooks", history: 1, ttlMs: 0 },
   /** Tenant budget: `limits`, and each session's spend per UTC day (`BUDGET_KEYS`). */
   budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
+  /**
+   * The loop's snapshots of session folds (change 42): `<sessionId>` → header line and the body's
+   * first part, `<sessionId>.<k>` → part k. Derived data: losing any of it costs a full load only.
+   */
+  snapshots: { name: "fleet_snapshots", history: 1, ttlMs: 0 },
 } as const;
 
 export const OBJECT_STORES = {

@@ -58,6 +58,7 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   });
   const tools = await kvm.create(KV_BUCKETS.tools.name, { history: KV_BUCKETS.tools.history, ...replicas });
   const budgets = await kvm.create(KV_BUCKETS.budgets.name, { history: KV_BUCKETS.budgets.history, ...replicas });
+  await kvm.create(KV_BUCKETS.snapshots.name, { history: KV_BUCKETS.snapshots.history, ...replicas });
   const objm = new Objm(nc);
   // nats.js deletes `replicas` and `ttl` from the options it is given: each call gets its own copy.
   await objm.create(OBJECT_STORES.blobs.name, { ...replicas });
