@@ -8,6 +8,7 @@ import {
   type EncodedSnapshot,
   readSnapshotHead,
   type SessionSnapshot,
+  type SnapshotHeader,
   type SnapshotRejection,
 } from "./snapshot-envelope.js";
 
@@ -16,11 +17,20 @@ export type SnapshotRead =
   | { kind: "found"; snapshot: SessionSnapshot; bytes: number }
   | { kind: "rejected"; reason: SnapshotRejection; error: string };
 
+/** The header of a stored snapshot, read before its body (which a load fetches beside the log's tail). */
+export type SnapshotHeadRead =
+  | { kind: "none" }
+  | { kind: "head"; header: SnapshotHeader; first: Uint8Array }
+  | { kind: "rejected"; reason: SnapshotRejection; error: string };
+
 export interface SnapshotStore {
   /** Body bytes per part (each part is one KV value). */
   readonly partBytes: number;
   /** The session's snapshot, checked and decoded. Rejects only when the bucket cannot be read. */
   read(sessionId: string): Promise<SnapshotRead>;
+  /** `read` in two steps: the header (one get), then the other parts, checked and decoded. */
+  readHead(sessionId: string): Promise<SnapshotHeadRead>;
+  readBody(head: { header: SnapshotHeader; first: Uint8Array }): Promise<SnapshotRead>;
   /**
    * Stores `encoded` for its session: the parts after the first, then the key `<sessionId>`. Parts
    * past the new count (a body that shrank) stay until the snapshot is removed; no read uses them.
@@ -51,21 +61,31 @@ export function createSnapshotStore(
     const entry = await kv.get(key);
     return entry && entry.operation === "PUT" ? entry.value : undefined;
   };
+  const readHead = async (sessionId: string): Promise<SnapshotHeadRead> => {
+    const head = await value(sessionId);
+    if (!head) return { kind: "none" };
+    const read = readSnapshotHead(head, sessionId);
+    if (!read.ok) return { kind: "rejected", reason: read.reason, error: read.error };
+    return { kind: "head", header: read.header, first: read.first };
+  };
+  const readBody = async ({ header, first }: { header: SnapshotHeader; first: Uint8Array }): Promise<SnapshotRead> => {
+    const sessionId = header.sessionId;
+    const rest = await Promise.all(
+      Array.from({ length: header.parts - 1 }, (_, i) => value(partKey(sessionId, i + 1))),
+    );
+    const missing = rest.indexOf(undefined);
+    if (missing >= 0) return { kind: "rejected", reason: "corrupt", error: `part ${missing + 1} is missing` };
+    const decoded = decodeSnapshotBody(header, [first, ...(rest as Uint8Array[])]);
+    if (!decoded.ok) return { kind: "rejected", reason: decoded.reason, error: decoded.error };
+    return { kind: "found", snapshot: decoded.snapshot, bytes: header.bytes };
+  };
   return {
     partBytes,
+    readHead,
+    readBody,
     async read(sessionId) {
-      const head = await value(sessionId);
-      if (!head) return { kind: "none" };
-      const read = readSnapshotHead(head, sessionId);
-      if (!read.ok) return { kind: "rejected", reason: read.reason, error: read.error };
-      const rest = await Promise.all(
-        Array.from({ length: read.header.parts - 1 }, (_, i) => value(partKey(sessionId, i + 1))),
-      );
-      const missing = rest.indexOf(undefined);
-      if (missing >= 0) return { kind: "rejected", reason: "corrupt", error: `part ${missing + 1} is missing` };
-      const decoded = decodeSnapshotBody(read.header, [read.first, ...(rest as Uint8Array[])]);
-      if (!decoded.ok) return { kind: "rejected", reason: decoded.reason, error: decoded.error };
-      return { kind: "found", snapshot: decoded.snapshot, bytes: read.header.bytes };
+      const head = await readHead(sessionId);
+      return head.kind === "head" ? readBody(head) : head;
     },
     async write(encoded) {
       const sessionId = encoded.header.sessionId;
