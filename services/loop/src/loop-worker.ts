@@ -27,7 +27,7 @@ import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import type { SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
-import { createSnapshotStore } from "./snapshots/snapshot-store.js";
+import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 import { scanPartition } from "./takeover-scan.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
@@ -141,7 +141,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     now,
   });
   const snapshotEvery = opts.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
-  const snapshotStore = createSnapshotStore(await new Kvm(opts.nc).open(KV_BUCKETS.snapshots.name), jsm);
+  // Each part of a snapshot is one message: 64 KiB under the server's max_payload at most.
+  const maxPayload = opts.nc.info?.max_payload ?? 1024 * 1024;
+  const snapshotStore = createSnapshotStore(
+    await new Kvm(opts.nc).open(KV_BUCKETS.snapshots.name),
+    jsm,
+    Math.max(1024, Math.min(DEFAULT_SNAPSHOT_PART_BYTES, maxPayload - 64 * 1024)),
+  );
   const snapshots: SnapshotSettings | undefined =
     snapshotEvery > 0
       ? { store: snapshotStore, every: snapshotEvery, metrics: createSnapshotMetrics(opts.registry) }

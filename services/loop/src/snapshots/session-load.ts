@@ -48,9 +48,10 @@ export interface LoadOptions {
 export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const subject = subjects.event(opts.partition, opts.sessionId);
   const settings = opts.snapshots;
+  const removals: Promise<void>[] = [];
   // The snapshot's body, the check that the log holds its message, and the events after it are
   // fetched at once; a refused snapshot makes the tail useless and the whole log is read.
-  const head = settings ? await snapshotHead(opts, settings) : undefined;
+  const head = settings ? await snapshotHead(opts, settings, removals) : undefined;
   let started: { snapshot: SessionSnapshot; tail: StoredRecord[] } | undefined;
   if (settings && head) {
     const [body, held, tail] = await Promise.all([
@@ -58,7 +59,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
       heldAt(opts, head.header.seq),
       collect(readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: head.header.seq + 1 })),
     ]);
-    const snapshot = usable(opts, settings, subject, body, held);
+    const snapshot = usable(opts, settings, subject, body, held, removals);
     if (snapshot) started = { snapshot, tail };
   }
   const snapshot = started?.snapshot;
@@ -90,6 +91,8 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
       );
     }
   }
+  // A refused snapshot is gone before this load's writer may store the next one.
+  await Promise.all(removals);
   return { state, marks, lastSeq, lastMsgId, snapshotEvents: snapshot?.state.events ?? 0, from, read };
 }
 
@@ -100,14 +103,20 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 }
 
 /** Logs, counts and removes a snapshot that is not used (the next one of the session replaces it). */
-function refuse(opts: LoadOptions, settings: SnapshotSettings, reason: string, error: string): undefined {
+function refuse(
+  opts: LoadOptions,
+  settings: SnapshotSettings,
+  removals: Promise<void>[],
+  reason: string,
+  error: string,
+): undefined {
   settings.metrics.rejected.inc({ reason });
   opts.logger.warn(
     { evt: "snapshot_rejected", sessionId: opts.sessionId, reason, error },
     "session snapshot not used; folding the whole log",
   );
   // Useless as it is; and a deleted session keeps none.
-  void settings.store.remove(opts.sessionId).catch(() => undefined);
+  removals.push(settings.store.remove(opts.sessionId).catch(() => undefined));
   return undefined;
 }
 
@@ -122,7 +131,7 @@ function unavailable(opts: LoadOptions, settings: SnapshotSettings, err: unknown
 }
 
 /** The stored snapshot's header if there is a readable one of this fold's format. */
-async function snapshotHead(opts: LoadOptions, settings: SnapshotSettings) {
+async function snapshotHead(opts: LoadOptions, settings: SnapshotSettings, removals: Promise<void>[]) {
   let head: Awaited<ReturnType<SnapshotStore["readHead"]>>;
   try {
     head = await settings.store.readHead(opts.sessionId);
@@ -130,7 +139,7 @@ async function snapshotHead(opts: LoadOptions, settings: SnapshotSettings) {
     return unavailable(opts, settings, err);
   }
   if (head.kind === "none") return undefined;
-  if (head.kind === "rejected") return refuse(opts, settings, head.reason, head.error);
+  if (head.kind === "rejected") return refuse(opts, settings, removals, head.reason, head.error);
   return head;
 }
 
@@ -153,16 +162,17 @@ function usable(
   subject: string,
   body: SnapshotRead | { kind: "unavailable"; err: unknown },
   held: StoredMsg | null | { err: unknown },
+  removals: Promise<void>[],
 ): SessionSnapshot | undefined {
   if (body.kind === "unavailable") return unavailable(opts, settings, body.err);
   if (held && "err" in held) return unavailable(opts, settings, held.err);
   if (body.kind === "none") return undefined;
-  if (body.kind === "rejected") return refuse(opts, settings, body.reason, body.error);
+  if (body.kind === "rejected") return refuse(opts, settings, removals, body.reason, body.error);
   const snapshot = body.snapshot;
   const heldMsgId = held?.header?.get("Nats-Msg-Id") ?? "";
   if (!held || held.subject !== subject || heldMsgId !== snapshot.msgId) {
     const error = `the log holds no message ${snapshot.msgId || "(no id)"} at seq ${snapshot.seq}`;
-    return refuse(opts, settings, "not_in_log", error);
+    return refuse(opts, settings, removals, "not_in_log", error);
   }
   return snapshot;
 }
