@@ -60,7 +60,13 @@ const danger = defineTool({
 beforeAll(async () => {
   stack = await startLoopStack({
     tools: [slow, danger],
-    worker: { approvalTools: ["danger"], snapshotEvery: EVERY, lifecycle: { storeAbsentMs: 300 } },
+    // Sessions idle for 1.5 s are let go (and loaded again from their snapshot on their next command).
+    worker: {
+      approvalTools: ["danger"],
+      snapshotEvery: EVERY,
+      sessionIdleMs: 1_500,
+      lifecycle: { storeAbsentMs: 300 },
+    },
   });
   cmd = stack.cmd;
   kv = await new Kvm(stack.nc).open(KV_BUCKETS.snapshots.name);
@@ -212,6 +218,8 @@ describe("session snapshots", () => {
   });
 
   it("a corrupt, stale or misplaced snapshot is refused: the load folds the whole log and drops it", async () => {
+    // Let go while idle first: no writer of the session may store a good snapshot meanwhile.
+    await expect.poll(() => stack.worker.sessions().includes(sid), { timeout: 15_000 }).toBe(false);
     const full = await load(sid);
     const head = await kv.get(sid);
     const original = head?.value ?? new Uint8Array();
@@ -247,6 +255,7 @@ describe("session snapshots", () => {
     // The worker writes a snapshot again once EVERY more events are folded.
     await cmd.send(sid, { type: "label", targetId: (await logOf(sid))[0]?.meta.id ?? "", label: "start" });
     for (const name of ["again", "and again"]) await cmd.send(sid, { type: "set_name", name });
+    await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "session_info" && e.name === "and again"));
     await storedSnapshot(sid);
     const before = await load(sid);
     await cmd.send(sid, { type: "archive_session", by: "test" });
@@ -267,6 +276,19 @@ describe("session snapshots", () => {
     const restoredLog = await logOf(sid);
     expect(restoredLog.map((e) => e.type)).toEqual(expect.arrayContaining(["session_restoring", "session_restored"]));
     expectEveryCutFoldsOn(restoredLog);
+  });
+
+  it("an idle session is let go with a snapshot at its last event: its next load reads no event", async () => {
+    const idle = "snap-3";
+    script([{ text: "short" }]);
+    await cmd.send(idle, { type: "prompt", text: "hello" });
+    const events = await cmd.waitFor(idle, agentEnds(1));
+    expect(events.length % EVERY).not.toBe(0); // the last events are past the last periodic snapshot
+    await expect.poll(() => stack.worker.sessions().includes(idle), { timeout: 15_000 }).toBe(false);
+    const loaded = await load(idle, settings);
+    expect(loaded.from).toBe("snapshot");
+    expect(loaded.read).toBe(0);
+    expect(loaded.state).toStrictEqual((await load(idle)).state);
   });
 
   it("delete_session removes the session's snapshot", async () => {

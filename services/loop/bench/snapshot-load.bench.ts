@@ -131,6 +131,20 @@ try {
     }
   });
 
+  // A session let go while idle is snapshotted at its last event first: its next load reads none.
+  const atEnd = await load(false);
+  const idleWriter = createSnapshotWriter({
+    sessionId: SESSION,
+    settings: snapshots,
+    snapshotEvents: stored.snapshot.state.events,
+    logger,
+  });
+  await idleWriter.flush(atEnd.state, atEnd.marks, atEnd.lastSeq, atEnd.lastMsgId);
+  const afterIdle = await phase(async () => {
+    const loaded = await load(true);
+    if (loaded.read !== 0 || loaded.state.events !== EVENTS) throw new Error(`read ${loaded.read} events after idle`);
+  });
+
   const kinds = new Map<string, number>();
   for (const e of events) kinds.set(e.type, (kinds.get(e.type) ?? 0) + 1);
   console.log(
@@ -147,6 +161,9 @@ try {
   );
   console.log(
     `  of which (medians, alone): snapshot read and decoded ${ms(snapshotOnly)} ms; ${TAIL} events read and decoded ${ms(tailOnly)} ms`,
+  );
+  console.log(
+    `  a session let go idle (snapshot at its last event, no event read): ${ms(afterIdle)} ms (median of ${RUNS})`,
   );
   const a = median(withSnapshots);
   console.log(`load ${EVENTS} events: ${Math.round(a)} ms with snapshots, ${Math.round(median(without))} ms without`);

@@ -181,6 +181,8 @@ export class SessionActor {
   private readonly detachedSignal = new AbortController();
   /** Stores the fold every `snapshots.every` events (absent without snapshots). */
   private readonly snapshotWriter: SnapshotWriter | undefined;
+  /** `Nats-Msg-Id` of the log's last message (the appender knows its sequence). */
+  private lastMsgId: string;
   lastUsed: number;
 
   private constructor(deps: ActorDeps, loaded: LoadedSession) {
@@ -205,6 +207,7 @@ export class SessionActor {
       onRefused: (event, failure) => this.noteRefused(event, failure),
     });
     this.state = loaded.state;
+    this.lastMsgId = loaded.lastMsgId;
     this.snapshotWriter = deps.snapshots
       ? createSnapshotWriter({
           sessionId: deps.sessionId,
@@ -304,6 +307,15 @@ export class SessionActor {
       await this.announceOwner();
       await this.engine.flushWrites().catch(() => undefined);
     }
+  }
+
+  /**
+   * Before an idle session is let go: stores its fold at the log's last event when it is long and
+   * that event is not in its snapshot yet, so that its next load reads no event. Never rejects.
+   */
+  async snapshotBeforeLeaving(): Promise<void> {
+    if (this.dead || this.detached || this.isRunning) return;
+    await this.snapshotWriter?.flush(this.state, this.marks, this.appender.lastSeq, this.lastMsgId);
   }
 
   /** Resolves once no run or compaction is in flight (or after `ms`). */
@@ -899,7 +911,8 @@ export class SessionActor {
     }
     foldSessionEvents([out.event], this.state);
     markLifecycle(this.marks, out.event, out.seq);
-    this.snapshotWriter?.folded(this.state, this.marks, out.seq, restoredMsgId ?? out.event.meta.id);
+    this.lastMsgId = restoredMsgId ?? out.event.meta.id;
+    this.snapshotWriter?.folded(this.state, this.marks, out.seq, this.lastMsgId);
     if (!this.restoring) this.budget.afterFold(out.event);
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
   }

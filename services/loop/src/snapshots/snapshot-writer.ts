@@ -16,6 +16,11 @@ export interface SnapshotWriter {
    * Cheap when none is due; when one is, copies the state now and serialises it after this call.
    */
   folded(state: SessionState, marks: LifecycleMarks, seq: number, msgId: string): void;
+  /**
+   * Before the session is let go while idle: stores the fold at `seq` unless it is already stored
+   * there or the session is short (fewer than `every` events), so its next load reads no events.
+   */
+  flush(state: SessionState, marks: LifecycleMarks, seq: number, msgId: string): Promise<void>;
   /** Resolves once no write is in flight. */
   idle(): Promise<void>;
   /** No snapshot is written any more (the session is being deleted, or the actor is let go). */
@@ -62,6 +67,10 @@ export function createSnapshotWriter(opts: {
       latest = { state, marks, seq, msgId, events: state.events };
       return;
     }
+    start(state, marks, seq, msgId);
+  };
+  /** Writes the fold at `seq` (copied now), in the background. */
+  const start = (state: SessionState, marks: LifecycleMarks, seq: number, msgId: string) => {
     // A failed write is tried again after `every` more events, not at each one.
     lastEvents = state.events;
     inFlight = write(copySessionState(state), structuredClone(marks), seq, msgId)
@@ -82,6 +91,12 @@ export function createSnapshotWriter(opts: {
   };
   return {
     folded,
+    async flush(state, marks, seq, msgId) {
+      await inFlight;
+      if (stopped || state.deleting || state.events < settings.every || state.events === lastEvents) return;
+      start(state, marks, seq, msgId);
+      await inFlight;
+    },
     idle: () => inFlight ?? Promise.resolve(),
     stop() {
       stopped = true;
