@@ -55,6 +55,10 @@ export async function startTestWorker(opts: {
   hookRecheckMs?: number;
   pluginHooks?: import("@fleet/loop").EngineHooks[];
   lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
+  /** `FLEET_SNAPSHOT_EVERY` (default the loop's). */
+  snapshotEvery?: number;
+  /** `FLEET_SESSION_IDLE_MS` (default 60 s). */
+  sessionIdleMs?: number;
   /** Default: silent unless LOG_LEVEL says otherwise. */
   logger?: import("@fleet/runtime").Logger;
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
@@ -66,7 +70,7 @@ export async function startTestWorker(opts: {
     partitions: opts.partitions ?? 16,
     leaseTtlMs: opts.leaseTtlMs ?? 2_000,
     shutdownGraceMs: 2_000,
-    sessionIdleMs: 60_000,
+    sessionIdleMs: opts.sessionIdleMs ?? 60_000,
     toolPickupMs: opts.toolPickupMs ?? 5_000,
     ...(opts.pluginHooks ? { pluginHooks: opts.pluginHooks } : {}),
     providers: opts.providers,
@@ -86,6 +90,7 @@ export async function startTestWorker(opts: {
     registry: new Registry(),
     newId: () => newId(),
     ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
+    ...(opts.snapshotEvery !== undefined ? { snapshotEvery: opts.snapshotEvery } : {}),
   });
   return { worker, nc };
 }

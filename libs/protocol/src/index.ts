@@ -335,6 +335,12 @@ export {
 } from "./reducers/run-cursor.js";
 export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/serialize-conversation.js";
 export {
+  decodeSessionFold,
+  type EncodedSessionFold,
+  encodeSessionFold,
+  SESSION_FOLD_FORMAT,
+} from "./reducers/session-fold-codec.js";
+export {
   foldSessionSpend,
   initialSessionSpend,
   SESSION_SPEND_EVENT_TYPES,

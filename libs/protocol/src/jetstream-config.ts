@@ -122,6 +122,11 @@ export const KV_BUCKETS = {
   budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
   /** The tenant's spend per UTC day: partitions' totals and sessions' records (`SPEND_KEYS`); keys age out. */
   spend: { name: "fleet_spend", history: 1, ttlMs: 2 * 86_400_000 },
+  /**
+   * The loop's snapshots of session folds (change 42): `<sessionId>` → header line and the body's
+   * first part, `<sessionId>.<k>` → part k. Derived data: losing any of it costs a full load only.
+   */
+  snapshots: { name: "fleet_snapshots", history: 1, ttlMs: 0 },
 } as const;
 
 export const OBJECT_STORES = {

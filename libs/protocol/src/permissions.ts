@@ -248,6 +248,10 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvRead(KV.spend.name),
           ...jsApi.kvWrite(KV.spend.name),
           ...jsApi.kvWatch(KV.spend.name),
+          // Snapshots of its sessions' folds (change 42): read, written, purged with their session.
+          ...jsApi.kvRead(KV.snapshots.name),
+          ...jsApi.kvWrite(KV.snapshots.name),
+          `${API}.STREAM.PURGE.${kvStream(KV.snapshots.name)}`,
           // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
           // its blobs, writes and reads archives, asks the store for idle sessions (retention).
           `${API}.STREAM.PURGE.${EV}`,

@@ -24,54 +24,11 @@ import {
   type RunCursor,
 } from "@fleet/protocol";
 import { stampDraft } from "../src/decide/stamp-draft.js";
-import { createInProcessExecutor } from "../src/engine/in-process-tools.js";
-import type { ScriptTurnInput } from "../src/engine/script.js";
-import { createScriptedProvider } from "../src/engine/scripted-provider.js";
-import { SessionEngine } from "../src/engine/session-engine.js";
-import { inMemorySession } from "./in-memory-session.js";
-import {
-  echo,
-  echoResult,
-  engineConfig,
-  LOOP_CHUNK_CHARS,
-  loopTurn,
-  lsResult,
-  lsTool,
-  textTurn,
-  toolTurn,
-} from "./workloads.js";
+import { record } from "./record-session.js";
+import { LOOP_CHUNK_CHARS, loopTurn, textTurn, toolTurn } from "./workloads.js";
 
 const PASSES = 7;
 const EVENTS_PER_PASS = 300_000;
-
-/** Every event of `prompts` prompts of one session, from `session_created` on, as folded. */
-async function record(
-  prompts: number,
-  steps: (prompt: number) => ScriptTurnInput[],
-  chunkChars?: number,
-): Promise<FleetEvent[]> {
-  let next = 0;
-  const newId = () => `id-${++next}`;
-  const now = () => 1_700_000_000_000 + next;
-  const provider = createScriptedProvider({ steps: [], now, chunkChars, recordRequests: false });
-  const events: FleetEvent[] = [];
-  const { session, emit } = inMemorySession("s-1", engineConfig, (event) => events.push(event));
-  const executeTool = createInProcessExecutor({
-    echo: (args) => echoResult((args as { text: string }).text),
-    ls: lsResult,
-  });
-  const engine = new SessionEngine({
-    ports: { streamFn: provider.streamFn, executeTool, emit, now, newId },
-    tools: [echo, lsTool],
-    session,
-  });
-  for (let p = 0; p < prompts; p++) {
-    provider.append(...steps(p));
-    const result = await engine.prompt(`prompt ${p}`);
-    if (result.status !== "completed") throw new Error(`recording run ${result.status}`);
-  }
-  return events;
-}
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 

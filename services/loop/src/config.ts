@@ -6,6 +6,7 @@ import {
 } from "@fleet/protocol";
 import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
 import { z } from "zod";
+import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 
 /** Every loop setting, from the environment, with its default. */
 export const LoopEnv = z.object({
@@ -17,6 +18,8 @@ export const LoopEnv = z.object({
   FLEET_COALESCE_DELTAS: envInt(64, 1, 100_000),
   FLEET_SHUTDOWN_GRACE_MS: envInt(10_000, 0, 600_000),
   FLEET_SESSION_IDLE_MS: envInt(300_000, 1_000, 86_400_000),
+  /** A session's fold is snapshotted every this many events (PROTOCOL change 42); 0: never. */
+  FLEET_SNAPSHOT_EVERY: envInt(DEFAULT_SNAPSHOT_EVERY, 0, 10_000_000),
   FLEET_HOOK_TIMEOUT_MS: envInt(5_000, 1, 600_000),
   FLEET_HOOK_RECHECK_MS: envInt(1_000, 0, 600_000),
   FLEET_TOOL_TIMEOUT_MS: envInt(180_000, 1, 86_400_000),

@@ -21,4 +21,8 @@ export {
 export { createAnthropicStreamFn } from "./providers/index.js";
 export { createScriptedStreamFn } from "./scripted-stream-fn.js";
 export type { ActorSettings } from "./session-actor.js";
+export { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";
+export { createSnapshotMetrics, type SnapshotMetrics } from "./snapshots/snapshot-metrics.js";
+export { createSnapshotStore, type SnapshotStore } from "./snapshots/snapshot-store.js";
+export { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 export { DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";

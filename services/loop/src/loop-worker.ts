@@ -1,4 +1,4 @@
-import { OBJECT_STORES, type SessionConfig } from "@fleet/protocol";
+import { KV_BUCKETS, OBJECT_STORES, type SessionConfig } from "@fleet/protocol";
 import {
   applyTopology,
   createBlobAccess,
@@ -8,6 +8,7 @@ import {
   type Logger,
 } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
@@ -25,6 +26,10 @@ import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
+import type { SnapshotSettings } from "./snapshots/session-load.js";
+import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
+import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
+import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 import { scanPartition } from "./takeover-scan.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
 import { createToolDispatcher, DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";
@@ -51,6 +56,11 @@ export interface LoopWorkerOptions {
   newId: () => string;
   /** Session lifecycle (PROTOCOL "Session lifecycle"). */
   lifecycle?: LoopLifecycleOptions;
+  /**
+   * A session's fold is stored every this many events (`FLEET_SNAPSHOT_EVERY`, PROTOCOL change 42);
+   * 0: no snapshots (every load folds the whole log). Default DEFAULT_SNAPSHOT_EVERY.
+   */
+  snapshotEvery?: number;
 }
 
 export interface LoopLifecycleOptions {
@@ -139,6 +149,18 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     recheckMs: opts.settings.hookRecheckMs ?? 1_000,
     now,
   });
+  const snapshotEvery = opts.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+  // Each part of a snapshot is one message: 64 KiB under the server's max_payload at most.
+  const maxPayload = opts.nc.info?.max_payload ?? 1024 * 1024;
+  const snapshotStore = createSnapshotStore(
+    await new Kvm(opts.nc).open(KV_BUCKETS.snapshots.name),
+    jsm,
+    Math.max(1024, Math.min(DEFAULT_SNAPSHOT_PART_BYTES, maxPayload - 64 * 1024)),
+  );
+  const snapshots: SnapshotSettings | undefined =
+    snapshotEvery > 0
+      ? { store: snapshotStore, every: snapshotEvery, metrics: createSnapshotMetrics(opts.registry) }
+      : undefined;
   const lifecycleOpts = opts.lifecycle ?? {};
   const lifecycle: LifecycleDeps = {
     js,
@@ -149,6 +171,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       ? createDirectoryArchiveStore(lifecycleOpts.archiveDir)
       : createObjectArchiveStore(await new Objm(opts.nc).open(OBJECT_STORES.archive.name), jsm),
     blobs: await new Objm(opts.nc).open(OBJECT_STORES.blobs.name),
+    // Removed with a deleted session even when this worker makes none (another one may have).
+    snapshots: snapshotStore,
     workerId: opts.workerId,
     now,
     halt: createHaltPoint(lifecycleOpts.haltAfter ?? "", log),
@@ -197,6 +221,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         },
         lifecycle,
         onRemoved: (sid) => actors.drop(sid),
+        ...(snapshots ? { snapshots } : {}),
       });
       await actor.recover();
       return actor;

@@ -97,6 +97,7 @@ async function main() {
     leaseTtlMs: env.FLEET_LEASE_TTL_MS,
     shutdownGraceMs: env.FLEET_SHUTDOWN_GRACE_MS,
     sessionIdleMs: env.FLEET_SESSION_IDLE_MS,
+    snapshotEvery: env.FLEET_SNAPSHOT_EVERY,
     toolPickupMs: env.FLEET_TOOL_PICKUP_MS,
     providers,
     pluginHooks,

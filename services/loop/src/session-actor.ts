@@ -62,6 +62,8 @@ import { streamFnFor } from "./provider-port.js";
 import { getModelInfo } from "./providers/models.js";
 import { resolvingBlobs } from "./resolving-blobs.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
+import { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";
+import { createSnapshotWriter, type SnapshotWriter } from "./snapshots/snapshot-writer.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
 import type { TenantBudgetView } from "./tenant-budget-view.js";
 import { timeToFirstDelta } from "./time-to-first-delta.js";
@@ -122,6 +124,8 @@ export interface ActorDeps {
   lifecycle?: LifecycleDeps;
   /** The session was deleted: the worker forgets this actor (the next command loads the empty log). */
   onRemoved?: (sessionId: string) => void;
+  /** Snapshots of session folds (PROTOCOL change 42); absent: every load folds the whole log. */
+  snapshots?: SnapshotSettings;
 }
 
 type ApprovalDecision = { approved: boolean; reason?: string | undefined };
@@ -175,9 +179,14 @@ export class SessionActor {
   /** The session was deleted by this actor: its command may be acked though the actor is gone. */
   private removed = false;
   private readonly detachedSignal = new AbortController();
+  /** Stores the fold every `snapshots.every` events (absent without snapshots). */
+  private readonly snapshotWriter: SnapshotWriter | undefined;
+  /** `Nats-Msg-Id` of the log's last message (the appender knows its sequence). */
+  private lastMsgId: string;
   lastUsed: number;
 
-  private constructor(deps: ActorDeps, events: FleetEvent[], lastSeq: number, marks: LifecycleMarks) {
+  private constructor(deps: ActorDeps, loaded: LoadedSession) {
+    const { lastSeq, marks } = loaded;
     this.deps = deps;
     this.marks = marks;
     this.sessionId = deps.sessionId;
@@ -197,7 +206,18 @@ export class SessionActor {
       },
       onRefused: (event, failure) => this.noteRefused(event, failure),
     });
-    this.state = foldSessionEvents(events);
+    this.state = loaded.state;
+    this.lastMsgId = loaded.lastMsgId;
+    this.snapshotWriter = deps.snapshots
+      ? createSnapshotWriter({
+          sessionId: deps.sessionId,
+          settings: deps.snapshots,
+          snapshotEvents: loaded.snapshotEvents,
+          logger: deps.logger,
+        })
+      : undefined;
+    // A long log loaded without a snapshot gets one now.
+    if (lastSeq > 0) this.snapshotWriter?.folded(this.state, this.marks, lastSeq, loaded.lastMsgId);
     this.budget = createSessionBudget({
       sessionId: deps.sessionId,
       partition: deps.partition,
@@ -220,22 +240,17 @@ export class SessionActor {
     this.engine = this.createEngine();
   }
 
-  /** Reads the session's log and folds it. */
+  /** Loads the session's fold: its snapshot and the events after it, or its whole log. */
   static async load(deps: ActorDeps): Promise<SessionActor> {
-    const events: FleetEvent[] = [];
-    const marks: LifecycleMarks = {};
-    let lastSeq = 0;
-    const subject = subjects.event(deps.partition, deps.sessionId);
-    for await (const rec of readSubject(deps.js, deps.jsm, STREAMS.events.name, subject)) {
-      lastSeq = rec.seq;
-      const decoded = decodeEvent(rec.data);
-      if (decoded.ok) {
-        events.push(decoded.value);
-        markLifecycle(marks, decoded.value, rec.seq);
-      } else
-        deps.logger.warn({ sessionId: deps.sessionId, seq: rec.seq, error: decoded.error }, "undecodable event in log");
-    }
-    return new SessionActor(deps, events, lastSeq, marks);
+    const loaded = await loadSession({
+      js: deps.js,
+      jsm: deps.jsm,
+      sessionId: deps.sessionId,
+      partition: deps.partition,
+      snapshots: deps.snapshots,
+      logger: deps.logger,
+    });
+    return new SessionActor(deps, loaded);
   }
 
   get isDead(): boolean {
@@ -296,6 +311,15 @@ export class SessionActor {
     }
   }
 
+  /**
+   * Before an idle session is let go: stores its fold at the log's last event when it is long and
+   * that event is not in its snapshot yet, so that its next load reads no event. Never rejects.
+   */
+  async snapshotBeforeLeaving(): Promise<void> {
+    if (this.dead || this.detached || this.isRunning) return;
+    await this.snapshotWriter?.flush(this.state, this.marks, this.appender.lastSeq, this.lastMsgId);
+  }
+
   /** Resolves once no run or compaction is in flight (or after `ms`). */
   async waitForIdle(ms: number): Promise<boolean> {
     if (!this.isRunning) return true;
@@ -318,6 +342,7 @@ export class SessionActor {
     if (this.detached) return;
     this.detached = true;
     this.detachedSignal.abort();
+    this.snapshotWriter?.stop();
     this.coalescer.dispose();
     this.engine.abort();
     this.compaction?.abort.abort();
@@ -522,6 +547,9 @@ export class SessionActor {
     }
     const tombstone = this.state.deleting?.event;
     if (!tombstone || mark.tombstoneSeq === undefined) return;
+    // No snapshot is made once a deletion is accepted; one still being written lands before the purge.
+    this.snapshotWriter?.stop();
+    await this.snapshotWriter?.idle();
     await runDeletion(
       {
         sessionId: this.sessionId,
@@ -885,6 +913,8 @@ export class SessionActor {
     }
     foldSessionEvents([out.event], this.state);
     markLifecycle(this.marks, out.event, out.seq);
+    this.lastMsgId = restoredMsgId ?? out.event.meta.id;
+    this.snapshotWriter?.folded(this.state, this.marks, out.seq, this.lastMsgId);
     if (!this.restoring) this.budget.afterFold(out.event);
     if (out.event.type === "message_end") for (const w of this.messageEndWaiters.splice(0)) w();
   }
@@ -925,8 +955,13 @@ export class SessionActor {
   }
 
   private async readTree(sessionId: string): Promise<SessionTree> {
+    const partition = partitionOf(sessionId, this.deps.partitions);
+    if (this.deps.snapshots) {
+      const { js, jsm, snapshots, logger } = this.deps;
+      return (await loadSession({ js, jsm, sessionId, partition, snapshots, logger })).state.tree;
+    }
     const events: FleetEvent[] = [];
-    const subject = subjects.event(partitionOf(sessionId, this.deps.partitions), sessionId);
+    const subject = subjects.event(partition, sessionId);
     for await (const rec of readSubject(this.deps.js, this.deps.jsm, STREAMS.events.name, subject)) {
       const decoded = decodeEvent(rec.data);
       if (decoded.ok) events.push(decoded.value);

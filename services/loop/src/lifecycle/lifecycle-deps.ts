@@ -2,6 +2,7 @@ import type { Logger, StreamPublisher } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { ObjectStore } from "@nats-io/obj";
 import type { LoopMetrics } from "../metrics.js";
+import type { SnapshotStore } from "../snapshots/snapshot-store.js";
 import type { ArchiveStore } from "./archive-store.js";
 import type { HaltPoint } from "./halt-point.js";
 import type { SpendLedger } from "./spend-ledger.js";
@@ -15,6 +16,8 @@ export interface LifecycleDeps {
   archive: ArchiveStore;
   /** Object store `fleet_blobs`. */
   blobs: ObjectStore;
+  /** KV `fleet_snapshots` (change 42): a deleted session's snapshot is removed with its events. */
+  snapshots?: SnapshotStore;
   workerId: string;
   now: () => number;
   halt: HaltPoint;

@@ -44,7 +44,8 @@ const DEFAULT_STORE_ABSENT_MS = 30_000;
  * Runs every step not yet done, in order, and resolves with the lifecycle record. Steps:
  * archive (history before `acceptSeq` to the archive), blobs, tool results, spend rolled into the
  * ledger and the session's spend records removed, history purged (the outcome and the tombstone
- * stay), the store has applied the tombstone (its projection is gone), the lifecycle record, the
+ * stay) and the session's snapshot removed, the store has applied the tombstone (its projection
+ * is gone), the lifecycle record, the
  * ledger settled, the tombstone purged. Until the record is written every step runs again on
  * resume (each is idempotent; the ledger applies an operation once); after it, only the last two.
  * Purges are bounded by sequences this writer knows, so a deposed writer cannot remove a newer
@@ -79,6 +80,8 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
     await deps.ledger.closeSession(sessionId, target.partition, tombstone.spend, tombstone.events);
     await step("spend_rolled");
     await deps.jsm.streams.purge(STREAMS.events.name, { filter: subject, seq: target.acceptSeq });
+    // The fold's snapshots go with the events they were made from.
+    await deps.snapshots?.remove(sessionId);
     await step("events_purged");
     await waitForStore(deps, target.partition, target.tombstoneSeq, target.signal, log);
     await step("projection");

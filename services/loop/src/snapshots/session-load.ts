@@ -1,0 +1,178 @@
+// Loading a session's fold: its latest snapshot and the events after it, or the whole log when
+// there is no usable snapshot (PROTOCOL change 42).
+import { decodeEvent, evolveSession, initialSessionState, type SessionState, STREAMS, subjects } from "@fleet/protocol";
+import { type Logger, readSubject, type StoredRecord } from "@fleet/runtime";
+import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import { type LifecycleMarks, markLifecycle } from "../lifecycle/lifecycle-marks.js";
+import type { SessionSnapshot } from "./snapshot-envelope.js";
+import type { SnapshotMetrics } from "./snapshot-metrics.js";
+import type { SnapshotRead, SnapshotStore } from "./snapshot-store.js";
+
+/** Where a session's snapshots live, and how often its writer makes one. */
+export interface SnapshotSettings {
+  store: SnapshotStore;
+  /** A snapshot is written once this many events were folded since the last one. */
+  every: number;
+  metrics: SnapshotMetrics;
+}
+
+export interface LoadedSession {
+  state: SessionState;
+  marks: LifecycleMarks;
+  /** The subject's last sequence (0: no log). */
+  lastSeq: number;
+  /** `Nats-Msg-Id` of the message at `lastSeq` (`""` when it has none or there is no log). */
+  lastMsgId: string;
+  /** Events folded when the last snapshot was made (0: none was used). */
+  snapshotEvents: number;
+  from: "snapshot" | "log";
+  /** Messages read from the log. */
+  read: number;
+}
+
+export interface LoadOptions {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  sessionId: string;
+  partition: number;
+  snapshots?: SnapshotSettings | undefined;
+  logger: Logger;
+}
+
+/**
+ * The session's fold and lifecycle marks as of its last stored event. Starts from the snapshot when
+ * one is stored, decodes, has this fold's format and the log still holds the message it was made
+ * at; otherwise (logged, counted) from the log's first event. Equal either way: the snapshot is
+ * derived data. Rejects when the log cannot be read.
+ */
+export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
+  const subject = subjects.event(opts.partition, opts.sessionId);
+  const settings = opts.snapshots;
+  const removals: Promise<void>[] = [];
+  // The snapshot's body, the check that the log holds its message, and the events after it are
+  // fetched at once; a refused snapshot makes the tail useless and the whole log is read.
+  const head = settings ? await snapshotHead(opts, settings, removals) : undefined;
+  let started: { snapshot: SessionSnapshot; tail: StoredRecord[] } | undefined;
+  if (settings && head) {
+    const [body, held, tail] = await Promise.all([
+      settings.store.readBody(head).catch((err: unknown) => ({ kind: "unavailable" as const, err })),
+      heldAt(opts, head.header.seq),
+      collect(readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: head.header.seq + 1 })),
+    ]);
+    const snapshot = usable(opts, settings, subject, body, held, removals);
+    if (snapshot) started = { snapshot, tail };
+  }
+  const snapshot = started?.snapshot;
+  const state = snapshot?.state ?? initialSessionState();
+  const marks: LifecycleMarks = snapshot?.marks ?? {};
+  let lastSeq = snapshot?.seq ?? 0;
+  let lastMsgId = snapshot?.msgId ?? "";
+  let read = 0;
+  const records = started ? started.tail : readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: 1 });
+  for await (const rec of records) {
+    read++;
+    lastSeq = rec.seq;
+    lastMsgId = rec.msgId ?? "";
+    const decoded = decodeEvent(rec.data);
+    if (decoded.ok) {
+      evolveSession(state, decoded.value);
+      markLifecycle(marks, decoded.value, rec.seq);
+    } else
+      opts.logger.warn({ sessionId: opts.sessionId, seq: rec.seq, error: decoded.error }, "undecodable event in log");
+  }
+  const from = snapshot ? "snapshot" : "log";
+  if (settings) {
+    settings.metrics.loads.inc({ from });
+    settings.metrics.loadEvents.observe(read);
+    if (!snapshot && read >= settings.every) {
+      opts.logger.info(
+        { evt: "session_load_full", sessionId: opts.sessionId, events: read },
+        "session loaded from its whole log (no usable snapshot)",
+      );
+    }
+  }
+  // A refused snapshot is gone before this load's writer may store the next one.
+  await Promise.all(removals);
+  return { state, marks, lastSeq, lastMsgId, snapshotEvents: snapshot?.state.events ?? 0, from, read };
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+/** Logs, counts and removes a snapshot that is not used (the next one of the session replaces it). */
+function refuse(
+  opts: LoadOptions,
+  settings: SnapshotSettings,
+  removals: Promise<void>[],
+  reason: string,
+  error: string,
+): undefined {
+  settings.metrics.rejected.inc({ reason });
+  opts.logger.warn(
+    { evt: "snapshot_rejected", sessionId: opts.sessionId, reason, error },
+    "session snapshot not used; folding the whole log",
+  );
+  // Useless as it is; and a deleted session keeps none.
+  removals.push(settings.store.remove(opts.sessionId).catch(() => undefined));
+  return undefined;
+}
+
+/** Not used, but kept: the bucket or the log could not be read now. */
+function unavailable(opts: LoadOptions, settings: SnapshotSettings, err: unknown): undefined {
+  settings.metrics.rejected.inc({ reason: "unavailable" });
+  opts.logger.warn(
+    { evt: "snapshot_rejected", sessionId: opts.sessionId, reason: "unavailable", err },
+    "snapshot unreadable now; folding the whole log",
+  );
+  return undefined;
+}
+
+/** The stored snapshot's header if there is a readable one of this fold's format. */
+async function snapshotHead(opts: LoadOptions, settings: SnapshotSettings, removals: Promise<void>[]) {
+  let head: Awaited<ReturnType<SnapshotStore["readHead"]>>;
+  try {
+    head = await settings.store.readHead(opts.sessionId);
+  } catch (err) {
+    return unavailable(opts, settings, err);
+  }
+  if (head.kind === "none") return undefined;
+  if (head.kind === "rejected") return refuse(opts, settings, removals, head.reason, head.error);
+  return head;
+}
+
+/** The log's message at `seq`: `null` when there is none, an error when the log cannot be read. */
+async function heldAt(opts: LoadOptions, seq: number): Promise<StoredMsg | null | { err: unknown }> {
+  try {
+    return await opts.jsm.streams.getMessage(STREAMS.events.name, { seq });
+  } catch (err) {
+    return /no message found|not found/i.test((err as Error).message) ? null : { err };
+  }
+}
+
+/**
+ * The decoded snapshot if the log still holds the message it was made at. Sequences are never
+ * reused by a stream: the same message at `seq` means the same history up to it.
+ */
+function usable(
+  opts: LoadOptions,
+  settings: SnapshotSettings,
+  subject: string,
+  body: SnapshotRead | { kind: "unavailable"; err: unknown },
+  held: StoredMsg | null | { err: unknown },
+  removals: Promise<void>[],
+): SessionSnapshot | undefined {
+  if (body.kind === "unavailable") return unavailable(opts, settings, body.err);
+  if (held && "err" in held) return unavailable(opts, settings, held.err);
+  if (body.kind === "none") return undefined;
+  if (body.kind === "rejected") return refuse(opts, settings, removals, body.reason, body.error);
+  const snapshot = body.snapshot;
+  const heldMsgId = held?.header?.get("Nats-Msg-Id") ?? "";
+  if (!held || held.subject !== subject || heldMsgId !== snapshot.msgId) {
+    const error = `the log holds no message ${snapshot.msgId || "(no id)"} at seq ${snapshot.seq}`;
+    return refuse(opts, settings, removals, "not_in_log", error);
+  }
+  return snapshot;
+}

@@ -1,0 +1,80 @@
+import { foldSessionEvents, SESSION_FOLD_FORMAT } from "@fleet/protocol";
+import {
+  assistantMessage,
+  CONFIG,
+  createLogBuilder,
+  emitMessage,
+  streamAssistant,
+  textOf,
+  userMessage,
+} from "@fleet/protocol/testing";
+import { describe, expect, it } from "vitest";
+import {
+  decodeSnapshotBody,
+  type EncodedSnapshot,
+  encodeSnapshot,
+  readSnapshotHead,
+  type SessionSnapshot,
+} from "./snapshot-envelope.js";
+
+const log = createLogBuilder(7);
+log.add({ type: "session_created", config: CONFIG });
+for (let turn = 0; turn < 20; turn++) {
+  log.add({ type: "agent_start" });
+  log.add({ type: "turn_start" });
+  emitMessage(log, userMessage(`question ${turn} ${"x".repeat(100)}`));
+  streamAssistant(log, assistantMessage([textOf(`answer ${turn} ${"y".repeat(200)}`)]));
+}
+const events = log.events;
+const snapshot: SessionSnapshot = {
+  sessionId: "s-1",
+  seq: 412,
+  msgId: "evt-412",
+  state: foldSessionEvents(events),
+  marks: { restore: { commandId: "c-r", by: "ann", requestedAt: 5, appended: 3, restored: true, after: 2 } },
+};
+
+/** Reads back what `encodeSnapshot` stored, part by part. */
+function readBack(encoded: EncodedSnapshot, sessionId = "s-1") {
+  const head = readSnapshotHead(encoded.parts[0] as Uint8Array, sessionId);
+  if (!head.ok) return head;
+  return decodeSnapshotBody(head.header, [head.first, ...encoded.parts.slice(1)]);
+}
+
+describe("snapshot envelope", () => {
+  it("round-trips a fold cut into parts that each stay within the part size", () => {
+    const encoded = encodeSnapshot(snapshot, 1_000);
+    expect(encoded.header).toMatchObject({ format: "fleet-snapshot", v: 1, fold: SESSION_FOLD_FORMAT, seq: 412 });
+    expect(encoded.parts.length).toBe(Math.ceil(encoded.header.bytes / 1_000));
+    expect(encoded.parts.length).toBeGreaterThan(2);
+    for (const part of encoded.parts.slice(1)) expect(part.byteLength).toBeLessThanOrEqual(1_000);
+    const read = readBack(encoded);
+    expect(read.ok && read.snapshot).toStrictEqual(snapshot);
+    // One part when it fits.
+    const whole = encodeSnapshot(snapshot, 10_000_000);
+    expect(whole.parts.length).toBe(1);
+    expect(readBack(whole).ok).toBe(true);
+  });
+
+  it("refuses a changed byte, a missing part, another session's snapshot and another format", () => {
+    const encoded = encodeSnapshot(snapshot, 1_000);
+    const flipped = encoded.parts.map((p) => p.slice());
+    const middle = flipped[1] as Uint8Array;
+    middle[10] = (middle[10] as number) ^ 0x20;
+    expect(readBack({ ...encoded, parts: flipped })).toMatchObject({ ok: false, reason: "corrupt" });
+    expect(readBack({ ...encoded, parts: encoded.parts.slice(0, -1) })).toMatchObject({ ok: false, reason: "corrupt" });
+    expect(readBack(encoded, "s-2")).toMatchObject({ ok: false, reason: "other_session" });
+    expect(readSnapshotHead(new TextEncoder().encode("garbage"), "s-1")).toMatchObject({
+      ok: false,
+      reason: "unreadable",
+    });
+
+    const text = new TextDecoder().decode(encoded.parts[0]);
+    const stale = text.replace(`"fold":${SESSION_FOLD_FORMAT}`, `"fold":${SESSION_FOLD_FORMAT + 1}`);
+    expect(stale).not.toBe(text);
+    expect(readSnapshotHead(new TextEncoder().encode(stale), "s-1")).toMatchObject({
+      ok: false,
+      reason: "stale_version",
+    });
+  });
+});
