@@ -58,6 +58,10 @@ export async function runToolRunnerProcess(opts: {
         sandbox,
         workDir: join(workspaceRoot, ".mcp"),
         logger,
+        backoff: {
+          baseMs: env.FLEET_MCP_RESTART_MS,
+          capMs: Math.max(env.FLEET_MCP_RESTART_MS, env.FLEET_MCP_RESTART_MAX_MS),
+        },
         onToolsChanged: (mcpTools) => {
           void runner
             ?.setTools([...ownTools, ...mcpTools])

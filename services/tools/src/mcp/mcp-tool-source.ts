@@ -36,6 +36,11 @@ export function createMcpToolSource(opts: {
       workDir: opts.workDir,
       logger: opts.logger,
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      onMessage: (direction, message) => {
+        // Methods and ids only: arguments and results stay out of the log.
+        const { method, id } = message as { method?: string; id?: string | number };
+        opts.logger.debug({ evt: "mcp_message", mcpServer: name, direction, method, id }, "MCP message");
+      },
       onToolsChanged: () => {
         if (started) opts.onToolsChanged(tools());
       },
