@@ -21,7 +21,8 @@ export interface FleetStack {
   stop(): Promise<CliResult>;
 }
 
-export async function startFleetStack(env: NodeJS.ProcessEnv = {}): Promise<FleetStack> {
+/** `upArgs`: more arguments of `fleet up` (`--mcp-config <file>`). */
+export async function startFleetStack(env: NodeJS.ProcessEnv = {}, upArgs: string[] = []): Promise<FleetStack> {
   const dir = mkdtempSync(join(tmpdir(), "fleet-e2e-"));
   const home = join(dir, ".fleet");
   const workspace = join(dir, "workspace");
@@ -35,7 +36,7 @@ export async function startFleetStack(env: NodeJS.ProcessEnv = {}): Promise<Flee
     ...env,
     FLEET_WORKSPACE: workspace,
   };
-  const up = spawnCli(["up"], { cwd: dir, env: stackEnv });
+  const up = spawnCli(["up", ...upArgs], { cwd: dir, env: stackEnv });
   const finished = collect(up, 600_000);
   let banner: string;
   try {
