@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { type FakeAnthropic, fakeReply, fakeText, fakeToolUse, startFakeAnthropic } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVERYTHING, everythingStdio } from "../tools/mcp-support.js";
-import { type FleetStack, startFleetStack } from "./support/fleet-stack.js";
+import { type FleetStack, promptJson, startFleetStack } from "./support/fleet-stack.js";
 
 const HAS_LOOP = existsSync(fileURLToPath(new URL("../../services/loop/src/main.ts", import.meta.url)));
 const SESSION = "s-e2e-mcp";
@@ -52,12 +52,7 @@ describe.skipIf(!HAS_LOOP)("e2e / an agent calls MCP tools", () => {
       { ANTHROPIC_API_KEY: "sk-test", ANTHROPIC_BASE_URL: fake.url, FLEET_DEFAULT_MODEL: "claude-test" },
       ["--mcp-config", config],
     );
-    const result = await stack.fleet(["prompt", "--json", "-s", SESSION, "use the MCP tools"], 120_000);
-    expect([result.code, result.stderr]).toEqual([0, ""]);
-    items = result.stdout
-      .trimEnd()
-      .split("\n")
-      .map((line) => JSON.parse(line) as Item);
+    items = await promptJson<Item>(stack, SESSION, "use the MCP tools");
   }, 240_000);
 
   afterAll(async () => {

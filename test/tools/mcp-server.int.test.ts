@@ -197,7 +197,7 @@ describe("MCP servers from npm (real processes, stdio ones sandboxed)", () => {
       expect(textOf(roots)).toContain(pathToFileURL(join(workDir, "everything")).href);
     });
 
-    it("runs the server in the sandbox: only its own variables, its directory as home, no host files", async () => {
+    it("runs the server in the sandbox: only its own variables, its directory as home", async () => {
       process.env.FLEET_TEST_RUNNER_SECRET = "runner-only";
       try {
         const { conn } = await connect("everything", everythingStdio({ env: { GREETING: "hi" } }));
@@ -300,22 +300,38 @@ describe("MCP servers from npm (real processes, stdio ones sandboxed)", () => {
       expect(seen.some((s) => s.direction === "sent" && s.message.method === "notifications/cancelled")).toBe(true);
     });
 
-    it("fails calls at once when the HTTP server is gone, and reconnects when it is back", async () => {
+    it("fails calls when the HTTP server is gone, at once while it is down, and reconnects when it is back", async () => {
       const { conn } = await connect("web", { url: http.url, headers: {} });
       await http.stop();
       await expect(run(tool(conn, "mcp__web__echo"), { message: "x" }, context())).rejects.toThrow(
         /MCP server web went away during the call/,
       );
+      const t0 = Date.now();
       await expect(run(tool(conn, "mcp__web__echo"), { message: "x" }, context())).rejects.toThrow(
-        /MCP server web is down/,
+        /MCP server web is down \(a call failed: .*\); restarting in \d+ ms/,
       );
-      http = await startEverythingHttp().then(async (next) => {
-        // The server's port changed: a new entry is a new connection; the old one keeps backing off.
-        const again = await connect("web2", { url: next.url, headers: {} });
-        expect(textOf(await run(tool(again.conn, "mcp__web2__echo"), { message: "y" }, context()))).toContain("y");
-        return next;
-      });
-      expect(conn.status().state).not.toBe("up");
+      expect(Date.now() - t0).toBeLessThan(1_000);
+      http = await startEverythingHttp("streamableHttp", http.port);
+      await until(() => conn.status().state === "up", 20_000, "reconnected");
+      expect(conn.status().restarts).toBeGreaterThanOrEqual(1);
+      expect(textOf(await run(tool(conn, "mcp__web__echo"), { message: "back" }, context()))).toContain("back");
+    });
+  });
+
+  describe("server-everything over the older HTTP+SSE transport", () => {
+    it("is reached through the SSE fallback when streamable HTTP is refused", async () => {
+      const sse = await startEverythingHttp("sse");
+      try {
+        const { conn, seen } = await connect("old", { url: sse.url, headers: {} });
+        expect(conn.status()).toMatchObject({ state: "up" });
+        // One initialize refused over streamable HTTP, one over HTTP+SSE.
+        expect(seen.filter((s) => s.direction === "sent" && s.message.method === "initialize")).toHaveLength(2);
+        expect(textOf(await run(tool(conn, "mcp__old__echo"), { message: "over sse" }, context()))).toContain(
+          "over sse",
+        );
+      } finally {
+        await sse.stop();
+      }
     });
   });
 

@@ -30,23 +30,36 @@ async function freePort(): Promise<number> {
 
 export interface HttpServerProcess {
   url: string;
+  port: number;
   proc: ChildProcess;
   stop(): Promise<void>;
 }
 
-/** server-everything's streamable HTTP transport as a process on a free port (`/mcp`). */
-export async function startEverythingHttp(): Promise<HttpServerProcess> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, [EVERYTHING, "streamableHttp"], {
+/**
+ * server-everything over HTTP as a process on a free port: its streamable HTTP transport (`/mcp`),
+ * or the older HTTP+SSE one (`/sse`).
+ */
+export async function startEverythingHttp(
+  transport: "streamableHttp" | "sse" = "streamableHttp",
+  /** Default a free port; the port of a server stopped before, to start it again. */
+  fixedPort?: number,
+): Promise<HttpServerProcess> {
+  const port = fixedPort ?? (await freePort());
+  const proc = spawn(process.execPath, [EVERYTHING, transport], {
     env: { PATH: process.env.PATH ?? "", PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output = captureOutput(proc);
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  await until(() => output().includes("listening on port") || proc.exitCode !== null, 20_000, "HTTP MCP server up");
+  await until(
+    () => /(listening|running) on port/.test(output()) || proc.exitCode !== null,
+    20_000,
+    "HTTP MCP server up",
+  );
   if (proc.exitCode !== null) throw new Error(`HTTP MCP server exited:\n${output()}`);
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `http://127.0.0.1:${port}/${transport === "sse" ? "sse" : "mcp"}`,
+    port,
     proc,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {

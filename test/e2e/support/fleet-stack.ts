@@ -66,3 +66,18 @@ export async function startFleetStack(env: NodeJS.ProcessEnv = {}, upArgs: strin
     },
   };
 }
+
+/**
+ * Runs `fleet prompt --json` in `session` until agent_end and returns its NDJSON items; throws
+ * when the command fails or writes to stderr.
+ */
+export async function promptJson<T>(stack: FleetStack, session: string, text: string): Promise<T[]> {
+  const result = await stack.fleet(["prompt", "--json", "-s", session, text], 120_000);
+  if (result.code !== 0 || result.stderr !== "") {
+    throw new Error(`fleet prompt exited ${result.code}: ${result.stderr}`);
+  }
+  return result.stdout
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line) as T);
+}

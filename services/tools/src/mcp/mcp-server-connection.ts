@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   type JSONRPCMessage,
@@ -58,6 +58,13 @@ export interface McpServerConnectionOptions {
 }
 
 const FOREVER_MS = 2_147_483_647;
+
+/** An error's message with its cause's (fetch says only "fetch failed"; the cause says why). */
+function describeError(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && !message.includes(cause) ? `${message}: ${cause}` : message;
+}
 const CLIENT_INFO = { name: "fleet-tools", version: "0.1.0" };
 
 /**
@@ -166,7 +173,8 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
       await queueRelist(c, gen);
     });
     c.onclose = () => {
-      if (gen !== generation || stopped) return;
+      // Only a connection in use: one that failed to connect is dealt with by whoever started it.
+      if (client !== c || gen !== generation || stopped) return;
       markDown("the server's connection closed (its process exited)");
     };
     const transport = makeTransport(kind);
@@ -174,7 +182,7 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
       await c.connect(observed(transport), { timeout });
     } catch (err) {
       await c.close().catch(() => undefined);
-      const http4xx = err instanceof Error && /\b4\d\d\b/.test(err.message);
+      const http4xx = err instanceof StreamableHTTPError && err.code !== undefined && err.code >= 400 && err.code < 500;
       if (kind === "streamable" && !isStdioServer(entry) && http4xx) {
         // A server of the 2024-11-05 revision speaks HTTP+SSE: the SDK's backwards-compatible path.
         log.info({ evt: "mcp_sse_fallback" }, "streamable HTTP refused; trying HTTP+SSE");
@@ -184,6 +192,7 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
     }
     client = c;
     await queueRelist(c, gen);
+    if (client !== c) throw new Error("the connection closed while the tools were being listed");
     const pid = transport instanceof SandboxStdioTransport ? transport.pid : undefined;
     status = { state: "up", restarts: status.restarts, since: now(), ...(pid !== undefined ? { pid } : {}) };
     attempt = 0;
@@ -203,7 +212,7 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
       restartTimer = undefined;
       if (stopped) return;
       status = { state: "starting", restarts: status.restarts + 1 };
-      connect().catch((err) => markDown(`restart failed: ${(err as Error).message}`));
+      connect().catch((err) => markDown(`restart failed: ${describeError(err)}`));
     }, delay);
   }
 
@@ -242,7 +251,7 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
       return buildMcpToolOutput(name, mcpName, result as McpCallResult);
     } catch (err) {
       if (ctx.signal.aborted) throw err;
-      const message = (err as Error).message;
+      const message = describeError(err);
       if (client !== c || !(err instanceof McpError) || /connection closed/i.test(message)) {
         if (!isStdioServer(entry)) markDown(`a call failed: ${message}`);
         throw new Error(`MCP server ${name} went away during the call (${message}); it is being restarted`);
@@ -257,7 +266,7 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
       try {
         await connect();
       } catch (err) {
-        markDown(`start failed: ${(err as Error).message}`);
+        markDown(`start failed: ${describeError(err)}`);
       }
     },
     async stop() {
