@@ -25,6 +25,7 @@ import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
 import { fleetHealthRoutes } from "./routes/fleet-health.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
+import { mcpRoutes } from "./routes/mcp.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -194,6 +195,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...exportImportRoutes(ctx),
     ...blobRoutes(ctx),
     ...approvalRoutes(ctx),
+    ...mcpRoutes(ctx, GATEWAY_VERSION),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore, policy),

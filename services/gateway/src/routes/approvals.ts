@@ -3,10 +3,27 @@ import { z } from "zod";
 import { ApprovalsQuery } from "../api-schemas.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
 import { PendingApproval } from "../pending-approvals.js";
+import type { TenantLink } from "../tenant-links.js";
 import type { RouteContext } from "./route-context.js";
 
 const Approvals = z.object({ approvals: z.array(PendingApproval) });
 const PAGE = 1000;
+
+/** The pending approvals of `sessionId`, or of every running session of the tenant. */
+export async function pendingApprovals(link: TenantLink, sessionId: string | undefined): Promise<PendingApproval[]> {
+  let sessionIds: string[];
+  if (sessionId !== undefined) sessionIds = [sessionId];
+  else {
+    sessionIds = [];
+    let cursor: string | undefined;
+    do {
+      const page = await link.client.listSessions({ limit: PAGE, ...(cursor ? { cursor } : {}) });
+      for (const s of page.sessions) if (s.status === "running") sessionIds.push(s.sessionId);
+      cursor = page.cursor;
+    } while (cursor);
+  }
+  return link.approvals.pending(sessionIds);
+}
 
 export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
   return [
@@ -24,18 +41,7 @@ export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: { 200: { description: "The pending approvals", schema: Approvals } },
       async handler({ query, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
-        let sessionIds: string[];
-        if (query.sessionId !== undefined) sessionIds = [query.sessionId];
-        else {
-          sessionIds = [];
-          let cursor: string | undefined;
-          do {
-            const page = await link.client.listSessions({ limit: PAGE, ...(cursor ? { cursor } : {}) });
-            for (const s of page.sessions) if (s.status === "running") sessionIds.push(s.sessionId);
-            cursor = page.cursor;
-          } while (cursor);
-        }
-        return { status: 200, json: { approvals: await link.approvals.pending(sessionIds) } };
+        return { status: 200, json: { approvals: await pendingApprovals(link, query.sessionId) } };
       },
     }),
   ];
