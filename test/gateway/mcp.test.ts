@@ -1,11 +1,12 @@
 // Fleet as an MCP server: the SDK's own client drives `/v1/mcp` on the real stack (loop, tool
 // runner, store, NATS, Redis; the LLM is the fake Anthropic API), with the gateway's bearer tokens.
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
+import { createMcpServerConnection, openSandbox } from "@fleet/tools";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { acmeTokens, type GatewayStack, startGatewayStack } from "./support.js";
+import { acmeTokens, type GatewayStack, silent, startGatewayStack } from "./support.js";
 
 const OPERATE = "mcp-operate-token-0123456789";
 const READ = "mcp-read-token-0123456789abcd";
@@ -192,5 +193,41 @@ describe("gateway / MCP server at /v1/mcp", () => {
     const last = live.view.agent.messages.at(-1) as { role: string; stopReason?: string };
     live.close();
     expect(last).toMatchObject({ role: "assistant", stopReason: "aborted" });
+  });
+
+  it("is itself an MCP server a Fleet tool runner can serve: headers carry the token", async () => {
+    const connect = async (name: string, headers: Record<string, string>) => {
+      const conn = createMcpServerConnection({
+        name,
+        entry: { url: `${stack.gateway.url}/v1/mcp`, headers },
+        sandbox: await openSandbox(),
+        workDir: stack.workspace,
+        logger: silent,
+        backoff: { baseMs: 60_000, capMs: 60_000 },
+        onToolsChanged: () => undefined,
+      });
+      await conn.start();
+      return conn;
+    };
+    const reading = await connect("fleet", { authorization: `Bearer ${READ}` });
+    const unauthenticated = await connect("anon", {});
+    try {
+      expect(reading.status().state).toBe("up");
+      expect(
+        reading
+          .tools()
+          .map((t) => t.name)
+          .sort(),
+      ).toEqual(["mcp__fleet__list_approvals", "mcp__fleet__list_sessions", "mcp__fleet__read_session"]);
+      expect(reading.tools().every((t) => t.retry === "safe")).toBe(true);
+      expect(unauthenticated.status()).toMatchObject({
+        state: "down",
+        reason: expect.stringMatching(/401|unauthorized/i),
+      });
+      expect(unauthenticated.tools()).toEqual([]);
+    } finally {
+      await reading.stop();
+      await unauthenticated.stop();
+    }
   });
 });

@@ -182,10 +182,11 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
       await c.connect(observed(transport), { timeout });
     } catch (err) {
       await c.close().catch(() => undefined);
-      const http4xx = err instanceof StreamableHTTPError && err.code !== undefined && err.code >= 400 && err.code < 500;
-      if (kind === "streamable" && !isStdioServer(entry) && http4xx) {
+      // No such endpoint for POST (an older server's `/sse`); an authentication failure is reported as it is.
+      const noStreamable = err instanceof StreamableHTTPError && (err.code === 404 || err.code === 405);
+      if (kind === "streamable" && !isStdioServer(entry) && noStreamable) {
         // A server of the 2024-11-05 revision speaks HTTP+SSE: the SDK's backwards-compatible path.
-        log.info({ evt: "mcp_sse_fallback" }, "streamable HTTP refused; trying HTTP+SSE");
+        log.info({ evt: "mcp_sse_fallback" }, "no streamable HTTP endpoint; trying HTTP+SSE");
         return connect("sse");
       }
       throw err;
