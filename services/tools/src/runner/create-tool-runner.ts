@@ -113,6 +113,11 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
         const prev = before.get(t.name);
         return !prev || hashOf(prev) !== hashOf(t);
       });
+      const nextNames = new Set(next.map((t) => t.name));
+      if (changed.length === 0 && [...before.keys()].every((name) => nextNames.has(name))) {
+        served = next;
+        return { ok: true };
+      }
       const errors: string[] = [];
       const accepted: AnyToolDefinition[] = [];
       for (const tool of changed) {
