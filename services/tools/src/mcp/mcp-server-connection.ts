@@ -152,11 +152,11 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
     opts.onToolsChanged();
   }
 
+  /** Lists after any listing under way; rejects with its failure (logged), which the chain survives. */
   const queueRelist = (c: Client, gen: number) => {
-    listing = listing
-      .then(() => relist(c, gen))
-      .catch((err) => log.warn({ evt: "mcp_relist_failed", err }, "listing the MCP server's tools failed"));
-    return listing;
+    const run = listing.then(() => relist(c, gen));
+    listing = run.catch((err) => log.warn({ evt: "mcp_relist_failed", err }, "listing the MCP server's tools failed"));
+    return run;
   };
 
   async function connect(kind: "streamable" | "sse" = "streamable"): Promise<void> {
@@ -170,12 +170,12 @@ export function createMcpServerConnection(opts: McpServerConnectionOptions): Mcp
     }
     c.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       log.info({ evt: "mcp_tools_list_changed" }, "MCP server says its tools changed");
-      await queueRelist(c, gen);
+      await queueRelist(c, gen).catch(() => undefined);
     });
     c.onclose = () => {
       // Only a connection in use: one that failed to connect is dealt with by whoever started it.
       if (client !== c || gen !== generation || stopped) return;
-      markDown("the server's connection closed (its process exited)");
+      markDown(isStdioServer(entry) ? "its process exited" : "the connection closed");
     };
     const transport = makeTransport(kind);
     try {
