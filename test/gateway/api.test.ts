@@ -9,17 +9,11 @@ import { utcDayOf } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiChecker } from "./openapi-check.js";
-import { call, type GatewayStack, startGatewayStack, waitIdle } from "./support.js";
+import { acmeTokens, call, type GatewayStack, startGatewayStack, waitIdle } from "./support.js";
 
 const OPERATE = "operate-token-0123456789";
 const READ = "read-token-0123456789abc";
-const tokens = tokenTable({
-  tokens: [
-    { token: OPERATE, tenant: "acme", role: "operate" },
-    { token: READ, tenant: "acme", role: "read" },
-  ],
-  tenants: {},
-});
+const tokens = acmeTokens(OPERATE, READ);
 
 let stack: GatewayStack;
 /** A stand-in build of the web console (the browser tests use the real one). */
@@ -461,6 +455,21 @@ describe("gateway / API", () => {
     const resumed = await api("GET", "/v1/agui/s-api-agui?after=0", { token: READ });
     expect(resumed.text).toContain('"runId":"r-api-1"');
     expect((await api("GET", "/v1/agui/s-api-none", { token: READ })).status).toBe(404);
+  });
+
+  it("serves MCP at /v1/mcp: JSON-RPC over POST answered as an SSE stream, GET and DELETE 405", async () => {
+    const rpc = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
+    const accept = { accept: "application/json, text/event-stream" };
+    const listed = await api("POST", "/v1/mcp", { body: rpc, token: READ, headers: accept });
+    expect(listed.status).toBe(200);
+    expect(listed.text).toContain('"name":"read_session"');
+    expect(listed.text).not.toContain('"name":"run_agent"');
+    expect((await api("POST", "/v1/mcp", { body: rpc, token: "" })).status).toBe(401);
+    expect((await api("POST", "/v1/mcp", { body: { not: "json-rpc" } })).status).toBe(400);
+    for (const method of ["GET", "DELETE"]) {
+      const refused = await api(method, "/v1/mcp");
+      expect([refused.status, refused.headers.get("allow")]).toEqual([405, "POST"]);
+    }
   });
 
   it("every route of the OpenAPI document was exercised and matched it", () => {

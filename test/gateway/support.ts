@@ -4,7 +4,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { type Gateway, type GatewayOptions, startGateway, type TokenTable, webOptionsOf } from "@fleet/gateway";
+import {
+  type Gateway,
+  type GatewayOptions,
+  startGateway,
+  type TokenTable,
+  tokenTable,
+  webOptionsOf,
+} from "@fleet/gateway";
 import { createAnthropicStreamFn, type LoopWorker } from "@fleet/loop";
 import { applyTopology, connectNats, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
@@ -200,4 +207,15 @@ export async function waitIdle(client: FleetClient, sessionId: string, messages:
   } finally {
     live.close();
   }
+}
+
+/** Tenant acme's two tokens: one with the operate role, one with the read role. */
+export function acmeTokens(operate: string, read: string): TokenTable {
+  return tokenTable({
+    tokens: [
+      { token: operate, tenant: "acme", role: "operate" },
+      { token: read, tenant: "acme", role: "read" },
+    ],
+    tenants: {},
+  });
 }

@@ -499,4 +499,41 @@ describe("tool runner (in-process runners, real nats-server)", () => {
     expect(await executions(stack, "s-stopn")).toHaveLength(1);
     expect(await consumerCounts(stack, "sleep_never")).toEqual({ pending: 0, ackPending: 0 });
   });
+
+  it("serves tools given after start (setTools): registered, in its presence, pulled; removed ones are not", async () => {
+    const shout = defineTool({
+      name: "shout_late",
+      description: "Upper-cases its text",
+      parameters: z.object({ text: z.string() }),
+      execute: ({ text }) => text.toUpperCase(),
+    });
+    const runner = await startRunner("late-a", { tools: [echoTool] });
+    expect(await stack.topo.kv.tools.get("shout_late")).toBeNull();
+    expect(await runner.setTools([echoTool, shout])).toEqual({ ok: true });
+    expect(runner.tools().map((t) => t.name)).toEqual(["echo", "shout_late"]);
+    expect((await stack.topo.kv.tools.get("shout_late"))?.json()).toMatchObject({ runnerId: "late-a" });
+    const presence = (await stack.topo.kv.leases.get(runnerPresenceKey("late-a")))?.json<{ tools: object }>();
+    expect(Object.keys(presence?.tools ?? {}).sort()).toEqual(["echo", "shout_late"]);
+    await publishCall(stack.js, {
+      sessionId: "s-late",
+      toolCallId: "c1",
+      toolName: "shout_late",
+      args: { text: "hi" },
+    });
+    expect(textOf(await waitForResult(stack, "s-late", "c1"))).toBe("HI");
+
+    expect(await runner.setTools([echoTool])).toEqual({ ok: true });
+    await publishCall(stack.js, {
+      sessionId: "s-late",
+      toolCallId: "c2",
+      toolName: "shout_late",
+      args: { text: "no" },
+    });
+    await sleep(1_500);
+    expect(await consumerCounts(stack, "shout_late")).toEqual({ pending: 1, ackPending: 0 });
+    expect(await readRecords(stack, "s-late", "c2")).toEqual([]);
+    // Served again: the waiting call is run.
+    expect(await runner.setTools([echoTool, shout])).toEqual({ ok: true });
+    expect(textOf(await waitForResult(stack, "s-late", "c2"))).toBe("NO");
+  });
 });

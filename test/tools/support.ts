@@ -206,6 +206,22 @@ export async function spawnRunner(
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  const output = captureOutput(proc);
+  const exited = new Promise<number | string>((res) => proc.once("exit", (code, signal) => res(code ?? signal ?? -1)));
+  const runner = { proc, runnerId, output, exited };
+  if (opts.waitReady !== false) {
+    let exitedEarly = false;
+    void exited.then(() => {
+      exitedEarly = true;
+    });
+    await until(() => output().includes('"evt":"ops_listening"') || exitedEarly, 20_000, `runner ${runnerId} ready`);
+    if (exitedEarly) throw new Error(`runner ${runnerId} exited early:\n${output()}`);
+  }
+  return runner;
+}
+
+/** Everything a child process wrote to stdout and stderr so far. */
+export function captureOutput(proc: ChildProcess): () => string {
   let out = "";
   proc.stdout?.on("data", (d) => {
     out += d;
@@ -213,17 +229,7 @@ export async function spawnRunner(
   proc.stderr?.on("data", (d) => {
     out += d;
   });
-  const exited = new Promise<number | string>((res) => proc.once("exit", (code, signal) => res(code ?? signal ?? -1)));
-  const runner = { proc, runnerId, output: () => out, exited };
-  if (opts.waitReady !== false) {
-    let exitedEarly = false;
-    void exited.then(() => {
-      exitedEarly = true;
-    });
-    await until(() => out.includes('"evt":"ops_listening"') || exitedEarly, 20_000, `runner ${runnerId} ready`);
-    if (exitedEarly) throw new Error(`runner ${runnerId} exited early:\n${out}`);
-  }
-  return runner;
+  return () => out;
 }
 
 /** SIGTERM (SIGKILL after 15 s) a runner process that is still running, and waits for its exit. */

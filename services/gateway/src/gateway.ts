@@ -26,6 +26,7 @@ import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
 import { fleetHealthRoutes } from "./routes/fleet-health.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
+import { mcpRoutes } from "./routes/mcp.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -196,6 +197,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...blobRoutes(ctx),
     ...approvalRoutes(ctx),
     ...aguiRoutes(ctx),
+    ...mcpRoutes(ctx, GATEWAY_VERSION),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore, policy),

@@ -165,6 +165,8 @@ export function createToolDispatcher(opts: {
       });
       let done = false;
       let picked = false;
+      let backstop: NodeJS.Timeout | undefined;
+      let onProgress: (() => void) | undefined;
       const finish = (r: RemoteToolResult) => {
         if (!done) {
           done = true;
@@ -175,8 +177,10 @@ export function createToolDispatcher(opts: {
         const rec = decodeToolResultRecord(msg.data);
         if (!rec.ok) return;
         picked = true;
-        if (rec.value.kind === "update") onUpdate(rec.value.partialResult);
-        else if (rec.value.kind === "result") finish(fromFinal(rec.value));
+        if (rec.value.kind === "update") {
+          onProgress?.();
+          onUpdate(rec.value.partialResult);
+        } else if (rec.value.kind === "result") finish(fromFinal(rec.value));
       });
       const timers: NodeJS.Timeout[] = [];
       const cancel = () => opts.nc.publish(subjects.toolCancel(call.sessionId, call.toolCallId));
@@ -236,20 +240,27 @@ export function createToolDispatcher(opts: {
         }, RESULT_RECHECK_MS);
         timers.push(recheck);
         // The runner enforces the deadline; this timer covers "no runner picked it up" and lost runners.
-        timers.push(
+        // Each update record restarts it: a runner may extend a call's deadline on progress (MCP).
+        const armBackstop = () =>
           setTimeout(async () => {
             const late = await storedResult(call.sessionId, call.toolCallId);
             if (late) return finish(late);
             if (done) return;
             cancel();
             finish(errorResult(toolErrorText.noRunner(call.toolName)));
-          }, call.timeoutMs + cancelGrace),
-        );
+          }, call.timeoutMs + cancelGrace);
+        backstop = armBackstop();
+        onProgress = () => {
+          if (backstop) clearTimeout(backstop);
+          backstop = armBackstop();
+        };
         return await settled;
       } finally {
         detach?.removeEventListener("abort", onDetach);
         signal.removeEventListener("abort", onAbort);
         for (const t of timers) clearTimeout(t);
+        if (backstop) clearTimeout(backstop);
+        onProgress = undefined;
         unfollow();
       }
     },

@@ -18,6 +18,14 @@ export const ToolsEnv = z.object({
   /** Comma-separated built-in tools to serve (`read,write,edit,bash,ls,find,grep`); empty or `all` = all. */
   FLEET_TOOLS: envString("all"),
   FLEET_RUNNER_ID: envString(""),
+  /**
+   * Path of an MCP configuration (`{"mcpServers": {...}}`, the desktop clients' format): each
+   * server's tools are served as `mcp__<server>__<tool>` beside the built-in tools (empty: none).
+   */
+  FLEET_MCP_CONFIG: envString(""),
+  /** First wait before an MCP server that died is started again; doubled each time up to FLEET_MCP_RESTART_MAX_MS. */
+  FLEET_MCP_RESTART_MS: envInt(500, 10, 600_000),
+  FLEET_MCP_RESTART_MAX_MS: envInt(30_000, 10, 3_600_000),
   /** Written to `fleet_config.partitions` when this runner is the first service to start (as loop and store do). */
   FLEET_PARTITIONS: envInt(16, 1, 4096),
   /** `ack_wait` of the `tool-<name>` consumers (0: the runner presence TTL, so a dead runner's calls return in seconds). */

@@ -30,6 +30,14 @@ export interface ToolContext {
   /** Streams a partial result; the runner publishes it (throttled) as an `update` record. Never throws. */
   onUpdate: (partial: unknown) => void;
   /**
+   * Pushes the call's deadline to now plus its budget, for a tool that shows it is making progress
+   * (MCP progress notifications). The loop waits as long: each `update` record restarts its wait.
+   * Absent outside a runner. Never throws.
+   */
+  extendDeadline?: () => void;
+  /** W3C trace context of the call (`traceparent`, `tracestate`) when its request message carried one. */
+  traceContext?: Readonly<Record<string, string>>;
+  /**
    * Absolute path of the session's workspace root (exists when `execute` runs). To read or write
    * files in it, use `files`: a path checked here and opened later can be swapped for a symlink
    * that leads anywhere by a process running beside the tool.

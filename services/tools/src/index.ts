@@ -22,6 +22,24 @@ export {
   type ToolSpec,
   toRegistration,
 } from "./define-tool.js";
+export {
+  isStdioServer,
+  loadMcpConfig,
+  McpConfig,
+  type McpHttpServer,
+  McpServerEntry,
+  type McpStdioServer,
+  parseMcpConfig,
+} from "./mcp/mcp-config.js";
+export {
+  createMcpServerConnection,
+  IDEMPOTENCY_META_KEY,
+  type McpServerConnection,
+  type McpServerConnectionOptions,
+  type McpServerStatus,
+} from "./mcp/mcp-server-connection.js";
+export { buildMcpToolName } from "./mcp/mcp-tool-name.js";
+export { createMcpToolSource, type McpToolSource } from "./mcp/mcp-tool-source.js";
 export { createMemoryBlobSink, type MemoryBlobSink } from "./memory-blob-sink.js";
 export { runToolRunnerProcess } from "./run-process.js";
 export { RUNNER_ID_HEADER } from "./runner/call-records.js";

@@ -1,4 +1,4 @@
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
   applyTopology,
   checkServerAtStartup,
@@ -11,8 +11,12 @@ import {
 import { Registry } from "prom-client";
 import { ToolsEnv } from "./config.js";
 import type { AnyToolDefinition } from "./define-tool.js";
+import { loadMcpConfig } from "./mcp/mcp-config.js";
+import { createMcpToolSource, type McpToolSource } from "./mcp/mcp-tool-source.js";
 import { createToolRunner } from "./runner/create-tool-runner.js";
 import { defaultRunnerId } from "./runner/runner-id.js";
+import type { ToolRunner } from "./runner/tool-runner.js";
+import { openSandbox } from "./sandbox/open-sandbox.js";
 import { sandboxSettingsFromEnv } from "./sandbox/sandbox-settings.js";
 
 /**
@@ -36,8 +40,41 @@ export async function runToolRunnerProcess(opts: {
     process.stderr.write(`${service}: ${message}\n`);
     process.exit(1);
   };
-  const tools = typeof opts.tools === "function" ? opts.tools(env) : opts.tools;
+  const ownTools = typeof opts.tools === "function" ? opts.tools(env) : opts.tools;
   const runnerId = env.FLEET_RUNNER_ID || defaultRunnerId();
+  const workspaceRoot = env.FLEET_TENANT
+    ? resolve(env.FLEET_WORKSPACE, env.FLEET_TENANT)
+    : resolve(env.FLEET_WORKSPACE);
+  const sandboxSettings = sandboxSettingsFromEnv(env, process.env);
+  const sandbox = await openSandbox(sandboxSettings);
+  let mcp: McpToolSource | undefined;
+  let runner: ToolRunner | undefined;
+  if (env.FLEET_MCP_CONFIG) {
+    const loaded = await loadMcpConfig(env.FLEET_MCP_CONFIG);
+    if (!loaded.ok) fail(`FLEET_MCP_CONFIG: ${loaded.error}`);
+    else {
+      mcp = createMcpToolSource({
+        config: loaded.config,
+        sandbox,
+        workDir: join(workspaceRoot, ".mcp"),
+        logger,
+        backoff: {
+          baseMs: env.FLEET_MCP_RESTART_MS,
+          capMs: Math.max(env.FLEET_MCP_RESTART_MS, env.FLEET_MCP_RESTART_MAX_MS),
+        },
+        onToolsChanged: (mcpTools) => {
+          void runner
+            ?.setTools([...ownTools, ...mcpTools])
+            .then((out) => {
+              if (!out.ok) logger.error({ evt: "mcp_tools_refused", error: out.error }, out.error);
+            })
+            .catch((err) => logger.error({ evt: "mcp_tools_update_failed", err }, "serving MCP tools failed"));
+        },
+      });
+      await mcp.start();
+    }
+  }
+  const tools = [...ownTools, ...(mcp?.tools() ?? [])];
   const { nc } = await connectFleet({
     role: "tools",
     url: env.NATS_URL,
@@ -53,11 +90,11 @@ export async function runToolRunnerProcess(opts: {
     (err: Error) => fail(err.message),
   );
   const registry = new Registry();
-  const runner = createToolRunner({
+  runner = createToolRunner({
     nc,
     tools,
     runnerId,
-    workspaceRoot: env.FLEET_TENANT ? resolve(env.FLEET_WORKSPACE, env.FLEET_TENANT) : resolve(env.FLEET_WORKSPACE),
+    workspaceRoot,
     workspaceMode: env.FLEET_WORKSPACE_MODE,
     workspaceQuotaBytes: env.FLEET_WORKSPACE_QUOTA_MB * 1024 * 1024,
     workspaceSweepMs: env.FLEET_WORKSPACE_SWEEP_MS,
@@ -67,10 +104,12 @@ export async function runToolRunnerProcess(opts: {
     abortGraceMs: env.FLEET_TOOL_ABORT_GRACE_MS,
     maxArgsBytes: env.FLEET_MAX_TOOL_ARGS_BYTES,
     maxRecordBytes: env.FLEET_MAX_TOOL_RESULT_BYTES,
-    sandbox: sandboxSettingsFromEnv(env, process.env),
+    sandbox,
     metrics: registry,
   });
   const started = await runner.start();
+  // Tools listed while the runner was starting.
+  if (mcp && started.ok) mcp.refresh();
   if (!started.ok) {
     await nc.drain().catch(() => undefined);
     fail(started.error);
@@ -78,7 +117,7 @@ export async function runToolRunnerProcess(opts: {
   const ops = await startOpsServer({
     port: env.FLEET_OPS_PORT,
     host: env.FLEET_OPS_HOST,
-    ready: () => runner.isReady(),
+    ready: () => runner?.isReady() ?? false,
     registry,
   });
   logger.info({ evt: "ops_listening", port: ops.port, tools: tools.map((t) => t.name) }, "tool runner ready");
@@ -88,7 +127,8 @@ export async function runToolRunnerProcess(opts: {
     if (stopping) return;
     stopping = true;
     logger.info({ evt: "runner_stopping", signal }, "stopping");
-    await runner.stop({ graceMs: env.FLEET_SHUTDOWN_GRACE_MS });
+    await runner?.stop({ graceMs: env.FLEET_SHUTDOWN_GRACE_MS });
+    await mcp?.stop();
     await ops.close();
     await nc.drain().catch(() => undefined);
     logger.flush();

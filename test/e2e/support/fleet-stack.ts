@@ -21,7 +21,8 @@ export interface FleetStack {
   stop(): Promise<CliResult>;
 }
 
-export async function startFleetStack(env: NodeJS.ProcessEnv = {}): Promise<FleetStack> {
+/** `upArgs`: more arguments of `fleet up` (`--mcp-config <file>`). */
+export async function startFleetStack(env: NodeJS.ProcessEnv = {}, upArgs: string[] = []): Promise<FleetStack> {
   const dir = mkdtempSync(join(tmpdir(), "fleet-e2e-"));
   const home = join(dir, ".fleet");
   const workspace = join(dir, "workspace");
@@ -35,7 +36,7 @@ export async function startFleetStack(env: NodeJS.ProcessEnv = {}): Promise<Flee
     ...env,
     FLEET_WORKSPACE: workspace,
   };
-  const up = spawnCli(["up"], { cwd: dir, env: stackEnv });
+  const up = spawnCli(["up", ...upArgs], { cwd: dir, env: stackEnv });
   const finished = collect(up, 600_000);
   let banner: string;
   try {
@@ -64,4 +65,19 @@ export async function startFleetStack(env: NodeJS.ProcessEnv = {}): Promise<Flee
       return result;
     },
   };
+}
+
+/**
+ * Runs `fleet prompt --json` in `session` until agent_end and returns its NDJSON items; throws
+ * when the command fails or writes to stderr.
+ */
+export async function promptJson<T>(stack: FleetStack, session: string, text: string): Promise<T[]> {
+  const result = await stack.fleet(["prompt", "--json", "-s", session, text], 120_000);
+  if (result.code !== 0 || result.stderr !== "") {
+    throw new Error(`fleet prompt exited ${result.code}: ${result.stderr}`);
+  }
+  return result.stdout
+    .trimEnd()
+    .split("\n")
+    .map((line) => JSON.parse(line) as T);
 }

@@ -116,7 +116,13 @@ export function buildProgram(
       "--secure",
       "operator mode: generated accounts and users (creds) for tenants acme and globex in .fleet/secure/ (FLEET_SECURE_DIR), each service under its own user, a gateway with bearer tokens",
     )
-    .action(async (o: { secure?: boolean }) => setExit(await upCommand(io(), { secure: o.secure === true })));
+    .option(
+      "--mcp-config <file>",
+      'MCP servers whose tools the tool runner serves as mcp__<server>__<tool>: {"mcpServers": {...}}, the desktop clients\' format (FLEET_MCP_CONFIG)',
+    )
+    .action(async (o: { secure?: boolean; mcpConfig?: string }) =>
+      setExit(await upCommand(io(), { secure: o.secure === true, ...(o.mcpConfig ? { mcpConfig: o.mcpConfig } : {}) })),
+    );
 
   program
     .command("chat")

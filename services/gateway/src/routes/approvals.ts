@@ -3,9 +3,15 @@ import { PendingApproval } from "@fleet/protocol";
 import { z } from "zod";
 import { ApprovalsQuery } from "../api-schemas.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
+import type { TenantLink } from "../tenant-links.js";
 import type { RouteContext } from "./route-context.js";
 
 const Approvals = z.object({ approvals: z.array(PendingApproval) });
+
+/** The pending approvals of `sessionId`, or of every session of the tenant (the store's approvals index). */
+export async function pendingApprovals(link: TenantLink, sessionId: string | undefined): Promise<PendingApproval[]> {
+  return (await link.client.listApprovals(sessionId !== undefined ? { sessionId } : {})).approvals;
+}
 
 export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
   return [
@@ -23,10 +29,7 @@ export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: { 200: { description: "The pending approvals", schema: Approvals } },
       async handler({ query, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
-        const found = await link.client.listApprovals(
-          query.sessionId !== undefined ? { sessionId: query.sessionId } : {},
-        );
-        return { status: 200, json: { approvals: found.approvals } };
+        return { status: 200, json: { approvals: await pendingApprovals(link, query.sessionId) } };
       },
     }),
   ];

@@ -16,6 +16,13 @@ export interface CallConsumer {
   start(onDelivery: (m: JsMsg, tool: AnyToolDefinition) => Promise<void>): void;
   /** Stops pulling and resolves when every pull loop ended (handlers may still run). */
   stop(): Promise<void>;
+  /**
+   * Serves `tool` from now on (after `start`): a new pull loop, or, for a tool already served, its
+   * new definition for the calls pulled from now on.
+   */
+  add(tool: AnyToolDefinition): void;
+  /** Stops pulling a tool's calls (calls already pulled run on). */
+  remove(name: string): void;
 }
 
 export function createCallConsumer(opts: {
@@ -25,8 +32,13 @@ export function createCallConsumer(opts: {
   metrics: RunnerMetrics;
   logger: Pick<Logger, "warn" | "error">;
 }): CallConsumer {
-  const fetches = new Set<ConsumerMessages>();
+  const fetches = new Map<ConsumerMessages, string>();
   const pumps: Promise<void>[] = [];
+  const current = new Map(opts.tools.map((t) => [t.name, t]));
+  const removed = new Set<string>();
+  /** Tools with a pull loop running (one per tool at most). */
+  const pumping = new Set<string>();
+  let handler: ((m: JsMsg, tool: AnyToolDefinition) => Promise<void>) | undefined;
   const slotWaiters = new Map<string, Array<() => void>>();
   const activeByTool = new Map<string, number>();
   let stopping = false;
@@ -40,9 +52,25 @@ export function createCallConsumer(opts: {
       slotWaiters.set(tool, list);
     });
 
-  async function pump(tool: AnyToolDefinition, onDelivery: (m: JsMsg, tool: AnyToolDefinition) => Promise<void>) {
+  async function pump(name: string, onDelivery: (m: JsMsg, tool: AnyToolDefinition) => Promise<void>) {
+    const live = () => !stopping && !removed.has(name);
+    pumping.add(name);
+    try {
+      await pullLoop(name, live, onDelivery);
+    } finally {
+      pumping.delete(name);
+    }
+  }
+
+  async function pullLoop(
+    name: string,
+    live: () => boolean,
+    onDelivery: (m: JsMsg, tool: AnyToolDefinition) => Promise<void>,
+  ) {
     let consumer: Consumer | undefined;
-    while (!stopping) {
+    while (live()) {
+      const tool = current.get(name);
+      if (!tool) break;
       if (!consumer) {
         try {
           consumer = await opts.js.consumers.get(STREAMS.toolCalls.name, `tool-${tool.name}`);
@@ -64,16 +92,16 @@ export function createCallConsumer(opts: {
       let batch: ConsumerMessages | undefined;
       try {
         batch = await consumer.fetch({ max_messages: free, expires: 5_000 });
-        fetches.add(batch);
-        if (stopping) batch.stop();
+        fetches.set(batch, tool.name);
+        if (!live()) batch.stop();
         for await (const m of batch) {
-          if (stopping) {
+          if (!live()) {
             m.nak();
             continue;
           }
           activeByTool.set(tool.name, active(tool.name) + 1);
           opts.metrics.active(tool.name, 1);
-          void onDelivery(m, tool)
+          void onDelivery(m, current.get(name) ?? tool)
             .catch((err) =>
               // Unacked: the consumer redelivers it after ack_wait.
               opts.logger.error({ evt: "tool_delivery_failed", tool: tool.name, err }, "tool call delivery failed"),
@@ -85,7 +113,7 @@ export function createCallConsumer(opts: {
             });
         }
       } catch (err) {
-        if (stopping) break;
+        if (!live()) break;
         opts.logger.warn({ evt: "fetch_failed", tool: tool.name, err }, "pulling tool calls failed; retrying");
         await sleep(500);
       } finally {
@@ -96,11 +124,22 @@ export function createCallConsumer(opts: {
 
   return {
     start(onDelivery) {
-      for (const tool of opts.tools) pumps.push(pump(tool, onDelivery));
+      handler = onDelivery;
+      for (const tool of opts.tools) pumps.push(pump(tool.name, onDelivery));
+    },
+    add(tool) {
+      current.set(tool.name, tool);
+      removed.delete(tool.name);
+      if (!pumping.has(tool.name) && handler && !stopping) pumps.push(pump(tool.name, handler));
+    },
+    remove(name) {
+      removed.add(name);
+      for (const [batch, tool] of fetches) if (tool === name) batch.stop();
+      for (const wake of slotWaiters.get(name)?.splice(0) ?? []) wake();
     },
     async stop() {
       stopping = true;
-      for (const batch of fetches) batch.stop();
+      for (const batch of fetches.keys()) batch.stop();
       for (const [tool, waiters] of slotWaiters) {
         for (const wake of waiters.splice(0)) wake();
         slotWaiters.delete(tool);

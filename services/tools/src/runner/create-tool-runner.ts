@@ -2,6 +2,8 @@ import { OBJECT_STORES } from "@fleet/protocol";
 import { applyTopology, createLogger } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
+import type { AnyToolDefinition } from "../define-tool.js";
+import { toRegistration } from "../define-tool.js";
 import { openSandbox } from "../sandbox/open-sandbox.js";
 import { createCallConsumer } from "./call-consumer.js";
 import { createCallStateReader } from "./call-state.js";
@@ -18,8 +20,8 @@ import { runClaimedCall } from "./run-claimed-call.js";
 import { checkRunnerId, defaultRunnerId } from "./runner-id.js";
 import { createRunnerMetrics, noMetrics } from "./runner-metrics.js";
 import { createPresenceHeartbeat, type PresenceHeartbeat } from "./runner-presence.js";
-import { consumerAckWaitMs, presenceHeartbeatMs, presenceTtlOf } from "./runner-timing.js";
-import { presenceTools, registerTools, toolNames } from "./tool-registry.js";
+import { consumerAckWaitMs, presenceHeartbeatMs, presenceTtlOf, workingIntervalMs } from "./runner-timing.js";
+import { presenceTools, registerTools, schemaHash, toolNames } from "./tool-registry.js";
 import { runnerSettings, type StartOutcome, type ToolRunner, type ToolRunnerOptions } from "./tool-runner.js";
 import { createWorkspaceJanitor, type WorkspaceJanitor } from "./workspace-janitor.js";
 
@@ -42,6 +44,9 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   const consumer = createCallConsumer({ js, tools, concurrency, metrics, logger });
   const publisher = createResultPublisher({ js, runnerId, now, hardStopped: () => hardStopped });
   let presence: PresenceHeartbeat | undefined;
+  let served: readonly AnyToolDefinition[] = tools;
+  let reconfigure: ((next: readonly AnyToolDefinition[]) => Promise<StartOutcome>) | undefined;
+  let reconfiguring: Promise<unknown> = Promise.resolve();
   let janitor: WorkspaceJanitor | undefined;
   let started = false;
   let stopping = false;
@@ -80,7 +85,11 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       return registered;
     }
     const ackWaitMs = consumerAckWaitMs(opts.ackWaitMs, presenceTtlMs);
-    const workingIntervalMs = await ensureCallConsumers({ jsm: topo.jsm, tools, ackWaitMs, logger });
+    // Without tools yet (an MCP runner whose servers are starting), the consumers made later get ackWaitMs.
+    const workingMs = Math.min(
+      await ensureCallConsumers({ jsm: topo.jsm, tools, ackWaitMs, logger }),
+      workingIntervalMs([ackWaitMs * 1_000_000]),
+    );
     await cancels.start();
     const claimDeps = { runnerId, readState, seenAt: heartbeat.seenAt, presenceTtlMs, busyRetryMs, publisher, now };
     const workspaceOf = createCallWorkspaces(opts.workspaceRoot, settings.workspaceMode, opts.workspaceQuotaBytes ?? 0);
@@ -91,12 +100,44 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       cancelledEarly: cancels.cancelledEarly,
       claim: (call, tool, log) => claimCall(claimDeps, call, tool, log),
       run: (entry, req, tool, log) => runClaimedCall(runDeps, entry, req, tool, log),
-      workingIntervalMs,
+      workingIntervalMs: workingMs,
       busyRetryMs,
       metrics,
       logger,
     });
     consumer.start(handleDelivery);
+    reconfigure = async (next) => {
+      const before = new Map(served.map((t) => [t.name, t]));
+      const hashOf = (t: AnyToolDefinition) => `${t.version}/${schemaHash(toRegistration(t))}`;
+      const changed = next.filter((t) => {
+        const prev = before.get(t.name);
+        return !prev || hashOf(prev) !== hashOf(t);
+      });
+      const nextNames = new Set(next.map((t) => t.name));
+      if (changed.length === 0 && [...before.keys()].every((name) => nextNames.has(name))) {
+        served = next;
+        return { ok: true };
+      }
+      const errors: string[] = [];
+      const accepted: AnyToolDefinition[] = [];
+      for (const tool of changed) {
+        const outcome = await registerTools({ kv: topo.kv.tools, tools: [tool], runnerId, liveRunners, now, logger });
+        if (outcome.ok) accepted.push(tool);
+        else errors.push(outcome.error);
+      }
+      await ensureCallConsumers({ jsm: topo.jsm, tools: accepted, ackWaitMs, logger });
+      const refused = new Set(changed.filter((t) => !accepted.includes(t)).map((t) => t.name));
+      served = next.filter((t) => !refused.has(t.name));
+      const names = new Set(served.map((t) => t.name));
+      await heartbeat.setTools(presenceTools(served));
+      for (const tool of accepted) consumer.add(tool);
+      for (const name of before.keys()) if (!names.has(name)) consumer.remove(name);
+      logger.info(
+        { evt: "runner_tools_changed", tools: [...names], changed: accepted.map((t) => t.name), refused: [...refused] },
+        "served tools changed",
+      );
+      return errors.length === 0 ? { ok: true } : { ok: false, error: errors.join("; ") };
+    };
     if (settings.workspaceMode === "per-session") {
       janitor = createWorkspaceJanitor({
         nc,
@@ -125,10 +166,22 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     return stopped;
   }
 
+  function setTools(next: readonly AnyToolDefinition[]): Promise<StartOutcome> {
+    toolNames(next);
+    const run = reconfiguring.then(() => {
+      if (!reconfigure || stopping) return { ok: false as const, error: "the tool runner is not running" };
+      return reconfigure(next);
+    });
+    reconfiguring = run.catch(() => undefined);
+    return run;
+  }
+
   return {
     runnerId,
     start,
     stop,
+    setTools,
+    tools: () => served,
     activeCalls: () => inflight.size(),
     isReady: () => started && !stopping && cancels.isListening(),
   };

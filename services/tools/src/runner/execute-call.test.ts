@@ -127,6 +127,31 @@ describe("executeCall", () => {
     expect(Date.now() - t0).toBeLessThan(1_000);
   });
 
+  it("gives a tool that reports progress its whole budget again each time (extendDeadline)", async () => {
+    const progressing = defineTool({
+      name: "progressing",
+      description: "",
+      parameters: z.object({}),
+      execute: async (_args, ctx) => {
+        for (let i = 0; i < 5; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 60));
+          ctx.extendDeadline?.();
+        }
+        return "done after 300 ms";
+      },
+    });
+    const out = await executeCall(
+      input({ tool: progressing, args: {}, deadlineAt: Date.now() + 150, deadlineMs: 150 }),
+    );
+    expect(out).toEqual({
+      kind: "done",
+      record: { kind: "result", content: [{ type: "text", text: "done after 300 ms" }], isError: false },
+    });
+    // Without progress the same budget ends it.
+    const silent = await executeCall(input({ args: { ms: 300 }, deadlineAt: Date.now() + 150, deadlineMs: 150 }));
+    expect(silent.kind).toBe("aborted");
+  });
+
   it("does not start a call whose deadline passed while it waited", async () => {
     const probe = probeTool();
     const out = await executeCall(input({ tool: probe, deadlineAt: Date.now() - 1, deadlineMs: 50 }));

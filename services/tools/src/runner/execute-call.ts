@@ -36,6 +36,8 @@ export interface ExecuteCallInput {
   /** Aborted by the runner with an `AbortCause` as reason (cancel, shutdown). */
   signal: AbortSignal;
   onUpdate: (partial: unknown) => void;
+  /** The call's trace context, handed to the tool (`ToolContext.traceContext`). */
+  traceContext?: Readonly<Record<string, string>>;
   /** After an abort, how long the tool may take to settle before the abort result is given anyway. */
   abortGraceMs: number;
   /** FLEET_MAX_TOOL_ARGS_BYTES: larger `args` (as JSON) are refused with an error result. Default 512 KiB. */
@@ -98,10 +100,14 @@ export async function executeCall(input: ExecuteCallInput): Promise<CallOutcome>
   if (input.signal.aborted) onExternal();
   else input.signal.addEventListener("abort", onExternal, { once: true });
   const MAX_TIMER_MS = 2_147_483_647;
-  const deadlineTimer = setTimeout(
-    () => abort("deadline"),
-    Math.min(MAX_TIMER_MS, Math.max(0, input.deadlineAt - input.now())),
-  );
+  const armDeadline = (at: number) =>
+    setTimeout(() => abort("deadline"), Math.min(MAX_TIMER_MS, Math.max(0, at - input.now())));
+  let deadlineTimer = armDeadline(input.deadlineAt);
+  const extendDeadline = () => {
+    if (cause) return;
+    clearTimeout(deadlineTimer);
+    deadlineTimer = armDeadline(input.now() + input.deadlineMs);
+  };
 
   const run = (async (): Promise<ToolFinalRecord> => {
     try {
@@ -112,6 +118,8 @@ export async function executeCall(input: ExecuteCallInput): Promise<CallOutcome>
           onUpdate: (partial) => {
             if (!cause) input.onUpdate(partial);
           },
+          extendDeadline,
+          ...(input.traceContext ? { traceContext: input.traceContext } : {}),
           workspace: input.workspace,
           files: createWorkspaceFiles(input.workspace, input.quota),
           logger: input.logger,

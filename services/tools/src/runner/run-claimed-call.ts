@@ -1,5 +1,6 @@
 import type { ToolCallRequest, ToolFinalRecord } from "@fleet/protocol";
 import type { ObjectStore } from "@nats-io/obj";
+import type { MsgHdrs } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { AnyToolDefinition } from "../define-tool.js";
 import type { ProcessSandbox } from "../sandbox/process-sandbox.js";
@@ -15,6 +16,16 @@ import type { ResultPublisher } from "./result-publisher.js";
 import type { DeliveryOutcome, RunnerMetrics } from "./runner-metrics.js";
 import { decideSettlement } from "./settle-decision.js";
 import { createUpdateThrottle } from "./update-throttle.js";
+
+/** The W3C trace context headers of a call's request message, if any. */
+function traceContextOf(headers: MsgHdrs | undefined): { traceContext?: Record<string, string> } {
+  const out: Record<string, string> = {};
+  for (const name of ["traceparent", "tracestate"]) {
+    const value = headers?.get(name);
+    if (value) out[name] = value;
+  }
+  return out.traceparent ? { traceContext: out } : {};
+}
 
 export interface RunClaimedCallDeps {
   publisher: Pick<ResultPublisher, "update" | "final">;
@@ -84,6 +95,7 @@ export async function runClaimedCall(
     now,
     signal: entry.controller.signal,
     onUpdate: updates.push,
+    ...traceContextOf(entry.msg.headers),
     abortGraceMs: deps.abortGraceMs,
     ...(deps.maxArgsBytes !== undefined ? { maxArgsBytes: deps.maxArgsBytes } : {}),
   });

@@ -11,6 +11,8 @@ export interface PresenceHeartbeat {
   seenAt(runnerId: string): Promise<number | undefined>;
   /** Every live runner's presence (stale or unreadable entries are skipped). */
   liveRunners(): Promise<RunnerPresence[]>;
+  /** Announces another set of served tools: written at once (resolves when written). */
+  setTools(tools: RunnerPresence["tools"]): Promise<void>;
 }
 
 export function createPresenceHeartbeat(opts: {
@@ -25,6 +27,7 @@ export function createPresenceHeartbeat(opts: {
 }): PresenceHeartbeat {
   const key = runnerPresenceKey(opts.runnerId);
   const startedAt = opts.now();
+  let tools = opts.tools;
   let timer: NodeJS.Timeout | undefined;
   let beating: Promise<unknown> | undefined;
   let stopped = false;
@@ -54,7 +57,7 @@ export function createPresenceHeartbeat(opts: {
       key,
       JSON.stringify({
         runnerId: opts.runnerId,
-        tools: opts.tools,
+        tools,
         startedAt,
         ts: opts.now(),
       } satisfies RunnerPresence),
@@ -72,6 +75,11 @@ export function createPresenceHeartbeat(opts: {
       if (timer) clearInterval(timer);
       if (beating) await beating;
       await opts.kv.delete(key).catch(() => undefined);
+    },
+    async setTools(next) {
+      tools = next;
+      if (beating) await beating;
+      if (!stopped) await beat();
     },
     async seenAt(runnerId) {
       const entry = await opts.kv.get(runnerPresenceKey(runnerId));

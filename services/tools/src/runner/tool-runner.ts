@@ -63,6 +63,15 @@ export interface ToolRunner {
    * calls get the runner-lost error result. Finally removes the runner's presence. Idempotent.
    */
   stop(opts?: { graceMs?: number }): Promise<void>;
+  /**
+   * Serves `tools` from now on, after `start` (MCP servers' tools come and go): new or changed
+   * tools are registered (as at start) and pulled, presence lists them, tools no longer given stop
+   * being pulled (calls running finish). A tool whose registration conflicts with a live runner is
+   * left out and named in the error; the others are served. Calls are serialised. Rejects on NATS errors.
+   */
+  setTools(tools: readonly AnyToolDefinition[]): Promise<StartOutcome>;
+  /** The tools served now. */
+  tools(): readonly AnyToolDefinition[];
   activeCalls(): number;
   isReady(): boolean;
 }

@@ -44,6 +44,12 @@ export interface SandboxStartOptions {
   workspace: string;
   env?: Readonly<Record<string, string>>;
   limits?: Partial<SandboxLimits>;
+  /** `pipe`: the process reads a pipe (`child.stdin`), as an MCP server over stdio does. Default: no input. */
+  stdin?: "pipe";
+  /** `allow`: this process shares the runner's network even when the sandbox denies it (an MCP server whose entry says so). */
+  network?: "allow";
+  /** Host paths bound read-only for this process, besides the sandbox's own (an MCP server's code). */
+  readOnlyPaths?: readonly string[];
 }
 
 export type SandboxStart = { ok: true; process: SandboxedProcess } | { ok: false; error: string };
@@ -99,7 +105,7 @@ export function createUnconfinedSandbox(settings: SandboxSettings): ProcessSandb
         cwd: opts.workspace,
         detached: true,
         env: sandboxEnv(settings, opts.workspace, opts.env),
-        stdio: ["ignore", "pipe", "pipe"],
+        stdio: [opts.stdin ?? "ignore", "pipe", "pipe"],
       });
       const pgid = child.pid;
       const anyAlive = () => pgid !== undefined && isGroupAlive(pgid);
@@ -141,7 +147,13 @@ export function createBwrapSandbox(
         return { ok: false, error: `cannot create the command's pids cgroup: ${(err as Error).message}` };
       }
       const limits = tighterLimits(settings.limits, opts.limits);
-      const args = bwrapArgs({ ...settings, limits }, root, { argv, workspace: opts.workspace, infoFd: 3 });
+      const call = {
+        ...settings,
+        limits,
+        network: opts.network ?? settings.network,
+        readOnlyPaths: [...settings.readOnlyPaths, ...(opts.readOnlyPaths ?? [])],
+      };
+      const args = bwrapArgs(call, root, { argv, workspace: opts.workspace, infoFd: 3 });
       const [file, fileArgs] = cgroup
         ? ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, settings.bwrapPath, ...args]]
         : [settings.bwrapPath, args];
@@ -149,7 +161,7 @@ export function createBwrapSandbox(
         cwd: opts.workspace,
         detached: true,
         env: sandboxEnv(settings, opts.workspace, opts.env),
-        stdio: ["ignore", "pipe", "pipe", "pipe"],
+        stdio: [opts.stdin ?? "ignore", "pipe", "pipe", "pipe"],
       });
       const pgid = child.pid;
       // bwrap reports the host pid of the sandbox's PID 1: once it is gone, so is every process inside.

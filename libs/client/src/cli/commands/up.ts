@@ -43,6 +43,8 @@ export interface UpOptions {
    * globex; every service logs in as its own user; one gateway serves both.
    */
   secure?: boolean;
+  /** An MCP configuration file (relative to the working directory) passed to every tool runner as FLEET_MCP_CONFIG. */
+  mcpConfig?: string;
 }
 
 /** Runs until a signal; resolves with the exit code after everything it started has stopped. */
@@ -57,6 +59,9 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
   if (running && running.path === stackPath) {
     throw new CliError(`fleet up is already running here (pid ${running.stack.pid}, ${running.stack.natsUrl})`);
   }
+  const mcpConfig = opts.mcpConfig ?? io.env.FLEET_MCP_CONFIG;
+  const mcpConfigPath = mcpConfig ? resolve(io.cwd, mcpConfig) : undefined;
+  if (mcpConfigPath && !existsSync(mcpConfigPath)) throw new CliError(`--mcp-config: ${mcpConfigPath} does not exist`);
   mkdirSync(join(home, "logs"), { recursive: true });
 
   const servers: LocalServer[] = [];
@@ -188,6 +193,7 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
       if (unit.service === "tools") {
         env.FLEET_WORKSPACE = workspace;
         env.FLEET_WORKSPACE_MODE = io.env.FLEET_WORKSPACE_MODE ?? "shared";
+        if (mcpConfigPath) env.FLEET_MCP_CONFIG = mcpConfigPath;
       }
       let gatewayUrl: string | undefined;
       if (unit.service === "gateway") {
