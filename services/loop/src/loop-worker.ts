@@ -22,6 +22,7 @@ import { type RetentionSettings, retentionRequester, startRetentionJanitor } fro
 import { createSpendLedger } from "./lifecycle/spend-ledger.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
+import type { RunTraceSink } from "./run-trace-sink.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import { scanPartition } from "./takeover-scan.js";
@@ -50,6 +51,8 @@ export interface LoopWorkerOptions {
   newId: () => string;
   /** Session lifecycle (PROTOCOL "Session lifecycle"). */
   lifecycle?: LoopLifecycleOptions;
+  /** Live span export (change 46; `createRunTraceSink`); absent: no spans are made. */
+  traces?: RunTraceSink;
 }
 
 export interface LoopLifecycleOptions {
@@ -188,6 +191,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         },
         lifecycle,
         onRemoved: (sid) => actors.drop(sid),
+        ...(opts.traces ? { traces: opts.traces } : {}),
       });
       await actor.recover();
       return actor;

@@ -1,0 +1,162 @@
+// biome-ignore lint/style/noRestrictedImports: the test reads the golden files from disk
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { decodeEvent } from "../codec.js";
+import type { FleetEvent } from "../events.js";
+import { deriveRunSpans, type TraceSpan } from "./run-spans.js";
+import { chatTraceparent, EMPTY_TRACE_CURSOR, foldTraceCursor, toolTraceparent } from "./trace-cursor.js";
+import { derivedSpanId, derivedTraceId } from "./trace-ids.js";
+
+const FIXTURES = new URL("../../fixtures/", import.meta.url);
+function load(name: string): FleetEvent[] {
+  return readFileSync(new URL(`${name}.jsonl`, FIXTURES), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const decoded = decodeEvent(line);
+      if (!decoded.ok) throw new Error(decoded.error);
+      return decoded.value;
+    });
+}
+
+const CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+function tree(spans: TraceSpan[]): string[] {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const depth = (s: TraceSpan): number =>
+    s.parentSpanId && byId.has(s.parentSpanId) ? 1 + depth(byId.get(s.parentSpanId)!) : 0;
+  return spans.map(
+    (s) => `${"  ".repeat(depth(s))}${s.name} ${s.startMs - spans[0]!.startMs}..${s.endMs - spans[0]!.startMs}`,
+  );
+}
+
+describe("trace / spans derived from the log", () => {
+  it("makes invoke_agent, chat and execute_tool spans with GenAI attributes", () => {
+    const spans = deriveRunSpans(load("parallel-tools"));
+    expect(tree(spans)).toEqual([
+      "invoke_agent fleet 0..270",
+      // A chat starts at the step before it (the user's message_end, the next turn_start).
+      "  chat claude-sonnet-4-5 30..90",
+      "  execute_tool bash 100..150",
+      "  execute_tool read 110..140",
+      "  chat claude-sonnet-4-5 210..250",
+    ]);
+    const [root, chat, bash] = spans as [TraceSpan, TraceSpan, TraceSpan];
+    expect(root.kind).toBe("internal");
+    expect(root.parentSpanId).toBeUndefined();
+    expect(root.traceId).toBe(derivedTraceId(root.runId));
+    expect(root.attributes).toMatchObject({
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.conversation.id": "s-1",
+      "gen_ai.provider.name": "anthropic",
+      "gen_ai.request.model": "claude-sonnet-4-5",
+      "fleet.llm_calls": 2,
+      "fleet.tool_calls": 2,
+    });
+    expect(chat.kind).toBe("client");
+    expect(chat.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": "anthropic",
+      "gen_ai.request.model": "claude-sonnet-4-5",
+      "gen_ai.response.finish_reasons": ["toolUse"],
+    });
+    expect(typeof chat.attributes["gen_ai.usage.input_tokens"]).toBe("number");
+    expect(chat.attributes["fleet.time_to_first_token"]).toBeGreaterThan(0);
+    expect(bash.attributes).toMatchObject({
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "bash",
+      "gen_ai.tool.call.id": "toolu_t1",
+    });
+    expect(spans.every((s) => !s.open && s.traceId === root.traceId)).toBe(true);
+    expect(spans.slice(1).every((s) => s.parentSpanId === root.spanId)).toBe(true);
+  });
+
+  it("gives the same ids every time, and the caller's trace when the command carried one", () => {
+    const events = load("parallel-tools");
+    expect(deriveRunSpans(events)).toEqual(deriveRunSpans(events));
+    const traced = events.map((e) =>
+      e.type === "command_accepted" ? { ...e, trace: { traceparent: CALLER, tracestate: "k=v" } } : e,
+    );
+    const spans = deriveRunSpans(traced);
+    expect(spans[0]!.traceId).toBe("4bf92f3577b34da6a3ce929d0e0e4736");
+    expect(spans[0]!.parentSpanId).toBe("00f067aa0ba902b7");
+    expect(spans.every((s) => s.traceId === "4bf92f3577b34da6a3ce929d0e0e4736" && s.traceState === "k=v")).toBe(true);
+    expect(spans.map((s) => s.spanId)).toEqual(deriveRunSpans(events).map((s) => s.spanId));
+  });
+
+  it("puts the context of the exported chat and execute_tool spans on the wire", () => {
+    const events = load("parallel-tools");
+    const spans = deriveRunSpans(events);
+    const firstAssistant = events.findIndex((e) => e.type === "message_start" && e.message.role === "assistant");
+    const cursor = events.slice(0, firstAssistant).reduce(foldTraceCursor, EMPTY_TRACE_CURSOR);
+    const chat = spans.find((s) => s.name.startsWith("chat"))!;
+    expect(chatTraceparent(cursor)).toBe(`00-${chat.traceId}-${chat.spanId}-01`);
+    const bash = spans.find((s) => s.name === "execute_tool bash")!;
+    expect(toolTraceparent(cursor, bash.runId, "toolu_t1")).toBe(`00-${bash.traceId}-${bash.spanId}-01`);
+  });
+
+  it("makes a queue_wait span per steered and follow-up message, from acceptance to delivery", () => {
+    const waits = deriveRunSpans(load("steering")).filter((s) => s.name.startsWith("queue_wait"));
+    expect(waits.map((s) => [s.name, s.attributes["fleet.command.id"]])).toEqual([
+      ["queue_wait steer", "cmd-s1"],
+      ["queue_wait steer", "cmd-s2"],
+      ["queue_wait followUp", "cmd-f1"],
+      ["queue_wait followUp", "cmd-f2"],
+    ]);
+    expect(waits.every((s) => s.endMs > s.startMs)).toBe(true);
+  });
+
+  it("shows a crash and resume: the cut LLM call fails with fleet.worker_lost, a resume_run span spans the gap", () => {
+    const events = load("parallel-tools");
+    const cut = events.findIndex((e) => e.type === "message_end" && e.message.role === "assistant");
+    const runId = events[cut]!.meta.runId!;
+    const at = events[cut - 1]!.meta.ts;
+    const meta = (n: number, id: string) => ({ ...events[0]!.meta, id, ts: at + n, runId, producer: "loop-b" });
+    const start = events.find((e) => e.type === "message_start" && e.message.role === "assistant")!;
+    const crashed: FleetEvent[] = [
+      ...events.slice(0, cut),
+      { type: "owner_change", workerId: "loop-b", partition: 0, epoch: 2, meta: meta(5_000, "oc") },
+      { type: "run_resumed", runId, reason: "worker loop-b took over", meta: meta(5_010, "rr") },
+      // The new owner calls the LLM again: a new assistant message.
+      { ...start, meta: meta(5_015, "ms2") } as FleetEvent,
+      ...events.slice(cut).map((e) => ({ ...e, meta: { ...e.meta, ts: e.meta.ts + 5_020 } })),
+    ];
+    const spans = deriveRunSpans(crashed);
+    const names = spans.map((s) => s.name);
+    expect(names).toEqual([
+      "invoke_agent fleet",
+      "chat claude-sonnet-4-5",
+      "resume_run",
+      "chat claude-sonnet-4-5",
+      "execute_tool bash",
+      "execute_tool read",
+      "chat claude-sonnet-4-5",
+    ]);
+    const [root, cutChat, resume, resumedChat] = spans as [TraceSpan, TraceSpan, TraceSpan, TraceSpan];
+    expect(cutChat.attributes["error.type"]).toBe("fleet.worker_lost");
+    expect(cutChat.endMs).toBe(at);
+    expect([resume.startMs, resume.endMs]).toEqual([at, at + 5_010]);
+    expect(resume.attributes).toMatchObject({
+      "fleet.worker.id": "loop-b",
+      "fleet.resume.reason": "worker loop-b took over",
+    });
+    expect(resumedChat.spanId).toBe(derivedSpanId(runId, "chat:rr"));
+    expect(root.events.map((e) => e.name)).toEqual(["fleet.run_resumed"]);
+    expect(spans.every((s) => s.traceId === root.traceId && !s.open)).toBe(true);
+  });
+
+  it("leaves the spans of an unfinished run open, and derives one run on request", () => {
+    const events = load("parallel-tools");
+    const partial = events.slice(
+      0,
+      events.findIndex((e) => e.type === "tool_execution_end"),
+    );
+    const spans = deriveRunSpans(partial);
+    expect(spans.filter((s) => s.open).map((s) => s.name)).toEqual([
+      "invoke_agent fleet",
+      "execute_tool bash",
+      "execute_tool read",
+    ]);
+    expect(deriveRunSpans(events, { runId: "no-such-run" })).toEqual([]);
+  });
+});
