@@ -7,6 +7,7 @@ import {
   type CommandOf,
   type CompactionSettings,
   decodeEvent,
+  deriveRunSpans,
   type EventOf,
   type FleetCommand,
   type FleetEvent,
@@ -22,6 +23,7 @@ import {
   STREAMS,
   subjects,
   type ThinkingLevel,
+  type TraceSpan,
   validate,
 } from "@fleet/protocol";
 import {
@@ -88,6 +90,12 @@ export interface CommandOptions {
   commandId?: string;
   /** Overrides `commandTimeoutMs`. */
   timeoutMs?: number;
+  /**
+   * W3C trace context of the caller's span (PROTOCOL change 46): the run the command starts joins
+   * that trace in the spans derived from the log. An invalid traceparent fails `invalid_input`.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** Options of `deleteSession`, `archiveSession` and `restoreSession`. */
@@ -321,7 +329,11 @@ export class FleetClient {
    * Re-sending a command id within the stream's dedup window finds the first outcome.
    */
   async outcomeOf(sessionId: string, body: CommandBody, opts: CommandOptions = {}): Promise<OutcomeRecord> {
-    const command = { ...body, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
+    const trace = {
+      ...(opts.traceparent !== undefined ? { traceparent: opts.traceparent } : {}),
+      ...(opts.tracestate !== undefined ? { tracestate: opts.tracestate } : {}),
+    };
+    const command = { ...body, ...trace, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
     return this.#submit(command, opts.timeoutMs ?? this.#commandTimeoutMs);
   }
 
@@ -744,6 +756,26 @@ export class FleetClient {
       clearTimeout(timer);
     }
     return live;
+  }
+
+  /**
+   * The session's runs as OpenTelemetry spans (GenAI semantic conventions, PROTOCOL change 46),
+   * derived from its log as it stands now with `deriveRunSpans`; `runId` keeps one run. Spans of a
+   * run still going are `open`. The same log gives the same spans and ids.
+   */
+  async trace(sessionId: string, opts: { runId?: string } = {}): Promise<TraceSpan[]> {
+    const events: FleetEvent[] = [];
+    try {
+      for await (const record of readSubject(this.js, this.jsm, STREAMS.events.name, this.eventSubject(sessionId))) {
+        const decoded = decodeEvent(record.data);
+        if (decoded.ok) events.push(decoded.value);
+      }
+    } catch (err) {
+      throw new FleetError("unavailable", "stream", `cannot read ${STREAMS.events.name} (${describe(err)})`, {
+        cause: err,
+      });
+    }
+    return deriveRunSpans(events, opts.runId !== undefined ? { runId: opts.runId } : {});
   }
 
   /**
