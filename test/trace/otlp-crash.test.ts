@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { partitionOf, subjects, ToolCallRequest } from "@fleet/protocol";
+import { partitionOf, subjects, ToolCallRequest, type TraceSpan } from "@fleet/protocol";
 import { connectNats, createLogger } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { createToolRunner, defineTool, type ToolRunner } from "@fleet/tools";
@@ -29,6 +29,8 @@ let receiver: OtlpReceiver;
 let dir: string;
 const procs: LoopProcess[] = [];
 let executions = 0;
+/** The runner's own spans (what its OTLP exporter would send). */
+const runnerSpans: TraceSpan[] = [];
 /** The job runs until the test releases it: the worker is killed, and the run resumed, while it runs. */
 let release: () => void = () => undefined;
 const released = new Promise<void>((resolve) => {
@@ -54,6 +56,7 @@ beforeAll(async () => {
   runner = createToolRunner({
     nc: runnerNc,
     tools: [job],
+    onCallSpan: (span) => runnerSpans.push(span),
     workspaceRoot: dir,
     logger: createLogger("t", { level: "silent" }),
   });
@@ -193,6 +196,15 @@ describe("traces / live OTLP export across a worker crash", () => {
     });
     expect(requests.map((r) => r.traceparent)).toContain(`00-${CALLER_TRACE}-${tool.spanId}-01`);
     expect(requests.every((r) => r.tracestate === "vendor=1")).toBe(true);
+    // The runner's side: its execute_tool span is the child of the loop's, in the same trace.
+    await until("runner span", () => runnerSpans[0]);
+    expect(runnerSpans).toHaveLength(1);
+    expect(runnerSpans[0]).toMatchObject({
+      traceId: CALLER_TRACE,
+      parentSpanId: tool.spanId,
+      name: "execute_tool slowjob",
+      attributes: { "gen_ai.tool.call.id": toolCallId, "fleet.tool.outcome": "ok" },
+    });
 
     // On the time axis: first call, tool (the crash comes while it runs), the gap until loop-a resumes, last call.
     const resume = byName(trace, "resume_run")[0]!;

@@ -443,6 +443,7 @@ export {
   type SpanAttributeValue,
   type TraceSpan,
 } from "./trace/run-spans.js";
+export { type RunnerExecution, runnerToolSpan } from "./trace/runner-span.js";
 export {
   formatTraceparent,
   parseTraceparent,

@@ -1,9 +1,12 @@
 import { resolve } from "node:path";
+import type { TraceSpan } from "@fleet/protocol";
 import {
   applyTopology,
   checkServerAtStartup,
   connectFleet,
   createLogger,
+  createOtlpSpanExporter,
+  isOtlpTraceExportConfigured,
   loadEnvOrExit,
   natsAuthFromEnv,
   startOpsServer,
@@ -53,6 +56,10 @@ export async function runToolRunnerProcess(opts: {
     (err: Error) => fail(err.message),
   );
   const registry = new Registry();
+  // The runner's spans of traced calls (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
+  const spanExporter = isOtlpTraceExportConfigured()
+    ? createOtlpSpanExporter({ defaultServiceName: "fleet-tools" })
+    : undefined;
   const runner = createToolRunner({
     nc,
     tools,
@@ -69,6 +76,15 @@ export async function runToolRunnerProcess(opts: {
     maxRecordBytes: env.FLEET_MAX_TOOL_RESULT_BYTES,
     sandbox: sandboxSettingsFromEnv(env, process.env),
     metrics: registry,
+    ...(spanExporter
+      ? {
+          onCallSpan: (span: TraceSpan) => {
+            void spanExporter.export([span]).then((out) => {
+              if (!out.ok) logger.warn({ evt: "span_export_failed", error: out.error }, "span export failed");
+            });
+          },
+        }
+      : {}),
   });
   const started = await runner.start();
   if (!started.ok) {
@@ -90,6 +106,7 @@ export async function runToolRunnerProcess(opts: {
     logger.info({ evt: "runner_stopping", signal }, "stopping");
     await runner.stop({ graceMs: env.FLEET_SHUTDOWN_GRACE_MS });
     await ops.close();
+    await spanExporter?.shutdown();
     await nc.drain().catch(() => undefined);
     logger.flush();
     process.exit(0);
