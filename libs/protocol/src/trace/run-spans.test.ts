@@ -1,8 +1,19 @@
 // biome-ignore lint/style/noRestrictedImports: the test reads the golden files from disk
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import {
+  assistantMessage,
+  CONFIG,
+  createLogBuilder,
+  emitMessage,
+  startOf,
+  toolCall,
+  toolResultMessage,
+  userMessage,
+} from "../../fixtures/builders.js";
 import { decodeEvent } from "../codec.js";
 import type { FleetEvent } from "../events.js";
+import { emptyUsage } from "../messages.js";
 import { deriveRunSpans, type TraceSpan } from "./run-spans.js";
 import { chatTraceparent, EMPTY_TRACE_CURSOR, foldTraceCursor, toolTraceparent } from "./trace-cursor.js";
 import { derivedSpanId, derivedTraceId } from "./trace-ids.js";
@@ -158,5 +169,90 @@ describe("trace / spans derived from the log", () => {
       "execute_tool read",
     ]);
     expect(deriveRunSpans(events, { runId: "no-such-run" })).toEqual([]);
+  });
+});
+
+describe("trace / approvals, compactions and errors", () => {
+  it("makes approval_wait and compaction spans, and marks a failed call and its run", () => {
+    const b = createLogBuilder(61);
+    b.add({ type: "session_created", config: CONFIG });
+    b.add({ type: "command_accepted", commandId: "p", commandType: "prompt" });
+    b.add({ type: "agent_start" });
+    b.add({ type: "turn_start" });
+    emitMessage(b, userMessage("write it"));
+    const call = assistantMessage([toolCall("w1", "write", { path: "a", content: "b" })]);
+    b.add({ type: "message_start", message: startOf(call) });
+    b.add({ type: "message_end", message: call });
+    b.add({ type: "tool_approval_requested", toolCallId: "w1", toolName: "write", args: {} });
+    b.add({ type: "tool_approval_resolved", toolCallId: "w1", approved: false, reason: "not now" });
+    b.add({ type: "tool_execution_start", toolCallId: "w1", toolName: "write", args: {} });
+    const denied = toolResultMessage("w1", "write", "Tool execution was blocked: not now", true);
+    b.add({
+      type: "tool_execution_end",
+      toolCallId: "w1",
+      toolName: "write",
+      result: { content: denied.content },
+      isError: true,
+    });
+    emitMessage(b, denied);
+    b.add({ type: "turn_end", message: call, toolResults: [denied] });
+    b.add({ type: "turn_start" });
+    b.add({ type: "compaction_start", reason: "threshold" });
+    const usage = { ...emptyUsage(), input: 900, output: 60 };
+    b.add({ type: "compaction", summary: "s", firstKeptEntryId: b.leaf()!, tokensBefore: 120_000, usage });
+    b.add({ type: "compaction_end", reason: "threshold", aborted: false, willRetry: false });
+    const failed = assistantMessage([], { stopReason: "error", errorMessage: "overloaded" });
+    b.add({ type: "message_start", message: startOf(failed) });
+    b.add({ type: "message_end", message: failed });
+    b.add({ type: "turn_end", message: failed, toolResults: [] });
+    b.add({ type: "agent_end", messages: [failed] });
+
+    const spans = deriveRunSpans(b.events);
+    expect(spans.map((s) => s.name)).toEqual([
+      "invoke_agent fleet",
+      "chat claude-sonnet-4-5",
+      "approval_wait write",
+      "execute_tool write",
+      "compaction threshold",
+      "chat claude-sonnet-4-5",
+    ]);
+    const [root, , approval, tool, compaction, chat] = spans as TraceSpan[];
+    expect(approval!.attributes).toMatchObject({
+      "fleet.approval.approved": false,
+      "fleet.approval.reason": "not now",
+    });
+    expect(tool!.attributes["error.type"]).toBe("tool_error");
+    expect(tool!.status).toEqual({ code: "error", message: "Tool execution was blocked: not now" });
+    expect(compaction!.attributes).toMatchObject({
+      "fleet.compaction.tokens_before": 120_000,
+      "gen_ai.usage.input_tokens": 900,
+      "gen_ai.usage.output_tokens": 60,
+    });
+    // The call after the compaction starts where it ended.
+    expect(chat!.startMs).toBe(compaction!.endMs);
+    expect(chat!.attributes["error.type"]).toBe("llm_error");
+    expect(chat!.status).toEqual({ code: "error", message: "overloaded" });
+    expect(root!.status.code).toBe("error");
+    expect(spans.every((s) => !s.open)).toBe(true);
+  });
+
+  it("makes a standalone compaction its own root, under the trace its command carried", () => {
+    const b = createLogBuilder(62);
+    b.add({ type: "session_created", config: CONFIG });
+    b.add({ type: "command_accepted", commandId: "c", commandType: "compact", trace: { traceparent: CALLER } });
+    const start = b.add({ type: "compaction_start", reason: "manual" });
+    start.meta.runId = start.meta.id;
+    const entry = b.add({ type: "compaction", summary: "s", firstKeptEntryId: start.meta.id, tokensBefore: 5_000 });
+    entry.meta.runId = start.meta.id;
+    b.add({ type: "compaction_end", reason: "manual", aborted: false, willRetry: false });
+    const spans = deriveRunSpans(b.events);
+    expect(spans).toHaveLength(1);
+    expect(spans[0]).toMatchObject({
+      name: "compaction manual",
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      parentSpanId: "00f067aa0ba902b7",
+      open: false,
+      attributes: { "fleet.compaction.tokens_before": 5_000 },
+    });
   });
 });
