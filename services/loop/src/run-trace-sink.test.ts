@@ -1,4 +1,4 @@
-import type { FleetEvent, TraceSpan } from "@fleet/protocol";
+import type { TraceSpan } from "@fleet/protocol";
 import { promptToolRun } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
 import { createRunTraceSink } from "./run-trace-sink.js";
