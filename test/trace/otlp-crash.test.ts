@@ -84,6 +84,7 @@ const otelEnv = () => ({
   OTEL_EXPORTER_OTLP_HEADERS: "x-test-tenant=acme",
   OTEL_SERVICE_NAME: "fleet-loop-test",
   OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=test",
+  OTEL_BSP_SCHEDULE_DELAY: "100",
 });
 
 async function until<T>(what: string, get: () => T | undefined, timeoutMs = 20_000): Promise<T> {
@@ -104,8 +105,8 @@ describe("traces / live OTLP export across a worker crash", () => {
     const a = spawnLoop(env, "loop-a");
     const b = spawnLoop(env, "loop-b");
     procs.push(a, b);
-    await waitForLog(a, "loop_started");
-    await waitForLog(b, "loop_started");
+    await waitForLog(a, "loop_started", 90_000);
+    await waitForLog(b, "loop_started", 90_000);
     expect(a.output()).toContain('"spanExport":true');
     let held = new Map<number, string>();
     for (let i = 0; i < 100; i++) {
@@ -238,5 +239,5 @@ describe("traces / live OTLP export across a worker crash", () => {
     expect(drawn.stdout).toContain("resume_run");
 
     await a.kill("SIGTERM");
-  }, 120_000);
+  }, 240_000);
 });

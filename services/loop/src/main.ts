@@ -95,16 +95,12 @@ async function main() {
   const registry = new Registry();
   // Spans derived from the log (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
   const spanExporter = isOtlpTraceExportConfigured()
-    ? createOtlpSpanExporter({ defaultServiceName: "fleet-loop" })
-    : undefined;
-  const traces = spanExporter
-    ? createRunTraceSink((spans) => {
-        void spanExporter.export(spans).then((out) => {
-          if (!out.ok)
-            logger.warn({ evt: "span_export_failed", spans: spans.length, error: out.error }, "span export failed");
-        });
+    ? await createOtlpSpanExporter({
+        defaultServiceName: "fleet-loop",
+        onExportError: (error, spans) => logger.warn({ evt: "span_export_failed", spans, error }, "span export failed"),
       })
     : undefined;
+  const traces = spanExporter ? createRunTraceSink((spans) => spanExporter.enqueue(spans)) : undefined;
   const worker = await startLoopWorker({
     nc,
     workerId,

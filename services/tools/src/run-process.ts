@@ -58,7 +58,10 @@ export async function runToolRunnerProcess(opts: {
   const registry = new Registry();
   // The runner's spans of traced calls (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
   const spanExporter = isOtlpTraceExportConfigured()
-    ? createOtlpSpanExporter({ defaultServiceName: "fleet-tools" })
+    ? await createOtlpSpanExporter({
+        defaultServiceName: "fleet-tools",
+        onExportError: (error, spans) => logger.warn({ evt: "span_export_failed", spans, error }, "span export failed"),
+      })
     : undefined;
   const runner = createToolRunner({
     nc,
@@ -78,11 +81,7 @@ export async function runToolRunnerProcess(opts: {
     metrics: registry,
     ...(spanExporter
       ? {
-          onCallSpan: (span: TraceSpan) => {
-            void spanExporter.export([span]).then((out) => {
-              if (!out.ok) logger.warn({ evt: "span_export_failed", error: out.error }, "span export failed");
-            });
-          },
+          onCallSpan: (span: TraceSpan) => spanExporter.enqueue([span]),
         }
       : {}),
   });

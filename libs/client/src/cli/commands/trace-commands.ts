@@ -48,7 +48,7 @@ export async function traceExportCommand(io: CliIo, sessionId: string, opts: { r
     const spans = await client.trace(sessionId, opts.run !== undefined ? { runId: opts.run } : {});
     if (spans.length === 0) throw new CliError(noRun(sessionId, opts.run));
     const closed = spans.filter((s) => !s.open);
-    const exporter = createOtlpSpanExporter({ defaultServiceName: "fleet" });
+    const exporter = await createOtlpSpanExporter({ defaultServiceName: "fleet" });
     try {
       const out = await exporter.export(closed);
       if (!out.ok) throw new CliError(`export failed: ${out.error}`);
