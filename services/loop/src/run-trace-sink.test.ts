@@ -31,4 +31,20 @@ describe("loop / live span export", () => {
     // The first chat closed before the load: the previous owner sent it.
     expect(names(sent)).toEqual([["execute_tool ls"], ["chat claude-sonnet-4-5"], ["invoke_agent fleet"]]);
   });
+
+  it("a run that starts after a load takes the trace context of the acceptance in the loaded log", () => {
+    const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const events = promptToolRun(72).map((e) =>
+      e.type === "command_accepted" ? { ...e, trace: { traceparent: caller } } : e,
+    );
+    const start = events.findIndex((e) => e.type === "agent_start");
+    const sent: TraceSpan[][] = [];
+    const sink = createRunTraceSink((spans) => sent.push(spans));
+    sink.loaded("s-1", events.slice(0, start));
+    for (const event of events.slice(start)) sink.appended(event);
+    const spans = sent.flat();
+    expect(spans).toHaveLength(4);
+    expect(spans.every((s) => s.traceId === "4bf92f3577b34da6a3ce929d0e0e4736")).toBe(true);
+    expect(spans.at(-1)).toMatchObject({ name: "invoke_agent fleet", parentSpanId: "00f067aa0ba902b7" });
+  });
 });

@@ -97,7 +97,11 @@ export function createRunTraceSink(send: (spans: TraceSpan[]) => void): RunTrace
           if (!s.open) traces.run.exported.add(s.spanId);
         }
       }
-      sessions.set(sessionId, traces);
+      // Kept only while it matters: a run is open, or the log ends with the acceptance of a command
+      // whose run has not started yet (its trace context is in that acceptance).
+      const last = events.findLast((e) => e.type !== "owner_change");
+      if (traces.run || last?.type === "command_accepted") sessions.set(sessionId, traces);
+      else sessions.delete(sessionId);
     },
     appended(event) {
       let traces = sessions.get(event.meta.sessionId);
