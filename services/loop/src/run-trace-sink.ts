@@ -87,7 +87,7 @@ export function createRunTraceSink(send: (spans: TraceSpan[]) => void): RunTrace
     if (!traces.cursor.run) traces.run = undefined;
   };
 
-  return {
+  const sink: RunTraceSink = {
     loaded(sessionId, events) {
       const traces: SessionTraces = { cursor: EMPTY_TRACE_CURSOR, lastAccepted: undefined, run: undefined };
       for (const event of events) observe(traces, event, false);
@@ -113,6 +113,22 @@ export function createRunTraceSink(send: (spans: TraceSpan[]) => void): RunTrace
       observe(traces, event, true);
       // Between runs only the next command's acceptance matters, and it is appended live.
       if ((hadRun && !traces.run) || event.type === "session_deleting") sessions.delete(event.meta.sessionId);
+    },
+  }; // The actor calls this on its append path: a fault here costs the session's spans, never its run.
+  return {
+    loaded(sessionId, events) {
+      try {
+        sink.loaded(sessionId, events);
+      } catch {
+        sessions.delete(sessionId);
+      }
+    },
+    appended(event) {
+      try {
+        sink.appended(event);
+      } catch {
+        sessions.delete(event.meta.sessionId);
+      }
     },
   };
 }
