@@ -813,8 +813,9 @@ export class SessionActor {
         return this.flushDeferred();
       }
       const engine = this.engine.state;
+      const provider = this.streamFn(engine.model.provider);
       const summary = await summarizeForCompaction({
-        streamFn: this.streamFn(engine.model.provider),
+        streamFn: (context, options, llmSignal) => provider(context, this.traced(options), llmSignal),
         model: engine.model,
         thinkingLevel: engine.thinkingLevel,
         plan: await this.withContent(plan),

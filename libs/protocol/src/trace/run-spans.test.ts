@@ -228,6 +228,11 @@ describe("trace / approvals, compactions and errors", () => {
       "gen_ai.usage.input_tokens": 900,
       "gen_ai.usage.output_tokens": 60,
     });
+    // The compaction's summary call carries the compaction span's context; the call after it its own.
+    const at = (type: string) => b.events.findIndex((e) => e.type === type);
+    const cursorAt = (n: number) => b.events.slice(0, n).reduce(foldTraceCursor, EMPTY_TRACE_CURSOR);
+    expect(chatTraceparent(cursorAt(at("compaction")))).toBe(`00-${root!.traceId}-${compaction!.spanId}-01`);
+    expect(chatTraceparent(cursorAt(at("compaction_end") + 1))).toBe(`00-${root!.traceId}-${chat!.spanId}-01`);
     // The call after the compaction starts where it ended.
     expect(chat!.startMs).toBe(compaction!.endMs);
     expect(chat!.attributes["error.type"]).toBe("llm_error");
@@ -247,6 +252,8 @@ describe("trace / approvals, compactions and errors", () => {
     b.add({ type: "compaction_end", reason: "manual", aborted: false, willRetry: false });
     const spans = deriveRunSpans(b.events);
     expect(spans).toHaveLength(1);
+    const during = b.events.slice(0, 3).reduce(foldTraceCursor, EMPTY_TRACE_CURSOR);
+    expect(chatTraceparent(during)).toBe(`00-4bf92f3577b34da6a3ce929d0e0e4736-${spans[0]!.spanId}-01`);
     expect(spans[0]).toMatchObject({
       name: "compaction manual",
       traceId: "4bf92f3577b34da6a3ce929d0e0e4736",

@@ -24,8 +24,11 @@ export interface RunTraceRoot {
 export interface TraceCursor {
   /** The `trace` of the latest `command_accepted`: the one just before an `agent_start` started that run. */
   lastCommandTrace: TraceContext | undefined;
-  /** The open run (or standalone compaction) and the id of its latest step (see `isTraceStep`). */
-  run: { root: RunTraceRoot; lastStepId: string; standalone: boolean } | undefined;
+  /**
+   * The open run (or standalone compaction), the id of its latest step (see `isTraceStep`), and the
+   * id of the `compaction_start` of a compaction open in it (its summary's LLM calls are that span's).
+   */
+  run: { root: RunTraceRoot; lastStepId: string; standalone: boolean; compactionId?: string } | undefined;
 }
 
 export const EMPTY_TRACE_CURSOR: TraceCursor = { lastCommandTrace: undefined, run: undefined };
@@ -81,22 +84,33 @@ export function foldTraceCursor(cursor: TraceCursor, event: FleetEvent): TraceCu
   const standalone = event.type === "compaction_start" && runId === event.meta.id;
   if ((event.type === "agent_start" || standalone) && runId) {
     const root = runTraceRoot(runId, cursor.lastCommandTrace);
-    return { ...cursor, run: { root, lastStepId: event.meta.id, standalone } };
+    return {
+      ...cursor,
+      run: { root, lastStepId: event.meta.id, standalone, ...(standalone ? { compactionId: event.meta.id } : {}) },
+    };
   }
   const run = cursor.run;
   // A standalone compaction's `compaction_end` is the first event without its run id.
   if (run?.standalone && event.type === "compaction_end" && !runId) return { ...cursor, run: undefined };
   if (!run || runId !== run.root.runId) return cursor;
   if (event.type === "agent_end") return { ...cursor, run: undefined };
-  return isTraceStep(event) ? { ...cursor, run: { ...run, lastStepId: event.meta.id } } : cursor;
+  if (event.type === "compaction_start") return { ...cursor, run: { ...run, compactionId: event.meta.id } };
+  const next = event.type === "compaction_end" ? { ...run, compactionId: undefined } : run;
+  return isTraceStep(event) ? { ...cursor, run: { ...next, lastStepId: event.meta.id } } : cursor;
 }
 
-/** The traceparent for the LLM request the open run sends now (its `chat` span), if a run is open. */
+/**
+ * The traceparent for the LLM request the open run sends now, if a run is open: its `chat` span, or
+ * while a compaction is open the `compaction` span (the root of a standalone compaction).
+ */
 export function chatTraceparent(cursor: TraceCursor): string | undefined {
   const run = cursor.run;
   if (!run) return undefined;
-  const { traceId, flags } = run.root;
-  return formatTraceparent({ traceId, flags, spanId: derivedSpanId(run.root.runId, SpanKey.chat(run.lastStepId)) });
+  const { traceId, flags, runId } = run.root;
+  const spanId = run.standalone
+    ? run.root.rootSpanId
+    : derivedSpanId(runId, run.compactionId ? SpanKey.compaction(run.compactionId) : SpanKey.chat(run.lastStepId));
+  return formatTraceparent({ traceId, flags, spanId });
 }
 
 /** The traceparent for a tool call of run `runId` (its `execute_tool` span). */
