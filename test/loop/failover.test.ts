@@ -1,16 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KV_BUCKETS, partitionOf } from "@fleet/protocol";
-import { connectNats, createLogger, LeaseValue, readKvEntries } from "@fleet/runtime";
+import { partitionOf } from "@fleet/protocol";
+import { connectNats, createLogger } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { createToolRunner, defineTool } from "@fleet/tools";
-import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { commander } from "../support/loop-harness.js";
-import { type LoopProcess, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
+import { type LoopProcess, loopLeaseHolders, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
 
 const TTL = 1_000;
 let server: NatsServer;
@@ -38,15 +37,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function holders(): Promise<Map<number, string>> {
-  const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
-  const out = new Map<number, string>();
-  for (const entry of await readKvEntries(kv, "loop.p.*")) {
-    const v = LeaseValue.safeParse(entry.json());
-    if (v.success) out.set(Number(entry.key.split(".")[2]), v.data.workerId);
-  }
-  return out;
-}
+const holders = () => loopLeaseHolders(nc);
 
 const env = () => scriptedLoopEnv(server.url, join(dir, "script.json"), TTL);
 

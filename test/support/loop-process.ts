@@ -1,6 +1,10 @@
 // Runs the loop service's real entry point as a child process (tsx, sources), for crash tests.
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { KV_BUCKETS } from "@fleet/protocol";
+import { LeaseValue, readKvEntries } from "@fleet/runtime";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -63,4 +67,15 @@ export function scriptedLoopEnv(
     FLEET_SHUTDOWN_GRACE_MS: String(graceMs),
     FLEET_OPS_PORT: "0",
   };
+}
+
+/** Who holds each loop partition lease now (KV `fleet_leases`, keys `loop.p.<p>`), by partition. */
+export async function loopLeaseHolders(nc: NatsConnection): Promise<Map<number, string>> {
+  const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
+  const out = new Map<number, string>();
+  for (const entry of await readKvEntries(kv, "loop.p.*")) {
+    const v = LeaseValue.safeParse(entry.json());
+    if (v.success) out.set(Number(entry.key.split(".")[2]), v.data.workerId);
+  }
+  return out;
 }

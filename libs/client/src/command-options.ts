@@ -10,6 +10,12 @@ export interface CommandOptions {
   commandId?: string;
   /** Overrides `commandTimeoutMs`. */
   timeoutMs?: number;
+  /**
+   * W3C trace context of the caller's span (PROTOCOL change 46): the run the command starts joins
+   * that trace in the spans derived from the log. An invalid traceparent fails `invalid_input`.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** Options of `deleteSession`, `archiveSession` and `restoreSession`. */

@@ -1,6 +1,13 @@
 // FleetClient: drive sessions (commands) and read them (events, live state, replay, store queries).
 // The class is the shell over one connection; each concern lives in its own file.
-import { type BlobRef, type BudgetLimits, type FleetCommand, type LifecycleRecord, partitionOf } from "@fleet/protocol";
+import {
+  type BlobRef,
+  type BudgetLimits,
+  type FleetCommand,
+  type LifecycleRecord,
+  partitionOf,
+  type TraceSpan,
+} from "@fleet/protocol";
 import { resolveBlobBlocks } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -23,6 +30,7 @@ import type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord 
 import { replaySession } from "./replay-session.js";
 import { SessionCommands } from "./session-commands.js";
 import { iterateSessionEvents, startSeqOf } from "./session-events.js";
+import { readSessionTrace } from "./session-trace.js";
 import { type StoreResult, storeRequest } from "./store-request.js";
 import { rejectionOf, submitCommand } from "./submit-command.js";
 import type { TenantBudgetReport } from "./tenant-budget.js";
@@ -119,7 +127,11 @@ export class FleetClient extends SessionCommands {
    * Re-sending a command id within the stream's dedup window finds the first outcome.
    */
   async outcomeOf(sessionId: string, body: CommandBody, opts: CommandOptions = {}): Promise<OutcomeRecord> {
-    const command = { ...body, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
+    const trace = {
+      ...(opts.traceparent !== undefined ? { traceparent: opts.traceparent } : {}),
+      ...(opts.tracestate !== undefined ? { tracestate: opts.tracestate } : {}),
+    };
+    const command = { ...body, ...trace, id: opts.commandId ?? newId(), sessionId, ts: Date.now() } as FleetCommand;
     return submitCommand(this.#ctx, command, opts.timeoutMs ?? this.#commandTimeoutMs);
   }
 
@@ -199,6 +211,15 @@ export class FleetClient extends SessionCommands {
    */
   replay(sessionId: string, opts: { toSeq?: number; from?: ReplayResult } = {}): Promise<ReplayResult> {
     return replaySession(this.#ctx, sessionId, opts);
+  }
+
+  /**
+   * The session's runs as OpenTelemetry spans (GenAI semantic conventions, PROTOCOL change 46),
+   * derived from its log as it stands now; `runId` keeps one run. Spans of a run still going are
+   * `open`. The same log gives the same spans and ids.
+   */
+  trace(sessionId: string, opts: { runId?: string } = {}): Promise<TraceSpan[]> {
+    return readSessionTrace(this.#ctx, sessionId, opts);
   }
 
   /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets` and `fleet_spend`. */

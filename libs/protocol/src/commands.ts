@@ -6,11 +6,18 @@ import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
 import { Requester } from "./lifecycle.js";
 import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
 import { SessionEntry } from "./session-entry.js";
+import { Traceparent, Tracestate } from "./trace/trace-context.js";
 
 const envelope = {
   id: z.string().min(1).max(256),
   sessionId: SessionId,
   ts: z.number().int().nonnegative().optional(),
+  /**
+   * W3C trace context (change 46): the caller's span. The loop records it on the command's
+   * `command_accepted`; the run the command starts is a child of it in the traces derived from the log.
+   */
+  traceparent: Traceparent.optional(),
+  tracestate: Tracestate.optional(),
 };
 const cmd = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
   z.object({ type: z.literal(type), ...envelope, ...shape });

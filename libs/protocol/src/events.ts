@@ -6,6 +6,7 @@ import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { ArchiveRef, LifecycleOp, Requester } from "./lifecycle.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage, Usage } from "./messages.js";
+import { TraceContext } from "./trace/trace-context.js";
 
 /**
  * On every event. `runId` is on every event appended while a run is open, from its `agent_start`
@@ -90,6 +91,11 @@ export const CommandAcceptedEvent = ev("command_accepted", {
    * `message_start` delivers them from here.
    */
   messages: z.array(AgentMessage).optional(),
+  /**
+   * The W3C trace context the command carried (change 46): the spans derived from the log for what
+   * the command caused (the run it starts) join that trace.
+   */
+  trace: TraceContext.optional(),
 });
 export const CommandRejectedEvent = ev("command_rejected", {
   commandId: z.string().min(1),

@@ -458,3 +458,34 @@ export {
   ToolResultRecord,
   ToolRetryPolicy,
 } from "./tool-records.js";
+export {
+  type DeriveSpansOptions,
+  deriveRunSpans,
+  GENAI_SEMCONV_VERSION,
+  type SpanAttributes,
+  type SpanAttributeValue,
+  type TraceSpan,
+} from "./trace/run-spans.js";
+export { type RunnerExecution, runnerToolSpan } from "./trace/runner-span.js";
+export {
+  formatTraceparent,
+  parseTraceparent,
+  type SpanContextIds,
+  TRACEPARENT_PATTERN,
+  TraceContext,
+  Traceparent,
+  Tracestate,
+  traceFieldsOf,
+} from "./trace/trace-context.js";
+export {
+  chatTraceparent,
+  EMPTY_TRACE_CURSOR,
+  foldTraceCursor,
+  isTraceStep,
+  type RunTraceRoot,
+  runTraceRoot,
+  SpanKey,
+  type TraceCursor,
+  toolTraceparent,
+} from "./trace/trace-cursor.js";
+export { derivedSpanId, derivedTraceId } from "./trace/trace-ids.js";

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ToolResultContentBlock } from "./content.js";
 import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
+import { Traceparent, Tracestate } from "./trace/trace-context.js";
 
 /** Published to `fleet.tool.call.<toolName>` with msgID `<sessionId>.<toolCallId>`. `deadline` is epoch ms. */
 export const ToolCallRequest = z.object({
@@ -10,6 +11,9 @@ export const ToolCallRequest = z.object({
   toolName: ToolName,
   args: z.unknown(),
   deadline: z.number().int().nonnegative(),
+  /** W3C trace context of the call's `execute_tool` span (change 46): a runner's own spans are its children. */
+  traceparent: Traceparent.optional(),
+  tracestate: Tracestate.optional(),
 });
 export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
 

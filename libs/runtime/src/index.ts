@@ -47,6 +47,14 @@ export {
 } from "./operator-deployment.js";
 export { type OpsServer, startOpsServer } from "./ops-server.js";
 export {
+  createOtlpSpanExporter,
+  FLEET_TRACE_SCOPE,
+  isOtlpTraceExportConfigured,
+  type OtlpSpanExporter,
+  type SpanExportOutcome,
+  toReadableSpan,
+} from "./otlp-span-export.js";
+export {
   createLeaseManager,
   type HeldLease,
   isWrongLastSequence,

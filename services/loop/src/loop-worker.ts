@@ -24,6 +24,7 @@ import { type RetentionSettings, retentionRequester, startRetentionJanitor } fro
 import { createSpendLedger } from "./lifecycle/spend-ledger.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
+import type { RunTraceSink } from "./run-trace-sink.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import type { SnapshotSettings } from "./snapshots/session-load.js";
@@ -61,6 +62,8 @@ export interface LoopWorkerOptions {
    * 0: no snapshots (every load folds the whole log). Default DEFAULT_SNAPSHOT_EVERY.
    */
   snapshotEvery?: number;
+  /** Live span export (change 46; `createRunTraceSink`); absent: no spans are made. */
+  traces?: RunTraceSink;
 }
 
 export interface LoopLifecycleOptions {
@@ -222,6 +225,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         lifecycle,
         onRemoved: (sid) => actors.drop(sid),
         ...(snapshots ? { snapshots } : {}),
+        ...(opts.traces ? { traces: opts.traces } : {}),
       });
       await actor.recover();
       return actor;

@@ -7,6 +7,8 @@ import {
   checkServerAtStartup,
   connectFleet,
   createLogger,
+  createOtlpSpanExporter,
+  isOtlpTraceExportConfigured,
   loadEnvOrExit,
   natsAuthFromEnv,
   newId,
@@ -20,6 +22,7 @@ import { parseScript, type StreamFn } from "./engine/index.js";
 import { loadPluginHooks } from "./hooks.js";
 import { startLoopWorker } from "./loop-worker.js";
 import { createAnthropicStreamFn } from "./providers/index.js";
+import { createRunTraceSink } from "./run-trace-sink.js";
 import { createScriptedStreamFn, realSleep } from "./scripted-stream-fn.js";
 
 const FALLBACK_SCRIPT = JSON.stringify({
@@ -90,6 +93,14 @@ async function main() {
     replicas: env.FLEET_STREAM_REPLICAS,
   });
   const registry = new Registry();
+  // Spans derived from the log (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
+  const spanExporter = isOtlpTraceExportConfigured()
+    ? await createOtlpSpanExporter({
+        defaultServiceName: "fleet-loop",
+        onExportError: (error, spans) => logger.warn({ evt: "span_export_failed", spans, error }, "span export failed"),
+      })
+    : undefined;
+  const traces = spanExporter ? createRunTraceSink((spans) => spanExporter.enqueue(spans)) : undefined;
   const worker = await startLoopWorker({
     nc,
     workerId,
@@ -133,6 +144,7 @@ async function main() {
       },
       haltAfter: env.FLEET_LIFECYCLE_HALT_AFTER,
     },
+    ...(traces ? { traces } : {}),
   });
   const ops = await startOpsServer({
     port: env.FLEET_OPS_PORT,
@@ -148,6 +160,7 @@ async function main() {
       partitions: worker.partitions,
       opsPort: ops.port,
       provider,
+      spanExport: spanExporter !== undefined,
     },
     "loop worker started",
   );
@@ -159,6 +172,7 @@ async function main() {
     logger.info({ evt: "loop_stopping", signal }, "stopping");
     await worker.stop().catch((err) => logger.error({ err }, "stop failed"));
     await ops.close();
+    await spanExporter?.shutdown();
     await nc.drain().catch(() => undefined);
     logger.flush();
     process.exit(0);

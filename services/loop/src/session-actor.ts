@@ -1,11 +1,14 @@
 import {
+  chatTraceparent,
   compactionSettingsOf,
   convertToLlm,
   DEFAULT_MAX_INPUT_BYTES,
   decodeEvent,
+  EMPTY_TRACE_CURSOR,
   type FleetEvent,
   foldSessionEvents,
   foldSessionTreeEvents,
+  foldTraceCursor,
   getBranch,
   parseArchive,
   partitionOf,
@@ -16,6 +19,8 @@ import {
   type SessionTree,
   STREAMS,
   subjects,
+  type TraceCursor,
+  toolTraceparent,
 } from "@fleet/protocol";
 import {
   type BlobAccess,
@@ -46,6 +51,7 @@ import {
   resumePointFromCursor,
   type SessionEngine,
   type StreamFn,
+  type StreamOptions,
   type ToolDefinition,
 } from "./engine/index.js";
 import { createSessionAppender, type SessionAppender } from "./event-appender.js";
@@ -61,6 +67,7 @@ import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
 import { getModelInfo } from "./providers/models.js";
 import { resolvingBlobs } from "./resolving-blobs.js";
+import type { RunTraceSink } from "./run-trace-sink.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
 import { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotWriter, type SnapshotWriter } from "./snapshots/snapshot-writer.js";
@@ -126,6 +133,8 @@ export interface ActorDeps {
   onRemoved?: (sessionId: string) => void;
   /** Snapshots of session folds (PROTOCOL change 42); absent: every load folds the whole log. */
   snapshots?: SnapshotSettings;
+  /** Receives the session's log as loaded and each appended event (the span exporter); absent: none. */
+  traces?: RunTraceSink;
 }
 
 type ApprovalDecision = { approved: boolean; reason?: string | undefined };
@@ -164,6 +173,8 @@ export class SessionActor {
   /** The standalone compaction this actor is running (its LLM call). */
   private compaction: { abort: AbortController; done: Promise<void> } | undefined;
   private coalescedRunId: string | undefined;
+  /** Where the open run sits in its trace (change 46): the context sent to the LLM and the tool runners. */
+  private traceCursor: TraceCursor;
   private messageEndWaiters: Array<() => void> = [];
   private dead = false;
   private detached = false;
@@ -203,6 +214,8 @@ export class SessionActor {
         deps.metrics.eventsAppended.inc({ type: event.type });
         deps.metrics.appendLatency.observe(ms / 1000);
         this.noteAppended();
+        this.traceCursor = foldTraceCursor(this.traceCursor, event);
+        deps.traces?.appended(event);
       },
       onRefused: (event, failure) => this.noteRefused(event, failure),
     });
@@ -218,6 +231,8 @@ export class SessionActor {
       : undefined;
     // A long log loaded without a snapshot gets one now.
     if (lastSeq > 0) this.snapshotWriter?.folded(this.state, this.marks, lastSeq, loaded.lastMsgId);
+    this.traceCursor = loaded.events.reduce(foldTraceCursor, EMPTY_TRACE_CURSOR);
+    deps.traces?.loaded(deps.sessionId, loaded.events);
     this.budget = createSessionBudget({
       sessionId: deps.sessionId,
       partition: deps.partition,
@@ -660,8 +675,10 @@ export class SessionActor {
         emit: (event) => this.emit(event),
         streamFn: guardBudget(
           (context, options, signal) =>
-            timeToFirstDelta(this.streamFn(options.model.provider)(context, options, signal), deps.now, (ms) =>
-              deps.metrics.timeToFirstToken.observe(ms / 1000),
+            timeToFirstDelta(
+              this.streamFn(options.model.provider)(context, this.traced(options), signal),
+              deps.now,
+              (ms) => deps.metrics.timeToFirstToken.observe(ms / 1000),
             ),
           this.budget.guard,
           deps.now,
@@ -698,6 +715,7 @@ export class SessionActor {
           args: call.args,
           timeoutMs: deps.registry.get(call.toolName)?.timeoutMs ?? deps.settings.toolTimeoutMs,
           fresh: this.freshToolCalls.delete(call.toolCallId),
+          ...this.toolTrace(call.toolCallId),
         },
         cancel.signal,
         onUpdate,
@@ -709,6 +727,21 @@ export class SessionActor {
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** `options` with the trace context of the LLM call about to be sent (its `chat` span). */
+  private traced(options: StreamOptions): StreamOptions {
+    const traceparent = chatTraceparent(this.traceCursor);
+    const tracestate = this.traceCursor.run?.root.tracestate;
+    return traceparent ? { ...options, traceparent, ...(tracestate ? { tracestate } : {}) } : options;
+  }
+
+  /** The trace context of a tool call of the open run (its `execute_tool` span). */
+  private toolTrace(toolCallId: string): { traceparent?: string; tracestate?: string } {
+    const root = this.traceCursor.run?.root;
+    const traceparent = root && toolTraceparent(this.traceCursor, root.runId, toolCallId);
+    if (!traceparent) return {};
+    return { traceparent, ...(root.tracestate ? { tracestate: root.tracestate } : {}) };
   }
 
   /** The LLM port for `provider`; content by reference in the context is resolved first. */
@@ -810,8 +843,9 @@ export class SessionActor {
         return this.flushDeferred();
       }
       const engine = this.engine.state;
+      const provider = this.streamFn(engine.model.provider);
       const summary = await summarizeForCompaction({
-        streamFn: this.streamFn(engine.model.provider),
+        streamFn: (context, options, llmSignal) => provider(context, this.traced(options), llmSignal),
         model: engine.model,
         thinkingLevel: engine.thinkingLevel,
         plan: await this.withContent(plan),

@@ -23,6 +23,9 @@ export interface RemoteToolCall {
    * dispatched it before: the stored-result lookup is skipped. False for calls of a resumed run.
    */
   fresh?: boolean;
+  /** W3C trace context of the call's `execute_tool` span, passed on to the runner (change 46). */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface RemoteToolResult {
@@ -212,6 +215,8 @@ export function createToolDispatcher(opts: {
           toolName: call.toolName,
           args: call.args,
           deadline,
+          ...(call.traceparent ? { traceparent: call.traceparent } : {}),
+          ...(call.tracestate ? { tracestate: call.tracestate } : {}),
         });
         if (!encoded.ok) return errorResult(`Tool call could not be dispatched: ${encoded.error}`);
         // Retried through a leader election or a NATS restart; the msgID keeps it to one stored call.

@@ -1,9 +1,12 @@
 import { join, resolve } from "node:path";
+import type { TraceSpan } from "@fleet/protocol";
 import {
   applyTopology,
   checkServerAtStartup,
   connectFleet,
   createLogger,
+  createOtlpSpanExporter,
+  isOtlpTraceExportConfigured,
   loadEnvOrExit,
   natsAuthFromEnv,
   startOpsServer,
@@ -90,6 +93,13 @@ export async function runToolRunnerProcess(opts: {
     (err: Error) => fail(err.message),
   );
   const registry = new Registry();
+  // The runner's spans of traced calls (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
+  const spanExporter = isOtlpTraceExportConfigured()
+    ? await createOtlpSpanExporter({
+        defaultServiceName: "fleet-tools",
+        onExportError: (error, spans) => logger.warn({ evt: "span_export_failed", spans, error }, "span export failed"),
+      })
+    : undefined;
   runner = createToolRunner({
     nc,
     tools,
@@ -106,6 +116,11 @@ export async function runToolRunnerProcess(opts: {
     maxRecordBytes: env.FLEET_MAX_TOOL_RESULT_BYTES,
     sandbox,
     metrics: registry,
+    ...(spanExporter
+      ? {
+          onCallSpan: (span: TraceSpan) => spanExporter.enqueue([span]),
+        }
+      : {}),
   });
   const started = await runner.start();
   // Tools listed while the runner was starting.
@@ -130,6 +145,7 @@ export async function runToolRunnerProcess(opts: {
     await runner?.stop({ graceMs: env.FLEET_SHUTDOWN_GRACE_MS });
     await mcp?.stop();
     await ops.close();
+    await spanExporter?.shutdown();
     await nc.drain().catch(() => undefined);
     logger.flush();
     process.exit(0);

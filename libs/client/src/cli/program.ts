@@ -22,6 +22,7 @@ import {
   watchCommand,
 } from "./commands/read-commands.js";
 import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
+import { type TraceOptions, traceCommand, traceExportCommand } from "./commands/trace-commands.js";
 import { upCommand } from "./commands/up.js";
 import type { CliContext } from "./connect.js";
 import type { CliIo } from "./io.js";
@@ -179,6 +180,20 @@ export function buildProgram(
     .action(async (sid: string, opts: { to?: number; json?: boolean }) =>
       setExit(await replayCommand(io(), sid, opts)),
     );
+
+  const trace = program
+    .command("trace")
+    .description("a run as a waterfall: LLM calls and tool calls on a time axis, with tokens and cost")
+    .argument("<sessionId>", "session", sessionId)
+    .option("--run <runId>", "the run (default: the latest)")
+    .option("--json", "print the run's spans (OpenTelemetry GenAI conventions) as JSON")
+    .action(async (sid: string, opts: TraceOptions) => setExit(await traceCommand(io(), sid, opts)));
+  trace
+    .command("export")
+    .description("send a session's runs as OpenTelemetry spans to OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP)")
+    .argument("<sessionId>", "session", sessionId)
+    .option("--run <runId>", "only this run")
+    .action(async (sid: string, opts: { run?: string }) => setExit(await traceExportCommand(io(), sid, opts)));
 
   program
     .command("tree")

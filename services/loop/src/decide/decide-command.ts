@@ -241,8 +241,15 @@ export function accepted(
   // A run's input goes into the log with its acceptance: a worker that takes the run over delivers it.
   const input = effects.find((e): e is PromptRun => e.type === "start_run" && e.kind === "prompt");
   const messages = input ? { messages: input.messages.slice() } : {};
+  // The caller's trace context goes into the log too: the spans derived from it join the caller's trace.
+  const trace = cmd.traceparent
+    ? { trace: { traceparent: cmd.traceparent, ...(cmd.tracestate ? { tracestate: cmd.tracestate } : {}) } }
+    : {};
   const drafts: DraftEvent[] = [
-    { id: ctx.outcomeId, body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages } },
+    {
+      id: ctx.outcomeId,
+      body: { type: "command_accepted", commandId: cmd.id, commandType: cmd.type, ...messages, ...trace },
+    },
     ...ofCommand(cmd.id, events),
   ];
   const oversize = oversizeEvent(drafts);

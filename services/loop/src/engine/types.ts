@@ -45,6 +45,9 @@ export interface StreamOptions {
   thinkingLevel: ThinkingLevel;
   maxTokens?: number;
   sessionId?: string;
+  /** W3C trace context of this call's `chat` span (change 46); a provider sends it as HTTP headers. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /**

@@ -85,7 +85,10 @@ async function* streamAnthropic(
   }
   let stream: AsyncIterable<Anthropic.RawMessageStreamEvent>;
   try {
-    stream = await client.messages.create(buildAnthropicRequest(context, options, model), signal ? { signal } : {});
+    stream = await client.messages.create(buildAnthropicRequest(context, options, model), {
+      ...(signal ? { signal } : {}),
+      ...traceHeaders(options),
+    });
   } catch (error) {
     yield failure(error);
     return;
@@ -101,4 +104,12 @@ async function* streamAnthropic(
     terminal = failure(error);
   }
   yield terminal;
+}
+
+/** W3C trace context headers of the call's `chat` span (change 46), when the run has one. */
+function traceHeaders(options: StreamOptions): { headers?: Record<string, string> } {
+  if (!options.traceparent) return {};
+  return {
+    headers: { traceparent: options.traceparent, ...(options.tracestate ? { tracestate: options.tracestate } : {}) },
+  };
 }

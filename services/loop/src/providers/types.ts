@@ -25,6 +25,9 @@ export interface StreamOptions {
   readonly thinkingLevel: ThinkingLevel;
   readonly maxTokens?: number;
   readonly sessionId?: string;
+  /** W3C trace context of this call's `chat` span (change 46), sent as the request's headers. */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /**

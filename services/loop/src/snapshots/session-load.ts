@@ -1,6 +1,14 @@
 // Loading a session's fold: its latest snapshot and the events after it, or the whole log when
 // there is no usable snapshot (PROTOCOL change 42).
-import { decodeEvent, evolveSession, initialSessionState, type SessionState, STREAMS, subjects } from "@fleet/protocol";
+import {
+  decodeEvent,
+  evolveSession,
+  type FleetEvent,
+  initialSessionState,
+  type SessionState,
+  STREAMS,
+  subjects,
+} from "@fleet/protocol";
 import { type Logger, readSubject, type StoredRecord } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { type LifecycleMarks, markLifecycle } from "../lifecycle/lifecycle-marks.js";
@@ -28,6 +36,12 @@ export interface LoadedSession {
   from: "snapshot" | "log";
   /** Messages read from the log. */
   read: number;
+  /**
+   * The decoded events read: the whole log, or the events after the snapshot. When the snapshot's
+   * fold has a run open, the whole log is read instead, so that the run's events from its
+   * acceptance are here (its trace context and spans are folded from them).
+   */
+  events: FleetEvent[];
 }
 
 export interface LoadOptions {
@@ -68,6 +82,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   let lastSeq = snapshot?.seq ?? 0;
   let lastMsgId = snapshot?.msgId ?? "";
   let read = 0;
+  const events: FleetEvent[] = [];
   const records = started ? started.tail : readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: 1 });
   for await (const rec of records) {
     read++;
@@ -75,6 +90,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     lastMsgId = rec.msgId ?? "";
     const decoded = decodeEvent(rec.data);
     if (decoded.ok) {
+      events.push(decoded.value);
       evolveSession(state, decoded.value);
       markLifecycle(marks, decoded.value, rec.seq);
     } else
@@ -93,7 +109,16 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   }
   // A refused snapshot is gone before this load's writer may store the next one.
   await Promise.all(removals);
-  return { state, marks, lastSeq, lastMsgId, snapshotEvents: snapshot?.state.events ?? 0, from, read };
+  if (snapshot && snapshot.state.status.runId !== undefined) {
+    const before: FleetEvent[] = [];
+    const range = { fromSeq: 1, toSeq: snapshot.seq };
+    for await (const rec of readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, range)) {
+      const decoded = decodeEvent(rec.data);
+      if (decoded.ok) before.push(decoded.value);
+    }
+    events.unshift(...before);
+  }
+  return { state, marks, lastSeq, lastMsgId, snapshotEvents: snapshot?.state.events ?? 0, from, read, events };
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

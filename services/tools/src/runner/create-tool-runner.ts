@@ -1,4 +1,4 @@
-import { OBJECT_STORES } from "@fleet/protocol";
+import { OBJECT_STORES, runnerToolSpan } from "@fleet/protocol";
 import { applyTopology, createLogger } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
@@ -99,7 +99,13 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       publisher,
       cancelledEarly: cancels.cancelledEarly,
       claim: (call, tool, log) => claimCall(claimDeps, call, tool, log),
-      run: (entry, req, tool, log) => runClaimedCall(runDeps, entry, req, tool, log),
+      run: async (entry, req, tool, log) => {
+        const startMs = now();
+        const outcome = await runClaimedCall(runDeps, entry, req, tool, log);
+        const span = opts.onCallSpan && runnerToolSpan(req, { runnerId, startMs, endMs: now(), outcome });
+        if (span) opts.onCallSpan?.(span);
+        return outcome;
+      },
       workingIntervalMs: workingMs,
       busyRetryMs,
       metrics,

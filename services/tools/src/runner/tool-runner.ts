@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from "@fleet/protocol";
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, type TraceSpan } from "@fleet/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
@@ -45,6 +45,11 @@ export interface ToolRunnerOptions {
   /** Prometheus registry for the runner's metrics. */
   metrics?: Registry;
   now?: () => number;
+  /**
+   * Receives the runner's span of each call it ran whose request carried trace context (change 46;
+   * `runnerToolSpan`), e.g. an OTLP exporter. Contract: must not throw.
+   */
+  onCallSpan?: (span: TraceSpan) => void;
 }
 
 export type StartOutcome = { ok: true } | { ok: false; error: string };
