@@ -25,6 +25,7 @@ import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from
 import { watchRunnerPresence } from "./runner-presence-view.js";
 import { type ActorSettings, SessionActor } from "./session-actor.js";
 import { scanPartition } from "./takeover-scan.js";
+import { watchTenantApprovalRules } from "./tenant-approval-rules.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
 import { createToolDispatcher, DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
@@ -112,7 +113,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     follow: { ...follow, resyncMs: Math.max(1_000, Math.floor(presenceTtlMs / 3)) },
   });
   const tenantBudget = watchTenantBudget(topology.kv.budgets, follow);
-  await Promise.all([tools.ready, runners.ready, tenantBudget.ready]);
+  const tenantApprovalRules = watchTenantApprovalRules(
+    topology.kv.config,
+    (error) =>
+      log.warn({ evt: "approval_rules_invalid", error }, "the tenant's approval rules are invalid; none apply"),
+    follow,
+  );
+  await Promise.all([tools.ready, runners.ready, tenantBudget.ready, tenantApprovalRules.ready]);
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
     publisher,
@@ -178,6 +185,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         pluginHooks: opts.pluginHooks ?? [],
         remoteHooks,
         tenantBudget,
+        tenantApprovalRules,
         blobs,
         settings: opts.settings,
         logger: log,
@@ -338,6 +346,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       tools.stop();
       runners.stop();
       tenantBudget.stop();
+      tenantApprovalRules.stop();
       dispatcher.close();
       publisher.close();
     },
