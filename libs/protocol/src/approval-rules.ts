@@ -173,3 +173,15 @@ export function resolvePointer(doc: unknown, pointer: string): { ok: true; value
   }
   return { ok: true, value: current };
 }
+
+/** How a decision reads: `approved`, `approved with edited arguments`, `denied: why`, `expired`. */
+export function describeApprovalDecision(event: {
+  approved: boolean;
+  outcome?: "approved" | "denied" | "expired" | undefined;
+  reason?: string | undefined;
+  editedArgs?: unknown;
+}): string {
+  if (event.approved) return event.editedArgs !== undefined ? "approved with edited arguments" : "approved";
+  if (event.outcome === "expired") return "expired";
+  return `denied${event.reason ? `: ${event.reason}` : ""}`;
+}

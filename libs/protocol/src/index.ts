@@ -7,6 +7,7 @@ export {
   ApprovalRules,
   ApprovalScope,
   ArgumentPattern,
+  describeApprovalDecision,
   evaluateApprovalPolicy,
   MAX_APPROVAL_EXPIRY_MS,
   MAX_APPROVAL_RULES,

@@ -265,16 +265,23 @@ describe("tool batches", () => {
     expect(received).toEqual([{ text: { not: "a string" } }]);
   });
 
-  it("replacement args from beforeToolCall (an edited approval) are validated, then run", async () => {
+  /** An echo handler that records the arguments it ran with. */
+  const recordingEcho = () => {
     const received: unknown[] = [];
+    const handlers = {
+      echo: (args: unknown) => {
+        received.push(args);
+        return ok("ran");
+      },
+    };
+    return { received, handlers };
+  };
+
+  it("replacement args from beforeToolCall (an edited approval) are validated, then run", async () => {
+    const { received, handlers } = recordingEcho();
     const { engine, rec } = testEngine({
       tools: [echoTool],
-      handlers: {
-        echo: (args) => {
-          received.push(args);
-          return ok("ran");
-        },
-      },
+      handlers,
       hooks: {
         beforeToolCall: ({ toolCall }) => ({ args: toolCall.id === "t1" ? { text: "edited" } : { text: 5 } }),
       },
@@ -288,15 +295,10 @@ describe("tool batches", () => {
   });
 
   it("replacement args that fail the tool's schema give the validation error result", async () => {
-    const received: unknown[] = [];
+    const { received, handlers } = recordingEcho();
     const { engine, rec } = testEngine({
       tools: [echoTool],
-      handlers: {
-        echo: (args) => {
-          received.push(args);
-          return ok("ran");
-        },
-      },
+      handlers,
       hooks: { beforeToolCall: () => ({ args: { other: 1 } }) },
       steps: [{ content: [call("t1")] }, { text: "done" }],
     });
