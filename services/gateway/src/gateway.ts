@@ -17,6 +17,7 @@ import { applySecurityHeaders } from "./http/security-headers.js";
 import type { TokenTable } from "./http/tokens-file.js";
 import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
+import { approvalRuleRoutes } from "./routes/approval-rules.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
@@ -194,6 +195,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...exportImportRoutes(ctx),
     ...blobRoutes(ctx),
     ...approvalRoutes(ctx),
+    ...approvalRuleRoutes(ctx),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore, policy),
