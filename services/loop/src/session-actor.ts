@@ -268,7 +268,8 @@ export class SessionActor {
    * Finishes what the log shows as begun and not done (after a takeover, a crash or a restart), at
    * the point where pi would: an open run carries on from its cursor (aborted, if an abort was
    * accepted), an open compaction is redone or closed, and writes still pending are flushed.
-   * Approvals need nothing: the resumed run's gates read their requests and decisions from the log.
+   * Approvals need nothing: the resumed run's gates read their requests and decisions from the log,
+   * and arm the expiry timer of a waiting request from its logged `expiresAt`.
    */
   async recover(reason = `worker ${this.deps.workerId} took over`): Promise<void> {
     if (this.dead || this.isRunning) return;

@@ -52,6 +52,7 @@ const samples: Record<string, Omit<FleetEvent, "meta">> = {
   run_resumed: { type: "run_resumed", runId: "r", reason: "crash" },
   tool_approval_requested: { type: "tool_approval_requested", toolCallId: "c", toolName: "t", args: {} },
   tool_approval_resolved: { type: "tool_approval_resolved", toolCallId: "c", approved: true },
+  approval_rules_set: { type: "approval_rules_set", rules: [{ tool: "bash", action: "ask" }] },
 } as Record<string, Omit<FleetEvent, "meta">>;
 
 describe("BODY_IGNORED_TYPES", () => {

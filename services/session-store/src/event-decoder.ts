@@ -30,6 +30,7 @@ export const BODY_IGNORED_TYPES: ReadonlySet<FleetEventType> = new Set<FleetEven
   "run_resumed",
   "tool_approval_requested",
   "tool_approval_resolved",
+  "approval_rules_set",
 ]);
 const Envelope = z.object({ type: z.string(), meta: EventMeta });
 
