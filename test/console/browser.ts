@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const CHROMIUM = process.env.FLEET_CHROMIUM ?? "/usr/bin/chromium";
@@ -29,4 +29,12 @@ export async function launchChromium(): Promise<Browser> {
       "--no-first-run",
     ],
   });
+}
+
+/** A 1280×860 page of `browser` that reports the app's uncaught errors and waits up to 15 s per step. */
+export async function newConsolePage(browser: Browser): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.on("pageerror", (err) => console.error(`console page error: ${err.message}`));
+  page.setDefaultTimeout(15_000);
+  return page;
 }

@@ -1,6 +1,6 @@
 // Every route of the gateway end to end against the real stack, each answer checked against
 // GET /openapi.json, and every error code: 400, 401, 403, 404, 409, 413, 503.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tokenTable } from "@fleet/gateway";
@@ -241,6 +241,82 @@ describe("gateway / API", () => {
     expect(decided.body.event.type).toBe("command_accepted");
     await idle("s-api-appr", 4);
     expect((await api("GET", "/v1/approvals")).body.approvals).toEqual([]);
+  });
+
+  it("approval rules over HTTP: an argument pattern allows, a tenant rule denies, an edited approval runs with its arguments", async () => {
+    const sid = "s-api-rules";
+    const tenantRules = [
+      { tool: "wr*", args: { pointer: "/path", regex: "^secret" }, action: "deny", reason: "no secrets" },
+    ];
+    const setTenant = await api("PUT", "/v1/approval-rules", { body: { rules: tenantRules } });
+    expect(setTenant.body).toEqual({ rules: tenantRules });
+    expect((await api("GET", "/v1/approval-rules", { token: READ })).body).toEqual({ rules: tenantRules });
+    const bad = await api("PUT", "/v1/approval-rules", { body: { rules: [{ tool: "write", action: "maybe" }] } });
+    expect([bad.status, bad.body.error.code]).toEqual([400, "invalid"]);
+    await api("POST", `/v1/sessions/${sid}/commands`, { body: { type: "create_session" } });
+    const sessionRules = [{ tool: "write", args: { pointer: "/path", regex: "^notes/" }, action: "allow" }];
+    const setSession = await api("PUT", `/v1/sessions/${sid}/approval-rules`, { body: { rules: sessionRules } });
+    expect(setSession.body.event).toMatchObject({ type: "command_accepted", commandType: "set_approval_rules" });
+    expect((await api("GET", `/v1/sessions/${sid}/approval-rules`, { token: READ })).body).toEqual({
+      rules: sessionRules,
+    });
+    // One batch: notes/ is allowed by the session's pattern, secret* denied by the tenant's, and the
+    // third waits (the worker default asks for write) and is approved with other arguments.
+    stack.fake.script(
+      fakeReply([
+        fakeToolUse("write", { path: "notes/a.txt", content: "a\n" }, { id: "toolu_rule_allow" }),
+        fakeToolUse("write", { path: "secret.txt", content: "s\n" }, { id: "toolu_rule_deny" }),
+        fakeToolUse("write", { path: "draft.txt", content: "draft\n" }, { id: "toolu_rule_ask" }),
+      ]),
+      fakeReply("Done."),
+    );
+    await api("POST", `/v1/sessions/${sid}/commands`, { body: { type: "prompt", text: "write them" } });
+    await expect
+      .poll(async () => (await api("GET", `/v1/approvals?sessionId=${sid}`)).body.approvals.length, { timeout: 15_000 })
+      .toBe(1);
+    const edited = { path: "final.txt", content: "edited\n" };
+    const misfit = await api("POST", `/v1/sessions/${sid}/commands`, {
+      body: { type: "approve_tool_call", toolCallId: "toolu_rule_ask", args: { path: "final.txt" } },
+    });
+    expect(misfit.body.event).toMatchObject({ type: "command_rejected", code: "invalid" });
+    const approved = await api("POST", `/v1/sessions/${sid}/commands`, {
+      body: { type: "approve_tool_call", toolCallId: "toolu_rule_ask", args: edited },
+    });
+    expect(approved.body.event.type).toBe("command_accepted");
+    await idle(sid, 6);
+    const events = [];
+    for await (const item of stack.client.events(sid, { signal: AbortSignal.timeout(3_000) })) {
+      events.push(item.event);
+      if (item.event.type === "agent_end") break;
+    }
+    expect(events.filter((e) => e.type === "tool_approval_requested").map((e) => e.toolCallId)).toEqual([
+      "toolu_rule_ask",
+    ]);
+    expect(events.find((e) => e.type === "tool_approval_resolved")).toMatchObject({
+      toolCallId: "toolu_rule_ask",
+      approved: true,
+      editedArgs: edited,
+    });
+    const results = new Map(
+      events.flatMap((e) =>
+        e.type === "tool_execution_end" ? [[e.toolCallId, { isError: e.isError, text: JSON.stringify(e.result) }]] : [],
+      ),
+    );
+    expect(results.get("toolu_rule_allow")?.isError).toBe(false);
+    expect(results.get("toolu_rule_deny")).toEqual({
+      isError: true,
+      text: expect.stringContaining("Tool call denied by policy (tenant rule 0): no secrets"),
+    });
+    expect(results.get("toolu_rule_ask")?.text).toContain("final.txt");
+    const ws = join(stack.workspace, sid);
+    expect(readFileSync(join(ws, "final.txt"), "utf8")).toBe("edited\n");
+    expect([
+      existsSync(join(ws, "notes/a.txt")),
+      existsSync(join(ws, "secret.txt")),
+      existsSync(join(ws, "draft.txt")),
+    ]).toEqual([true, false, false]);
+    await api("PUT", "/v1/approval-rules", { body: { rules: [] } });
+    expect((await api("GET", "/v1/approval-rules")).body).toEqual({ rules: [] });
   });
 
   it("webhooks: register (201), list without secrets, delete (204), then 404", async () => {

@@ -404,6 +404,18 @@ describe("gateway / tenant means account", () => {
     await api("globex", "DELETE", "/v1/budget");
   });
 
+  it("acme's approval rules are acme's: written by its gateway under least privilege, unseen by globex", async () => {
+    const rules = [{ tool: "bash", args: { pointer: "/command", regex: "^rm\\s" }, action: "deny" }];
+    const set = await attempt("acme operate token PUT /v1/approval-rules", () =>
+      api("acme", "PUT", "/v1/approval-rules", { rules }),
+    );
+    expect(set.status).toBe(200);
+    expect((await readAs("acme", "/v1/approval-rules")).body.rules).toEqual(rules);
+    expect((await api("globex", "GET", "/v1/approval-rules", undefined, "read")).body.rules).toEqual([]);
+    expect((await api("acme", "PUT", "/v1/approval-rules", { rules: [] })).status).toBe(200);
+    expect((await readAs("acme", "/v1/approval-rules")).body.rules).toEqual([]);
+  });
+
   it("webhooks: each tenant's receiver gets its own tenant's events only; acme cannot see or delete globex's", async () => {
     const url = (i: number) => `http://127.0.0.1:${(receivers[i]?.address() as AddressInfo | undefined)?.port}/hook`;
     const acmeHook = await api("acme", "POST", "/v1/webhooks", { url: url(0), events: ["agent_end"] });

@@ -1,6 +1,7 @@
 // FleetClient: drive sessions (commands) and read them (events, live state, replay, store queries).
 // The class is the shell over one connection; each concern lives in its own file.
 import {
+  type ApprovalRule,
   type BlobRef,
   type BudgetLimits,
   type FleetCommand,
@@ -11,6 +12,7 @@ import {
 import { resolveBlobBlocks } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { sessionApprovalRulesOf, setTenantApprovalRulesOf, tenantApprovalRulesOf } from "./approval-rules.js";
 import { type ConnectionOptions, connectClientNats, type FleetClientOptions, openClient } from "./client-connect.js";
 import { type ClientContext, eventSubjectOf, lastEventSeq } from "./client-context.js";
 import type {
@@ -234,6 +236,27 @@ export class FleetClient extends SessionCommands {
    */
   setTenantLimits(limits: BudgetLimits | null): Promise<void> {
     return setTenantLimitsOf(this.nc, limits);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Approval rules (PROTOCOL "Approvals"); a session's are set with `setApprovalRules`
+
+  /** The session's approval rules in force (its last `approval_rules_set`; empty: none). */
+  approvalRules(sessionId: string): Promise<ApprovalRule[]> {
+    return sessionApprovalRulesOf(this.#ctx, sessionId);
+  }
+
+  /** The tenant's approval rules (KV `fleet_config` key `approval_rules`; empty: none). */
+  tenantApprovalRules(): Promise<ApprovalRule[]> {
+    return tenantApprovalRulesOf(this.nc);
+  }
+
+  /**
+   * Replaces the tenant's approval rules (`[]` removes them), checked strictly (`invalid_input`).
+   * The loop workers apply them from their next tool call on. Only an operator may write them.
+   */
+  setTenantApprovalRules(rules: ApprovalRule[]): Promise<ApprovalRule[]> {
+    return setTenantApprovalRulesOf(this.nc, rules);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,12 @@
 // The typed command methods of FleetClient: each builds one command body and sends it with `send`.
-import type { CommandOf, CompactionSettings, ModelRef, SessionConfigPatch, ThinkingLevel } from "@fleet/protocol";
+import type {
+  ApprovalRule,
+  CommandOf,
+  CompactionSettings,
+  ModelRef,
+  SessionConfigPatch,
+  ThinkingLevel,
+} from "@fleet/protocol";
 import type {
   CommandBody,
   CommandOptions,
@@ -125,8 +132,25 @@ export abstract class SessionCommands {
     };
     return this.send(sessionId, body, rest);
   }
-  approveToolCall(sessionId: string, toolCallId: string, opts?: CommandOptions): Promise<CommandOutcome> {
-    return this.send(sessionId, { type: "approve_tool_call", toolCallId }, opts);
+  /**
+   * Approves a call waiting for a decision. `args`: run it with these arguments instead of the
+   * model's (checked against the tool's schema by the loop; refused `invalid` when they do not fit).
+   */
+  approveToolCall(
+    sessionId: string,
+    toolCallId: string,
+    opts: CommandOptions & { args?: unknown } = {},
+  ): Promise<CommandOutcome> {
+    const { args, ...rest } = opts;
+    return this.send(
+      sessionId,
+      { type: "approve_tool_call", toolCallId, ...(args !== undefined ? { args } : {}) },
+      rest,
+    );
+  }
+  /** Replaces the session's approval rules (`[]`: none); they apply from the next tool call on. */
+  setApprovalRules(sessionId: string, rules: ApprovalRule[], opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_approval_rules", rules }, opts);
   }
   denyToolCall(sessionId: string, toolCallId: string, reason?: string, opts?: CommandOptions): Promise<CommandOutcome> {
     return this.send(sessionId, { type: "deny_tool_call", toolCallId, ...(reason ? { reason } : {}) }, opts);

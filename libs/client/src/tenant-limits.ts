@@ -32,15 +32,22 @@ export async function setTenantLimitsOf(nc: NatsConnection, limits: BudgetLimits
   try {
     await writeTenantLimits(nc, checked);
   } catch (err) {
-    const what = `the tenant's daily budget in KV ${KV_BUCKETS.budgets.name}`;
-    if (isStorageFullError(err)) throw storageFullError(`write ${what}`, err);
-    if (isPermissionDenied(err)) {
-      throw new FleetError(
-        "unavailable",
-        "permission",
-        `not allowed to set ${what} (an operator may): ${describeError(err)}`,
-      );
-    }
-    throw new FleetError("unavailable", "kv", `cannot write ${what} (${describeError(err)})`, { cause: err });
+    throw operatorKvWriteError(`the tenant's daily budget in KV ${KV_BUCKETS.budgets.name}`, err);
   }
+}
+
+/**
+ * The FleetError of a failed write of a tenant record only an operator may write: `storage_full`,
+ * `unavailable` with code `permission`, or `unavailable`/`kv`.
+ */
+export function operatorKvWriteError(what: string, err: unknown): FleetError {
+  if (isStorageFullError(err)) return storageFullError(`write ${what}`, err);
+  if (isPermissionDenied(err)) {
+    return new FleetError(
+      "unavailable",
+      "permission",
+      `not allowed to set ${what} (an operator may): ${describeError(err)}`,
+    );
+  }
+  return new FleetError("unavailable", "kv", `cannot write ${what} (${describeError(err)})`, { cause: err });
 }

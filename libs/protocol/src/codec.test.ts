@@ -120,6 +120,23 @@ function eventSamples(): Record<FleetEventType, FleetEvent> {
   add(log.add({ type: "budget_change", budget: { run: { outputTokens: 1000 }, session: { costUsd: 2.5 } } }));
   add(
     log.add({
+      type: "approval_rules_set",
+      rules: [{ tool: "bash", args: { pointer: "/command", regex: "^rm " }, action: "ask", expiresInMs: 60_000 }],
+    }),
+  );
+  add(
+    log.add({
+      type: "tool_approval_requested",
+      toolCallId: "toolu_2",
+      toolName: "bash",
+      args: { command: "rm y" },
+      rule: { scope: "session", index: 0 },
+      expiresAt: 1_700_000_060_000,
+    }),
+  );
+  add(log.add({ type: "tool_approval_resolved", toolCallId: "toolu_2", approved: false, outcome: "expired" }));
+  add(
+    log.add({
       type: "pending_write",
       commandId: "cmd-7",
       write: { type: "model_change", provider: "anthropic", modelId: "claude-opus-4-5" },
@@ -201,6 +218,12 @@ const COMMAND_SAMPLES: Record<FleetCommandType, FleetCommand> = {
     leafId: "a1b2c3d5",
   },
   set_budget: { type: "set_budget", id: "c-21", ...envelope, budget: { session: { totalTokens: 5000 } } },
+  set_approval_rules: {
+    type: "set_approval_rules",
+    id: "c-40",
+    ...envelope,
+    rules: [{ tool: "bash", args: { pointer: "/command", regex: "^rm " }, action: "deny", reason: "no rm" }],
+  },
   delete_session: { type: "delete_session", id: "c-22", ...envelope, by: "ops@host" },
   archive_session: { type: "archive_session", id: "c-23", ...envelope },
   restore_session: { type: "restore_session", id: "c-24", ...envelope, by: "gateway acme/operate" },

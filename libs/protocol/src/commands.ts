@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApprovalRules } from "./approval-rules.js";
 import { SessionBudget } from "./budget.js";
 import { CompactionSettings, ModelRef, SessionConfigPatch } from "./config.js";
 import { ImageContent } from "./content.js";
@@ -72,8 +73,17 @@ export const AppendMessageCommand = cmd("append_message", {
 });
 /** Fleet addition: replaces the session's run and session budget (`budget_change`), at once, even mid-run. */
 export const SetBudgetCommand = cmd("set_budget", { budget: SessionBudget });
-export const ApproveToolCallCommand = cmd("approve_tool_call", { toolCallId: ToolCallId });
+/**
+ * Approves a waiting call; with `args`, the call runs with these arguments instead of the model's
+ * (validated against the tool's schema: invalid ones are refused `invalid`).
+ */
+export const ApproveToolCallCommand = cmd("approve_tool_call", {
+  toolCallId: ToolCallId,
+  args: z.unknown().optional(),
+});
 export const DenyToolCallCommand = cmd("deny_tool_call", { toolCallId: ToolCallId, reason: z.string().optional() });
+/** Fleet addition: replaces the session's approval rules (`approval_rules_set`), at once, even mid-run. */
+export const SetApprovalRulesCommand = cmd("set_approval_rules", { rules: ApprovalRules });
 /**
  * Fleet addition: creates a new session holding an imported tree (pi v3 JSONL). The loop re-mints
  * every entry id, keeps the parent structure, and records the original id in nothing but order.
@@ -115,6 +125,7 @@ export const FleetCommand = z.discriminatedUnion("type", [
   AppendMessageCommand,
   ApproveToolCallCommand,
   DenyToolCallCommand,
+  SetApprovalRulesCommand,
   ImportSessionCommand,
   SetBudgetCommand,
   DeleteSessionCommand,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApprovalRules, ApprovalScope } from "./approval-rules.js";
 import { StreamDelta } from "./assistant-stream.js";
 import { DaySpend, SessionBudget } from "./budget.js";
 import { CompactionSettings, type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
@@ -156,12 +157,22 @@ export const ConfigChangeEvent = ev("config_change", {
 });
 /** Fleet addition: the session's budget from now on (`set_budget`; replaces `config.budget` whole). */
 export const BudgetChangeEvent = ev("budget_change", { budget: SessionBudget });
-/** Fleet addition: a person's decision on a `tool_approval_requested` call; survives crashes. */
+/**
+ * Fleet addition: the decision on a `tool_approval_requested` call; survives crashes. The first one
+ * logged for a call is its decision. `outcome` (absent in logs written before it: `approved` or
+ * `denied` by `approved`) tells an expiry (`expired`, `approved: false`, appended by the loop when
+ * the request's `expiresAt` passed) from a person's denial. `editedArgs`: approved with these
+ * arguments instead of the model's; the tool runs with them.
+ */
 export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
   toolCallId: z.string().min(1),
   approved: z.boolean(),
   reason: z.string().optional(),
+  outcome: z.enum(["approved", "denied", "expired"]).optional(),
+  editedArgs: z.unknown().optional(),
 });
+/** Fleet addition: the session's approval rules from now on (`set_approval_rules`; replaces them whole). */
+export const ApprovalRulesSetEvent = ev("approval_rules_set", { rules: ApprovalRules });
 /**
  * A session write (settings, label, name, custom entry, message) that arrives while a run (or a
  * compaction) is in progress. pi defers such writes to the next flush point; Fleet records them at
@@ -240,10 +251,19 @@ export const SessionRestoredEvent = ev("session_restored", {
   archive: ArchiveRef,
   events: z.number().int().nonnegative(),
 });
+/**
+ * A tool call waits for a decision. `rule`: the approval rule that asked (absent in logs written
+ * before rules); `expiresAt` (ms since the epoch): from then on the call can no longer be approved
+ * and the loop appends `tool_approval_resolved {outcome: "expired"}`.
+ */
 export const ToolApprovalRequestedEvent = ev("tool_approval_requested", {
   toolCallId: z.string().min(1),
   toolName: z.string().min(1),
   args: z.unknown(),
+  rule: z
+    .object({ scope: ApprovalScope, index: z.number().int().nonnegative(), reason: z.string().optional() })
+    .optional(),
+  expiresAt: z.number().int().nonnegative().optional(),
 });
 
 export const FleetEvent = z.discriminatedUnion("type", [
@@ -274,6 +294,7 @@ export const FleetEvent = z.discriminatedUnion("type", [
   RunResumedEvent,
   ToolApprovalRequestedEvent,
   ToolApprovalResolvedEvent,
+  ApprovalRulesSetEvent,
   ConfigChangeEvent,
   BudgetChangeEvent,
   PendingWriteEvent,

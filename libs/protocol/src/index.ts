@@ -1,6 +1,23 @@
 // Public surface of @fleet/protocol: the executable form of PROTOCOL.md. No I/O.
 
 export {
+  ApprovalAction,
+  type ApprovalLayer,
+  ApprovalRule,
+  ApprovalRules,
+  ApprovalScope,
+  ArgumentPattern,
+  describeApprovalDecision,
+  evaluateApprovalPolicy,
+  MAX_APPROVAL_EXPIRY_MS,
+  MAX_APPROVAL_RULES,
+  matchesRule,
+  type PolicyVerdict,
+  resolvePointer,
+  TenantApprovalRules,
+  workerApprovalLayer,
+} from "./approval-rules.js";
+export {
   ARCHIVE_FORMAT,
   type ArchivedRecord,
   ArchiveHeader,
@@ -349,6 +366,7 @@ export {
   spendOfMessage,
 } from "./reducers/session-spend.js";
 export {
+  type ApprovalDecision,
   type ApprovalRecord,
   type CommandRecord,
   copySessionState,

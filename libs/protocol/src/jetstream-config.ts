@@ -146,7 +146,13 @@ export const OBJECT_STORES = {
  * Keys of KV `fleet_config`. `probe` is written (a timestamp, replacing the last) by a health report
  * to learn whether JetStream still takes writes: a full store refuses it (`fleet doctor`).
  */
-export const CONFIG_KEYS = { partitions: "partitions", protocol: "protocol", probe: "probe" } as const;
+export const CONFIG_KEYS = {
+  partitions: "partitions",
+  protocol: "protocol",
+  probe: "probe",
+  /** The tenant's approval rules (`TenantApprovalRules` JSON), written by operators and the gateway. */
+  approvalRules: "approval_rules",
+} as const;
 export const PROTOCOL_VERSION = 1;
 
 export const leaseKey = (role: "loop" | "store", partition: number) => `${role}.p.${partition}`;

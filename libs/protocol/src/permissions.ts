@@ -252,6 +252,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvRead(KV.snapshots.name),
           ...jsApi.kvWrite(KV.snapshots.name),
           `${API}.STREAM.PURGE.${kvStream(KV.snapshots.name)}`,
+          // The tenant's approval rules (key `approval_rules` of `fleet_config`).
+          ...jsApi.kvWatch(KV.config.name),
           // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
           // its blobs, writes and reads archives, asks the store for idle sessions (retention).
           `${API}.STREAM.PURGE.${EV}`,
@@ -312,10 +314,17 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
     case "reader":
       return result(readerPublish(), [subjects.eventsAll]);
     case "operator":
-      // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`).
+      // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`) and
+      // approval rules (key `approval_rules` of `fleet_config`).
       // An operator also writes the inputs of its commands (`fleet_inputs`, before the command).
       return result(
-        [...readerPublish(), subjects.commandsAll, `$KV.${KV.budgets.name}.limits`, ...jsApi.objWrite(INPUTS)],
+        [
+          ...readerPublish(),
+          subjects.commandsAll,
+          `$KV.${KV.budgets.name}.limits`,
+          `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
+          ...jsApi.objWrite(INPUTS),
+        ],
         [subjects.eventsAll],
       );
     case "gateway":
@@ -324,6 +333,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...readerPublish(),
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
+          `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
           // Large inputs of the commands it sends, written before the command.
           ...jsApi.objWrite(INPUTS),
           // Webhooks: creates and watches KV fleet_webhooks, and pulls and acks each registration's

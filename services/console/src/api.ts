@@ -55,7 +55,11 @@ async function failure(res: Response): Promise<ApiResult<never>> {
   return { ok: false, status: res.status, code: error?.code ?? "http", message: error?.message ?? text };
 }
 
-export async function api<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<ApiResult<T>> {
+export async function api<T>(
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  path: string,
+  body?: unknown,
+): Promise<ApiResult<T>> {
   let res: Response;
   try {
     res = await fetch(gatewayUrl(path), {

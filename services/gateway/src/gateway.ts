@@ -18,6 +18,7 @@ import type { TokenTable } from "./http/tokens-file.js";
 import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
 import { aguiRoutes } from "./routes/agui.js";
+import { approvalRuleRoutes } from "./routes/approval-rules.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
@@ -198,6 +199,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...approvalRoutes(ctx),
     ...aguiRoutes(ctx),
     ...mcpRoutes(ctx, GATEWAY_VERSION),
+    ...approvalRuleRoutes(ctx),
     ...budgetRoutes(ctx),
     ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore, policy),

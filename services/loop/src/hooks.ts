@@ -3,7 +3,7 @@ import { pathToFileURL } from "node:url";
 import { subjects } from "@fleet/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import type { AfterToolCallResult, EngineHooks, NextTurnUpdate } from "./engine/index.js";
+import type { AfterToolCallResult, BeforeToolCallResult, EngineHooks, NextTurnUpdate } from "./engine/index.js";
 
 const HOOK_NAMES = [
   "transformContext",
@@ -148,7 +148,7 @@ export function createRemoteHookClient(
 
 /**
  * Composes hook sets in order. transformContext: chained; convertToLlm: the last one; beforeToolCall:
- * the first block wins; afterToolCall: overrides applied in order (later fields replace earlier);
+ * the first block wins, replacement `args` are passed on and returned; afterToolCall: overrides applied in order (later fields replace earlier);
  * shouldStopAfterTurn: any true; prepareNextTurn: updates merged in order.
  */
 export function composeHooks(list: readonly EngineHooks[]): EngineHooks {
@@ -172,11 +172,18 @@ export function composeHooks(list: readonly EngineHooks[]): EngineHooks {
   if (lastConvert) out.convertToLlm = lastConvert;
   if (befores.length) {
     out.beforeToolCall = async (ctx, signal) => {
+      // Replacement arguments (an edited approval) go to the hooks after, and are the result.
+      let replaced: BeforeToolCallResult | undefined;
+      let current = ctx;
       for (const b of befores) {
-        const r = await b(ctx, signal);
+        const r = await b(current, signal);
         if (r?.block) return r;
+        if (r?.args !== undefined) {
+          replaced = { args: r.args };
+          current = { ...current, args: r.args };
+        }
       }
-      return undefined;
+      return replaced;
     };
   }
   if (afters.length) {

@@ -32,6 +32,7 @@ import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
 import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 import { scanPartition } from "./takeover-scan.js";
+import { watchTenantApprovalRules } from "./tenant-approval-rules.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
 import { createToolDispatcher, DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";
 import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
@@ -134,7 +135,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     follow,
   });
   void purgeLegacySpend(jsm, log);
-  await Promise.all([tools.ready, runners.ready, tenantBudget.ready]);
+  const tenantApprovalRules = watchTenantApprovalRules(
+    topology.kv.config,
+    (error) =>
+      log.warn({ evt: "approval_rules_invalid", error }, "the tenant's approval rules are invalid; none apply"),
+    follow,
+  );
+  await Promise.all([tools.ready, runners.ready, tenantBudget.ready, tenantApprovalRules.ready]);
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
     publisher,
@@ -214,6 +221,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         pluginHooks: opts.pluginHooks ?? [],
         remoteHooks,
         tenantBudget,
+        tenantApprovalRules,
         blobs,
         settings: opts.settings,
         logger: log,
@@ -376,6 +384,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       tools.stop();
       runners.stop();
       tenantBudget.stop();
+      tenantApprovalRules.stop();
       dispatcher.close();
       publisher.close();
     },

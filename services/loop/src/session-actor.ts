@@ -1,4 +1,6 @@
 import {
+  type ApprovalLayer,
+  type ApprovalRule,
   chatTraceparent,
   compactionSettingsOf,
   convertToLlm,
@@ -21,6 +23,7 @@ import {
   subjects,
   type TraceCursor,
   toolTraceparent,
+  workerApprovalLayer,
 } from "@fleet/protocol";
 import {
   type BlobAccess,
@@ -35,6 +38,13 @@ import {
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { guardBudget } from "./budget-guard.js";
+import {
+  APPROVAL_TEXT,
+  decideApprovalExpiry,
+  decideApprovalGate,
+  type GateStep,
+  stepOfDecision,
+} from "./decide/approval-gate.js";
 import { decideCommand } from "./decide/decide-command.js";
 import { tombstoneDraft } from "./decide/decide-lifecycle.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
@@ -53,6 +63,7 @@ import {
   type StreamFn,
   type StreamOptions,
   type ToolDefinition,
+  validateToolArguments,
 } from "./engine/index.js";
 import { createSessionAppender, type SessionAppender } from "./event-appender.js";
 import { composeHooks, type RemoteHookClient } from "./hooks.js";
@@ -120,6 +131,8 @@ export interface ActorDeps {
   remoteHooks: RemoteHookClient;
   /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
+  /** The tenant's approval rules (KV `fleet_config` `approval_rules`); absent: none. */
+  tenantApprovalRules?: { rules(): readonly ApprovalRule[] };
   /** The object stores: command inputs by reference, and content by reference for the LLM. */
   blobs: BlobAccess;
   settings: ActorSettings;
@@ -136,8 +149,6 @@ export interface ActorDeps {
   /** Receives the session's log as loaded and each appended event (the span exporter); absent: none. */
   traces?: RunTraceSink;
 }
-
-type ApprovalDecision = { approved: boolean; reason?: string | undefined };
 
 const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
 
@@ -167,7 +178,9 @@ export class SessionActor {
   private readonly engine: SessionEngine;
   private readonly budget: SessionBudget;
   /** Approval gates waiting for a decision in the log, by tool call id. */
-  private readonly approvalWaiters = new Map<string, (decision: ApprovalDecision) => void>();
+  private readonly approvalWaiters = new Map<string, (step: GateStep) => void>();
+  /** The worker default (`FLEET_APPROVAL_TOOLS`) as the last layer of approval rules. */
+  private readonly workerApprovals: ApprovalLayer;
   /** Tool calls of assistant messages this actor appended itself: nobody can have dispatched them yet. */
   private readonly freshToolCalls = new Set<string>();
   /** The standalone compaction this actor is running (its LLM call). */
@@ -200,6 +213,7 @@ export class SessionActor {
     const { lastSeq, marks } = loaded;
     this.deps = deps;
     this.marks = marks;
+    this.workerApprovals = workerApprovalLayer(deps.settings.approvalTools);
     this.sessionId = deps.sessionId;
     this.log = deps.logger.child({ sessionId: deps.sessionId, partition: deps.partition });
     this.lastUsed = deps.now();
@@ -286,7 +300,8 @@ export class SessionActor {
    * Finishes what the log shows as begun and not done (after a takeover, a crash or a restart), at
    * the point where pi would: an open run carries on from its cursor (aborted, if an abort was
    * accepted), an open compaction is redone or closed, and writes still pending are flushed.
-   * Approvals need nothing: the resumed run's gates read their requests and decisions from the log.
+   * Approvals need nothing: the resumed run's gates read their requests and decisions from the log,
+   * and arm the expiry timer of a waiting request from its logged `expiresAt`.
    */
   async recover(reason = `worker ${this.deps.workerId} took over`): Promise<void> {
     if (this.dead || this.isRunning) return;
@@ -460,6 +475,12 @@ export class SessionActor {
       newId: this.deps.newId,
       defaults: this.deps.settings.defaults,
       isKnownTool: (name) => this.deps.registry.get(name) !== undefined,
+      validateToolArgs: (name, args) => {
+        const tool = this.toolDefinitions().find((t) => t.name === name);
+        if (!tool) return { ok: false, error: `Tool ${name} not found` };
+        const valid = validateToolArguments(tool, args);
+        return valid.ok ? { ok: true } : valid;
+      },
       tenantBudget: this.budget.tenantBudget(),
       archiveRef: this.deps.lifecycle?.archive.ref,
     };
@@ -496,7 +517,7 @@ export class SessionActor {
       case "approval_decided": {
         const decision = this.state.approvals.get(effect.toolCallId)?.decision;
         const waiter = this.approvalWaiters.get(effect.toolCallId);
-        if (decision && waiter) waiter(decision);
+        if (decision && waiter) waiter(stepOfDecision(decision));
         return;
       }
       case "compact":
@@ -772,8 +793,11 @@ export class SessionActor {
   }
 
   /**
-   * Calls of approval-gated tools wait for a person's decision, read from the log: a decision
-   * already logged (a resumed run) is used at once; a request already logged is not made again.
+   * The approval gate of each call (`decideApprovalGate`): the rules in force (the session's, the
+   * tenant's, the worker default's, first match wins) let it run, refuse it, or make it wait for a
+   * decision read from the log: a decision already logged (a resumed run) is used at once, a request
+   * already logged is not made again, and one with `expiresAt` expires by a timer armed from the
+   * log (`decideApprovalExpiry`), so a new owner arms it again after a crash.
    */
   private async approvalGate(
     toolCallId: string,
@@ -781,28 +805,78 @@ export class SessionActor {
     args: unknown,
     signal: AbortSignal | undefined,
   ): Promise<BeforeToolCallResult | undefined> {
-    if (!this.deps.settings.approvalTools.has(toolName)) return undefined;
-    const logged = this.state.approvals.get(toolCallId);
-    const decision =
-      logged?.decision ??
-      (await new Promise<ApprovalDecision>((resolve) => {
+    const state = this.state;
+    const tenant = this.deps.tenantApprovalRules?.rules() ?? [];
+    // The common case (no rule anywhere, no request logged) allocates nothing.
+    if (
+      state.approvalRules.length === 0 &&
+      tenant.length === 0 &&
+      !this.deps.settings.approvalTools.has(toolName) &&
+      !state.approvals.has(toolCallId)
+    )
+      return undefined;
+    const layers: ApprovalLayer[] = [
+      { scope: "session", rules: state.approvalRules },
+      { scope: "tenant", rules: tenant },
+      this.workerApprovals,
+    ];
+    const first = decideApprovalGate(state, { toolCallId, toolName, args }, layers, this.deps.now(), this.deps.newId);
+    const step =
+      first.kind === "request" || first.kind === "wait" ? await this.awaitApproval(first, toolCallId, signal) : first;
+    if (step.kind === "refuse") return { block: true, reason: step.reason };
+    if (step.kind === "run" && step.args !== undefined) return { args: step.args };
+    return undefined;
+  }
+
+  /** Waits at the gate: appends the request (unless logged), arms its expiry, resolves on a decision. */
+  private async awaitApproval(
+    step: Extract<GateStep, { kind: "request" | "wait" }>,
+    toolCallId: string,
+    signal: AbortSignal | undefined,
+  ): Promise<GateStep> {
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await new Promise<GateStep>((resolve) => {
         this.approvalWaiters.set(toolCallId, resolve);
-        const aborted = () => resolve({ approved: false, reason: "Operation aborted" });
-        if (signal?.aborted) return aborted();
-        signal?.addEventListener("abort", aborted, { once: true });
-        if (logged) return;
+        onAbort = () => resolve({ kind: "refuse", reason: APPROVAL_TEXT.aborted });
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        const arm = () => {
+          if (step.expiresAt === undefined) return;
+          const delay = Math.max(0, step.expiresAt - this.deps.now());
+          timer = setTimeout(() => void this.expireApproval(toolCallId), delay);
+        };
+        if (step.kind === "wait") return arm();
         void this.coalescer
           .drain()
-          .then(() =>
-            this.appendDraft(
-              { id: this.deps.newId(), body: { type: "tool_approval_requested", toolCallId, toolName, args } },
-              this.engine.state.runId,
-            ),
-          )
-          .catch(() => resolve({ approved: false, reason: "approval request could not be recorded" }));
-      }));
-    this.approvalWaiters.delete(toolCallId);
-    return decision.approved ? undefined : { block: true, reason: decision.reason ?? "Tool call denied" };
+          .then(() => this.appendDraft(step.request, this.engine.state.runId))
+          .then(arm)
+          .catch(() => resolve({ kind: "refuse", reason: APPROVAL_TEXT.unrecorded }));
+      });
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+      this.approvalWaiters.delete(toolCallId);
+    }
+  }
+
+  /**
+   * The expiry timer of a waiting request fired: decided and appended between two of the engine's
+   * deliveries, like a command, so a decision that came first wins and the log holds exactly one.
+   */
+  private async expireApproval(toolCallId: string): Promise<void> {
+    if (this.detached || this.dead) return;
+    try {
+      const decision = await this.engine.exclusive(async () => {
+        const d = decideApprovalExpiry(this.state, toolCallId, this.deps.now(), this.deps.newId);
+        if (d.kind === "decided") for (const draft of d.events) await this.appendDraft(draft, this.engine.state.runId);
+        return d;
+      });
+      if (decision.kind === "decided") for (const effect of decision.effects) await this.runEffect(effect);
+    } catch (err) {
+      if (!this.detached) this.log.warn({ err, toolCallId }, "approval expiry could not be recorded");
+    }
   }
 
   // ---- compaction -------------------------------------------------------------------------------

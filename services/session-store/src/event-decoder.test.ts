@@ -46,6 +46,7 @@ const samples: Record<string, Omit<FleetEvent, "meta">> = {
   queue_update: { type: "queue_update", steer: [], followUp: [], nextTurn: [] },
   owner_change: { type: "owner_change", workerId: "w", partition: 0, epoch: 1 },
   run_resumed: { type: "run_resumed", runId: "r", reason: "crash" },
+  approval_rules_set: { type: "approval_rules_set", rules: [{ tool: "bash", action: "ask" }] },
 } as Record<string, Omit<FleetEvent, "meta">>;
 
 describe("BODY_IGNORED_TYPES", () => {

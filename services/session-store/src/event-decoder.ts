@@ -27,6 +27,7 @@ export const BODY_IGNORED_TYPES: ReadonlySet<FleetEventType> = new Set<FleetEven
   "queue_update",
   "owner_change",
   "run_resumed",
+  "approval_rules_set",
 ]);
 /**
  * Event types of which only `type`, `meta` and `toolCallId` are kept (the approvals index needs the

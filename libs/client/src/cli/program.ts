@@ -2,6 +2,7 @@
 import { isSessionId, UtcDay } from "@fleet/protocol";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { CliError, EXIT } from "./cli-error.js";
+import { approveCommand, denyCommand, rulesCommand, rulesSetCommand } from "./commands/approval-commands.js";
 import { auditFeedCommand } from "./commands/audit-feed.js";
 import {
   type BudgetSetOptions,
@@ -218,6 +219,38 @@ export function buildProgram(
     .option("-s, --session <sessionId>", "only this session's", sessionId)
     .option("--json", "print JSON")
     .action(async (opts: { session?: string; json?: boolean }) => setExit(await approvalsCommand(io(), opts)));
+
+  program
+    .command("approve")
+    .description("approve a tool call waiting for approval")
+    .argument("<sessionId>", "session", sessionId)
+    .argument("<toolCallId>", "the waiting call")
+    .option("--args <json>", "run it with these arguments instead (JSON, or @file)")
+    .action(async (sid: string, call: string, opts: { args?: string }) =>
+      setExit(await approveCommand(io(), sid, call, opts)),
+    );
+  program
+    .command("deny")
+    .description("deny a tool call waiting for approval (the model gets an error result)")
+    .argument("<sessionId>", "session", sessionId)
+    .argument("<toolCallId>", "the waiting call")
+    .option("--reason <text>", "the error result's text")
+    .action(async (sid: string, call: string, opts: { reason?: string }) =>
+      setExit(await denyCommand(io(), sid, call, opts)),
+    );
+  const approvals = program.command("approvals").description('approval rules (PROTOCOL "Approvals")');
+  const rules = approvals
+    .command("rules")
+    .description("show the approval rules of the tenant, or of a session with --session")
+    .option("-s, --session <sessionId>", "a session's rules", sessionId)
+    .option("--json", "print JSON")
+    .action(async (opts: { session?: string; json?: boolean }) => setExit(await rulesCommand(io(), opts)));
+  rules
+    .command("set")
+    .description("replace the rules with a JSON array (inline or @file; [] removes them)")
+    .argument("<rules>", 'e.g. \'[{"tool":"bash","args":{"pointer":"/command","regex":"^rm "},"action":"ask"}]\'')
+    .option("-s, --session <sessionId>", "a session's rules (default: the tenant's)", sessionId)
+    .action(async (json: string, opts: { session?: string }) => setExit(await rulesSetCommand(io(), json, opts)));
 
   const budget = program
     .command("budget")

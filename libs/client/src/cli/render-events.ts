@@ -1,5 +1,5 @@
 // Renders a session's events for a person: streamed text, dimmed thinking, tool calls with a spinner.
-import type { FleetEvent } from "@fleet/protocol";
+import { describeApprovalDecision, type FleetEvent } from "@fleet/protocol";
 import { CLEAR_LINE, type Style } from "./ansi.js";
 import { contentText, formatToolCall, oneLine } from "./format-entry.js";
 
@@ -135,11 +135,7 @@ export class EventRenderer {
         return;
       }
       case "tool_approval_resolved":
-        this.#line(
-          s.dim(
-            `tool call ${event.toolCallId} ${event.approved ? "approved" : `denied${event.reason ? `: ${event.reason}` : ""}`}`,
-          ),
-        );
+        this.#line(s.dim(`tool call ${event.toolCallId} ${describeApprovalDecision(event)}`));
         return;
       case "tool_approval_requested":
         this.#line(

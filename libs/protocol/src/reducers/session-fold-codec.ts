@@ -1,13 +1,14 @@
 // The session's one fold (`SessionState`) as plain JSON data and back: the body of a snapshot
 // (PROTOCOL change 42). Pure; the envelope, checksum and storage are the loop's.
 import { z } from "zod";
+import type { ApprovalRule } from "../approval-rules.js";
 import type { Decoded } from "../codec.js";
 import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AgentMessage } from "../messages.js";
 import type { AgentStatus } from "./agent-state.js";
 import type { RunCursor } from "./run-cursor.js";
-import type { ApprovalRecord, CommandRecord, SessionState } from "./session-state.js";
+import type { ApprovalDecision, ApprovalRecord, CommandRecord, SessionState } from "./session-state.js";
 import type { SessionTree } from "./session-tree.js";
 
 /**
@@ -15,7 +16,15 @@ import type { SessionTree } from "./session-tree.js";
  * folds into it changes, so a snapshot made by an older fold is never used (it is stale, and the
  * load folds the log instead).
  */
-export const SESSION_FOLD_FORMAT = 1;
+export const SESSION_FOLD_FORMAT = 2;
+
+/** An `ApprovalDecision` without its `undefined` fields. */
+interface EncodedDecision {
+  approved: boolean;
+  outcome: ApprovalDecision["outcome"];
+  reason?: string;
+  editedArgs?: unknown;
+}
 
 /** `SessionState` as JSON: Maps and Sets as arrays, `undefined` fields absent. */
 export interface EncodedSessionFold {
@@ -33,7 +42,9 @@ export interface EncodedSessionFold {
   commands: Array<[string, string, CommandRecord["outcome"], number]>;
   pendingWrites: Array<{ commandId: string; eventId: string; write: SessionWrite }>;
   /** `decision` absent until one is logged; `args` absent for a decision without a request. */
-  approvals: Array<[string, { toolName: string; args?: unknown; decision?: { approved: boolean; reason?: string } }]>;
+  approvals: Array<[string, { toolName: string; args?: unknown; expiresAt?: number; decision?: EncodedDecision }]>;
+  /** The session's approval rules (the last `approval_rules_set`). */
+  approvalRules: ApprovalRule[];
   compaction: {
     id: string;
     reason: CompactionReason;
@@ -88,6 +99,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
     commands: [...state.commands].map(([id, r]) => [id, r.type, r.outcome, r.events]),
     pendingWrites: state.pendingWrites,
     approvals: [...state.approvals].map(([id, r]) => [id, approvalRecord(r)]),
+    approvalRules: state.approvalRules,
     compaction: state.compaction,
     owner: state.owner,
     deleting: state.deleting,
@@ -106,6 +118,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
 function approvalRecord(r: ApprovalRecord): EncodedSessionFold["approvals"][number][1] {
   const out: EncodedSessionFold["approvals"][number][1] = { toolName: r.toolName };
   if (r.args !== undefined) out.args = r.args;
+  if (r.expiresAt !== undefined) out.expiresAt = r.expiresAt;
   if (r.decision) out.decision = decisionOf(r.decision);
   return out;
 }
@@ -159,10 +172,19 @@ const EncodedFold = z.object({
       z.object({
         toolName: z.string(),
         args: Json,
-        decision: z.object({ approved: z.boolean(), reason: z.string().optional() }).optional(),
+        expiresAt: z.number().optional(),
+        decision: z
+          .object({
+            approved: z.boolean(),
+            outcome: z.enum(["approved", "denied", "expired"]),
+            reason: z.string().optional(),
+            editedArgs: Json,
+          })
+          .optional(),
       }),
     ]),
   ),
+  approvalRules: z.array(Json),
   compaction: z
     .object({
       id: z.string(),
@@ -235,10 +257,16 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
     cursor,
     commands: new Map(e.commands.map(([id, type, outcome, events]) => [id, { type, outcome, events }])),
     pendingWrites: e.pendingWrites,
+    approvalRules: e.approvalRules,
     approvals: new Map(
       e.approvals.map(([id, r]) => [
         id,
-        { toolName: r.toolName, args: r.args, decision: r.decision ? decisionOf(r.decision) : undefined },
+        {
+          toolName: r.toolName,
+          args: r.args,
+          ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
+          decision: r.decision ? decisionOf(r.decision) : undefined,
+        },
       ]),
     ),
     compaction: e.compaction
@@ -267,9 +295,18 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
   return { ok: true, value: state };
 }
 
-/** The decision as `foldRecords` makes it: `reason` only when one was given. */
-const decisionOf = (d: { approved: boolean; reason?: string }) =>
-  d.reason !== undefined ? { approved: d.approved, reason: d.reason } : { approved: d.approved };
+/** The decision as `foldRecords` makes it: `reason` and `editedArgs` only when given. */
+const decisionOf = (d: {
+  approved: boolean;
+  outcome: ApprovalDecision["outcome"];
+  reason?: string | undefined;
+  editedArgs?: unknown;
+}): EncodedDecision => ({
+  approved: d.approved,
+  outcome: d.outcome,
+  ...(d.reason !== undefined ? { reason: d.reason } : {}),
+  ...(d.editedArgs !== undefined ? { editedArgs: d.editedArgs } : {}),
+});
 
 const deletingEvent = (d: NonNullable<EncodedSessionFold["deleting"]>) =>
   d.event as NonNullable<SessionState["deleting"]>["event"];

@@ -1,6 +1,7 @@
 // The one fold of a session for its single writer (the loop worker that owns it): the tree, pi's
 // agent status, the run cursor, and everything the log says is still to be done.
 
+import type { ApprovalRule } from "../approval-rules.js";
 import type { StreamDelta } from "../assistant-stream.js";
 import type { CompactionReason, EventOf, FleetEvent, SessionWrite } from "../events.js";
 import type { LifecycleOp } from "../lifecycle.js";
@@ -47,7 +48,18 @@ export interface CommandRecord {
 export interface ApprovalRecord {
   toolName: string;
   args: unknown;
-  decision: { approved: boolean; reason?: string | undefined } | undefined;
+  /** From the request: when it expires (ms since the epoch; absent: never). */
+  expiresAt?: number | undefined;
+  decision: ApprovalDecision | undefined;
+}
+
+/** The first `tool_approval_resolved` of a call. */
+export interface ApprovalDecision {
+  approved: boolean;
+  outcome: "approved" | "denied" | "expired";
+  reason?: string | undefined;
+  /** Approved with these arguments instead of the model's. */
+  editedArgs?: unknown;
 }
 
 /**
@@ -104,6 +116,8 @@ export interface SessionState {
   pendingWrites: PendingWrite[];
   /** Tool call id → approval request and decision. */
   approvals: Map<string, ApprovalRecord>;
+  /** The session's approval rules (the last `approval_rules_set`; empty: none). */
+  approvalRules: ApprovalRule[];
   compaction: OpenCompaction | null;
   /** The last `owner_change`. */
   owner: { workerId: string; epoch: number } | null;
@@ -125,6 +139,7 @@ export function initialSessionState(): SessionState {
     commands: new Map(),
     pendingWrites: [],
     approvals: new Map(),
+    approvalRules: [],
     compaction: null,
     owner: null,
     deleting: null,
@@ -147,6 +162,7 @@ const RECORD_EVENT_TYPES: readonly FleetEvent["type"][] = [
   "pending_write",
   "tool_approval_requested",
   "tool_approval_resolved",
+  "approval_rules_set",
   "compaction_start",
   "compaction",
   "compaction_end",
@@ -228,16 +244,29 @@ function foldRecords(state: SessionState, event: FleetEvent): void {
       break;
     case "tool_approval_requested":
       if (!state.approvals.has(event.toolCallId)) {
-        state.approvals.set(event.toolCallId, { toolName: event.toolName, args: event.args, decision: undefined });
+        state.approvals.set(event.toolCallId, {
+          toolName: event.toolName,
+          args: event.args,
+          ...(event.expiresAt !== undefined ? { expiresAt: event.expiresAt } : {}),
+          decision: undefined,
+        });
       }
       break;
     case "tool_approval_resolved": {
       const record = state.approvals.get(event.toolCallId);
-      const decision = { approved: event.approved, ...(event.reason !== undefined ? { reason: event.reason } : {}) };
+      const decision: ApprovalDecision = {
+        approved: event.approved,
+        outcome: event.outcome ?? (event.approved ? "approved" : "denied"),
+        ...(event.reason !== undefined ? { reason: event.reason } : {}),
+        ...(event.editedArgs !== undefined ? { editedArgs: event.editedArgs } : {}),
+      };
       if (record) record.decision ??= decision;
       else state.approvals.set(event.toolCallId, { toolName: "", args: undefined, decision });
       break;
     }
+    case "approval_rules_set":
+      state.approvalRules = event.rules;
+      break;
     case "compaction_start":
       state.compaction = {
         id: event.meta.id,

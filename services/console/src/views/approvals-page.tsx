@@ -1,9 +1,10 @@
-// Pending tool approvals across sessions, refreshed every second; approve or deny each. The gateway
-// answers from the store's approvals index (PROTOCOL change 44): a refresh costs in proportion to the
-// approvals pending, not to the sessions in the store.
+// Pending tool approvals across sessions, refreshed every second; approve (as asked, or with edited
+// arguments) or deny each; and the approval rules. The gateway answers from the store's approvals
+// index (PROTOCOL change 44): a refresh costs in proportion to the approvals pending, not to the sessions.
 import { useEffect, useState } from "preact/hooks";
-import { api } from "../api.js";
+import { api, command } from "../api.js";
 import { linkTo } from "../router.js";
+import { ApprovalRulesPanel } from "./approval-rules-panel.js";
 import { ApprovalButtons } from "./session-page.js";
 import { show } from "./transcript.js";
 
@@ -37,6 +38,7 @@ export function ApprovalsPage() {
   }, []);
   return (
     <div class="approvals">
+      <ApprovalRulesPanel />
       <h2>Pending approvals</h2>
       {error && <div class="error-text">{error}</div>}
       {approvals?.length === 0 && <div class="muted">nothing waiting for a decision</div>}
@@ -51,8 +53,57 @@ export function ApprovalsPage() {
           </div>
           <pre>{show(a.args)}</pre>
           <ApprovalButtons sessionId={a.sessionId} toolCallId={a.toolCallId} />
+          <EditedApproval approval={a} />
         </div>
       ))}
+    </div>
+  );
+}
+
+/**
+ * Approve with edited arguments: the call runs with the JSON typed here (`approve_tool_call
+ * {args}`); the loop refuses arguments that do not fit the tool's schema.
+ */
+function EditedApproval({ approval }: { approval: Approval }) {
+  const [open, setOpen] = useState(false);
+  const [text, setText] = useState(() => JSON.stringify(approval.args, null, 2));
+  const [note, setNote] = useState("");
+  const approve = async () => {
+    let args: unknown;
+    try {
+      args = JSON.parse(text);
+    } catch (err) {
+      setNote(`not JSON: ${(err as Error).message}`);
+      return;
+    }
+    const r = await command(approval.sessionId, { type: "approve_tool_call", toolCallId: approval.toolCallId, args });
+    setNote(r.ok ? "approved with edits" : `failed: ${r.message}`);
+  };
+  if (!open) {
+    return (
+      <button type="button" data-testid="edit-args" onClick={() => setOpen(true)}>
+        Edit arguments…
+      </button>
+    );
+  }
+  return (
+    <div class="edited-approval">
+      <textarea
+        data-testid="edited-args"
+        rows={6}
+        value={text}
+        onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+      />
+      <span class="actions">
+        <button type="button" data-testid="approve-edited" onClick={() => void approve()}>
+          Approve with these arguments
+        </button>
+        {note && (
+          <span class="note" data-testid="edited-note">
+            {note}
+          </span>
+        )}
+      </span>
     </div>
   );
 }

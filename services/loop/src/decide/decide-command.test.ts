@@ -116,6 +116,7 @@ const COMMANDS: Record<string, () => FleetCommand> = {
     }),
   approve_tool_call: () => command("approve_tool_call", { toolCallId: "t1" }),
   deny_tool_call: () => command("deny_tool_call", { toolCallId: "t1", reason: "no" }),
+  set_approval_rules: () => command("set_approval_rules", { rules: [{ tool: "bash", action: "ask" }] }),
 };
 
 const A = "accepted";
@@ -146,6 +147,7 @@ const TABLE: Record<string, Expect[]> = {
   append_message: [NF, A, A, A, A, A, A],
   approve_tool_call: [NF, NF, NF, NF, A, NF, NF],
   deny_tool_call: [NF, NF, NF, NF, A, NF, NF],
+  set_approval_rules: [NF, A, A, A, A, A, A],
 };
 
 describe("session decider / every command in every state", () => {
@@ -382,7 +384,7 @@ describe("session decider / approvals", () => {
       ],
       effects: [{ type: "approval_decided", toolCallId: "t1" }],
     });
-    expect(outcome.state.approvals.get("t1")?.decision).toEqual({ approved: false, reason: "no" });
+    expect(outcome.state.approvals.get("t1")?.decision).toEqual({ approved: false, outcome: "denied", reason: "no" });
   });
 
   it("a second decision, or one for a call that does not wait, is not_found", () => {

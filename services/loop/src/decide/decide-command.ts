@@ -27,6 +27,7 @@ import {
   type Usage,
 } from "@fleet/protocol";
 import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
+import { approvalExpired, isAwaitingApproval } from "./approval-gate.js";
 import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
 import { decideLifecycle } from "./decide-lifecycle.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
@@ -46,6 +47,8 @@ export const DECIDER_TEXT = {
   compactBusy: "Cannot compact while a run is active",
   navigateBusy: "Cannot navigate while a run is active",
   notWaiting: (toolCallId: string) => `No tool call ${toolCallId} is waiting for approval`,
+  approvalExpired: (toolCallId: string) => `The approval request of tool call ${toolCallId} has expired`,
+  badEditedArgs: (toolName: string, error: string) => `Edited arguments do not fit tool ${toolName}: ${error}`,
   notFound: (sessionId: string) => `Session ${sessionId} not found`,
   exists: (sessionId: string) => `Session ${sessionId} already exists`,
   deleting: (sessionId: string) => `Session ${sessionId} is being deleted`,
@@ -163,12 +166,10 @@ export function decideCommand(
       return accepted(ctx, cmd, writes(state, cmd, ctx));
     }
     case "approve_tool_call":
-    case "deny_tool_call": {
-      if (!isAwaitingApproval(state, cmd.toolCallId)) {
-        return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notWaiting(cmd.toolCallId));
-      }
-      return accepted(ctx, cmd, [approvalDraft(ctx, cmd)], [{ type: "approval_decided", toolCallId: cmd.toolCallId }]);
-    }
+    case "deny_tool_call":
+      return decideApproval(state, cmd, ctx);
+    case "set_approval_rules":
+      return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "approval_rules_set", rules: cmd.rules } }]);
     case "set_budget":
       return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } }]);
     case "set_compaction_settings": {
@@ -356,22 +357,43 @@ export function writes(state: SessionState, cmd: WriteCommand, ctx: DecideContex
   return drafts;
 }
 
-/** A tool call waits at its approval gate: requested, not ended, no decision logged. */
-export function isAwaitingApproval(state: SessionState, toolCallId: string): boolean {
-  const cursor = state.cursor;
-  return (
-    cursor.kind === "tools_pending" &&
-    cursor.awaitingApprovalIds.includes(toolCallId) &&
-    state.approvals.get(toolCallId)?.decision === undefined
-  );
+export { isAwaitingApproval };
+
+/**
+ * `approve_tool_call` / `deny_tool_call`: the call must wait at its gate and its request must not
+ * have expired at `ctx.now` (an expired one is refused `conflict`; the loop logs the expiry). Edited
+ * arguments must fit the tool's schema (`invalid` otherwise); the decision records them as given.
+ */
+function decideApproval(
+  state: SessionState,
+  cmd: CommandOf<"approve_tool_call" | "deny_tool_call">,
+  ctx: OutcomeContext,
+): Decision {
+  if (!isAwaitingApproval(state, cmd.toolCallId)) {
+    return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notWaiting(cmd.toolCallId));
+  }
+  if (approvalExpired(state, cmd.toolCallId, ctx.now)) {
+    return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.approvalExpired(cmd.toolCallId));
+  }
+  if (cmd.type === "approve_tool_call" && cmd.args !== undefined) {
+    const toolName = state.approvals.get(cmd.toolCallId)?.toolName ?? "";
+    const valid = ctx.validateToolArgs?.(toolName, cmd.args) ?? { ok: true };
+    if (!valid.ok) return rejected(ctx, cmd.id, cmd.type, "invalid", DECIDER_TEXT.badEditedArgs(toolName, valid.error));
+  }
+  return accepted(ctx, cmd, [approvalDraft(ctx, cmd)], [{ type: "approval_decided", toolCallId: cmd.toolCallId }]);
 }
 
-function approvalDraft(ctx: DecideContext, cmd: CommandOf<"approve_tool_call" | "deny_tool_call">): DraftEvent {
+export function approvalDraft(ctx: DecideContext, cmd: CommandOf<"approve_tool_call" | "deny_tool_call">): DraftEvent {
   return {
     id: ctx.newId(),
     body:
       cmd.type === "approve_tool_call"
-        ? { type: "tool_approval_resolved", toolCallId: cmd.toolCallId, approved: true }
+        ? {
+            type: "tool_approval_resolved",
+            toolCallId: cmd.toolCallId,
+            approved: true,
+            ...(cmd.args !== undefined ? { editedArgs: cmd.args } : {}),
+          }
         : {
             type: "tool_approval_resolved",
             toolCallId: cmd.toolCallId,

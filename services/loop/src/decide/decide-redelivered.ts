@@ -2,6 +2,7 @@
 // re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
 import type { FleetCommand, SessionState } from "@fleet/protocol";
 import {
+  approvalDraft,
   commandWrites,
   decideCommand,
   forkDrafts,
@@ -78,22 +79,16 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
       return done >= plannedWrites(cmd) ? NOTHING : rest(writes(state, cmd, ctx));
     case "approve_tool_call":
     case "deny_tool_call": {
+      // Accepted, its decision cut: logged now (an expiry logged meanwhile is the decision then).
       if (!isAwaitingApproval(state, cmd.toolCallId)) return NOTHING;
-      const body =
-        cmd.type === "approve_tool_call"
-          ? { type: "tool_approval_resolved" as const, toolCallId: cmd.toolCallId, approved: true }
-          : {
-              type: "tool_approval_resolved" as const,
-              toolCallId: cmd.toolCallId,
-              approved: false,
-              ...(cmd.reason !== undefined ? { reason: cmd.reason } : {}),
-            };
       return {
         kind: "decided",
-        events: ofCommand(cmd.id, [{ id: ctx.newId(), body }]),
+        events: ofCommand(cmd.id, [approvalDraft(ctx, cmd)]),
         effects: [{ type: "approval_decided", toolCallId: cmd.toolCallId }],
       };
     }
+    case "set_approval_rules":
+      return done > 0 ? NOTHING : rest([{ id: ctx.newId(), body: { type: "approval_rules_set", rules: cmd.rules } }]);
     case "set_budget":
       return done > 0 ? NOTHING : rest([{ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } }]);
     case "abort":

@@ -75,6 +75,11 @@ export interface DecideContext {
   defaults: SessionConfig;
   /** True when a registered tool has this name. */
   isKnownTool: (name: string) => boolean;
+  /**
+   * Checks edited arguments of an approval against the tool's schema (absent: not checked here;
+   * the gate checks them again before the call runs).
+   */
+  validateToolArgs?: ((toolName: string, args: unknown) => { ok: true } | { ok: false; error: string }) | undefined;
   /** The fork source's tree (`null`: no such session), once the shell fetched it. */
   forkSource?: SessionTree | null | undefined;
   /**

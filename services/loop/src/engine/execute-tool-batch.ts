@@ -279,6 +279,12 @@ async function askBeforeToolCall(
     );
     if (run.signal?.aborted) return abortedOutcome();
     if (verdict?.block) return { result: errorToolResult(verdict.reason || toolErrorText.blocked), isError: true };
+    if (verdict?.args !== undefined) {
+      const edited = validateToolArguments(tool, verdict.args);
+      if (!edited.ok) return { result: errorToolResult(edited.error), isError: true };
+      slot.prepared = { tool, args: edited.args };
+      return undefined;
+    }
   } catch (error) {
     return { result: errorToolResult(thrownText(error)), isError: true };
   }

@@ -265,6 +265,48 @@ describe("tool batches", () => {
     expect(received).toEqual([{ text: { not: "a string" } }]);
   });
 
+  /** An echo handler that records the arguments it ran with. */
+  const recordingEcho = () => {
+    const received: unknown[] = [];
+    const handlers = {
+      echo: (args: unknown) => {
+        received.push(args);
+        return ok("ran");
+      },
+    };
+    return { received, handlers };
+  };
+
+  it("replacement args from beforeToolCall (an edited approval) are validated, then run", async () => {
+    const { received, handlers } = recordingEcho();
+    const { engine, rec } = testEngine({
+      tools: [echoTool],
+      handlers,
+      hooks: {
+        beforeToolCall: ({ toolCall }) => ({ args: toolCall.id === "t1" ? { text: "edited" } : { text: 5 } }),
+      },
+      steps: [{ content: [call("t1"), call("t2")] }, { text: "done" }],
+    });
+    await engine.prompt("go");
+    // t2's replacement is coerced by the schema (5 → "5"), as the model's arguments would be.
+    expect(received).toEqual([{ text: "edited" }, { text: "5" }]);
+    const start = rec.events.find((e) => e.body.type === "tool_execution_start" && e.body.toolCallId === "t1");
+    expect(start?.body).toMatchObject({ args: { text: "t1" } });
+  });
+
+  it("replacement args that fail the tool's schema give the validation error result", async () => {
+    const { received, handlers } = recordingEcho();
+    const { engine, rec } = testEngine({
+      tools: [echoTool],
+      handlers,
+      hooks: { beforeToolCall: () => ({ args: { other: 1 } }) },
+      steps: [{ content: [call("t1")] }, { text: "done" }],
+    });
+    await engine.prompt("go");
+    expect(received).toEqual([]);
+    expect(resultText(rec.events, "t1")).toMatch(/Validation failed for tool "echo"/);
+  });
+
   it("afterToolCall overrides field by field, with no deep merge; it also sees thrown results", async () => {
     const seen: unknown[] = [];
     const { engine, rec } = testEngine({

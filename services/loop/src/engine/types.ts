@@ -137,6 +137,11 @@ export interface BeforeToolCallContext {
 export interface BeforeToolCallResult {
   block?: boolean;
   reason?: string;
+  /**
+   * Fleet addition (an approval with edited arguments): the call runs with these arguments instead,
+   * validated against the tool's schema first (invalid ones give the validation error result).
+   */
+  args?: unknown;
 }
 export interface AfterToolCallContext extends BeforeToolCallContext {
   result: ToolExecutionOutcome["result"];

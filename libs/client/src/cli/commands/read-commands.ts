@@ -1,6 +1,13 @@
 // Reading commands: watch, replay, tree, sessions, export.
 import { writeFileSync } from "node:fs";
-import { emptySpend, type FleetEvent, formatLimits, formatSpend, type Spend } from "@fleet/protocol";
+import {
+  describeApprovalDecision,
+  emptySpend,
+  type FleetEvent,
+  formatLimits,
+  formatSpend,
+  type Spend,
+} from "@fleet/protocol";
 import type { ReplayResult } from "../../index.js";
 import type { Style } from "../ansi.js";
 import { CliError } from "../cli-error.js";
@@ -80,7 +87,7 @@ export function describeEvent(event: FleetEvent, style: Style): string {
     case "tool_approval_requested":
       return `${type} ${formatToolCall(event.toolName, event.args)} ${style.dim(event.toolCallId)}`;
     case "tool_approval_resolved":
-      return `${type} ${event.toolCallId} ${event.approved ? "approved" : "denied"}${event.reason ? `: ${event.reason}` : ""}`;
+      return `${type} ${event.toolCallId} ${describeApprovalDecision(event)}`;
     case "label":
       return `${type} ${event.targetId} ${event.label === null ? "(removed)" : JSON.stringify(event.label)}`;
     case "session_info":
