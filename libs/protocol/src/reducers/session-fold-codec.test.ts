@@ -44,6 +44,40 @@ describe("session fold codec", () => {
     expect(restored.status.streamingMessage).toStrictEqual(prefix.status.streamingMessage);
   });
 
+  it("keeps the approval policy's state: rules, expiry, outcome and edited arguments", () => {
+    const base = SCENARIOS.steering?.() ?? [];
+    const meta = (i: number) => ({ ...(base[0] as FleetEvent).meta, id: `e-policy-${i}` });
+    const events = [
+      ...base,
+      { type: "approval_rules_set", rules: [{ tool: "bash", action: "ask", expiresInMs: 60_000 }], meta: meta(1) },
+      {
+        type: "tool_approval_requested",
+        toolCallId: "c1",
+        toolName: "bash",
+        args: { command: "rm x" },
+        expiresAt: 5,
+        meta: meta(2),
+      },
+      { type: "tool_approval_requested", toolCallId: "c2", toolName: "bash", args: { command: "ls" }, meta: meta(3) },
+      { type: "tool_approval_resolved", toolCallId: "c1", approved: false, outcome: "expired", meta: meta(4) },
+      {
+        type: "tool_approval_resolved",
+        toolCallId: "c2",
+        approved: true,
+        editedArgs: { command: "ls -a" },
+        meta: meta(5),
+      },
+    ] as FleetEvent[];
+    const state = foldSessionEvents(events);
+    expect(state.approvalRules).toHaveLength(1);
+    expect(state.approvals.get("c1")).toMatchObject({ expiresAt: 5, decision: { outcome: "expired" } });
+    expect(state.approvals.get("c2")?.decision).toMatchObject({
+      outcome: "approved",
+      editedArgs: { command: "ls -a" },
+    });
+    expect(roundTrip(state)).toStrictEqual(state);
+  });
+
   it("refuses what is not an encoded fold, naming where", () => {
     const good = JSON.parse(JSON.stringify(encodeSessionFold(foldSessionEvents(SCENARIOS.steering?.() ?? []))));
     expect(decodeSessionFold(null).ok).toBe(false);

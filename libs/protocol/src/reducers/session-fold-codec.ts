@@ -178,7 +178,7 @@ const EncodedFold = z.object({
             approved: z.boolean(),
             outcome: z.enum(["approved", "denied", "expired"]),
             reason: z.string().optional(),
-            editedArgs: Json,
+            editedArgs: Json.optional(),
           })
           .optional(),
       }),
