@@ -417,6 +417,7 @@ export {
   parseCommandSubject,
   parseEventSubject,
   parseLifecycleSubject,
+  parseOpenWorkSubject,
   parseToolCallSubject,
   parseToolCancelSubject,
   parseToolResultSubject,

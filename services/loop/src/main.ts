@@ -12,6 +12,7 @@ import {
   newId,
   redactUrl,
   startOpsServer,
+  topologyFromEnv,
 } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
@@ -84,11 +85,7 @@ async function main() {
     process.exit(1);
   }
   // Creates the streams with FLEET_STREAM_REPLICAS before the worker applies (and checks) the topology.
-  await applyTopology(nc, {
-    partitions: env.FLEET_PARTITIONS,
-    leaseTtlMs: env.FLEET_LEASE_TTL_MS,
-    replicas: env.FLEET_STREAM_REPLICAS,
-  });
+  await applyTopology(nc, { ...topologyFromEnv(env), logger });
   const registry = new Registry();
   const worker = await startLoopWorker({
     nc,

@@ -7,6 +7,7 @@ import {
   loadEnvOrExit,
   natsAuthFromEnv,
   startOpsServer,
+  topologyFromEnv,
 } from "@fleet/runtime";
 import { Registry } from "prom-client";
 import { ToolsEnv } from "./config.js";
@@ -47,16 +48,15 @@ export async function runToolRunnerProcess(opts: {
   }).catch((err: Error) => fail(err.message));
   const server = await checkServerAtStartup(nc, logger);
   if (!server.ok) fail(server.error);
-  // Creates the streams with FLEET_STREAM_REPLICAS, and fleet_config with FLEET_PARTITIONS, before the
-  // runner applies (and checks) the topology.
-  await applyTopology(nc, { partitions: env.FLEET_PARTITIONS, replicas: env.FLEET_STREAM_REPLICAS }).catch(
-    (err: Error) => fail(err.message),
-  );
+  // Creates the streams with FLEET_STREAM_REPLICAS, fleet_config with FLEET_PARTITIONS and fleet_leases
+  // with FLEET_LEASE_TTL_MS (the same settings as loop and store), before the runner applies the topology.
+  await applyTopology(nc, { ...topologyFromEnv(env), logger }).catch((err: Error) => fail(err.message));
   const registry = new Registry();
   const runner = createToolRunner({
     nc,
     tools,
     runnerId,
+    topology: topologyFromEnv(env),
     workspaceRoot: env.FLEET_TENANT ? resolve(env.FLEET_WORKSPACE, env.FLEET_TENANT) : resolve(env.FLEET_WORKSPACE),
     workspaceMode: env.FLEET_WORKSPACE_MODE,
     workspaceQuotaBytes: env.FLEET_WORKSPACE_QUOTA_MB * 1024 * 1024,
