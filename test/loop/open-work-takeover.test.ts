@@ -63,6 +63,18 @@ describe("open-work index / takeover", () => {
     const a = spawnLoop(env(), "ow-a");
     procs.push(a);
     await waitForLog(a, "loop_started");
+    // A starting worker says what it does, in order, before it is started.
+    const steps = [
+      "loop_topology",
+      "loop_start_views",
+      "loop_start_views_ready",
+      "loop_start_claiming",
+      "loop_start_claimed",
+      "loop_started",
+    ];
+    const at = steps.map((evt) => a.output().indexOf(`"evt":"${evt}"`));
+    expect(at.every((i) => i >= 0)).toBe(true);
+    expect([...at].sort((x, y) => x - y)).toEqual(at);
     // The first holder scans each partition's (empty) log once and notes it.
     expect((await scanned(a)).every((l) => l.fullScan === true)).toBe(true);
 
