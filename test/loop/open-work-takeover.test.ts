@@ -5,12 +5,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { endedSessionLog } from "@fleet/protocol/testing";
 import { connectNats } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endedSessionLog } from "../support/forged-history.js";
+
 import { commander } from "../support/loop-harness.js";
 import { type LoopProcess, scriptedLoopEnv, spawnLoop, waitForLog } from "../support/loop-process.js";
 

@@ -1,0 +1,275 @@
+// npm run bench:history — what history costs (issue 23 item 7). For each H (BENCH_HISTORY, default
+// "0,100000"), in the same run: a fresh nats-server and Redis, a loop worker, the session store and
+// the gateway (processes of their own); H ended sessions forged onto the log in the shape real ones
+// leave (created, one finished run, the day's spend record) beside BENCH_LIVE live sessions (8).
+// Measured:
+// - takeover: SIGKILL the worker holding every partition, start another; the time from the kill
+//   until a prompt sent then to each live session has completed (its agent_end);
+// - first prompt: a new session's first prompt, sent to the new holder, until its agent_end;
+// - approvals: GET /v1/approvals; search: GET /v1/sessions?q=<a live session's id prefix> (median of 5).
+// Prints `history <H> vs 0: takeover <x>x, first prompt <y>x, approvals <z>x, search <w>x`.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  BUDGET_KEYS,
+  decodeEvent,
+  encodeCommand,
+  encodeEvent,
+  type FleetCommand,
+  KV_BUCKETS,
+  partitionOf,
+  STREAMS,
+  subjects,
+} from "@fleet/protocol";
+import { endedSessionLog } from "@fleet/protocol/testing";
+import { applyTopology, connectNats, newId, sleep } from "@fleet/runtime";
+import { getFreePort, startNats, startRedis } from "@fleet/testkit";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+const HISTORIES = (process.env.BENCH_HISTORY ?? "0,100000").split(",").map(Number);
+const LIVE = Number(process.env.BENCH_LIVE ?? 8);
+const PARTITIONS = 16;
+const TTL_MS = 2_000;
+const ROOT = join(import.meta.dirname, "..", "..", "..");
+const encoder = new TextEncoder();
+
+const children: ChildProcess[] = [];
+process.on("exit", () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
+/** A service process; `onLine` gets each line it logs (LOG_LEVEL info then, else warn). */
+function service(entry: string, env: Record<string, string>, onLine?: (line: string) => void): ChildProcess {
+  const child = spawn(process.execPath, ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, entry)], {
+    env: { ...process.env, LOG_LEVEL: onLine ? "info" : "warn", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let partial = "";
+  child.stdout?.on("data", (chunk) => {
+    const all = (partial + chunk).split("\n");
+    partial = all.pop() ?? "";
+    if (onLine) for (const line of all) onLine(line);
+  });
+  children.push(child);
+  return child;
+}
+
+/** What the new holder logged while it started and took over, in ms from the kill. */
+function startSteps(from: number) {
+  const steps: string[] = [];
+  let scans = 0;
+  let scanMs = 0;
+  return {
+    onLine(line: string) {
+      const evt = /"evt":"([a-z_]+)"/.exec(line)?.[1];
+      if (evt === "takeover_scanned") {
+        scans++;
+        scanMs = Math.max(scanMs, Number(/"ms":(\d+)/.exec(line)?.[1] ?? 0));
+        if (scans === PARTITIONS)
+          steps.push(`all scanned +${Math.round(performance.now() - from)} (slowest ${scanMs} ms)`);
+      } else if (evt?.startsWith("loop_start") || evt === "loop_started" || evt === "loop_topology") {
+        steps.push(`${evt} +${Math.round(performance.now() - from)}`);
+      }
+    },
+    toString: () => steps.join(", "),
+  };
+}
+
+async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (
+    !(await Promise.resolve()
+      .then(check)
+      .catch(() => false))
+  ) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+/** Sends `prompt` to `sessionId`; resolves with the ms until its run's agent_end (from `from`). */
+async function prompt(nc: NatsConnection, sessionId: string, from: number): Promise<number> {
+  const ended = new Promise<number>((resolve) => {
+    const sub = nc.subscribe(`fleet.evt.*.${sessionId}`, {
+      callback: (_err, msg) => {
+        const event = decodeEvent(msg.data);
+        if (event.ok && event.value.type === "agent_end") {
+          sub.unsubscribe();
+          resolve(performance.now() - from);
+        }
+      },
+    });
+  });
+  await nc.flush();
+  const cmd = { type: "prompt", text: "hello", id: newId(), sessionId } as FleetCommand;
+  const encoded = encodeCommand(cmd);
+  if (!encoded.ok) throw new Error(encoded.error);
+  await jetstream(nc).publish(subjects.command(partitionOf(sessionId, PARTITIONS), sessionId), encoded.bytes, {
+    msgID: cmd.id,
+  });
+  return ended;
+}
+
+/** Forges `count` ended sessions (events and each one's spend record), pipelined. */
+async function forge(nc: NatsConnection, count: number) {
+  const js = jetstream(nc);
+  const budgets = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
+  const started = performance.now();
+  const window: Promise<unknown>[] = [];
+  for (let i = 0; i < count; i++) {
+    const id = `hist-${i}`;
+    const events = endedSessionLog(id, i);
+    for (const event of events) {
+      const encoded = encodeEvent(event);
+      if (!encoded.ok) throw new Error(encoded.error);
+      window.push(js.publish(subjects.event(partitionOf(id, PARTITIONS), id), encoded.bytes));
+    }
+    const day = new Date(events[0]?.meta.ts ?? Date.now()).toISOString().slice(0, 10);
+    const spend = {
+      sessionId: id,
+      day,
+      events: events.length,
+      inputTokens: 10,
+      outputTokens: 5,
+      totalTokens: 15,
+      costUsd: 0.001,
+    };
+    window.push(budgets.put(BUDGET_KEYS.spend(day, id), encoder.encode(JSON.stringify(spend))));
+    if (window.length >= 4_000) await Promise.all(window.splice(0));
+    if (i > 0 && i % 20_000 === 0)
+      process.stdout.write(`  forged ${i} sessions (${Math.round((performance.now() - started) / 1000)} s)\n`);
+  }
+  await Promise.all(window);
+}
+
+interface Figures {
+  takeoverMs: number;
+  firstPromptMs: number;
+  approvalsMs: number;
+  searchMs: number;
+}
+
+async function measure(history: number): Promise<Figures> {
+  process.stdout.write(`history ${history}: starting\n`);
+  const nats = await startNats();
+  const redis = await startRedis();
+  const dir = mkdtempSync(join(tmpdir(), "fleet-bench-history-"));
+  writeFileSync(join(dir, "script.json"), JSON.stringify({ turns: [{ text: "done" }] }));
+  const nc = await connectNats({ url: nats.url, name: "bench-history" });
+  const env = {
+    NATS_URL: nats.url,
+    FLEET_PARTITIONS: String(PARTITIONS),
+    FLEET_LEASE_TTL_MS: String(TTL_MS),
+    FLEET_OPS_PORT: "0",
+  };
+  try {
+    await applyTopology(nc, { partitions: PARTITIONS, leaseTtlMs: TTL_MS });
+    const loopEnv = {
+      ...env,
+      FLEET_PROVIDER: "scripted",
+      FLEET_SCRIPT: join(dir, "script.json"),
+      FLEET_COALESCE_MS: "10",
+    };
+    const jsm = await jetstreamManager(nc);
+    const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
+    const heldBy = async (worker: string) => {
+      let n = 0;
+      for (let p = 0; p < PARTITIONS; p++) if ((await kv.get(`loop.p.${p}`))?.string().includes(`"${worker}"`)) n++;
+      return n;
+    };
+    const a = service("services/loop/src/main.ts", { ...loopEnv, FLEET_WORKER_ID: "hist-a" });
+    await waitUntil("worker a to hold every partition", async () => (await heldBy("hist-a")) === PARTITIONS, 60_000);
+    const store = service("services/session-store/src/main.ts", {
+      ...env,
+      REDIS_URL: redis.url,
+      FLEET_WORKER_ID: "store-a",
+    });
+    const port = await getFreePort();
+    service("services/gateway/src/main.ts", { ...env, FLEET_GATEWAY_PORT: String(port) });
+    const gateway = `http://127.0.0.1:${port}`;
+    await waitUntil("the gateway", async () => (await fetch(`${gateway}/readyz`)).ok, 60_000);
+    void store;
+
+    if (history > 0) {
+      const t = performance.now();
+      await forge(nc, history);
+      process.stdout.write(`  forged ${history} sessions in ${Math.round((performance.now() - t) / 1000)} s\n`);
+    }
+    const live = Array.from({ length: LIVE }, (_, i) => `live-${i}`);
+    await Promise.all(live.map((id) => prompt(nc, id, performance.now())));
+    // The store has projected everything (approvals and search read it).
+    const t = performance.now();
+    await waitUntil(
+      "the store to catch up",
+      async () => {
+        for (let p = 0; p < PARTITIONS; p++) {
+          const info = await jsm.consumers.info(STREAMS.events.name, `store-p${p}`);
+          if (info.num_pending > 0 || info.num_ack_pending > 0) return false;
+        }
+        return true;
+      },
+      1_800_000,
+    );
+    process.stdout.write(`  store caught up in ${Math.round((performance.now() - t) / 1000)} s\n`);
+
+    // Takeover: SIGKILL a, start b, a prompt to each live session at once.
+    const killedAt = performance.now();
+    a.kill("SIGKILL");
+    const steps = startSteps(killedAt);
+    service("services/loop/src/main.ts", { ...loopEnv, FLEET_WORKER_ID: "hist-b" }, (l) => steps.onLine(l));
+    const takeovers = await Promise.all(live.map((id) => prompt(nc, id, killedAt)));
+    const takeoverMs = Math.max(...takeovers);
+    const firstPromptMs = await prompt(nc, `new-${newId().slice(-6)}`, performance.now());
+    process.stdout.write(`  new holder: ${steps}\n`);
+
+    const timed = async (url: string) => {
+      const out: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const from = performance.now();
+        const res = await fetch(url);
+        await res.text();
+        if (!res.ok) throw new Error(`${url}: ${res.status}`);
+        out.push(performance.now() - from);
+      }
+      return median(out);
+    };
+    const approvalsMs = await timed(`${gateway}/v1/approvals`);
+    const searchMs = await timed(`${gateway}/v1/sessions?q=live-3`);
+    const figures = { takeoverMs, firstPromptMs, approvalsMs, searchMs };
+    process.stdout.write(
+      `history ${history}: takeover ${Math.round(takeoverMs)} ms, first prompt ${Math.round(firstPromptMs)} ms, approvals ${approvalsMs.toFixed(1)} ms, search ${searchMs.toFixed(1)} ms\n`,
+    );
+    return figures;
+  } finally {
+    for (const child of children.splice(0))
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await nc.close().catch(() => undefined);
+    await redis.stop();
+    await nats.stop();
+  }
+}
+
+async function main() {
+  const results = new Map<number, Figures>();
+  for (const h of HISTORIES) results.set(h, await measure(h));
+  const base = results.get(HISTORIES[0] as number) as Figures;
+  for (const h of HISTORIES.slice(1)) {
+    const r = results.get(h) as Figures;
+    const x = (k: keyof Figures) => (r[k] / base[k]).toFixed(2);
+    process.stdout.write(
+      `history ${h} vs ${HISTORIES[0]}: takeover ${x("takeoverMs")}x, first prompt ${x("firstPromptMs")}x, approvals ${x("approvalsMs")}x, search ${x("searchMs")}x\n`,
+    );
+  }
+  process.exit(0);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
