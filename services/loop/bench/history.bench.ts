@@ -81,6 +81,7 @@ function startSteps(from: number) {
           steps.push(`all scanned +${Math.round(performance.now() - from)} (slowest ${scanMs} ms)`);
       } else if (evt?.startsWith("loop_start") || evt === "loop_topology") {
         steps.push(`${evt} +${Math.round(performance.now() - from)}`);
+        if (process.env.BENCH_VERBOSE) process.stdout.write(`    ${steps.at(-1)}\n`);
       }
     },
     toString: () => steps.join(", "),
@@ -155,7 +156,22 @@ async function prompt(nc: NatsConnection, sessionId: string, from: number): Prom
   return ended;
 }
 
-/** Forges `count` ended sessions (events and each one's spend record), pipelined. */
+/** `op`, tried again (up to 10 times, 1 s apart) when it fails: a loaded server times publishes out. */
+async function retried<T>(op: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op();
+    } catch (err) {
+      if (attempt >= 10) throw err;
+      await sleep(1_000);
+    }
+  }
+}
+
+/**
+ * Forges `count` ended sessions (events and each one's spend record), pipelined. Each event is
+ * published with its id as msgID, so a publish tried again is stored once.
+ */
 async function forge(nc: NatsConnection, count: number) {
   const js = jetstream(nc);
   const budgets = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
@@ -167,7 +183,8 @@ async function forge(nc: NatsConnection, count: number) {
     for (const event of events) {
       const encoded = encodeEvent(event);
       if (!encoded.ok) throw new Error(encoded.error);
-      window.push(js.publish(subjects.event(partitionOf(id, PARTITIONS), id), encoded.bytes));
+      const subject = subjects.event(partitionOf(id, PARTITIONS), id);
+      window.push(retried(() => js.publish(subject, encoded.bytes, { msgID: event.meta.id, timeout: 30_000 })));
     }
     const day = new Date(events[0]?.meta.ts ?? Date.now()).toISOString().slice(0, 10);
     const spend = {
@@ -179,8 +196,9 @@ async function forge(nc: NatsConnection, count: number) {
       totalTokens: 15,
       costUsd: 0.001,
     };
-    if (SPEND) window.push(budgets.put(BUDGET_KEYS.spend(day, id), encoder.encode(JSON.stringify(spend))));
-    if (window.length >= 4_000) await Promise.all(window.splice(0));
+    if (SPEND)
+      window.push(retried(() => budgets.put(BUDGET_KEYS.spend(day, id), encoder.encode(JSON.stringify(spend)))));
+    if (window.length >= 1_000) await Promise.all(window.splice(0));
     if (i > 0 && i % 20_000 === 0)
       process.stdout.write(`  forged ${i} sessions (${Math.round((performance.now() - started) / 1000)} s)\n`);
   }
