@@ -105,7 +105,12 @@ async function publishMore(n: number) {
 }
 
 const storeLogs = () => procs.map((p) => p.output()).join("");
-const healedCount = () => (storeLogs().match(/"evt":"store_healed"/g) ?? []).length;
+const healedLines = () =>
+  storeLogs()
+    .split("\n")
+    .filter((l) => l.includes('"evt":"store_healed"'))
+    .map((l) => JSON.parse(l) as { level: number; fresh: boolean; msg: string });
+const healedCount = () => healedLines().length;
 
 /** Every session's get_tree equals the fold of its whole published log. */
 async function expectHealed() {
@@ -137,6 +142,10 @@ async function expectHealsAfter(label: string, lose: () => Promise<void>) {
   await lose();
   await writing;
   await waitFor("a store to rebuild from the log", async () => healedCount() > healedBefore, 60_000);
+  // A namespace seen and then gone is a loss: WARN.
+  for (const line of healedLines().slice(healedBefore)) {
+    expect(line).toMatchObject({ level: 40, fresh: false, msg: "rebuilt from the log after Redis lost its data" });
+  }
   await expectHealed();
   const tally = await q.stop();
   expect(tally.wrong).toEqual([]);
@@ -147,6 +156,16 @@ async function expectHealsAfter(label: string, lose: () => Promise<void>) {
 }
 
 describe("the store heals after Redis loses its data", () => {
+  it("a store started on an empty Redis builds its projection and says so at INFO: nothing was lost", async () => {
+    await waitFor("the first build", async () => healedCount() > 0, 60_000);
+    expect(healedLines()[0]).toMatchObject({
+      level: 30,
+      fresh: true,
+      msg: "built from the log: Redis held no projection at start",
+    });
+    expect(storeLogs()).not.toContain("after Redis lost its data");
+  }, 120_000);
+
   it("after FLUSHALL mid-workload: replies are unavailable or the log's fold, then it heals unaided", async () => {
     await expectHealsAfter("flushall", async () => {
       await f.redis.flushall();

@@ -458,6 +458,7 @@ export {
   parseCommandSubject,
   parseEventSubject,
   parseLifecycleSubject,
+  parseOpenWorkSubject,
   parseToolCallSubject,
   parseToolCancelSubject,
   parseToolResultSubject,

@@ -46,6 +46,23 @@ export const STREAMS = {
     duplicate_window: ms(120_000),
     max_msg_size: 1024 * 1024,
   },
+  /**
+   * The open-work index (PROTOCOL change 41): per partition, one message per session with open work
+   * (`fleet.openwork.<p>.<sessionId>`), written by the partition's holder before the work opens and
+   * purged once it is closed; and `fleet.openwork.<p>`, written once the partition's log was scanned
+   * in full (sessions from before the index). Holds only what is open, so reading a partition's
+   * entries costs in proportion to its open work.
+   */
+  openWork: {
+    name: "FLEET_OPEN_WORK",
+    subjects: ["fleet.openwork.>"],
+    retention: "limits",
+    storage: "file",
+    max_msgs_per_subject: 1,
+    allow_direct: true,
+    duplicate_window: ms(120_000),
+    max_msg_size: 4 * 1024,
+  },
 } as const;
 export type StreamKey = keyof typeof STREAMS;
 export type StreamSpec = (typeof STREAMS)[StreamKey];

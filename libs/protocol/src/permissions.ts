@@ -161,6 +161,7 @@ const EV = STREAMS.events.name;
 const CMD = STREAMS.commands.name;
 const CALLS = STREAMS.toolCalls.name;
 const RESULTS = STREAMS.toolResults.name;
+const OPEN_WORK = STREAMS.openWork.name;
 const BLOBS = OBJECT_STORES.blobs.name;
 const ARCHIVE = OBJECT_STORES.archive.name;
 
@@ -202,8 +203,8 @@ function readerPublish(): string[] {
  * subject table (`subjects`), the streams, KV buckets and object store, and the durable consumers'
  * names. No role gets `>` or `$JS.API.>`; none may update, purge or delete a stream except `tools`
  * purging superseded chunks of `fleet_blobs` objects, and `loop` purging a deleted session's subjects
- * of FLEET_EVENTS and FLEET_TOOL_RESULTS and its objects (session lifecycle) and the chunks of a
- * `fleet_blobs` object whose write failed.
+ * of FLEET_EVENTS and FLEET_TOOL_RESULTS and its objects (session lifecycle), the chunks of a
+ * `fleet_blobs` object whose write failed, and closed entries of FLEET_OPEN_WORK.
  */
 export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): RolePermissions {
   const toolNames = opts.toolNames ?? null;
@@ -260,6 +261,11 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           `${API}.STREAM.PURGE.${RESULTS}`,
           `${API}.STREAM.PURGE.${kvStream(KV.budgets.name)}`,
           `${API}.STREAM.PURGE.${kvStream(KV.spend.name)}`,
+          // The open-work index of its partitions (change 41): entries written, read and purged.
+          "fleet.openwork.>",
+          ...jsApi.streamInfo(OPEN_WORK),
+          ...jsApi.getMessage(OPEN_WORK),
+          `${API}.STREAM.PURGE.${OPEN_WORK}`,
           ...objectStore(BLOBS),
           ...objectStore(ARCHIVE),
           subjects.store("list_idle"),

@@ -24,6 +24,13 @@ export const subjects = {
   lifecycle: (sessionId: string) => `fleet.evt.lifecycle.${token(sessionId, isSessionId)}`,
   /** Every session's lifecycle records. */
   lifecycleAll: "fleet.evt.lifecycle.*" as const,
+  /** A session's entry in its partition's open-work index (change 41). */
+  openWork: (partition: number, sessionId: string) =>
+    `fleet.openwork.${part(partition)}.${token(sessionId, isSessionId)}`,
+  /** Every entry of one partition's open-work index. */
+  openWorkOfPartition: (partition: number) => `fleet.openwork.${part(partition)}.*`,
+  /** Written once a holder scanned the partition's whole log into its index (sessions from before it). */
+  openWorkScanned: (partition: number) => `fleet.openwork.${part(partition)}`,
   store: (op: StoreOp) => `fleet.store.${op}`,
   hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
 } as const;
@@ -57,6 +64,13 @@ function parsePartitioned(prefix: "evt" | "cmd", subject: string): PartitionedSu
 }
 
 export const parseEventSubject = (subject: string) => parsePartitioned("evt", subject);
+
+/** The session of an open-work entry's subject `fleet.openwork.<p>.<sessionId>`, or `null`. */
+export function parseOpenWorkSubject(subject: string): PartitionedSubject | null {
+  const parts = subject.split(".");
+  if (parts.length !== 4 || parts[0] !== "fleet" || parts[1] !== "openwork") return null;
+  return parsePartitioned("evt", `fleet.evt.${parts[2]}.${parts[3]}`);
+}
 
 /** The session of a lifecycle record's subject `fleet.evt.lifecycle.<sessionId>`, or `null`. */
 export function parseLifecycleSubject(subject: string): string | null {

@@ -79,6 +79,27 @@ export const natsServiceEnvFields = {
   LOG_LEVEL: envLogLevel(),
 };
 
+/**
+ * The topology settings every service that provisions Fleet's topology reads (loop, store, tool
+ * runner), with one default each: whichever service starts first creates `fleet_config.partitions`
+ * and the `fleet_leases` bucket's TTL from the same values (`topologyFromEnv`).
+ */
+export const topologyEnvFields = {
+  /** P, written to `fleet_config.partitions` by the first service to start; fixed once written. */
+  FLEET_PARTITIONS: envInt(16, 1, 4096),
+  /** TTL of `fleet_leases` (partition leases, worker and runner presence). */
+  FLEET_LEASE_TTL_MS: envInt(5_000, 500, 600_000),
+};
+
+/** `applyTopology`'s settings from the environment: the one source of partitions, lease TTL and replicas. */
+export function topologyFromEnv(env: {
+  FLEET_PARTITIONS: number;
+  FLEET_LEASE_TTL_MS: number;
+  FLEET_STREAM_REPLICAS: number;
+}): { partitions: number; leaseTtlMs: number; replicas: number } {
+  return { partitions: env.FLEET_PARTITIONS, leaseTtlMs: env.FLEET_LEASE_TTL_MS, replicas: env.FLEET_STREAM_REPLICAS };
+}
+
 /** The settings every Fleet worker service reads: `natsServiceEnvFields` and its ops server. */
 export const serviceEnvFields = {
   ...natsServiceEnvFields,

@@ -11,6 +11,8 @@ export {
   natsServiceEnvFields,
   parseEnv,
   serviceEnvFields,
+  topologyEnvFields,
+  topologyFromEnv,
 } from "./env-config.js";
 export { newId } from "./ids.js";
 export { readKvEntries } from "./kv-entries.js";

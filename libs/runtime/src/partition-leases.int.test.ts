@@ -1,6 +1,7 @@
 import { type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { readKvEntries } from "./kv-entries.js";
 import { connectNats } from "./nats-connection.js";
 import { createLeaseManager, type LeaseManager } from "./partition-leases.js";
 import { applyTopology } from "./topology.js";
@@ -78,6 +79,31 @@ describe("partition leases", () => {
     expect(movedAt - crashedAt).toBeLessThanOrEqual(TTL + 1_000);
     await a.mgr.stop();
     expect(heldBy(a.mgr)).toEqual([]);
+  });
+
+  it("a dead worker whose presence outlives its leases: all its partitions are claimed in the first pass after they expire", async () => {
+    const events: string[] = [];
+    const dead = await worker("w-dead", events);
+    await dead.mgr.start();
+    expect(heldBy(dead.mgr)).toHaveLength(16);
+    // It dies; its last presence write landed after its last renewal (as a pass's write can).
+    await dead.nc.close();
+    const probe = await worker("w-probe", []);
+    const kv = (await applyTopology(probe.nc, { leaseTtlMs: TTL })).kv.leases;
+    await kv.put("loop.w.w-dead", JSON.stringify({ workerId: "w-dead", ts: Date.now() }));
+    // Wait until every lease of the dead worker expired while its presence is still alive.
+    const deadline = Date.now() + TTL * 3;
+    for (;;) {
+      const leases = await readKvEntries(kv, "loop.p.*");
+      if (leases.length === 0) break;
+      if (Date.now() > deadline) throw new Error("leases did not expire");
+      await sleep(25);
+    }
+    expect((await readKvEntries(kv, "loop.w.w-dead")).length).toBe(1);
+    const heir = await worker("w-heir", events);
+    await heir.mgr.start();
+    expect(heldBy(heir.mgr)).toEqual([...Array(16).keys()]);
+    await heir.mgr.stop();
   });
 
   it("epochs grow with every claim of a partition", async () => {

@@ -79,9 +79,39 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
 
   async function liveWorkers(): Promise<string[]> {
     const prefix = `${opts.role}.w.`;
-    const ids = (await readKvEntries(opts.kv, `${prefix}*`)).map((e) => e.key.slice(prefix.length));
+    const entries = await readKvEntries(opts.kv, `${prefix}*`);
+    const ids = entries.map((e) => e.key.slice(prefix.length));
+    // A presence written more than ttl/2 before ours (server timestamps, so no clock skew) belongs to
+    // a worker that may be dead: its key outlives the last lease it renewed by up to the pass interval.
+    // It counts only while it holds a lease; otherwise its share would stay unclaimed for one more
+    // pass after its leases expired.
+    const ours = entries.find((e) => e.key === presenceKey)?.created.getTime();
+    const stale =
+      ours === undefined
+        ? []
+        : entries.filter((e) => e.key !== presenceKey && ours - e.created.getTime() > opts.ttlMs / 2);
+    if (stale.length > 0) {
+      const holders = await leaseHolders();
+      for (const e of stale) {
+        const id = e.key.slice(prefix.length);
+        if (!holders.has(id)) ids.splice(ids.indexOf(id), 1);
+      }
+    }
     if (!ids.includes(opts.workerId)) ids.push(opts.workerId);
     return ids.sort();
+  }
+
+  /** The workers holding a lease now (one get per partition; asked only when a presence looks stale). */
+  async function leaseHolders(): Promise<Set<string>> {
+    const keys = Array.from({ length: opts.partitions }, (_, p) => keyOf(p));
+    const entries = await Promise.all(keys.map((k) => opts.kv.get(k).catch(() => null)));
+    const out = new Set<string>();
+    for (const e of entries) {
+      if (e?.operation !== "PUT") continue;
+      const lease = LeaseValue.safeParse(e.json());
+      if (lease.success) out.add(lease.data.workerId);
+    }
+    return out;
   }
 
   /**

@@ -15,6 +15,8 @@ import type { Logger } from "pino";
 
 export interface Topology {
   partitions: number;
+  /** The `fleet_leases` bucket's TTL, as it exists (whoever created it chose it): what leases run on. */
+  leaseTtlMs: number;
   /** One line per setting whose live value differs from Fleet's spec. */
   drift: string[];
   kv: { config: KV; leases: KV; tools: KV; budgets: KV; spend: KV };
@@ -78,11 +80,15 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   if (protocol !== PROTOCOL_VERSION) {
     throw new Error(`fleet_config.protocol is ${protocol}; this build speaks protocol ${PROTOCOL_VERSION}`);
   }
+  const leaseTtlMs = (await leases.status()).ttl || (opts.leaseTtlMs ?? KV_BUCKETS.leases.ttlMs);
+  if (opts.leaseTtlMs !== undefined && opts.leaseTtlMs !== leaseTtlMs) {
+    drift.push(`fleet_leases TTL is ${leaseTtlMs} ms (fixed once created); requested ${opts.leaseTtlMs} ms ignored`);
+  }
   if (opts.partitions !== undefined && opts.partitions !== partitions) {
     drift.push(`fleet_config.partitions is ${partitions} (fixed once written); requested ${opts.partitions} ignored`);
   }
   for (const line of drift) opts.logger?.warn({ evt: "topology_drift", drift: line }, "topology drift");
-  return { partitions, drift, kv: { config, leases, tools, budgets, spend }, jsm };
+  return { partitions, leaseTtlMs, drift, kv: { config, leases, tools, budgets, spend }, jsm };
 }
 
 async function ensureConfigNumber(kv: KV, key: string, fallback: number): Promise<number> {

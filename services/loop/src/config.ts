@@ -4,7 +4,7 @@ import {
   LIFECYCLE_HALT_POINTS,
   MAX_MESSAGE_BYTES,
 } from "@fleet/protocol";
-import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
+import { envInt, envString, serviceEnvFields, topologyEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 
@@ -12,8 +12,7 @@ import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 export const LoopEnv = z.object({
   ...serviceEnvFields,
   FLEET_WORKER_ID: envString(""),
-  FLEET_PARTITIONS: envInt(16, 1, 4096),
-  FLEET_LEASE_TTL_MS: envInt(5_000, 500, 600_000),
+  ...topologyEnvFields,
   FLEET_COALESCE_MS: envInt(25, 0, 10_000),
   FLEET_COALESCE_DELTAS: envInt(64, 1, 100_000),
   FLEET_SHUTDOWN_GRACE_MS: envInt(10_000, 0, 600_000),

@@ -23,6 +23,7 @@ import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
 import { type RetentionSettings, retentionRequester, startRetentionJanitor } from "./lifecycle/retention-janitor.js";
 import { createSpendLedger } from "./lifecycle/spend-ledger.js";
 import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
+import { createOpenWorkIndex } from "./open-work/open-work-index.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import type { RunTraceSink } from "./run-trace-sink.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
@@ -107,6 +108,9 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     logger: log,
   });
   const partitions = topology.partitions;
+  // Leases run on the bucket's TTL as it exists (a different FLEET_LEASE_TTL_MS is reported as drift).
+  const leaseTtlMs = topology.leaseTtlMs;
+  log.info({ evt: "loop_topology", partitions, leaseTtlMs, drift: topology.drift.length }, "topology applied");
   const js = jetstream(opts.nc);
   const publisher = createStreamPublisher(opts.nc);
   const jsm = topology.jsm;
@@ -141,7 +145,10 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       log.warn({ evt: "approval_rules_invalid", error }, "the tenant's approval rules are invalid; none apply"),
     follow,
   );
+  const viewsFrom = now();
+  log.info({ evt: "loop_start_views" }, "reading tool registry, runner presence, tenant budgets and approval rules");
   await Promise.all([tools.ready, runners.ready, tenantBudget.ready, tenantApprovalRules.ready]);
+  log.info({ evt: "loop_start_views_ready", ms: now() - viewsFrom }, "views ready");
   const dispatcher = createToolDispatcher({
     nc: opts.nc,
     publisher,
@@ -193,6 +200,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   // Content by reference read for LLM calls is kept (objects never change): a session's image is
   // read once, not at every turn.
   const blobs = createBlobAccess(opts.nc, { cacheBytes: BLOB_CACHE_BYTES });
+  const openWork = createOpenWorkIndex({ publisher, jsm, workerId: opts.workerId, now });
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();
   let stopping = false;
@@ -234,6 +242,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         onRemoved: (sid) => actors.drop(sid),
         ...(snapshots ? { snapshots } : {}),
         ...(opts.traces ? { traces: opts.traces } : {}),
+        openWork,
       });
       await actor.recover();
       return actor;
@@ -294,7 +303,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     role: "loop",
     partitions,
     workerId: opts.workerId,
-    ttlMs: opts.leaseTtlMs,
+    ttlMs: leaseTtlMs,
     logger: log,
     now,
     onAcquire: async (partition, epoch) => {
@@ -305,7 +314,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         jsm,
         partition,
         partitions,
-        ackWaitMs: opts.leaseTtlMs,
+        ackWaitMs: leaseTtlMs,
         handle,
         onUndeliverable: (subject) => {
           metrics.undeliverableCommands.inc();
@@ -318,20 +327,26 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         now,
       });
       intakes.set(partition, intake);
+      const scanStart = now();
       void scanPartition({
         jsm,
+        index: openWork,
         partition,
         active: () => !stopping && intakes.has(partition),
-        recover: (sessionId) => actors.get(sessionId, partition),
-        onError: (err, subject) => log.warn({ err, subject }, "recovery failed; trying again"),
-      }).catch((err) => log.warn({ err, partition }, "recovery scan failed"));
+        recover: async (sessionId) => (await actors.get(sessionId, partition)).settleIndex(),
+        onError: (err, what) => log.warn({ err, what }, "recovery failed; trying again"),
+      })
+        .then((o) => log.info({ evt: "takeover_scanned", partition, ...o, ms: now() - scanStart }, "partition scanned"))
+        .catch((err) => log.warn({ err, partition }, "recovery scan failed"));
     },
     onRelease: async (partition, reason) => {
       metrics.leasesHeld.dec();
       await releasePartition(partition, reason === "rebalance" ? opts.shutdownGraceMs : 0);
     },
   });
+  log.info({ evt: "loop_start_claiming", partitions }, "claiming partitions");
   await leases.start();
+  log.info({ evt: "loop_start_claimed", held: leases.held().size }, "first lease pass done");
   const retention = lifecycleOpts.retention;
   const janitor =
     retention && retention.days > 0
@@ -341,7 +356,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
           jsm,
           leases: topology.kv.leases,
           workerId: opts.workerId,
-          leaseTtlMs: opts.leaseTtlMs,
+          leaseTtlMs,
           partitions,
           settings: {
             idleMs: Math.round(retention.days * 86_400_000),

@@ -14,6 +14,7 @@ import {
   newId,
   redactUrl,
   startOpsServer,
+  topologyFromEnv,
 } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
@@ -87,11 +88,7 @@ async function main() {
     process.exit(1);
   }
   // Creates the streams with FLEET_STREAM_REPLICAS before the worker applies (and checks) the topology.
-  await applyTopology(nc, {
-    partitions: env.FLEET_PARTITIONS,
-    leaseTtlMs: env.FLEET_LEASE_TTL_MS,
-    replicas: env.FLEET_STREAM_REPLICAS,
-  });
+  await applyTopology(nc, { ...topologyFromEnv(env), logger });
   const registry = new Registry();
   // Spans derived from the log (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
   const spanExporter = isOtlpTraceExportConfigured()

@@ -74,6 +74,9 @@ import { lastLifecycleRecord } from "./lifecycle/lifecycle-records.js";
 import { runDeletion } from "./lifecycle/run-deletion.js";
 import { runRestore } from "./lifecycle/run-restore.js";
 import type { LoopMetrics } from "./metrics.js";
+import { openWorkOf } from "./open-work/open-work.js";
+import type { OpenWorkIndex } from "./open-work/open-work-index.js";
+import { createSessionIndexEntry, type SessionIndexEntry } from "./open-work/session-index-entry.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
 import { getModelInfo } from "./providers/models.js";
@@ -148,6 +151,8 @@ export interface ActorDeps {
   snapshots?: SnapshotSettings;
   /** Receives the session's log as loaded and each appended event (the span exporter); absent: none. */
   traces?: RunTraceSink;
+  /** The partition's open-work index (change 41); absent: not kept (tests of the actor alone). */
+  openWork?: OpenWorkIndex;
 }
 
 const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
@@ -207,6 +212,10 @@ export class SessionActor {
   private readonly snapshotWriter: SnapshotWriter | undefined;
   /** `Nats-Msg-Id` of the log's last message (the appender knows its sequence). */
   private lastMsgId: string;
+  /** This session's entry in the open-work index. */
+  private readonly indexEntry: SessionIndexEntry | undefined;
+  /** The restore the log shows was carried out to its end by this actor (its last steps are not logged). */
+  private restoreDone = false;
   lastUsed: number;
 
   private constructor(deps: ActorDeps, loaded: LoadedSession) {
@@ -267,6 +276,17 @@ export class SessionActor {
       onError: () => undefined,
     });
     this.engine = this.createEngine();
+    this.indexEntry = deps.openWork
+      ? createSessionIndexEntry({
+          index: deps.openWork,
+          partition: deps.partition,
+          sessionId: deps.sessionId,
+          open: () => openWorkOf(this.state, restoreOpen(this.marks) && !this.restoreDone),
+          ...(deps.writeGate ? { writeGate: deps.writeGate } : {}),
+          signal: this.detachedSignal.signal,
+          logger: this.log,
+        })
+      : undefined;
   }
 
   /** Loads the session's fold: its snapshot and the events after it, or its whole log. */
@@ -348,6 +368,11 @@ export class SessionActor {
   async snapshotBeforeLeaving(): Promise<void> {
     if (this.dead || this.detached || this.isRunning) return;
     await this.snapshotWriter?.flush(this.state, this.marks, this.appender.lastSeq, this.lastMsgId);
+  }
+
+  /** After a takeover loaded this session from the index: its entry goes when nothing is open. */
+  settleIndex(): void {
+    this.indexEntry?.settle();
   }
 
   /** Resolves once no run or compaction is in flight (or after `ms`). */
@@ -432,7 +457,10 @@ export class SessionActor {
           // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
           if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, this.deps.blobs);
           if (decision.events.length > 0) await this.announceOwner();
-          for (const draft of decision.events) await this.appendDraft(draft);
+          const append = async () => {
+            for (const draft of decision.events) await this.appendDraft(draft);
+          };
+          await (this.indexEntry ? this.indexEntry.hold(append) : append());
           return decision;
         });
       let decision = await decideAndAppend();
@@ -554,7 +582,11 @@ export class SessionActor {
         if (this.detached) return;
         try {
           if (this.state.deleting) await this.deleteSession(lifecycle);
-          else await this.restoreSession(lifecycle);
+          else {
+            await this.restoreSession(lifecycle);
+            this.restoreDone = true;
+            this.indexEntry?.settle();
+          }
           lifecycle.metrics.lifecycleDone.inc({ op });
           lifecycle.metrics.lifecycleDuration.observe({ op }, (this.deps.now() - started) / 1000);
           return;
@@ -599,6 +631,8 @@ export class SessionActor {
       },
       lifecycle,
     );
+    // Nothing of the session is left to finish: its entry goes before the actor does.
+    await this.indexEntry?.forget().catch(() => undefined);
     this.removed = true;
     this.dead = true;
     this.detach();
@@ -1006,6 +1040,12 @@ export class SessionActor {
    */
   private async appendEvent(event: FleetEvent, restoredMsgId?: string): Promise<void> {
     if (this.detached) throw new Error("actor detached");
+    // The open-work entry is durable before an event that may open work is (change 41).
+    if (this.indexEntry) return this.indexEntry.around(event, () => this.appendIndexed(event, restoredMsgId));
+    return this.appendIndexed(event, restoredMsgId);
+  }
+
+  private async appendIndexed(event: FleetEvent, restoredMsgId?: string): Promise<void> {
     // A restored event is history: no ownership change goes between two of them.
     if (event.type !== "owner_change" && restoredMsgId === undefined) await this.announceOwner();
     const out = await this.appender.append(event, restoredMsgId);

@@ -1,4 +1,4 @@
-import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
+import { envInt, envString, serviceEnvFields, topologyEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
 /** Every session-store setting, from the environment, with its default. */
@@ -12,8 +12,7 @@ export const StoreEnv = z.object({
   FLEET_STORE_PREFIX: envString(""),
   FLEET_WORKER_ID: envString(""),
   /** Written to `fleet_config.partitions` only when no service wrote it yet. */
-  FLEET_PARTITIONS: envInt(16, 1, 4096),
-  FLEET_LEASE_TTL_MS: envInt(5_000, 500, 600_000),
+  ...topologyEnvFields,
   /** Upper bound of entries held by the in-memory tree cache. */
   FLEET_STORE_CACHE_ENTRIES: envInt(2_000_000, 1_000, 1_000_000_000),
   /** Most events applied per batch and partition (at most half the consumer's max_ack_pending, 20,000). */

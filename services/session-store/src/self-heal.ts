@@ -46,21 +46,33 @@ export function startSelfHealer(opts: SelfHealOptions): SelfHealer {
     }
     healing = true;
     const lost = lastSeenNs;
-    logger.warn({ evt: "store_heal_started", lostNs: lost ?? null }, "no active namespace: rebuilding from the log");
+    // Never having seen a namespace, this instance cannot tell a loss from a fresh Redis: a start on
+    // an empty Redis is the common case and is logged at INFO; a namespace seen and then gone, at WARN.
+    const fresh = lost === undefined;
+    const level = fresh ? "info" : "warn";
+    logger[level](
+      { evt: "store_heal_started", lostNs: lost ?? null, fresh },
+      fresh
+        ? "no projection in Redis at start: building it from the log"
+        : "no active namespace: rebuilding from the log",
+    );
     try {
       const result = await buildIfMissing(opts.deps, opts.lockMs ?? 10_000);
       if (!result) return;
       lastSeenNs = result.ns;
       failures = 0;
-      logger.warn(
+      logger[level](
         {
           evt: "store_healed",
           ns: result.ns,
           lastSeq: result.lastSeq,
           events: result.events,
           ms: Math.round(result.ms),
+          fresh,
         },
-        "rebuilt from the log after Redis lost its data",
+        fresh
+          ? "built from the log: Redis held no projection at start"
+          : "rebuilt from the log after Redis lost its data",
       );
       opts.onHealed?.(result);
       // What projectors wrote into the lost namespace after the loss is garbage nobody reads.

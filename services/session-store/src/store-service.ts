@@ -161,7 +161,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
     role: "store",
     partitions: topology.partitions,
     workerId,
-    ttlMs: opts.leaseTtlMs,
+    ttlMs: topology.leaseTtlMs,
     logger,
     onAcquire: (partition) => {
       workers.get(partition)?.stop();

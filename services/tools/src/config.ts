@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_TOOL_ARGS_BYTES, DEFAULT_MAX_TOOL_RESULT_BYTES, MAX_MESSAGE_BYTES } from "@fleet/protocol";
-import { envInt, envString, serviceEnvFields } from "@fleet/runtime";
+import { envInt, envString, serviceEnvFields, topologyEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 
 /** Every tool-runner setting, from the environment, with its default. */
@@ -26,8 +26,8 @@ export const ToolsEnv = z.object({
   /** First wait before an MCP server that died is started again; doubled each time up to FLEET_MCP_RESTART_MAX_MS. */
   FLEET_MCP_RESTART_MS: envInt(500, 10, 600_000),
   FLEET_MCP_RESTART_MAX_MS: envInt(30_000, 10, 3_600_000),
-  /** Written to `fleet_config.partitions` when this runner is the first service to start (as loop and store do). */
-  FLEET_PARTITIONS: envInt(16, 1, 4096),
+  /** Partitions and lease TTL, written when this runner is the first service to start (as loop and store do). */
+  ...topologyEnvFields,
   /** `ack_wait` of the `tool-<name>` consumers (0: the runner presence TTL, so a dead runner's calls return in seconds). */
   FLEET_TOOL_ACK_WAIT_MS: envInt(0, 0, 3_600_000),
   /** Calls of one tool running at once on this runner. */

@@ -10,6 +10,7 @@ import {
   loadEnvOrExit,
   natsAuthFromEnv,
   startOpsServer,
+  topologyFromEnv,
 } from "@fleet/runtime";
 import { Registry } from "prom-client";
 import { ToolsEnv } from "./config.js";
@@ -87,11 +88,9 @@ export async function runToolRunnerProcess(opts: {
   }).catch((err: Error) => fail(err.message));
   const server = await checkServerAtStartup(nc, logger);
   if (!server.ok) fail(server.error);
-  // Creates the streams with FLEET_STREAM_REPLICAS, and fleet_config with FLEET_PARTITIONS, before the
-  // runner applies (and checks) the topology.
-  await applyTopology(nc, { partitions: env.FLEET_PARTITIONS, replicas: env.FLEET_STREAM_REPLICAS }).catch(
-    (err: Error) => fail(err.message),
-  );
+  // Creates the streams with FLEET_STREAM_REPLICAS, fleet_config with FLEET_PARTITIONS and fleet_leases
+  // with FLEET_LEASE_TTL_MS (the same settings as loop and store), before the runner applies the topology.
+  await applyTopology(nc, { ...topologyFromEnv(env), logger }).catch((err: Error) => fail(err.message));
   const registry = new Registry();
   // The runner's spans of traced calls (change 46), only with an OTLP endpoint configured (OTEL_EXPORTER_OTLP_*).
   const spanExporter = isOtlpTraceExportConfigured()
@@ -104,6 +103,7 @@ export async function runToolRunnerProcess(opts: {
     nc,
     tools,
     runnerId,
+    topology: topologyFromEnv(env),
     workspaceRoot,
     workspaceMode: env.FLEET_WORKSPACE_MODE,
     workspaceQuotaBytes: env.FLEET_WORKSPACE_QUOTA_MB * 1024 * 1024,

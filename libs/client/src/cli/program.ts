@@ -213,9 +213,11 @@ export function buildProgram(
     .option("--json", "print JSON")
     .action(async (opts: SessionsOptions) => setExit(await sessionsCommand(io(), opts)));
 
-  program
+  const approvals = program
     .command("approvals")
-    .description("pending tool approvals, oldest first (decide with approve_tool_call / deny_tool_call)")
+    .description(
+      "pending tool approvals, oldest first (decide with fleet approve / fleet deny); rules: approvals rules",
+    )
     .option("-s, --session <sessionId>", "only this session's", sessionId)
     .option("--json", "print JSON")
     .action(async (opts: { session?: string; json?: boolean }) => setExit(await approvalsCommand(io(), opts)));
@@ -238,7 +240,6 @@ export function buildProgram(
     .action(async (sid: string, call: string, opts: { reason?: string }) =>
       setExit(await denyCommand(io(), sid, call, opts)),
     );
-  const approvals = program.command("approvals").description('approval rules (PROTOCOL "Approvals")');
   const rules = approvals
     .command("rules")
     .description("show the approval rules of the tenant, or of a session with --session")

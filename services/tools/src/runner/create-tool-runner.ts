@@ -58,7 +58,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
     started = true;
     const sandbox = opts.sandbox && "start" in opts.sandbox ? opts.sandbox : await openSandbox(opts.sandbox);
     logSandbox(logger, sandbox);
-    const topo = await applyTopology(nc, { logger });
+    const topo = await applyTopology(nc, { ...opts.topology, logger });
     const readState = createCallStateReader(topo.jsm);
     const blobStore = await new Objm(nc).open(OBJECT_STORES.blobs.name);
     const ttl = (await topo.kv.leases.status()).ttl;

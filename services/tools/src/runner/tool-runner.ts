@@ -9,6 +9,11 @@ import type { SandboxSettings } from "../sandbox/sandbox-settings.js";
 export interface ToolRunnerOptions {
   nc: NatsConnection;
   tools: readonly AnyToolDefinition[];
+  /**
+   * The topology settings when this runner is the first service to start (`topologyFromEnv`: the
+   * same FLEET_PARTITIONS, FLEET_LEASE_TTL_MS and FLEET_STREAM_REPLICAS as loop and store).
+   */
+  topology?: { partitions?: number; leaseTtlMs?: number; replicas?: number };
   /** `FLEET_WORKSPACE`: each session works in `<workspaceRoot>/<sessionId>` (created on demand). */
   workspaceRoot: string;
   /** `shared`: every session works in `workspaceRoot` itself. Default `per-session`. */
