@@ -53,11 +53,13 @@ async function api(method: string, path: string, opts: CallOptions = {}) {
 const fleet = (args: string[]) => fleetCliOf(stack, dir)(args);
 
 /** A session with one answered prompt, sent over HTTP. */
+/** A prompt answered: waits for this run's two messages (not those of an earlier run) and its end. */
 async function answered(sessionId: string, text = "hello") {
+  const before = (await stack.client.replay(sessionId)).agent.messages.length;
   stack.fake.script(fakeReply([fakeText(`answer to ${text}`)]));
   const sent = await api("POST", `/v1/sessions/${sessionId}/commands`, { body: { type: "prompt", text } });
   expect(sent.body.event.type).toBe("command_accepted");
-  await waitIdle(stack.client, sessionId, 2);
+  await waitIdle(stack.client, sessionId, before + 2);
 }
 
 describe("session lifecycle / HTTP", () => {
