@@ -10,6 +10,7 @@
 // Prints `history <H> vs 0: takeover <x>x, first prompt <y>x, approvals <z>x, search <w>x`, and for
 // each takeover the heir's start steps in ms from the kill (BENCH_VERBOSE=1: as they happen).
 // BENCH_SPEND=0 forges no per-session spend records (KV `fleet_spend`; a starting worker reads only the totals).
+// `npm run bench:history` then runs bench:snapshot-load for the `load 50000 events` line.
 // Measured on this machine (2 shared cores), 4 Dec 2026: with spend records, takeover 3.05x
 // (the heir's budget view: 7.3 s of 7.9 s; its index scan: 2 ms); without, 0.90x.
 import { type ChildProcess, spawn } from "node:child_process";
