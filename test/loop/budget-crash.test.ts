@@ -135,7 +135,13 @@ describe("loop service / a budget survives a worker crash", () => {
     expect(outcomes(after)).toEqual([`budget_exceeded: Budget exceeded: session output tokens ${spent}/60`]);
     const kv = await new Kvm(nc).open(KV_BUCKETS.spend.name);
     const day = utcDayOf(Date.now());
-    const record = TenantSpendRecord.parse((await kv.get(SPEND_KEYS.session(day, SID)))?.json());
+    // The record is written a moment after the event it counts (PROTOCOL "Budgets"): read until it does.
+    const recorded = async () => TenantSpendRecord.parse((await kv.get(SPEND_KEYS.session(day, SID)))?.json());
+    let record = await recorded();
+    for (const until = Date.now() + 10_000; record.outputTokens !== spent && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      record = await recorded();
+    }
     expect(record.outputTokens).toBe(spent);
     await waitForLog(b, "budget_exceeded");
   });
