@@ -62,6 +62,8 @@ beforeAll(async () => {
     nc: runnerNc,
     tools: [countjob],
     workspaceRoot: dir,
+    // It provisions the topology first: the lease TTL is the loops' (one source, decision 41).
+    topology: { leaseTtlMs: TTL },
     logger: createLogger("t", { level: "silent" }),
   });
   await runner.start();

@@ -32,9 +32,18 @@ describe("JSON Schemas", () => {
         "runner-presence",
         "session-entry",
         "session-config",
-        ...["get-context", "get-tree", "get-branch", "get-entry", "list-sessions", "export", "list-idle"].flatMap(
-          (op) => [`store-${op}-request`, `store-${op}-reply`],
-        ),
+        ...[
+          "get-context",
+          "get-tree",
+          "get-branch",
+          "get-entry",
+          "list-sessions",
+          "export",
+          "list-idle",
+          "list-running",
+          "list-approvals",
+          "search-sessions",
+        ].flatMap((op) => [`store-${op}-request`, `store-${op}-reply`]),
       ]
         .map((n) => `${n}.json`)
         .sort(),
