@@ -6,6 +6,8 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions, externalConditions: ["@fleet/source"] } },
   test: {
+    // Every event a loop appends is checked against the schema while tests run (off in the service).
+    env: { FLEET_VALIDATE_APPENDS: "1" },
     projects: [
       {
         extends: true,

@@ -42,7 +42,14 @@ export function spawnService(name: ServiceName, env: Record<string, string>, log
     : [process.execPath, args];
   const proc = spawn(command, argv, {
     // Only what the service needs: no NATS_* settings of the test's own environment leak in.
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "info", ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      LOG_LEVEL: "info",
+      // The suite's check of every appended event (vitest.config.ts) holds in service processes too.
+      ...(process.env.FLEET_VALIDATE_APPENDS ? { FLEET_VALIDATE_APPENDS: process.env.FLEET_VALIDATE_APPENDS } : {}),
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

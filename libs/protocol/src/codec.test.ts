@@ -15,6 +15,7 @@ import {
   decodeToolCallRequest,
   decodeToolRegistration,
   decodeToolResultRecord,
+  encodeBuiltEvent,
   encodeCommand,
   encodeEvent,
   encoderFor,
@@ -244,6 +245,12 @@ describe("codec / round trips", () => {
       expect(decodeEvent(encoded.bytes)).toEqual({ ok: true, value: event });
       expect(decodeEvent(new TextDecoder().decode(encoded.bytes))).toEqual({ ok: true, value: event });
     });
+    it(`event ${type}: encodeBuiltEvent writes the same bytes as encodeEvent`, () => {
+      const built = encodeBuiltEvent(event);
+      const checked = encodeEvent(event);
+      if (!built.ok || !checked.ok) throw new Error("not encoded");
+      expect(Buffer.from(built.bytes).equals(Buffer.from(checked.bytes))).toBe(true);
+    });
   }
 
   for (const [type, command] of Object.entries(COMMAND_SAMPLES)) {
@@ -442,9 +449,10 @@ describe("codec / bad payloads", () => {
   it("4. oversize output is refused by the encoder", () => {
     const event = structuredClone(valid.message_start) as FleetEvent & { message: { content: unknown } };
     event.message.content = "x".repeat(MAX_MESSAGE_BYTES);
-    const encoded = encodeEvent(event);
-    expect(encoded.ok).toBe(false);
-    expect(!encoded.ok && encoded.error).toMatch(/^encoded size \d+ bytes exceeds the limit of 1048576 bytes$/);
+    for (const encoded of [encodeEvent(event), encodeBuiltEvent(event)]) {
+      expect(encoded.ok).toBe(false);
+      expect(!encoded.ok && encoded.error).toMatch(/^encoded size \d+ bytes exceeds the limit of 1048576 bytes$/);
+    }
   });
 
   it("5. a JSON value that is not an object", () => {

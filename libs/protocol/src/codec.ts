@@ -68,24 +68,35 @@ export function decoderFor<S extends z.ZodType>(schema: S) {
 export function encoderFor<S extends z.ZodType>(schema: S) {
   return (value: z.input<S>): Encoded => {
     const checked = validate(schema, value);
-    if (!checked.ok) return checked;
-    let json: string;
-    try {
-      json = JSON.stringify(checked.value);
-    } catch (err) {
-      // A value nested deeper than the call stack allows (RangeError): bad input, not a crash.
-      return fail("", `cannot encode the value: ${(err as Error).message}`);
-    }
-    const bytes = textEncoder.encode(json);
-    if (bytes.byteLength > MAX_MESSAGE_BYTES) {
-      return fail("", `encoded size ${bytes.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes`);
-    }
-    return { ok: true, bytes };
+    return checked.ok ? serialise(checked.value) : checked;
   };
+}
+
+/** Serialises with the message size limit; no schema check. */
+function serialise(value: unknown): Encoded {
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch (err) {
+    // A value nested deeper than the call stack allows (RangeError): bad input, not a crash.
+    return fail("", `cannot encode the value: ${(err as Error).message}`);
+  }
+  const bytes = textEncoder.encode(json);
+  if (bytes.byteLength > MAX_MESSAGE_BYTES) {
+    return fail("", `encoded size ${bytes.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes`);
+  }
+  return { ok: true, bytes };
 }
 
 export const decodeEvent = decoderFor(FleetEvent);
 export const encodeEvent = encoderFor(FleetEvent);
+/**
+ * `encodeEvent` without the schema check, for an event its writer built from values that were
+ * validated where they entered (commands, tool results, provider output, hook replies) and that the
+ * `FleetEvent` type already constrains: serialised with the same size limit. Readers still decode
+ * every event with `decodeEvent`.
+ */
+export const encodeBuiltEvent = (event: FleetEvent): Encoded => serialise(event);
 export const decodeToolCallRequest = decoderFor(ToolCallRequest);
 export const encodeToolCallRequest = encoderFor(ToolCallRequest);
 export const decodeToolResultRecord = decoderFor(ToolResultRecord);

@@ -61,6 +61,7 @@ export {
   decodeToolRegistration,
   decodeToolResultRecord,
   type Encoded,
+  encodeBuiltEvent,
   encodeCommand,
   encodeEvent,
   encoderFor,

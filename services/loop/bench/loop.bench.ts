@@ -210,6 +210,8 @@ async function main() {
       toolTimeoutMs: 30_000,
       approvalTools: new Set(),
       defaults: BENCH_CONFIG,
+      // As the service runs by default (FLEET_VALIDATE_APPENDS unset): events serialised as built.
+      validateAppends: process.env.FLEET_VALIDATE_APPENDS === "1",
     },
     logger: createLogger("bench-loop", {
       level: "warn",

@@ -4,7 +4,7 @@ import {
   LIFECYCLE_HALT_POINTS,
   MAX_MESSAGE_BYTES,
 } from "@fleet/protocol";
-import { envInt, envString, serviceEnvFields, topologyEnvFields } from "@fleet/runtime";
+import { envBool, envInt, envString, serviceEnvFields, topologyEnvFields } from "@fleet/runtime";
 import { z } from "zod";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 
@@ -55,6 +55,11 @@ export const LoopEnv = z.object({
   }),
   /** Largest command body by reference (PROTOCOL "Large inputs") read from `fleet_inputs`. */
   FLEET_MAX_INPUT_BYTES: envInt(DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, 1024 * 1024 * 1024),
+  /**
+   * Check every appended event against the `FleetEvent` schema before writing it. Off by default:
+   * the loop builds events from values validated where they entered; the test suite turns it on.
+   */
+  FLEET_VALIDATE_APPENDS: envBool(false),
   ANTHROPIC_API_KEY: z.string().optional(),
   ANTHROPIC_BASE_URL: z.string().url().optional(),
 });

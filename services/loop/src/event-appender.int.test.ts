@@ -136,4 +136,25 @@ describe("session appender (single writer, fenced by the log)", () => {
     expect(out).toMatchObject({ ok: false, kind: "invalid" });
     expect(a.lastSeq).toBe(0);
   });
+
+  it("unchecked, still refuses an event over the message size limit without publishing it", async () => {
+    const a = createSessionAppender({
+      publisher: createStreamPublisher(nc),
+      sessionId: "big-1",
+      partition: 0,
+      lastSeq: 0,
+      now: () => 1,
+      validate: false,
+    });
+    const out = await a.append({
+      type: "label",
+      targetId: "e1",
+      label: "x".repeat(2 * 1024 * 1024),
+      meta: { v: 1, id: "big", sessionId: "big-1", ts: 1, producer: "p" },
+    } as never);
+    expect(out).toMatchObject({ ok: false, kind: "invalid", error: expect.stringMatching(/exceeds the limit/) });
+    expect(a.lastSeq).toBe(0);
+    const ok = await a.append(event("big-1", "small", "small-id"));
+    expect(ok).toMatchObject({ ok: true });
+  });
 });

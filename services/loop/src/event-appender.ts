@@ -1,4 +1,4 @@
-import { encodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
+import { type Encoded, encodeBuiltEvent, FleetEvent, STREAMS, subjects, validate } from "@fleet/protocol";
 import { type PublishFailure, type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
@@ -33,6 +33,8 @@ export function createSessionAppender(opts: {
   partition: number;
   lastSeq: number;
   now: () => number;
+  /** Check each event against the `FleetEvent` schema (`kind: "invalid"` when it fails); default true. */
+  validate?: boolean;
   /**
    * The owner's lease fence (LeaseManager.writable): consulted before every append; false makes the
    * append, and every later one, `fenced`. Absent: only the expected sequence fences.
@@ -48,6 +50,12 @@ export function createSessionAppender(opts: {
   let lastSeq = opts.lastSeq;
   let fenced = false;
   let chain: Promise<unknown> = Promise.resolve();
+  // Checked or not, the bytes written are the event as built: the check only refuses.
+  const encode = (event: FleetEvent): Encoded => {
+    if (opts.validate === false) return encodeBuiltEvent(event);
+    const checked = validate(FleetEvent, event);
+    return checked.ok ? encodeBuiltEvent(event) : checked;
+  };
 
   const gateOpen = async (): Promise<boolean> => {
     const gate = opts.writeGate?.() ?? true;
@@ -61,7 +69,7 @@ export function createSessionAppender(opts: {
   async function publishOnce(event: FleetEvent, msgId: string): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
     if (!(await gateOpen())) return leaseLost();
-    const encoded = encodeEvent(event);
+    const encoded = encode(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
     const retryUntil = started + (opts.retryForMs ?? 30_000);

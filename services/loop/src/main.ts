@@ -117,6 +117,7 @@ async function main() {
       toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
       maxCommandBytes: env.FLEET_MAX_COMMAND_BYTES,
       maxInputBytes: env.FLEET_MAX_INPUT_BYTES,
+      validateAppends: env.FLEET_VALIDATE_APPENDS,
       approvalTools: new Set(
         env.FLEET_APPROVAL_TOOLS.split(",")
           .map((s) => s.trim())

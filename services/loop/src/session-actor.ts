@@ -107,6 +107,12 @@ export interface ActorSettings {
   maxCommandBytes?: number;
   /** Largest command body by reference read (`FLEET_MAX_INPUT_BYTES`; default the protocol's). */
   maxInputBytes?: number;
+  /**
+   * Whether each appended event is checked against the `FleetEvent` schema before it is written
+   * (`FLEET_VALIDATE_APPENDS`; default true here, false in the service). Off, it is serialised as
+   * built (`encodeBuiltEvent`), with the same size limit.
+   */
+  validateAppends?: boolean;
 }
 
 export interface ActorDeps {
@@ -232,6 +238,7 @@ export class SessionActor {
       partition: deps.partition,
       lastSeq,
       now: deps.now,
+      validate: deps.settings.validateAppends ?? true,
       ...(deps.writeGate ? { writeGate: deps.writeGate } : {}),
       onAppended: (event, _seq, ms) => {
         deps.metrics.eventsAppended.inc({ type: event.type });
