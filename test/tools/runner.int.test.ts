@@ -507,7 +507,8 @@ describe("tool runner (in-process runners, real nats-server)", () => {
       parameters: z.object({ text: z.string() }),
       execute: ({ text }) => text.toUpperCase(),
     });
-    const runner = await startRunner("late-a", { tools: [echoTool] });
+    // ack_wait far past the test's waits: a call left in a pull no one reads would stay claimed.
+    const runner = await startRunner("late-a", { tools: [echoTool], ackWaitMs: 60_000 });
     expect(await stack.topo.kv.tools.get("shout_late")).toBeNull();
     expect(await runner.setTools([echoTool, shout])).toEqual({ ok: true });
     expect(runner.tools().map((t) => t.name)).toEqual(["echo", "shout_late"]);
@@ -523,10 +524,9 @@ describe("tool runner (in-process runners, real nats-server)", () => {
     expect(textOf(await waitForResult(stack, "s-late", "c1"))).toBe("HI");
 
     expect(await runner.setTools([echoTool])).toEqual({ ok: true });
-    // A pull request the runner made before the removal stays on the server until it expires (5 s;
-    // nats-server 2.9 cannot cancel one): a call published meanwhile can be delivered to it and then
-    // waits for ack_wait. The contract tested here is from then on: nothing pulls a removed tool.
-    await sleep(5_500);
+    // Published at once: the pull the runner made before the removal is still on the server (2.9
+    // cannot cancel one; it expires in 5 s) and may be handed the call. The runner hands it back,
+    // so it waits unclaimed on the consumer, not for ack_wait (60 s here) in an inbox no one reads.
     await publishCall(stack.js, {
       sessionId: "s-late",
       toolCallId: "c2",
@@ -534,10 +534,11 @@ describe("tool runner (in-process runners, real nats-server)", () => {
       args: { text: "no" },
     });
     await sleep(1_500);
-    expect(await consumerCounts(stack, "shout_late")).toEqual({ pending: 1, ackPending: 0 });
     expect(await readRecords(stack, "s-late", "c2")).toEqual([]);
-    // Served again: the waiting call is run.
+    await sleep(4_000);
+    expect(await readRecords(stack, "s-late", "c2")).toEqual([]);
+    // Served again: the waiting call is run at once, not after ack_wait.
     expect(await runner.setTools([echoTool, shout])).toEqual({ ok: true });
-    expect(textOf(await waitForResult(stack, "s-late", "c2"))).toBe("NO");
+    expect(textOf(await waitForResult(stack, "s-late", "c2", 10_000))).toBe("NO");
   });
 });

@@ -25,6 +25,9 @@ export interface CallConsumer {
   remove(name: string): void;
 }
 
+/** Delay of the nak of a call delivered to a removed tool's last pull. */
+const REMOVED_TOOL_NAK_MS = 250;
+
 export function createCallConsumer(opts: {
   js: JetStreamClient;
   tools: readonly AnyToolDefinition[];
@@ -96,7 +99,9 @@ export function createCallConsumer(opts: {
         if (!live()) batch.stop();
         for await (const m of batch) {
           if (!live()) {
-            m.nak();
+            // A removed tool's pull stays on the server until it expires (2.9 cannot cancel one): its
+            // deliveries are handed back, a little later so the same pull is not handed them at once.
+            m.nak(stopping ? undefined : REMOVED_TOOL_NAK_MS);
             continue;
           }
           activeByTool.set(tool.name, active(tool.name) + 1);
@@ -134,7 +139,8 @@ export function createCallConsumer(opts: {
     },
     remove(name) {
       removed.add(name);
-      for (const [batch, tool] of fetches) if (tool === name) batch.stop();
+      // Its outstanding pull is read until it expires, not stopped: a call the server delivers to it
+      // meanwhile is handed back (nak) instead of waiting out ack_wait in an inbox no one reads.
       for (const wake of slotWaiters.get(name)?.splice(0) ?? []) wake();
     },
     async stop() {
