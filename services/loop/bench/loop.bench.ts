@@ -260,9 +260,9 @@ async function main() {
 
   const js = jetstream(nc);
   const promptLatency: number[] = [];
-  const rss0 = process.memoryUsage().rss;
+  const rss0 = process.memoryUsage.rss();
   let peakRss = rss0;
-  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100);
   const appendedBefore = await eventsInStream(nc);
   const cpuOf = () => ({
     worker: cpuSecondsOf(process.pid),
