@@ -6,9 +6,7 @@
 // projections). Starts its own nats-server and redis-server (testkit). The store and the
 // rebuild run as their own processes, as deployed (`node --max-semi-space-size=64 --import tsx …`,
 // override with BENCH_NODE_FLAGS), so the bench process is only the client.
-import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { resolve } from "node:path";
 import {
   type AgentMessage,
   type FleetEvent,
@@ -26,6 +24,7 @@ import { storeConsumerConfig } from "../src/consumer-control.js";
 import { appliedKey, controlKey } from "../src/keys.js";
 import { createNamespaceControl, newNamespaceId } from "../src/namespace.js";
 import { SYNTHETIC_CONFIG, syntheticSession } from "../src/testing/synthetic-session.js";
+import { runStoreProcess } from "./store-process.js";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000);
@@ -34,40 +33,6 @@ const QUERIES = Number(process.env.BENCH_QUERIES ?? 2_000);
 const INSTANCES = Number(process.env.BENCH_STORE_INSTANCES ?? 2);
 const PER_SESSION = Math.ceil(EVENTS / SESSIONS);
 const PREFIX = "bench:store";
-const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "--max-semi-space-size=64").split(" ").filter(Boolean);
-const SRC = resolve(import.meta.dirname, "../src");
-
-/** Runs `src/<script>.ts` in its own node process; resolves once `ready` matches its output (or it exits). */
-function runStoreProcess(script: "main" | "cli", args: string[], env: Record<string, string>, ready: RegExp) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...NODE_FLAGS, "--import", "tsx", "--conditions=@fleet/source", resolve(SRC, `${script}.ts`), ...args],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } },
-  );
-  let output = "";
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  const started = new Promise<void>((resolveReady, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (ready.test(output)) resolveReady();
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    void exited.then((code) =>
-      ready.test(output) ? resolveReady() : reject(new Error(`${script} exited ${code}: ${output}`)),
-    );
-  });
-  return {
-    started,
-    exited,
-    output: () => output,
-    cpuSeconds: () => cpuSecondsOf(child.pid),
-    stop: async () => {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);

@@ -1,0 +1,250 @@
+// `npm run bench:scale`: what the log's readers cost the server per stored event (issue 24, item 6).
+// For each partition count P (BENCH_PARTITIONS, default 16,256,1024), on a fresh nats-server whose
+// event stream holds BENCH_FILL small events (default 1,000,000) of 10,000 ended sessions:
+// - the fleet's readers: one session-store process (its consumers, as deployed) and BENCH_WATCHERS
+//   SDK watchers (`FleetClient.events(sid, { from: "new" })`, default 1,000), while BENCH_SESSIONS
+//   new sessions (default 1,000, the watched ones) append BENCH_PER_SESSION events each (default 20);
+// - the same run's baseline: one unfiltered reader (an ordered consumer without a filter) while as
+//   many new sessions append as many events.
+// Server CPU per event = the nats-server process's CPU time (/proc, as `/varz` reports it) over the
+// phase, divided by the events appended in it. Prints one line per P and then
+// `server cpu per event at P=1024 with 1000 watchers vs one reader: X.XXx` (target <= 1.5x).
+import { setMaxListeners } from "node:events";
+import { FleetClient } from "@fleet/client";
+import { type FleetEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { applyTopology, createStreamPublisher, type StreamPublisher } from "@fleet/runtime";
+import { cpuSecondsOf, startNats, startRedis } from "@fleet/testkit";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { appliedKey, controlKey } from "../src/keys.js";
+import { createNamespaceControl, newNamespaceId } from "../src/namespace.js";
+import { syntheticSession } from "../src/testing/synthetic-session.js";
+import { runStoreProcess } from "./store-process.js";
+
+const FILL = Number(process.env.BENCH_FILL ?? 1_000_000);
+const FILL_SESSIONS = 10_000;
+const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 1_000);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
+const PER_SESSION = Number(process.env.BENCH_PER_SESSION ?? 20);
+const PARTITION_COUNTS = (process.env.BENCH_PARTITIONS ?? "16,256,1024").split(",").map(Number);
+const PREFIX = "bench:scale";
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const encoder = new TextEncoder();
+
+/** `count` events of `sessions` sessions, round-robin (every session's events in its own order). */
+function* roundRobin(sessionIds: string[], perSession: number, textChars: number): Generator<FleetEvent> {
+  const gens = sessionIds.map((sid, i) =>
+    syntheticSession({ sessionId: sid, seed: i + 1, runs: 1_000_000, streaming: true, textChars }),
+  );
+  for (let k = 0; k < perSession; k++) {
+    for (const g of gens) {
+      const next = g.next();
+      if (!next.done) yield next.value;
+    }
+  }
+}
+
+/**
+ * Appends events pipelined (`window` in flight), each with its session's expected last sequence as
+ * the loop does; resolves with every session's last sequence.
+ */
+async function append(
+  publisher: StreamPublisher,
+  events: Iterable<FleetEvent>,
+  partitions: number,
+  window: number,
+): Promise<Map<string, number>> {
+  const last = new Map<string, number>();
+  const chains = new Map<string, Promise<void>>();
+  const inFlight = new Set<Promise<void>>();
+  for (const e of events) {
+    const sid = e.meta.sessionId;
+    const run = (chains.get(sid) ?? Promise.resolve()).then(async () => {
+      const ack = await publisher.publish(
+        subjects.event(partitionOf(sid, partitions), sid),
+        encoder.encode(JSON.stringify(e)),
+        {
+          expectLastSubjectSequence: last.get(sid) ?? 0,
+          timeoutMs: 30_000,
+        },
+      );
+      if (!ack.ok) throw new Error(`append to ${sid}: ${ack.error}`);
+      last.set(sid, ack.seq);
+    });
+    chains.set(sid, run);
+    inFlight.add(run);
+    void run.finally(() => inFlight.delete(run));
+    if (inFlight.size >= window) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  return last;
+}
+
+async function until(cond: () => Promise<boolean> | boolean, timeoutMs: number, what: string) {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+interface PhaseResult {
+  events: number;
+  natsCpuSeconds: number;
+  ms: number;
+}
+
+const usPerEvent = (r: PhaseResult) => (r.natsCpuSeconds * 1e6) / r.events;
+
+async function measureP(partitions: number): Promise<{ readers: PhaseResult; baseline: PhaseResult }> {
+  const nats = await startNats({ jetstream: { maxFileStore: 20 * 1024 ** 3, maxMemoryStore: 1024 ** 3 } });
+  const redisServer = await startRedis();
+  const nc: NatsConnection = await connect({ servers: nats.url, noAsyncTraces: true });
+  const redis = new Redis(redisServer.url, { enableAutoPipelining: true });
+  const store: Array<ReturnType<typeof runStoreProcess>> = [];
+  let client: FleetClient | undefined;
+  try {
+    const topology = await applyTopology(nc, { partitions, leaseTtlMs: 5_000 });
+    const publisher = createStreamPublisher(nc);
+    // 1. History: FILL events of ended sessions.
+    let t = performance.now();
+    const fillIds = Array.from({ length: FILL_SESSIONS }, (_, i) => `hist-${i}`);
+    await append(publisher, roundRobin(fillIds, Math.ceil(FILL / FILL_SESSIONS), 20), partitions, 2_048);
+    const filled = await topology.jsm.streams.info(STREAMS.events.name);
+    out(
+      `  P=${partitions}: ${filled.state.messages} events stored (${(filled.state.bytes / 1024 ** 2).toFixed(0)} MiB) in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
+
+    // 2. The fleet's readers: the store from the log's end (its namespace starts after the history,
+    // so it reads only what is appended now), and WATCHERS SDK watchers of the new sessions.
+    const control = createNamespaceControl(redis, PREFIX);
+    const ns = newNamespaceId();
+    await control.markBorn(ns);
+    await control.switchTo(ns, filled.state.last_seq + 1);
+    store.push(
+      runStoreProcess(
+        "main",
+        [],
+        {
+          NATS_URL: nats.url,
+          REDIS_URL: redisServer.url,
+          FLEET_STORE_PREFIX: PREFIX,
+          FLEET_PARTITIONS: String(partitions),
+          FLEET_LEASE_TTL_MS: "5000",
+          LOG_LEVEL: "info",
+        },
+        /"evt":"lease_acquired"/,
+      ),
+    );
+    await store[0]?.started;
+    const readerIds = Array.from({ length: SESSIONS }, (_, i) => `live-${partitions}-${i}`);
+    client = await FleetClient.connect({ natsUrl: nats.url, partitions, auth: {} });
+    const received = new Array<number>(WATCHERS).fill(0);
+    const stopWatching = new AbortController();
+    setMaxListeners(0, stopWatching.signal);
+    const watching = readerIds.slice(0, WATCHERS).map(async (sid, i) => {
+      for await (const _ of (client as FleetClient).events(sid, { from: "new", signal: stopWatching.signal })) {
+        received[i] = (received[i] ?? 0) + 1;
+      }
+    });
+    // Every watcher's consumer exists before anything is appended.
+    await until(
+      async () => (await topology.jsm.streams.info(STREAMS.events.name)).state.consumer_count >= WATCHERS + partitions,
+      120_000,
+      "watchers and store consumers created",
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    let cpu = cpuSecondsOf(nats.pid);
+    t = performance.now();
+    const last = await append(publisher, roundRobin(readerIds, PER_SESSION, 20), partitions, 512);
+    const partitionLast = new Map<number, number>();
+    for (const [sid, seq] of last) {
+      const p = partitionOf(sid, partitions);
+      partitionLast.set(p, Math.max(partitionLast.get(p) ?? 0, seq));
+    }
+    await until(
+      async () => {
+        const active = await redis.hget(controlKey(PREFIX), "ns");
+        const applied = active ? await redis.hgetall(appliedKey(PREFIX, active)) : {};
+        return (
+          received.every((n) => n >= PER_SESSION) &&
+          [...partitionLast].every(([p, seq]) => Number(applied[String(p)] ?? 0) >= seq)
+        );
+      },
+      600_000,
+      "store and watchers read every event",
+    );
+    const readers: PhaseResult = {
+      events: SESSIONS * PER_SESSION,
+      natsCpuSeconds: cpuSecondsOf(nats.pid) - cpu,
+      ms: performance.now() - t,
+    };
+    stopWatching.abort();
+    await Promise.allSettled(watching);
+    await client.close();
+    client = undefined;
+    await Promise.all(store.splice(0).map((s) => s.stop()));
+    await new Promise((r) => setTimeout(r, 2_000));
+
+    // 3. Baseline: one unfiltered reader while as many new sessions append as many events.
+    const js = jetstream(nc);
+    const reader = await js.consumers.get(STREAMS.events.name, { deliver_policy: DeliverPolicy.New });
+    const messages = await reader.consume({ max_messages: 1_000 });
+    let read = 0;
+    const reading = (async () => {
+      for await (const _ of messages) read++;
+    })();
+    const baselineIds = Array.from({ length: SESSIONS }, (_, i) => `base-${partitions}-${i}`);
+    cpu = cpuSecondsOf(nats.pid);
+    t = performance.now();
+    await append(publisher, roundRobin(baselineIds, PER_SESSION, 20), partitions, 512);
+    await until(() => read >= SESSIONS * PER_SESSION, 600_000, "the one reader read every event");
+    const baseline: PhaseResult = {
+      events: SESSIONS * PER_SESSION,
+      natsCpuSeconds: cpuSecondsOf(nats.pid) - cpu,
+      ms: performance.now() - t,
+    };
+    await messages.close();
+    await reading;
+    publisher.close();
+    return { readers, baseline };
+  } finally {
+    await client?.close().catch(() => undefined);
+    await Promise.all(store.map((s) => s.stop()));
+    await nc.close().catch(() => undefined);
+    redis.disconnect();
+    await redisServer.stop();
+    await nats.stop();
+  }
+}
+
+async function main() {
+  out(
+    `scale bench: ${FILL} stored events, ${WATCHERS} watchers, ${SESSIONS} sessions × ${PER_SESSION} events measured per phase, P = ${PARTITION_COUNTS.join(", ")}`,
+  );
+  const results = new Map<number, { readers: PhaseResult; baseline: PhaseResult }>();
+  for (const p of PARTITION_COUNTS) {
+    const r = await measureP(p);
+    results.set(p, r);
+    out(
+      `  P=${p}: store + ${WATCHERS} watchers ${usPerEvent(r.readers).toFixed(1)} µs server CPU per event (${(r.readers.ms / 1000).toFixed(1)} s); one unfiltered reader ${usPerEvent(r.baseline).toFixed(1)} µs (${(r.baseline.ms / 1000).toFixed(1)} s); ${(usPerEvent(r.readers) / usPerEvent(r.baseline)).toFixed(2)}x`,
+    );
+  }
+  const largest = Math.max(...PARTITION_COUNTS);
+  const r = results.get(largest);
+  if (r) {
+    out(
+      `server cpu per event at P=${largest} with ${WATCHERS} watchers vs one reader: ${(usPerEvent(r.readers) / usPerEvent(r.baseline)).toFixed(2)}x (target <= 1.5x)`,
+    );
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:scale failed: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  },
+);
