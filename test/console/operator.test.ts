@@ -17,6 +17,8 @@ let page: Page;
 let base: string;
 /** A session with two runs: a tool call then a reply, and a plain reply. */
 let traced = "";
+/** Content-Security-Policy violations Chromium reported (it logs each on the page's console). */
+const cspViolations: string[] = [];
 
 beforeAll(async () => {
   buildConsole();
@@ -24,6 +26,9 @@ beforeAll(async () => {
   base = stack.gateway.url;
   browser = await launchChromium();
   page = await newConsolePage(browser);
+  page.on("console", (msg) => {
+    if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -319,5 +324,9 @@ describe("console / operator views", () => {
       buffer: Buffer.from("not json\n"),
     });
     await expect.poll(() => page.getByTestId("import-note").textContent()).toContain("not a pi v3 session file");
+  });
+
+  it("draws all of it (SVG bars and meters, the export download) under the strict Content-Security-Policy", () => {
+    expect(cspViolations).toEqual([]);
   });
 });

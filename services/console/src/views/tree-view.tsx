@@ -96,7 +96,7 @@ export function TreeView({ sessionId, tree, version }: { sessionId: string; tree
                   {label && <tspan class="tag-text">{label}</tspan>}
                   <tspan x={width + 6 + (label ? tagWidth + 2 : 0)}>
                     {isLeaf && <tspan class="leaf-text">◀ leaf </tspan>}
-                    {describeEntry(r.entry)}
+                    <tspan class="desc">{describeEntry(r.entry)}</tspan>
                     {fork && <tspan class="fork-text">{` · forks into ${fork} branches`}</tspan>}
                   </tspan>
                 </text>
