@@ -146,6 +146,26 @@ describe("console / run waterfall", () => {
     await expect.poll(async () => (await waterfallRows()).length).toBe(4);
     expect(await page.getByTestId("waterfall-running").count()).toBe(0);
   });
+
+  it("follows a run live: the latest run's waterfall grows while it runs, then closes", async () => {
+    await page.goto(`${base}/sessions/${traced}/runs`);
+    await page.getByTestId("waterfall").waitFor();
+    const before = await page.getByTestId("waterfall").getAttribute("data-run-id");
+    const words = Array.from({ length: 20 }, (_, i) => `w${i} `);
+    stack.fake.script(fakeReply([fakeText(words.join(""), words)], { eventDelayMs: 100 }));
+    await call(base, "POST", `/v1/sessions/${traced}/commands`, { body: { type: "prompt", text: "a slow one" } });
+    await expect.poll(() => page.getByTestId("waterfall-running").count(), { timeout: 10_000 }).toBe(1);
+    expect(await page.getByTestId("waterfall").getAttribute("data-run-id")).not.toBe(before);
+    await expect
+      .poll(async () => (await waterfallRows()).map((r) => `${r.name}:${r.open}`))
+      .toEqual(["invoke_agent fleet:true", "chat claude-sonnet-4-6:true"]);
+    await expect.poll(() => page.getByTestId("waterfall-running").count(), { timeout: 15_000 }).toBe(0);
+    expect((await waterfallRows()).map((r) => `${r.name}:${r.open}`)).toEqual([
+      "invoke_agent fleet:false",
+      "chat claude-sonnet-4-6:false",
+    ]);
+    expect(await page.getByTestId("run-row").count()).toBe(3);
+  });
 });
 
 describe("console / operator views", () => {

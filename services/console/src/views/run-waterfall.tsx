@@ -9,12 +9,16 @@ import {
   type TraceSpan,
   type Waterfall,
 } from "@fleet/protocol";
-import { useMemo } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { linkTo } from "../router.js";
 import type { LoggedEvent } from "../sse.js";
 import { When } from "./when.js";
 
 const TICKS = [0, 0.25, 0.5, 0.75, 1];
+/** Runs listed at most (the latest, and the one shown). */
+const MAX_LISTED = 100;
+/** While the log grows, the spans are derived again at most this often (a derivation reads the whole log). */
+const LIVE_DERIVE_MS = 500;
 
 export const runPath = (sessionId: string, runId: string): string =>
   `/sessions/${encodeURIComponent(sessionId)}/runs/${encodeURIComponent(runId)}`;
@@ -34,9 +38,10 @@ export function RunsView({
   upTo: number;
   runId: string | undefined;
 }) {
+  const derivedUpTo = useThrottled(upTo, upTo === log.length ? LIVE_DERIVE_MS : 0);
   const runs = useMemo(() => {
     const byRun = new Map<string, TraceSpan[]>();
-    const events = log.slice(0, upTo).map((e) => e.event);
+    const events = log.slice(0, derivedUpTo).map((e) => e.event);
     for (const span of deriveRunSpans(events)) {
       const spans = byRun.get(span.runId) ?? [];
       spans.push(span);
@@ -46,8 +51,10 @@ export function RunsView({
       const waterfall = layoutWaterfall(spans);
       return waterfall ? [{ id, waterfall }] : [];
     });
-  }, [log, upTo]);
+  }, [log, derivedUpTo]);
   const selected = runId === undefined ? runs.at(-1) : runs.find((r) => r.id === runId);
+  const listed = runs.length > MAX_LISTED ? runs.slice(-MAX_LISTED) : runs;
+  if (selected && !listed.includes(selected)) listed.unshift(selected);
   if (!runs.length)
     return (
       <div class="muted" data-testid="no-runs">
@@ -68,7 +75,7 @@ export function RunsView({
           </tr>
         </thead>
         <tbody>
-          {runs.map(({ id, waterfall }) => {
+          {listed.map(({ id, waterfall }) => {
             const root = waterfall.rows.find((r) => r.span === waterfall.root);
             return (
               <tr key={id} data-testid="run-row" data-run-id={id} class={id === selected?.id ? "on" : ""}>
@@ -93,6 +100,11 @@ export function RunsView({
           })}
         </tbody>
       </table>
+      {runs.length > listed.length && (
+        <div class="muted small" data-testid="runs-not-listed">
+          {runs.length - listed.length} earlier runs not listed
+        </div>
+      )}
       {selected ? (
         <RunWaterfall waterfall={selected.waterfall} />
       ) : (
@@ -102,6 +114,29 @@ export function RunsView({
       )}
     </div>
   );
+}
+
+/** `value`, changing at most once per `ms` (0: at once). */
+function useThrottled(value: number, ms: number): number {
+  const [shown, setShown] = useState(value);
+  const last = useRef(0);
+  useEffect(() => {
+    if (ms === 0 || value === shown) return;
+    const timer = setTimeout(
+      () => {
+        last.current = performance.now();
+        setShown(value);
+      },
+      Math.max(0, last.current + ms - performance.now()),
+    );
+    return () => clearTimeout(timer);
+  }, [value, shown, ms]);
+  if (ms === 0 && value !== shown) {
+    last.current = performance.now();
+    setShown(value);
+    return value;
+  }
+  return shown;
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(3)}%`;

@@ -10,6 +10,7 @@ import {
 } from "@fleet/protocol";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { command } from "../api.js";
+import { formatAbsolute } from "../format-time.js";
 import type { Folded } from "../replay.js";
 import { linkTo, navigate } from "../router.js";
 import { RunIndex } from "../run-index.js";
@@ -159,7 +160,9 @@ export function SessionPage({ sessionId, run }: { sessionId: string; run?: strin
         <span data-testid="slider-pos">
           event {current} / {log.length}
         </span>
-        <span class="muted">{state.ts === null ? "" : new Date(state.ts).toISOString()}</span>
+        <span class="muted" data-testid="slider-time" title={state.ts === null ? "" : new Date(state.ts).toISOString()}>
+          {state.ts === null ? "" : formatAbsolute(state.ts, -new Date(state.ts).getTimezoneOffset())}
+        </span>
         <button type="button" data-testid="live" class={live ? "on" : ""} onClick={() => setAt(null)}>
           {live ? "● live" : "live"}
         </button>
