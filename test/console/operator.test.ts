@@ -124,6 +124,12 @@ describe("console / run waterfall", () => {
     await expect
       .poll(async () => (await waterfallRows()).map((r) => r.name))
       .toEqual(["invoke_agent fleet", "chat claude-sonnet-4-6"]);
+    // Back goes to the first run's waterfall, then to the transcript.
+    await page.goBack();
+    await expect.poll(() => page.getByTestId("waterfall").getAttribute("data-run-id")).toBe(runIds[0]);
+    await page.goBack();
+    await page.getByTestId("transcript").waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/sessions/${traced}`);
   });
 
   it("keeps working in replay: scrubbed mid-run, the waterfall is the run as it stood", async () => {
@@ -296,7 +302,9 @@ describe("console / operator views", () => {
     await page.getByTestId("save-compaction").click();
     await expect.poll(() => page.getByTestId("settings-note").textContent()).toBe("compaction settings saved");
     const state = async () => (await call(base, "GET", `/v1/sessions/${traced}`)).body;
-    expect((await state()).config.compaction).toEqual({ enabled: false, reserveTokens: 16_384, keepRecentTokens: 1 });
+    await expect
+      .poll(async () => (await state()).config.compaction)
+      .toEqual({ enabled: false, reserveTokens: 16_384, keepRecentTokens: 1 });
     // The cut falls inside the last turn: pi summarizes the history and the turn's prefix apart.
     stack.fake.script(fakeReply("SUMMARY: the user listed an empty workspace."), fakeReply("SUMMARY: a prefix."));
     await page.getByTestId("compact-now").click();
@@ -311,10 +319,11 @@ describe("console / operator views", () => {
     await page.getByTestId("model-id").fill("claude-opus-4-7");
     await page.getByTestId("set-model").click();
     await expect.poll(() => page.getByTestId("current-model").textContent()).toBe("now anthropic/claude-opus-4-7");
-    expect((await state()).model).toEqual({ provider: "anthropic", modelId: "claude-opus-4-7" });
+    await expect.poll(async () => (await state()).model).toEqual({ provider: "anthropic", modelId: "claude-opus-4-7" });
     await page.getByTestId("thinking-level").selectOption("high");
     await expect.poll(async () => (await state()).thinkingLevel).toBe("high");
-    expect(await page.getByTestId("thinking-level").inputValue()).toBe("high");
+    // The select shows the folded log's level: "high" once the change's event reached the page.
+    await expect.poll(() => page.getByTestId("thinking-level").inputValue()).toBe("high");
     await shot("settings");
 
     const download = page.waitForEvent("download");
@@ -332,10 +341,10 @@ describe("console / operator views", () => {
     await expect
       .poll(() => page.getByTestId("transcript").textContent(), { timeout: 15_000 })
       .toContain("anything else?");
-    const copy = (await call(base, "GET", `/v1/sessions/${imported}`)).body;
-    expect(copy.messages.map((m: { role: string }) => m.role)).toEqual(
-      (await state()).messages.map((m: { role: string }) => m.role),
-    );
+    const roles = (body: { messages: { role: string }[] }) => body.messages.map((m) => m.role);
+    const original = roles(await state());
+    expect(original.length).toBeGreaterThan(0);
+    await expect.poll(async () => roles((await call(base, "GET", `/v1/sessions/${imported}`)).body)).toEqual(original);
     // A file that is not a pi session is refused with the gateway's reason.
     await page.goto(`${base}/`);
     await page.getByTestId("import-file").setInputFiles({

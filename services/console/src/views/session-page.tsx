@@ -30,8 +30,9 @@ export function SessionPage({ sessionId, run }: { sessionId: string; run?: strin
   const [at, setAt] = useState<number | null>(null);
   const [tab, setTab] = useState<Tab>(run === undefined ? "transcript" : "runs");
   const runIndex = useRef(new RunIndex());
+  // The Runs tab is the `/runs` path: back and forward move between it and the other tabs.
   useEffect(() => {
-    if (run !== undefined) setTab("runs");
+    setTab((current) => (run !== undefined ? "runs" : current === "runs" ? "transcript" : current));
   }, [run]);
   const showTab = (next: Tab) => {
     setTab(next);
