@@ -201,7 +201,9 @@ describe("web console", () => {
     await userEntry().locator("text").click();
     await page.getByTestId("label-input").fill("start here");
     await page.getByTestId("label-entry").click();
-    await expect.poll(() => userEntry().textContent(), { timeout: 15_000 }).toContain("[start here]");
+    // The label is a tag drawn on the entry (the first text of its row).
+    await expect.poll(() => userEntry().locator("text").textContent(), { timeout: 15_000 }).toMatch(/^start here/);
+    expect(await userEntry().getByTestId("tree-label").count()).toBe(1);
     await expect.poll(() => page.getByTestId("entry-note").textContent()).toBe("labelled");
     const tree = await call(base, "GET", `/v1/sessions/${firstSession}/tree`);
     const entryId = await userEntry().getAttribute("data-entry-id");

@@ -509,3 +509,11 @@ export {
   toolTraceparent,
 } from "./trace/trace-cursor.js";
 export { derivedSpanId, derivedTraceId } from "./trace/trace-ids.js";
+export {
+  formatDuration,
+  formatRowUsage,
+  layoutWaterfall,
+  type Waterfall,
+  type WaterfallRow,
+  type WaterfallRowKind,
+} from "./trace/waterfall.js";

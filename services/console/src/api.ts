@@ -60,12 +60,28 @@ export async function api<T>(
   path: string,
   body?: unknown,
 ): Promise<ApiResult<T>> {
+  return body === undefined
+    ? send<T>(method, path, undefined, undefined)
+    : send<T>(method, path, JSON.stringify(body), "application/json");
+}
+
+/** A call with a text body of `contentType` (a pi JSONL file to import). */
+export function apiText<T>(method: "POST" | "PUT", path: string, text: string, contentType: string) {
+  return send<T>(method, path, text, contentType);
+}
+
+async function send<T>(
+  method: string,
+  path: string,
+  body: string | undefined,
+  contentType: string | undefined,
+): Promise<ApiResult<T>> {
   let res: Response;
   try {
     res = await fetch(gatewayUrl(path), {
       method,
-      headers: { ...authHeaders(), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      headers: { ...authHeaders(), ...(contentType !== undefined ? { "content-type": contentType } : {}) },
+      ...(body !== undefined ? { body } : {}),
     });
   } catch (err) {
     return unreachable(err);

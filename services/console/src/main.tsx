@@ -12,12 +12,13 @@ import { WebhooksPage } from "./views/webhooks-page.js";
 
 function App() {
   const path = usePath();
-  const session = /^\/sessions\/([^/]+)\/?$/.exec(path);
+  const session = /^\/sessions\/([^/]+)(\/runs(?:\/([^/]+))?)?\/?$/.exec(path);
   let page: JSX.Element;
   if (path === "/" || path === "/sessions") page = <SessionsPage />;
   else if (session) {
     const id = decodeURIComponent(session[1] as string);
-    page = <SessionPage key={id} sessionId={id} />;
+    const run = session[2] ? decodeURIComponent(session[3] ?? "") : undefined;
+    page = <SessionPage key={id} sessionId={id} run={run} />;
   } else if (path === "/approvals") page = <ApprovalsPage />;
   else if (path === "/health") page = <HealthPage />;
   else if (path === "/webhooks") page = <WebhooksPage />;

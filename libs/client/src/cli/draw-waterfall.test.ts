@@ -1,26 +1,13 @@
 import type { TraceSpan } from "@fleet/protocol";
+import { traceSpan as span } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
 import { createStyle } from "./ansi.js";
 import { drawWaterfall } from "./draw-waterfall.js";
 
-const span = (over: Partial<TraceSpan> & Pick<TraceSpan, "spanId" | "name" | "startMs" | "endMs">): TraceSpan => ({
-  traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
-  parentSpanId: "root000000000000",
-  flags: 1,
-  kind: "internal",
-  open: false,
-  status: { code: "unset" },
-  attributes: {},
-  events: [],
-  links: [],
-  runId: "run-1",
-  ...over,
-});
-
 const spans: TraceSpan[] = [
   span({
     spanId: "root000000000000",
-    parentSpanId: undefined as unknown as string,
+    parentSpanId: null,
     name: "invoke_agent fleet",
     startMs: 0,
     endMs: 2_000,
@@ -48,7 +35,6 @@ const spans: TraceSpan[] = [
     attributes: { "error.type": "tool_error" },
   }),
 ];
-delete (spans[0] as { parentSpanId?: string }).parentSpanId;
 
 describe("cli / trace waterfall", () => {
   it("places each span on the run's time axis with its duration, tokens, cost and errors", () => {

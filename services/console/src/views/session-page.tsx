@@ -10,18 +10,35 @@ import {
 } from "@fleet/protocol";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { command } from "../api.js";
+import { formatAbsolute } from "../format-time.js";
 import type { Folded } from "../replay.js";
-import { linkTo } from "../router.js";
+import { linkTo, navigate } from "../router.js";
+import { RunIndex } from "../run-index.js";
 import { useSessionLog } from "../use-session-log.js";
 import { LifecycleButtons, RestoreButton } from "./lifecycle-buttons.js";
+import { RunsView } from "./run-waterfall.js";
+import { SessionSettings } from "./session-settings.js";
 import { contentText, Transcript } from "./transcript.js";
 import { TreeView } from "./tree-view.js";
 
-export function SessionPage({ sessionId }: { sessionId: string }) {
+type Tab = "transcript" | "tree" | "runs" | "settings";
+
+/** `run`: the page is `/sessions/<id>/runs[/<run>]` (`""`: the latest run). */
+export function SessionPage({ sessionId, run }: { sessionId: string; run?: string | undefined }) {
   const { log, status, version } = useSessionLog(sessionId);
   /** `null`: live (follows the end of the log); else the number of events folded. */
   const [at, setAt] = useState<number | null>(null);
-  const [tab, setTab] = useState<"transcript" | "tree">("transcript");
+  const [tab, setTab] = useState<Tab>(run === undefined ? "transcript" : "runs");
+  const runIndex = useRef(new RunIndex());
+  // The Runs tab is the `/runs` path: back and forward move between it and the other tabs.
+  useEffect(() => {
+    setTab((current) => (run !== undefined ? "runs" : current === "runs" ? "transcript" : current));
+  }, [run]);
+  const showTab = (next: Tab) => {
+    setTab(next);
+    if (next === "runs") navigate(`/sessions/${encodeURIComponent(sessionId)}/runs`);
+    else if (run !== undefined) navigate(`/sessions/${encodeURIComponent(sessionId)}`);
+  };
   const scrubbed = useRef<Folded | undefined>(undefined);
   const stepStarted = useRef(0);
 
@@ -81,10 +98,16 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
   const current = live ? log.length : (at as number);
   const branch = getBranch(s.tree);
   const messages: ContextMessage[] = [];
+  /** Message index → the run that starts with it. */
+  const runLinks = new Map<number, string>();
+  const runStarts = runIndex.current.update(log.events).firstEntries;
   if (branch.ok) {
     for (const entry of branch.entries) {
       const m = entryToContextMessage(entry);
-      if (m) messages.push(m);
+      if (!m) continue;
+      const runId = runStarts.get(entry.id);
+      if (runId !== undefined) runLinks.set(messages.length, runId);
+      messages.push(m);
     }
   }
   return (
@@ -138,26 +161,45 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
         <span data-testid="slider-pos">
           event {current} / {log.length}
         </span>
-        <span class="muted">{state.ts === null ? "" : new Date(state.ts).toISOString()}</span>
+        <span class="muted" data-testid="slider-time" title={state.ts === null ? "" : new Date(state.ts).toISOString()}>
+          {state.ts === null ? "" : formatAbsolute(state.ts, -new Date(state.ts).getTimezoneOffset())}
+        </span>
         <button type="button" data-testid="live" class={live ? "on" : ""} onClick={() => setAt(null)}>
           {live ? "● live" : "live"}
         </button>
       </div>
       <div class="tabs">
-        <button type="button" class={tab === "transcript" ? "on" : ""} onClick={() => setTab("transcript")}>
+        <button type="button" class={tab === "transcript" ? "on" : ""} onClick={() => showTab("transcript")}>
           Transcript
         </button>
-        <button type="button" data-testid="tree-tab" class={tab === "tree" ? "on" : ""} onClick={() => setTab("tree")}>
+        <button type="button" data-testid="tree-tab" class={tab === "tree" ? "on" : ""} onClick={() => showTab("tree")}>
           Tree ({s.tree.entries.length})
         </button>
+        <button type="button" data-testid="runs-tab" class={tab === "runs" ? "on" : ""} onClick={() => showTab("runs")}>
+          Runs
+        </button>
+        <button
+          type="button"
+          data-testid="settings-tab"
+          class={tab === "settings" ? "on" : ""}
+          onClick={() => showTab("settings")}
+        >
+          Settings
+        </button>
       </div>
-      {tab === "transcript" ? (
+      {tab === "runs" ? (
+        <RunsView sessionId={sessionId} log={log.events} upTo={current} runId={run || undefined} />
+      ) : tab === "settings" ? (
+        <SessionSettings sessionId={sessionId} status={s.status} config={s.tree.config} live={live} />
+      ) : tab === "transcript" ? (
         <>
           <Transcript
             messages={messages}
             streaming={streaming}
             running={state.progress}
             pending={s.status.pendingToolCalls}
+            sessionId={sessionId}
+            runLinks={runLinks}
           />
           {s.status.errorMessage && <div class="error-text">run error: {s.status.errorMessage}</div>}
           {approvals.map(([id, a]) => (

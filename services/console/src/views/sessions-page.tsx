@@ -4,12 +4,16 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { linkTo, navigate } from "../router.js";
+import { SessionImport } from "./session-import.js";
+import { TenantBudget } from "./tenant-budget.js";
+import { When } from "./when.js";
 
 interface SessionRow {
   sessionId: string;
   name: string | null;
   status: string;
-  updatedAt: string;
+  /** Epoch ms of the session's last event. */
+  updatedAt: number;
   seq: number;
 }
 interface Detail {
@@ -80,6 +84,7 @@ export function SessionsPage() {
   const rows = page?.sessions ?? [];
   return (
     <div class="sessions">
+      <TenantBudget />
       <div class="toolbar">
         <input
           data-testid="search"
@@ -90,6 +95,7 @@ export function SessionsPage() {
         <button type="button" data-testid="new-session" onClick={create}>
           New session
         </button>
+        <SessionImport />
       </div>
       {error && <div class="error-text">{error}</div>}
       <table data-testid="sessions-table">
@@ -118,7 +124,9 @@ export function SessionsPage() {
                   <span class={`badge ${status.replace(/ /g, "-")}`}>{status}</span>
                 </td>
                 <td>{model ? `${model.provider}/${model.modelId}` : "—"}</td>
-                <td title={s.updatedAt}>{ago(s.updatedAt)}</td>
+                <td>
+                  <When ts={s.updatedAt} testId="last-activity" />
+                </td>
                 <td>{s.seq}</td>
               </tr>
             );
@@ -153,13 +161,4 @@ export function SessionsPage() {
       </div>
     </div>
   );
-}
-
-export function ago(iso: string): string {
-  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-  if (Number.isNaN(s)) return iso;
-  if (s < 60) return `${Math.round(s)} s ago`;
-  if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
-  return new Date(iso).toLocaleString();
 }

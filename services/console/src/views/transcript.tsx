@@ -1,7 +1,10 @@
 // A transcript: messages, the partial message, running tools with progress; thinking folded, errors marked.
 import type { AgentMessage, ContextMessage } from "@fleet/protocol";
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
+import { linkTo } from "../router.js";
 import { Content } from "./content-blocks.js";
+import { runPath } from "./run-waterfall.js";
 
 /** Messages rendered at first, and added by each "show earlier" click (the newest stay in view). */
 const PAGE = 200;
@@ -11,6 +14,9 @@ export function Transcript(props: {
   streaming?: AgentMessage | undefined;
   running?: ReadonlyMap<string, unknown> | undefined;
   pending?: ReadonlySet<string> | undefined;
+  sessionId?: string;
+  /** Message index → the run that starts with that message (a link to its waterfall goes above it). */
+  runLinks?: ReadonlyMap<number, string>;
 }) {
   const { messages } = props;
   const [shown, setShown] = useState(PAGE);
@@ -22,9 +28,25 @@ export function Transcript(props: {
           show {Math.min(PAGE, hidden)} earlier messages ({hidden} not shown)
         </button>
       )}
-      {messages.slice(hidden).map((m, i) => (
-        <Message key={hidden + i} message={m} />
-      ))}
+      {messages.slice(hidden).map((m, i) => {
+        const runId = props.runLinks?.get(hidden + i);
+        return (
+          <Fragment key={hidden + i}>
+            {runId !== undefined && props.sessionId !== undefined && (
+              <a
+                class="run-link"
+                data-testid="run-link"
+                data-run-id={runId}
+                href={runPath(props.sessionId, runId)}
+                onClick={linkTo(runPath(props.sessionId, runId))}
+              >
+                run {runId} · waterfall ▸
+              </a>
+            )}
+            <Message message={m} />
+          </Fragment>
+        );
+      })}
       {props.streaming && (
         <div class="streaming" data-testid="streaming">
           <Message message={props.streaming} />

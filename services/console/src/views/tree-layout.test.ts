@@ -1,6 +1,6 @@
 import { emptySessionTree, type SessionEntry } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { describeEntry, layoutTree } from "./tree-layout.js";
+import { describeEntry, layoutTree, treeFacts } from "./tree-layout.js";
 
 const user = (id: string, parentId: string | null, text: string): SessionEntry => ({
   type: "message",
@@ -44,5 +44,40 @@ describe("layoutTree", () => {
     const entries = Array.from({ length: 5_000 }, (_, i) => user(`e${i}`, i ? `e${i - 1}` : null, `m${i}`));
     const { rows, lanes } = layoutTree({ ...emptySessionTree(), entries, leafId: "e4999" });
     expect([rows.length, lanes, rows.at(-1)?.entry.id]).toEqual([5_000, 1, "e4999"]);
+  });
+});
+
+describe("treeFacts", () => {
+  it("marks the active branch, the forks, and what the branch's latest compaction summarized", () => {
+    //  a ─ b ─ c ─ d ─ [compaction kept c] ─ e (leaf)
+    //       └─ x
+    const compaction: SessionEntry = {
+      type: "compaction",
+      id: "k",
+      parentId: "d",
+      timestamp: 0,
+      summary: "a and b, summarized",
+      firstKeptEntryId: "c",
+      tokensBefore: 1200,
+    };
+    const tree = {
+      ...emptySessionTree(),
+      entries: [
+        user("a", null, "A"),
+        user("b", "a", "B"),
+        user("c", "b", "C"),
+        user("d", "c", "D"),
+        user("x", "b", "X"),
+        compaction,
+        user("e", "k", "E"),
+      ],
+      leafId: "e",
+    };
+    const facts = treeFacts(tree);
+    expect([...facts.onPath]).toEqual(["a", "b", "c", "d", "k", "e"]);
+    expect([...facts.compacted]).toEqual(["a", "b"]);
+    expect([...facts.forks]).toEqual([["b", 2]]);
+    expect(facts.tips).toBe(2);
+    expect(describeEntry(compaction)).toBe("compaction (1200 tokens before): a and b, summarized");
   });
 });

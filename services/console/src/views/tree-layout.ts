@@ -1,6 +1,6 @@
 // Lays a session tree out as rows and lanes (pure): depth-first, a first child stays in its parent's
 // lane, every other child opens a new lane.
-import { getTree, type SessionEntry, type SessionTree } from "@fleet/protocol";
+import { getBranch, getTree, type SessionEntry, type SessionTree } from "@fleet/protocol";
 
 export interface TreeRow {
   entry: SessionEntry;
@@ -33,6 +33,39 @@ export function layoutTree(tree: SessionTree): { rows: TreeRow[]; lanes: number 
   return { rows, lanes: Math.max(lanes, 1) };
 }
 
+/** What the graph marks beyond the layout: the active branch, what compaction summarized, the forks. */
+export interface TreeFacts {
+  /** Entries from the root to the leaf (the branch the next prompt continues). */
+  onPath: ReadonlySet<string>;
+  /** Entries of the active branch that its latest compaction replaced with a summary. */
+  compacted: ReadonlySet<string>;
+  /** Entries with more than one child, and how many. */
+  forks: ReadonlyMap<string, number>;
+  /** Branches: entries without children. */
+  tips: number;
+}
+
+export function treeFacts(tree: SessionTree): TreeFacts {
+  const view = getTree(tree);
+  const branch = getBranch(tree);
+  const path = branch.ok ? branch.entries : [];
+  const compacted = new Set<string>();
+  const last = path.findLastIndex((e) => e.type === "compaction");
+  const compaction = path[last];
+  if (compaction?.type === "compaction") {
+    const kept = path.findIndex((e) => e.id === compaction.firstKeptEntryId);
+    for (let i = 0; i < (kept >= 0 ? Math.min(kept, last) : 0); i++) compacted.add((path[i] as SessionEntry).id);
+  }
+  const forks = new Map<string, number>();
+  let tips = 0;
+  for (const entry of tree.entries) {
+    const n = view.children[entry.id]?.length ?? 0;
+    if (n > 1) forks.set(entry.id, n);
+    if (n === 0) tips++;
+  }
+  return { onPath: new Set(path.map((e) => e.id)), compacted, forks, tips };
+}
+
 /** A one-line description of an entry. */
 export function describeEntry(entry: SessionEntry): string {
   switch (entry.type) {
@@ -49,7 +82,7 @@ export function describeEntry(entry: SessionEntry): string {
       return "message";
     }
     case "compaction":
-      return `compaction: ${clip(entry.summary)}`;
+      return `compaction (${entry.tokensBefore} tokens before): ${clip(entry.summary)}`;
     case "branch_summary":
       return `branch summary: ${clip(entry.summary)}`;
     case "label":

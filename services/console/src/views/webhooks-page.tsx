@@ -1,6 +1,7 @@
 // The tenant's webhooks: state, counters, the last delivery attempts and failures; enable a disabled one.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.js";
+import { When } from "./when.js";
 
 interface Attempt {
   seq: number;
@@ -76,7 +77,7 @@ export function WebhooksPage() {
           </div>
           {w.state === "disabled" && (
             <div class="error-text" data-testid="webhook-disabled">
-              disabled {w.disabledAt ? new Date(w.disabledAt).toISOString() : ""}: {w.disabledReason}{" "}
+              disabled {w.disabledAt ? <When ts={w.disabledAt} /> : ""}: {w.disabledReason}{" "}
               <button
                 type="button"
                 data-testid="webhook-enable"
@@ -118,7 +119,9 @@ function Attempts({ title, attempts, testId }: { title: string; attempts: Attemp
         <tbody>
           {attempts.map((a) => (
             <tr key={`${a.seq}/${a.attempt}/${a.at}`} data-outcome={a.outcome}>
-              <td class="small">{new Date(a.at).toISOString()}</td>
+              <td class="small">
+                <When ts={a.at} />
+              </td>
               <td>
                 {a.eventType} <span class="muted">#{a.seq}</span> {a.sessionId}
               </td>
