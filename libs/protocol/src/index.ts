@@ -121,6 +121,13 @@ export {
 } from "./events.js";
 export { formatLimits, formatSpend } from "./format-spend.js";
 export {
+  HOOK_SERVER_PATTERN,
+  HookInputHash,
+  HookServerName,
+  hookDecisionKey,
+  RemoteHookName,
+} from "./hook-decision.js";
+export {
   EventId,
   isSessionId,
   isToolCallId,
@@ -373,6 +380,7 @@ export {
   type Deletion,
   evolveSession,
   foldSessionEvents,
+  type HookDecisionRecord,
   initialSessionState,
   type OpenCompaction,
   openOperationId,
