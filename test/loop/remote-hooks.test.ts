@@ -83,7 +83,7 @@ const decisions = (events: FleetEvent[]) =>
   events.flatMap((e) => (e.type === "hook_decision" ? [{ hook: e.hook, server: e.server, output: e.output }] : []));
 /** The text of every message of a request, in order. */
 const sentTexts = (r: RecordedRequest) =>
-  (r.body?.messages as { content: string | { type: string; text?: string }[] }[]).map((m) =>
+  ((r.body?.messages ?? []) as { content: string | { type: string; text?: string }[] }[]).map((m) =>
     typeof m.content === "string" ? m.content : m.content.map((b) => b.text ?? `<${b.type}>`).join(""),
   );
 const systemOf = (r: RecordedRequest) => {

@@ -60,6 +60,6 @@ export function redactSecrets<T>(value: T): { value: T; count: number } {
     }
     return v;
   };
-  const value2 = walk(value) as T;
-  return { value: value2, count };
+  const redacted = walk(value) as T;
+  return { value: redacted, count };
 }
