@@ -7,9 +7,9 @@ import {
   hookDecisionKey,
   type SessionState,
 } from "@fleet/protocol";
-import { CONFIG, type EventInput, SESSION_ID, T0, userMessage } from "@fleet/protocol/testing";
+import { SESSION_ID, T0, userMessage } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
-import { given, ONE_RUN } from "../testing/decider-spec.js";
+import { given, secondRunStarted } from "../testing/decider-spec.js";
 import {
   canonicalJson,
   decideHookAnswer,
@@ -22,15 +22,7 @@ import { stampDraft } from "./stamp-draft.js";
 
 const SECRET = userMessage("my key is sk-ant-abcdefghijklmnop");
 const REDACTED = userMessage("my key is [REDACTED]");
-const running: EventInput[] = [
-  { type: "session_created", config: CONFIG },
-  ...ONE_RUN,
-  { type: "command_accepted", commandId: "c1", commandType: "prompt" },
-  { type: "agent_start" },
-  { type: "turn_start" },
-  { type: "message_start", message: SECRET },
-  { type: "message_end", message: SECRET },
-];
+const running = secondRunStarted(SECRET);
 const input = { messages: [SECRET] };
 const hash = hookInputHash("transform_context", input);
 
