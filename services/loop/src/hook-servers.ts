@@ -77,10 +77,15 @@ export interface HookServers {
  */
 export function createHookServers(asker: HookAsker, servers: readonly string[]): HookServers {
   async function one(hook: RemoteHookName, server: string, input: Output, port: HookSessionPort): Promise<Output> {
-    const inputHash = hookInputHash(hook, input);
+    // Hashed only when needed: to look a decision up (the run has some), or to log one.
+    let hashed: string | undefined;
+    const inputHash = () => {
+      hashed ??= hookInputHash(hook, input);
+      return hashed;
+    };
     const state = port.fold();
-    const found = lookupHookDecision(state, hook, server, inputHash);
-    if (found.kind === "recorded") {
+    const found = state.hookDecisions.size > 0 ? lookupHookDecision(state, hook, server, inputHash()) : undefined;
+    if (found?.kind === "recorded") {
       const recorded = await recordedOutput(hook, found.record, port.blobs);
       if (recorded) return { ...input, ...recorded };
     }
@@ -95,13 +100,20 @@ export function createHookServers(asker: HookAsker, servers: readonly string[]):
     if (outcome.kind === "unchanged") return input;
     let outputRef: BlobRef | undefined;
     if (!outcome.inline) {
-      const name = hookOutputObjectName(port.sessionId, hook, server, inputHash);
+      const name = hookOutputObjectName(port.sessionId, hook, server, inputHash());
       const bucket = OBJECT_STORES.blobs.name;
       const stored = await port.blobs.write(bucket, name, Buffer.from(outcome.json), "application/json");
       outputRef = { bucket, name, size: stored.size, mimeType: "application/json" };
     }
     await port.record(
-      hookDecisionBody({ hook, server, inputHash, turn, output: outcome.output, ...(outputRef ? { outputRef } : {}) }),
+      hookDecisionBody({
+        hook,
+        server,
+        inputHash: inputHash(),
+        turn,
+        output: outcome.output,
+        ...(outputRef ? { outputRef } : {}),
+      }),
     );
     return { ...input, ...outcome.output };
   }
