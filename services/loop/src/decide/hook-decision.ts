@@ -83,6 +83,9 @@ export function hookDecisionBody(args: {
     : { type: "hook_decision", hook, server, inputHash, turn, output };
 }
 
+/** Where a session's decisions stored by reference are in `fleet_blobs` (removed with the session). */
+export const hookOutputPrefix = (sessionId: string) => `hooks/${sessionId}/`;
+
 /** The `fleet_blobs` object name of a decision stored by reference. */
 export const hookOutputObjectName = (sessionId: string, hook: RemoteHookName, server: string, inputHash: string) =>
-  `hooks/${sessionId}/${hook}/${server}/${inputHash}`;
+  `${hookOutputPrefix(sessionId)}${hook}/${server}/${inputHash}`;
