@@ -16,6 +16,7 @@ export default defineConfig({
           include: [
             "libs/**/src/**/*.test.ts",
             "services/**/src/**/*.test.ts",
+            "examples/**/src/**/*.test.ts",
             "test/chaos/*.test.ts",
             "test/chaos/checks/**/*.test.ts",
           ],

@@ -53,6 +53,8 @@ export async function startTestWorker(opts: {
   defaultProvider?: string;
   toolPickupMs?: number;
   hookRecheckMs?: number;
+  /** `FLEET_HOOK_SERVERS` (change 53), in order. */
+  hookServers?: string[];
   pluginHooks?: import("@fleet/loop").EngineHooks[];
   lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
   /** `FLEET_SNAPSHOT_EVERY` (default the loop's). */
@@ -79,6 +81,7 @@ export async function startTestWorker(opts: {
       coalesceDeltas: 64,
       hookTimeoutMs: 1_000,
       hookRecheckMs: opts.hookRecheckMs ?? 0,
+      ...(opts.hookServers ? { hookServers: opts.hookServers } : {}),
       toolTimeoutMs: 20_000,
       approvalTools: new Set(opts.approvalTools ?? []),
       defaults: sessionConfigWith({

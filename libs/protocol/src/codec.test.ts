@@ -118,6 +118,16 @@ function eventSamples(): Record<FleetEventType, FleetEvent> {
   add(log.add({ type: "tool_approval_requested", toolCallId: "toolu_1", toolName: "bash", args: { command: "rm x" } }));
   add(log.add({ type: "tool_approval_resolved", toolCallId: "toolu_1", approved: false, reason: "not on prod" }));
   add(log.add({ type: "config_change", systemPrompt: "be brief", steeringMode: "all" }));
+  add(
+    log.add({
+      type: "hook_decision",
+      hook: "transform_context",
+      server: "redact",
+      inputHash: "a".repeat(64),
+      turn: 1,
+      output: { messages: [] },
+    }),
+  );
   add(log.add({ type: "budget_change", budget: { run: { outputTokens: 1000 }, session: { costUsd: 2.5 } } }));
   add(
     log.add({

@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { ApprovalRules, ApprovalScope } from "./approval-rules.js";
 import { StreamDelta } from "./assistant-stream.js";
+import { BlobRef } from "./blob-ref.js";
 import { DaySpend, SessionBudget } from "./budget.js";
 import { CompactionSettings, type ModelRef, QueueMode, SessionConfig, ToolExecutionMode } from "./config.js";
 import { ToolResultContentBlock } from "./content.js";
+import { HookInputHash, HookServerName, RemoteHookName } from "./hook-decision.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { ArchiveRef, LifecycleOp, Requester } from "./lifecycle.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage, Usage } from "./messages.js";
@@ -266,6 +268,21 @@ export const ToolApprovalRequestedEvent = ev("tool_approval_requested", {
   expiresAt: z.number().int().nonnegative().optional(),
 });
 
+/**
+ * Fleet addition (change 53): a named hook server's answer that changed something, so that a resume
+ * or a replay of the run applies it without asking again. `inputHash` identifies what the server
+ * was asked (see `hookDecisionKey`); `turn` is the run's turn it was asked in (1-based). The output is
+ * inline (`output`), or in `fleet_blobs` (`outputRef`) when it is large; exactly one of them is set.
+ */
+export const HookDecisionEvent = ev("hook_decision", {
+  hook: RemoteHookName,
+  server: HookServerName,
+  inputHash: HookInputHash,
+  turn: z.number().int().nonnegative(),
+  output: z.unknown().optional(),
+  outputRef: BlobRef.optional(),
+});
+
 export const FleetEvent = z.discriminatedUnion("type", [
   AgentStartEvent,
   TurnStartEvent,
@@ -295,6 +312,7 @@ export const FleetEvent = z.discriminatedUnion("type", [
   ToolApprovalRequestedEvent,
   ToolApprovalResolvedEvent,
   ApprovalRulesSetEvent,
+  HookDecisionEvent,
   ConfigChangeEvent,
   BudgetChangeEvent,
   PendingWriteEvent,

@@ -122,6 +122,13 @@ export {
 } from "./events.js";
 export { formatLimits, formatSpend } from "./format-spend.js";
 export {
+  HOOK_SERVER_PATTERN,
+  HookInputHash,
+  HookServerName,
+  hookDecisionKey,
+  RemoteHookName,
+} from "./hook-decision.js";
+export {
   EventId,
   isSessionId,
   isToolCallId,
@@ -374,6 +381,7 @@ export {
   type Deletion,
   evolveSession,
   foldSessionEvents,
+  type HookDecisionRecord,
   initialSessionState,
   type OpenCompaction,
   openOperationId,

@@ -87,7 +87,7 @@ describe("permissions / rolePermissions", () => {
     expect(perms("store").subscribe.allow).toContain("fleet.store.* fleet-store");
     expect(perms("store").allowResponses).toBe(true);
     expect(FLEET_ROLES.filter((r) => perms(r).allowResponses)).toEqual(["store", "hooks"]);
-    expect(perms("hooks").subscribe.allow).toEqual(["fleet.hook.*", "_INBOX_hooks.>"]);
+    expect(perms("hooks").subscribe.allow).toEqual(["fleet.hook.>", "_INBOX_hooks.>"]);
     expect(perms("hooks").publish).toEqual({ allow: [], deny: [">"] });
   });
 });

@@ -14,7 +14,7 @@ import { RUNNER_PRESENCE_KEYS } from "./tool-records.js";
 /**
  * Who connects to a tenant's account:
  * - `loop`, `tools`, `store`: the services;
- * - `hooks`: a remote hook service (answers `fleet.hook.<hook>` requests of the loop, nothing else);
+ * - `hooks`: a remote hook service (answers `fleet.hook.<hook>` and `fleet.hook.<hook>.<server>` requests of the loop, nothing else);
  * - `reader`: a read-only client (watch, replay, store queries, `fleet doctor`);
  * - `operator`: a reader that may also send commands;
  * - `gateway`: the HTTP gateway serving the tenant (an operator's reads and commands, the budget's
@@ -229,7 +229,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           subjects.eventsAll,
           subjects.toolCallsAll,
           "fleet.tool.cancel.>",
-          "fleet.hook.*",
+          "fleet.hook.>",
           ...jsApi.getMessage(EV),
           ...jsApi.consume(EV),
           ...jsApi.consume(CMD),
@@ -316,7 +316,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       );
     case "hooks":
       // Publishes nothing but its replies (an empty allow list would allow everything).
-      return result([], ["fleet.hook.*"], true, [">"]);
+      return result([], ["fleet.hook.>"], true, [">"]);
     case "reader":
       return result(readerPublish(), [subjects.eventsAll]);
     case "operator":

@@ -1,3 +1,4 @@
+import { HOOK_SERVER_PATTERN, type RemoteHookName } from "./hook-decision.js";
 import { isSessionId, isToolCallId, isToolName } from "./ids.js";
 import type { StoreOp } from "./store-queries.js";
 
@@ -33,6 +34,8 @@ export const subjects = {
   openWorkScanned: (partition: number) => `fleet.openwork.${part(partition)}`,
   store: (op: StoreOp) => `fleet.store.${op}`,
   hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
+  /** A named hook server's subject for one hook (change 53); its instances share queue group `hooks-<server>`. */
+  hookServer: (hook: RemoteHookName, server: string) => `fleet.hook.${hook}.${token(server, isHookServer)}`,
 } as const;
 
 export const STORE_QUEUE_GROUP = "fleet-store";
@@ -42,6 +45,8 @@ function part(partition: number): string {
   if (!Number.isSafeInteger(partition) || partition < 0) throw new Error(`invalid partition: ${partition}`);
   return String(partition);
 }
+
+const isHookServer = (v: unknown) => typeof v === "string" && HOOK_SERVER_PATTERN.test(v);
 
 function token(value: string, valid: (v: unknown) => boolean): string {
   if (!valid(value)) throw new Error(`invalid subject token: ${JSON.stringify(value)}`);

@@ -1,6 +1,7 @@
 import {
   DEFAULT_MAX_COMMAND_BYTES,
   DEFAULT_MAX_INPUT_BYTES,
+  HOOK_SERVER_PATTERN,
   LIFECYCLE_HALT_POINTS,
   MAX_MESSAGE_BYTES,
 } from "@fleet/protocol";
@@ -21,6 +22,17 @@ export const LoopEnv = z.object({
   FLEET_SNAPSHOT_EVERY: envInt(DEFAULT_SNAPSHOT_EVERY, 0, 10_000_000),
   FLEET_HOOK_TIMEOUT_MS: envInt(5_000, 1, 600_000),
   FLEET_HOOK_RECHECK_MS: envInt(1_000, 0, 600_000),
+  /** Named hook servers (change 53), asked in this order: comma-separated names, each `[A-Za-z0-9_-]{1,64}`. */
+  FLEET_HOOK_SERVERS: envString("")
+    .transform((v) =>
+      v
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .refine((names) => names.every((n) => HOOK_SERVER_PATTERN.test(n)) && new Set(names).size === names.length, {
+      message: "must be distinct names of [A-Za-z0-9_-]{1,64}, comma-separated",
+    }),
   FLEET_TOOL_TIMEOUT_MS: envInt(180_000, 1, 86_400_000),
   FLEET_TOOL_PICKUP_MS: envInt(30_000, 1, 86_400_000),
   FLEET_PROVIDER: z.enum(["anthropic", "scripted"]).optional(),

@@ -82,20 +82,20 @@ async function ask<T>(
   }
 }
 
-/**
- * Asks remote hooks over NATS request/reply, for every session of a worker. "No responders" means the
- * hook is not installed; that answer is kept for `recheckMs` (0: ask on every call), so a worker
- * without remote hooks does not pay a request per tool call. A hook service that starts is used
- * from the next check on, at most `recheckMs` later.
- */
-export interface RemoteHookClient {
-  forSession(sessionId: string): EngineHooks;
-}
+/** Asks one hook subject; "no responders" is remembered for `recheckMs`, outages are asked across. */
+export type HookAsker = <T>(subject: string, payload: unknown, schema: z.ZodType<T>) => Promise<RequestOutcome<T>>;
+export type { RequestOutcome as HookRequestOutcome };
 
-export function createRemoteHookClient(
+/**
+ * The worker's one asker of hook subjects over NATS request/reply. "No responders" means the hook
+ * is not installed; that answer is kept for `recheckMs` (0: ask on every call), so a worker without
+ * remote hooks does not pay a request per call. A hook service that starts is used from the next
+ * check on, at most `recheckMs` later.
+ */
+export function createHookAsker(
   nc: NatsConnection,
   opts: { timeoutMs: number; recheckMs: number; now: () => number },
-): RemoteHookClient {
+): HookAsker {
   const absentUntil = new Map<string, number>();
   // A request that timed out while disconnected or across a reconnect is asked again: the outage,
   // not the hook, swallowed it (a short bus outage must not block tool calls).
@@ -116,15 +116,30 @@ export function createRemoteHookClient(
       if (out.kind !== "failed" || !out.timedOut || !outage || attempt >= MAX_OUTAGE_ASKS) return out;
     }
   }
-  async function askHook<T>(subject: string, payload: unknown, schema: z.ZodType<T>): Promise<RequestOutcome<T>> {
+  return async <T>(subject: string, payload: unknown, schema: z.ZodType<T>): Promise<RequestOutcome<T>> => {
     const until = absentUntil.get(subject);
     if (until !== undefined && opts.now() < until) return { kind: "none" };
     const out = await askAcrossOutages(subject, payload, schema);
     if (out.kind === "none" && opts.recheckMs > 0) absentUntil.set(subject, opts.now() + opts.recheckMs);
     else absentUntil.delete(subject);
     return out;
-  }
+  };
+}
+
+/** The tool-call hooks of `fleet.hook.before_tool_call` / `after_tool_call`, for every session of a worker. */
+export interface RemoteHookClient {
+  forSession(sessionId: string): EngineHooks;
+  /** The asker behind them, shared with the named hook servers. */
+  readonly ask: HookAsker;
+}
+
+export function createRemoteHookClient(
+  nc: NatsConnection,
+  opts: { timeoutMs: number; recheckMs: number; now: () => number },
+): RemoteHookClient {
+  const askHook = createHookAsker(nc, opts);
   return {
+    ask: askHook,
     // A timeout or failure of `before_tool_call` blocks the call with a clear reason; of
     // `after_tool_call` keeps the result as it was.
     forSession: (sessionId) => ({

@@ -14,6 +14,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
 import { type ActorRegistry, createActorRegistry } from "./actor-registry.js";
 import type { EngineHooks, StreamFn } from "./engine/index.js";
+import { createHookServers } from "./hook-servers.js";
 import { createRemoteHookClient } from "./hooks.js";
 import { startIdleEvictor } from "./idle-evictor.js";
 import { purgeLegacySpend } from "./legacy-spend.js";
@@ -166,6 +167,8 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     recheckMs: opts.settings.hookRecheckMs ?? 1_000,
     now,
   });
+  const hookServerNames = opts.settings.hookServers ?? [];
+  const hookServers = hookServerNames.length > 0 ? createHookServers(remoteHooks.ask, hookServerNames) : undefined;
   const snapshotEvery = opts.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
   // Each part of a snapshot is one message: 64 KiB under the server's max_payload at most.
   const maxPayload = opts.nc.info?.max_payload ?? 1024 * 1024;
@@ -228,6 +231,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         registry: tools,
         pluginHooks: opts.pluginHooks ?? [],
         remoteHooks,
+        ...(hookServers ? { hookServers } : {}),
         tenantBudget,
         tenantApprovalRules,
         blobs,

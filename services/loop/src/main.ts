@@ -114,6 +114,7 @@ async function main() {
       coalesceDeltas: env.FLEET_COALESCE_DELTAS,
       hookTimeoutMs: env.FLEET_HOOK_TIMEOUT_MS,
       hookRecheckMs: env.FLEET_HOOK_RECHECK_MS,
+      hookServers: env.FLEET_HOOK_SERVERS,
       toolTimeoutMs: env.FLEET_TOOL_TIMEOUT_MS,
       maxCommandBytes: env.FLEET_MAX_COMMAND_BYTES,
       maxInputBytes: env.FLEET_MAX_INPUT_BYTES,

@@ -66,6 +66,7 @@ import {
   validateToolArguments,
 } from "./engine/index.js";
 import { createSessionAppender, type SessionAppender } from "./event-appender.js";
+import { type HookServers, type HookSessionPort, withHookServers, withPayloadHook } from "./hook-servers.js";
 import { composeHooks, type RemoteHookClient } from "./hooks.js";
 import { acceptsCommand, InputUnavailableError, keepParts, readCommand } from "./input-reader.js";
 import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
@@ -98,6 +99,8 @@ export interface ActorSettings {
   hookTimeoutMs: number;
   /** How long "no responders" on a remote hook subject is trusted before asking again (0: never). */
   hookRecheckMs?: number;
+  /** Named hook servers, in the order they are asked (change 53); empty or absent: none. */
+  hookServers?: readonly string[];
   toolTimeoutMs: number;
   /** Config of a session created without one (PROTOCOL "Defaults"). */
   defaults: SessionConfig;
@@ -138,6 +141,8 @@ export interface ActorDeps {
   pluginHooks: readonly EngineHooks[];
   /** `fleet.hook.before_tool_call` / `after_tool_call`, shared by the worker's sessions. */
   remoteHooks: RemoteHookClient;
+  /** Named hook servers (`FLEET_HOOK_SERVERS`, change 53); absent: none, and no cost. */
+  hookServers?: HookServers;
   /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
   /** The tenant's approval rules (KV `fleet_config` `approval_rules`); absent: none. */
@@ -718,13 +723,20 @@ export class SessionActor {
 
   private createEngine(): SessionEngine {
     const deps = this.deps;
-    const hooks = composeHooks([
+    const local = composeHooks([
       // pi coding-agent's conversion (summaries and custom messages become user text); plugins may replace it.
       { convertToLlm },
       ...deps.pluginHooks,
       deps.remoteHooks.forSession(this.sessionId),
       { beforeToolCall: (c, signal) => this.approvalGate(c.toolCall.id, c.toolCall.name, c.args, signal) },
     ]);
+    const servers = deps.hookServers;
+    const port = servers ? this.hookSessionPort() : undefined;
+    const hooks = servers && port ? withHookServers(local, servers, port) : local;
+    const llm = (provider: string) => {
+      const inner = this.streamFn(provider);
+      return servers && port ? withPayloadHook(inner, servers, port, deps.now) : inner;
+    };
     return createSessionEngine({
       sessionId: this.sessionId,
       session: this.state,
@@ -737,10 +749,8 @@ export class SessionActor {
         emit: (event) => this.emit(event),
         streamFn: guardBudget(
           (context, options, signal) =>
-            timeToFirstDelta(
-              this.streamFn(options.model.provider)(context, this.traced(options), signal),
-              deps.now,
-              (ms) => deps.metrics.timeToFirstToken.observe(ms / 1000),
+            timeToFirstDelta(llm(options.model.provider)(context, this.traced(options), signal), deps.now, (ms) =>
+              deps.metrics.timeToFirstToken.observe(ms / 1000),
             ),
           this.budget.guard,
           deps.now,
@@ -748,6 +758,19 @@ export class SessionActor {
         executeTool: (call, signal, onUpdate) => this.executeTool(call, signal, onUpdate),
       },
     });
+  }
+
+  /** What the named hook servers read and write of this session: its fold, `hook_decision` appends, blobs. */
+  private hookSessionPort(): HookSessionPort {
+    return {
+      sessionId: this.sessionId,
+      fold: () => this.state,
+      record: async (body) => {
+        await this.coalescer.drain();
+        await this.appendDraft({ id: this.deps.newId(), body }, this.state.status.runId);
+      },
+      blobs: this.deps.blobs,
+    };
   }
 
   /**

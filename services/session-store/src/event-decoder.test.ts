@@ -47,6 +47,14 @@ const samples: Record<string, Omit<FleetEvent, "meta">> = {
   owner_change: { type: "owner_change", workerId: "w", partition: 0, epoch: 1 },
   run_resumed: { type: "run_resumed", runId: "r", reason: "crash" },
   approval_rules_set: { type: "approval_rules_set", rules: [{ tool: "bash", action: "ask" }] },
+  hook_decision: {
+    type: "hook_decision",
+    hook: "on_payload",
+    server: "audit",
+    inputHash: "0".repeat(64),
+    turn: 2,
+    outputRef: { bucket: "fleet_blobs", name: "hooks/s/on_payload/audit/0", size: 70_000 },
+  },
 } as Record<string, Omit<FleetEvent, "meta">>;
 
 describe("BODY_IGNORED_TYPES", () => {

@@ -28,6 +28,7 @@ export const BODY_IGNORED_TYPES: ReadonlySet<FleetEventType> = new Set<FleetEven
   "owner_change",
   "run_resumed",
   "approval_rules_set",
+  "hook_decision",
 ]);
 /**
  * Event types of which only `type`, `meta` and `toolCallId` are kept (the approvals index needs the

@@ -8,7 +8,13 @@ import type { LifecycleOp } from "../lifecycle.js";
 import type { AgentMessage } from "../messages.js";
 import type { AgentStatus } from "./agent-state.js";
 import type { RunCursor } from "./run-cursor.js";
-import type { ApprovalDecision, ApprovalRecord, CommandRecord, SessionState } from "./session-state.js";
+import type {
+  ApprovalDecision,
+  ApprovalRecord,
+  CommandRecord,
+  HookDecisionRecord,
+  SessionState,
+} from "./session-state.js";
 import type { SessionTree } from "./session-tree.js";
 
 /**
@@ -16,7 +22,7 @@ import type { SessionTree } from "./session-tree.js";
  * folds into it changes, so a snapshot made by an older fold is never used (it is stale, and the
  * load folds the log instead).
  */
-export const SESSION_FOLD_FORMAT = 2;
+export const SESSION_FOLD_FORMAT = 3;
 
 /** An `ApprovalDecision` without its `undefined` fields. */
 interface EncodedDecision {
@@ -45,6 +51,8 @@ export interface EncodedSessionFold {
   approvals: Array<[string, { toolName: string; args?: unknown; expiresAt?: number; decision?: EncodedDecision }]>;
   /** The session's approval rules (the last `approval_rules_set`). */
   approvalRules: ApprovalRule[];
+  /** `[hookDecisionKey, record]`, in the Map's order. */
+  hookDecisions: Array<[string, HookDecisionRecord]>;
   compaction: {
     id: string;
     reason: CompactionReason;
@@ -100,6 +108,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
     pendingWrites: state.pendingWrites,
     approvals: [...state.approvals].map(([id, r]) => [id, approvalRecord(r)]),
     approvalRules: state.approvalRules,
+    hookDecisions: [...state.hookDecisions],
     compaction: state.compaction,
     owner: state.owner,
     deleting: state.deleting,
@@ -185,6 +194,9 @@ const EncodedFold = z.object({
     ]),
   ),
   approvalRules: z.array(Json),
+  hookDecisions: z.array(
+    z.tuple([z.string(), z.object({ output: Json.optional(), outputRef: z.looseObject({}).optional() })]),
+  ),
   compaction: z
     .object({
       id: z.string(),
@@ -258,6 +270,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
     commands: new Map(e.commands.map(([id, type, outcome, events]) => [id, { type, outcome, events }])),
     pendingWrites: e.pendingWrites,
     approvalRules: e.approvalRules,
+    hookDecisions: new Map(e.hookDecisions),
     approvals: new Map(
       e.approvals.map(([id, r]) => [
         id,

@@ -3,7 +3,9 @@
 
 import type { ApprovalRule } from "../approval-rules.js";
 import type { StreamDelta } from "../assistant-stream.js";
+import type { BlobRef } from "../blob-ref.js";
 import type { CompactionReason, EventOf, FleetEvent, SessionWrite } from "../events.js";
+import { hookDecisionKey } from "../hook-decision.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AssistantMessage } from "../messages.js";
 import { AGENT_STATUS_EVENT_TYPES, type AgentStatus, applyAgentStatus, initialAgentStatus } from "./agent-state.js";
@@ -62,6 +64,12 @@ export interface ApprovalDecision {
   editedArgs?: unknown;
 }
 
+/** A named hook server's recorded answer (`hook_decision`): inline, or by reference in `fleet_blobs`. */
+export interface HookDecisionRecord {
+  output?: unknown;
+  outputRef?: BlobRef | undefined;
+}
+
 /**
  * A deletion in progress, from its command's `command_accepted` on: the command, and its
  * `session_deleting` tombstone once appended (`undefined` when a crash came between the two).
@@ -118,6 +126,11 @@ export interface SessionState {
   approvals: Map<string, ApprovalRecord>;
   /** The session's approval rules (the last `approval_rules_set`; empty: none). */
   approvalRules: ApprovalRule[];
+  /**
+   * The open (or last) run's `hook_decision`s by `hookDecisionKey`; cleared at `agent_start`, so it
+   * holds one run's decisions at most.
+   */
+  hookDecisions: Map<string, HookDecisionRecord>;
   compaction: OpenCompaction | null;
   /** The last `owner_change`. */
   owner: { workerId: string; epoch: number } | null;
@@ -140,6 +153,7 @@ export function initialSessionState(): SessionState {
     pendingWrites: [],
     approvals: new Map(),
     approvalRules: [],
+    hookDecisions: new Map(),
     compaction: null,
     owner: null,
     deleting: null,
@@ -163,6 +177,8 @@ const RECORD_EVENT_TYPES: readonly FleetEvent["type"][] = [
   "tool_approval_requested",
   "tool_approval_resolved",
   "approval_rules_set",
+  "hook_decision",
+  "agent_start",
   "compaction_start",
   "compaction",
   "compaction_end",
@@ -267,6 +283,19 @@ function foldRecords(state: SessionState, event: FleetEvent): void {
     case "approval_rules_set":
       state.approvalRules = event.rules;
       break;
+    case "agent_start":
+      if (state.hookDecisions.size > 0) state.hookDecisions = new Map();
+      break;
+    case "hook_decision": {
+      const key = hookDecisionKey(event.hook, event.server, event.inputHash);
+      if (!state.hookDecisions.has(key)) {
+        state.hookDecisions.set(
+          key,
+          event.outputRef !== undefined ? { outputRef: event.outputRef } : { output: event.output },
+        );
+      }
+      break;
+    }
     case "compaction_start":
       state.compaction = {
         id: event.meta.id,
@@ -311,6 +340,7 @@ export function copySessionState(state: SessionState): SessionState {
     cursor: copyRunCursor(state.cursor),
     commands: new Map([...state.commands].map(([id, record]) => [id, { ...record }])),
     approvals: new Map([...state.approvals].map(([id, record]) => [id, { ...record }])),
+    hookDecisions: new Map(state.hookDecisions),
     pendingWrites: state.pendingWrites.slice(),
     compaction: state.compaction ? { ...state.compaction } : null,
     deleting: state.deleting ? { ...state.deleting } : null,

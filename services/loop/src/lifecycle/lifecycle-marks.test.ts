@@ -94,7 +94,18 @@ describe("a session's blobs", () => {
         timestamp: 1,
       },
     });
+    for (const owner of ["s-1", "s-0"]) {
+      log.add({
+        type: "hook_decision",
+        hook: "transform_context",
+        server: "redact",
+        inputHash: "0".repeat(64),
+        turn: 1,
+        outputRef: ref(`hooks/${owner}/transform_context/redact/${"0".repeat(64)}`),
+      });
+    }
     expect([...sessionBlobNames("s-1", log.events)].sort()).toEqual([
+      `hooks/s-1/transform_context/redact/${"0".repeat(64)}`,
       "tool-output/s-1/t1/bash-output.txt",
       "tool-output/s-1/t2/read-x.png",
     ]);

@@ -6,9 +6,11 @@ import {
   foldSessionEvents,
   type SessionState,
   sessionConfigWith,
+  type UserMessage,
 } from "@fleet/protocol";
 import {
   assistantMessage,
+  CONFIG,
   createLogBuilder,
   type EventInput,
   SESSION_ID,
@@ -40,6 +42,17 @@ export const ONE_RUN: EventInput[] = [
   { type: "message_end", message: HI },
   { type: "turn_end", message: HI, toolResults: [] },
   { type: "agent_end", messages: [HELLO, HI] },
+];
+
+/** A session after `ONE_RUN` whose second run (command `c1`) is in its first turn, `user` delivered. */
+export const secondRunStarted = (user: UserMessage): EventInput[] => [
+  { type: "session_created", config: CONFIG },
+  ...ONE_RUN,
+  { type: "command_accepted", commandId: "c1", commandType: "prompt" },
+  { type: "agent_start" },
+  { type: "turn_start" },
+  { type: "message_start", message: user },
+  { type: "message_end", message: user },
 ];
 
 /** An event as a spec compares it: the wire event without `meta`. */
