@@ -85,6 +85,7 @@ export {
   DEFAULT_COMPACTION_SETTINGS,
   DEFAULT_SESSION_CONFIG,
   ModelRef,
+  parseModelName,
   QueueMode,
   SessionConfig,
   SessionConfigPatch,

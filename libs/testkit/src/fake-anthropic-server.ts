@@ -2,8 +2,6 @@
 
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { trackResource } from "./cleanup-registry.js";
 import { buildMessage, buildSseEvents, encodeSseEvent, errorBody, type SseEvent } from "./fake-anthropic-events.js";
 import {
   type FakeMessageReply,
@@ -13,9 +11,18 @@ import {
   type RecordedRequest,
   type RequestOutcome,
 } from "./fake-anthropic-types.js";
-
-const HOST = "127.0.0.1";
-const SECRET_HEADERS = new Set(["authorization", "x-api-key"]);
+import {
+  FAKE_HOST,
+  formatIssue,
+  listenFake,
+  parseJson,
+  publicHeaders,
+  readAuth,
+  readBody,
+  sendJson,
+  sleepUnlessClosed,
+  waitForChange,
+} from "./fake-http.js";
 
 /** Options of `startFakeAnthropic`. */
 export interface FakeAnthropicOptions {
@@ -59,7 +66,6 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
   const changes = new EventEmitter();
   changes.setMaxListeners(0);
   let fallback: FakeResponder | undefined;
-  let stopping = false;
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -93,7 +99,7 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
       changes.emit("change");
     };
     res.on("close", () =>
-      setOutcome(res.writableFinished ? "completed" : stopping ? "server_closed" : "client_closed"),
+      setOutcome(res.writableFinished ? "completed" : listening.isStopping() ? "server_closed" : "client_closed"),
     );
     res.setHeader("request-id", `req_fake_${record.index}`);
     changes.emit("change");
@@ -187,52 +193,13 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     res.end();
   };
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host: HOST, port: opts.port ?? 0 }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-
-  const stop = async (): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
-    untrack();
-  };
-  const untrack = trackResource({
-    label: `fake-anthropic :${port}`,
-    killSync: () => server.closeAllConnections(),
-    stop,
-  });
-
+  const listening = await listenFake(server, "fake-anthropic", opts.port);
+  const { port, stop } = listening;
   const waitFor = <T>(what: string, timeoutMs: number, probe: () => T | undefined): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const check = (): void => {
-        const value = probe();
-        if (value === undefined) return;
-        done();
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`fake-anthropic: timed out after ${timeoutMs} ms waiting for ${what}`));
-      }, timeoutMs);
-      timer.unref();
-      const done = (): void => {
-        clearTimeout(timer);
-        changes.off("change", check);
-      };
-      changes.on("change", check);
-      check();
-    });
+    waitForChange(changes, "fake-anthropic", what, timeoutMs, probe);
 
   return {
-    url: `http://${HOST}:${port}`,
+    url: `http://${FAKE_HOST}:${port}`,
     port,
     requests,
     script: (...replies) => {
@@ -255,69 +222,4 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     },
     stop,
   };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", () => resolve(Buffer.concat(chunks).toString("utf8")));
-  });
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function readAuth(req: IncomingMessage): Pick<RecordedRequest, "auth" | "apiKey"> {
-  const bearer = /^Bearer\s+(.*)$/i.exec(req.headers.authorization ?? "");
-  if (bearer !== null) return { auth: "bearer", apiKey: bearer[1]?.trim() };
-  const key = req.headers["x-api-key"];
-  if (typeof key === "string") return { auth: "x-api-key", apiKey: key };
-  return { auth: "none", apiKey: undefined };
-}
-
-function publicHeaders(req: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || SECRET_HEADERS.has(name)) continue;
-    headers[name] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  return headers;
-}
-
-function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Readonly<Record<string, string>> = {},
-): void {
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(payload),
-  });
-  res.end(payload);
-}
-
-function formatIssue(issue: { readonly path: readonly PropertyKey[]; readonly message: string }): string {
-  return `${issue.path.map(String).join(".") || "body"}: ${issue.message}`;
-}
-
-function sleepUnlessClosed(res: ServerResponse, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const finish = (): void => {
-      clearTimeout(timer);
-      res.off("close", finish);
-      resolve();
-    };
-    const timer = setTimeout(finish, ms);
-    res.once("close", finish);
-  });
 }
