@@ -22,6 +22,7 @@ export {
   encodeSseEvent,
   type ReplyContext,
   type SseEvent,
+  splitIntoChunks,
 } from "./fake-anthropic-events.js";
 export { type FakeAnthropic, type FakeAnthropicOptions, startFakeAnthropic } from "./fake-anthropic-server.js";
 export { type StatelessPlan, type StatelessToolUse, statelessResponder } from "./fake-anthropic-stateless.js";
