@@ -157,3 +157,51 @@ export async function listenFake(
   });
   return { port: bound, stop, isStopping: () => stopping };
 }
+
+/** How a scripted stream is written: pacing, a stall, an early error. */
+export interface StreamPlan {
+  /** Wait this long before writing each event after the first. */
+  readonly eventDelayMs?: number | undefined;
+  /** Write this many events, then nothing more, keeping the connection open (the client's abort or `stop()` closes it). */
+  readonly stallAfterEvents?: number | undefined;
+  /** Write this many events, then `text` (an encoded error event), then end the response. */
+  readonly errorAfter?: { readonly events: number; readonly text: string } | undefined;
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * Writes `events` (already encoded) as an SSE response following `plan`, counting each written event
+ * in `record.eventsWritten`; a complete stream ends with `tail`. Stops at once when the client goes away.
+ */
+export async function writeSseStream(
+  res: ServerResponse,
+  events: readonly string[],
+  plan: StreamPlan,
+  record: { eventsWritten: number },
+  tail = "",
+): Promise<void> {
+  res.writeHead(200, {
+    ...plan.headers,
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  res.flushHeaders();
+  for (let i = 0; i <= events.length; i++) {
+    if (res.destroyed) return;
+    if (plan.errorAfter !== undefined && i === plan.errorAfter.events) {
+      res.end(plan.errorAfter.text);
+      return;
+    }
+    if (i === plan.stallAfterEvents) return;
+    const event = events[i];
+    if (event === undefined) break;
+    if (i > 0 && plan.eventDelayMs !== undefined && plan.eventDelayMs > 0) {
+      await sleepUnlessClosed(res, plan.eventDelayMs);
+      if (res.destroyed) return;
+    }
+    res.write(event);
+    record.eventsWritten++;
+  }
+  res.end(tail);
+}
