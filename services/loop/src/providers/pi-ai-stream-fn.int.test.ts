@@ -11,7 +11,7 @@ import {
   startFakeOpenAI,
 } from "@fleet/testkit";
 import { getProviders } from "@mariozechner/pi-ai";
-import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createModelCatalog } from "./model-catalog.js";
 import { parseModelsJson } from "./models-json.js";
 import { createPiAiStreamFn } from "./pi-ai-stream-fn.js";
@@ -192,6 +192,34 @@ describe("pi-ai providers through Fleet's StreamFn, on the fake OpenAI server", 
     expect(catalog.info(OPENAI.model)).toMatchObject({ known: true, contextWindow: 128_000, price: { input: 0.15 } });
   });
 
+  it("Responses: a reasoning model's thinking level and its reasoning summary", async () => {
+    fake.script(
+      openAIReply([openAIReasoning("Plan: answer.", ["Plan: answer."]), openAIText("Done.")], {
+        usage: { reasoning: 7 },
+      }),
+    );
+    const reasoning: StreamOptions = { model: { provider: "openai", modelId: "gpt-5-mini" }, thinkingLevel: "low" };
+    const events = await collect(streamFn(ask("think"), reasoning));
+    expect(fake.requests[0]?.rawBody).toMatchObject({ reasoning: { effort: "low" } });
+    expect(events.map((e) => e.type)).toEqual([
+      "start",
+      "thinking_start",
+      "thinking_delta",
+      "thinking_end",
+      "text_start",
+      "text_delta",
+      "text_end",
+      "done",
+    ]);
+    const message = final(events);
+    expect(message.content[0]).toMatchObject({ type: "thinking", thinking: "Plan: answer." });
+    // the reasoning item travels back in the signature, for the next request
+    expect(JSON.parse((message.content[0] as { thinkingSignature: string }).thinkingSignature)).toMatchObject({
+      type: "reasoning",
+    });
+    expect(message.content[1]).toMatchObject({ type: "text", text: "Done." });
+  });
+
   // Events up to the first text delta: Chat Completions role chunk + delta; Responses created, item
   // added, part added + delta.
   for (const [label, options, firstDeltaEvents] of [
@@ -242,6 +270,7 @@ describe("pi-ai providers through Fleet's StreamFn, on the fake OpenAI server", 
       await collect(streamFn(ask("hi"), { ...LOCAL, model: { provider: "local", modelId: "nope" } })),
     );
     expect(unknown).toMatchObject({ stopReason: "error", errorMessage: "Unknown model: local/nope" });
+    vi.stubEnv("GEMINI_API_KEY", "");
     const noKey = final(
       await collect(streamFn(ask("hi"), { ...LOCAL, model: { provider: "google", modelId: "gemini-2.0-flash" } })),
     );
@@ -249,6 +278,7 @@ describe("pi-ai providers through Fleet's StreamFn, on the fake OpenAI server", 
       stopReason: "error",
       errorMessage: expect.stringContaining("No API key for provider google"),
     });
+    vi.unstubAllEnvs();
     expect(fake.requests).toHaveLength(0);
   });
 });
