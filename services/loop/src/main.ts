@@ -67,6 +67,8 @@ async function main() {
     ...(env.FLEET_TENANT ? { tenant: env.FLEET_TENANT } : {}),
   });
   const catalog = loadModelCatalog(env.FLEET_MODELS);
+  if (env.FLEET_MODELS)
+    logger.info({ evt: "models_loaded", file: env.FLEET_MODELS }, "FLEET_MODELS merged into pi-ai's models");
   const named = env.FLEET_DEFAULT_MODEL.includes("/") ? parseModelName(env.FLEET_DEFAULT_MODEL) : undefined;
   const provider = named?.provider ?? env.FLEET_PROVIDER ?? (env.ANTHROPIC_API_KEY ? "anthropic" : "scripted");
   if (provider === "scripted" && !env.FLEET_PROVIDER) {

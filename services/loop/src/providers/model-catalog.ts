@@ -28,7 +28,8 @@ export interface ModelCatalog {
   resolve(ref: ModelRef): ResolvedModel | undefined;
   /**
    * Limits and prices of `ref` (budgets, context window). `anthropic` models are Fleet's own
-   * table (its native client serves them); others pi-ai's or models.json's; unknown: zero price.
+   * table (its native client serves them, so models.json does not apply to them); others pi-ai's or
+   * models.json's; unknown: zero price.
    */
   info(ref: ModelRef): ModelInfo;
 }
@@ -86,9 +87,7 @@ export function createModelCatalog(
       return { model: found.model, apiKey, headers };
     },
     info(ref) {
-      if (ref.provider === "anthropic" && !providers.anthropic?.models?.some((m) => m.id === ref.modelId)) {
-        return getAnthropicModelInfo(ref.modelId);
-      }
+      if (ref.provider === "anthropic") return getAnthropicModelInfo(ref.modelId);
       const found = find(ref);
       if (!found) {
         return {
