@@ -1,10 +1,9 @@
 // Differential conformance: the same script through pi 0.73.1's Agent (faux provider) and through
-// Fleet's engine, whose LLM is the scripted provider, or the same steps served by the fake OpenAI
-// server through pi-ai's Chat Completions provider (the real `openai` SDK); event sequences and final
-// messages must match. Where Fleet differs on purpose (README §Differences), the test asserts Fleet's
-// documented behaviour and pi's.
-
-import { type FakeOpenAI, startFakeOpenAI } from "@fleet/testkit";
+// Fleet's engine, whose LLM is the scripted provider, or the same steps served by a fake server through
+// a real provider: Fleet's Anthropic client (@anthropic-ai/sdk) or pi-ai's Chat Completions provider
+// (the `openai` SDK). Event sequences and final messages must match. Where Fleet differs on purpose
+// (README §Differences), the test asserts Fleet's documented behaviour and pi's.
+import { type FakeAnthropic, type FakeOpenAI, startFakeAnthropic, startFakeOpenAI } from "@fleet/testkit";
 import {
   type AgentEvent,
   type AgentLoopConfig,
@@ -13,7 +12,12 @@ import {
 } from "@mariozechner/pi-agent-core";
 import { getProviders, registerFauxProvider } from "@mariozechner/pi-ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createModelCatalog, createPiAiStreamFn, parseModelsJson } from "../providers/index.js";
+import {
+  createAnthropicStreamFn,
+  createModelCatalog,
+  createPiAiStreamFn,
+  parseModelsJson,
+} from "../providers/index.js";
 import { createInProcessExecutor } from "./in-process-tools.js";
 import { agentLoop } from "./run-agent-loop.js";
 import { createScriptedProvider, type Sleep } from "./scripted-provider.js";
@@ -30,7 +34,7 @@ import {
   userText,
 } from "./testing/drivers.js";
 import { deferred, echoTool, recorder, sequentialIds, T0 } from "./testing/harness.js";
-import { servedByFakeOpenAI } from "./testing/served-llm.js";
+import { SERVED_ANTHROPIC_ERROR_TYPE, servedByFakeAnthropic, servedByFakeOpenAI } from "./testing/served-llm.js";
 import type { EngineEvent } from "./types.js";
 
 type Act = (d: Driver) => Promise<void>;
@@ -45,6 +49,8 @@ interface LlmPath {
   readonly name: string;
   llm?: ScenarioLlm;
   readonly sameUpdates: boolean;
+  /** The provider's wording of a scripted error text, undone before comparing. */
+  readonly errorPrefix?: string;
 }
 
 const SCRIPTED: LlmPath = { name: "scripted provider", sameUpdates: true };
@@ -64,8 +70,15 @@ async function both(options: () => ScenarioOptions, act: Act) {
     path.llm ? normalizeMessages(messages).map(withoutProviderIdentity) : normalizeMessages(messages);
   return {
     pi: { trace: pi.trace(), messages: normalize(pi.messages()) },
-    fleet: { trace: fleet.trace(), messages: normalize(fleet.messages()) },
+    fleet: { trace: fleet.trace(), messages: normalize(fleet.messages()).map(withoutErrorPrefix) },
   };
+}
+
+function withoutErrorPrefix(message: unknown): unknown {
+  const m = message as { errorMessage?: unknown };
+  const prefix = path.errorPrefix;
+  if (!prefix || typeof m.errorMessage !== "string" || !m.errorMessage.startsWith(prefix)) return message;
+  return { ...m, errorMessage: m.errorMessage.slice(prefix.length) };
 }
 
 function withoutProviderIdentity(message: unknown): unknown {
@@ -139,8 +152,29 @@ const realSleep: Sleep = (ms, signal) =>
     );
   });
 
+/** Every call went through `fake` and was answered. */
+function expectAllServed(fake: FakeAnthropic | FakeOpenAI): void {
+  expect(fake.requests.length).toBeGreaterThan(20);
+  expect(fake.requests.every((r) => r.outcome !== "pending")).toBe(true);
+  expect(fake.pendingReplies()).toBe(0);
+}
+
 const PATHS: readonly (LlmPath & { setup?: () => Promise<() => Promise<void>> })[] = [
   SCRIPTED,
+  {
+    name: "Anthropic provider (real SDK), fake server",
+    sameUpdates: true,
+    errorPrefix: `${SERVED_ANTHROPIC_ERROR_TYPE}: `,
+    async setup() {
+      const fake = await startFakeAnthropic({ apiKey: "sk-conformance" });
+      const streamFn = createAnthropicStreamFn({ apiKey: "sk-conformance", baseURL: fake.url, maxRetries: 0 });
+      this.llm = servedByFakeAnthropic(fake, streamFn, { provider: "anthropic", modelId: "claude-sonnet-5" });
+      return async () => {
+        expectAllServed(fake);
+        await fake.stop();
+      };
+    },
+  },
   {
     name: "OpenAI Chat Completions through pi-ai, fake server",
     sameUpdates: false,
@@ -163,10 +197,8 @@ const PATHS: readonly (LlmPath & { setup?: () => Promise<() => Promise<void>> })
       const streamFn = createPiAiStreamFn({ catalog: createModelCatalog(models.value, {}), maxRetries: 0 });
       this.llm = servedByFakeOpenAI(fake, streamFn, { provider: "fake", modelId: "conformance" });
       return async () => {
-        // every call of every scenario went through the fake, and was answered
-        expect(fake.requests.length).toBeGreaterThan(20);
-        expect(fake.requests.every((r) => r.api === "chat" && r.outcome !== "pending")).toBe(true);
-        expect(fake.pendingReplies()).toBe(0);
+        expectAllServed(fake);
+        expect(fake.requests.every((r) => r.api === "chat")).toBe(true);
         await fake.stop();
       };
     },
