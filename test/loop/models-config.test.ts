@@ -44,7 +44,10 @@ async function exitOf(loop: LoopProcess): Promise<number | null> {
 }
 
 describe("loop process / FLEET_MODELS and FLEET_DEFAULT_MODEL", () => {
-  it("a new session runs on the default model from models.json, with the key from the variable it names", async () => {
+  // Each loop is a tsx start-up of the real entry point: slow on a loaded machine.
+  it("a new session runs on the default model from models.json, with the key from the variable it names", {
+    timeout: 120_000,
+  }, async () => {
     const file = join(dir, "models.json");
     writeFileSync(
       file,
@@ -64,7 +67,7 @@ describe("loop process / FLEET_MODELS and FLEET_DEFAULT_MODEL", () => {
       { FLEET_MODELS: file, FLEET_DEFAULT_MODEL: "local/qwen-coder", LOCAL_MODEL_KEY: KEY },
       "loop-models-ok",
     );
-    await waitForLog(loop, "loop_started");
+    await waitForLog(loop, "loop_started", 45_000);
     fake.script(openAIReply("hello from the local model", { usage: { input: 100, output: 50 } }));
     const cmd = commander(nc);
     await cmd.send("models-1", { type: "prompt", text: "hi" });
@@ -88,7 +91,9 @@ describe("loop process / FLEET_MODELS and FLEET_DEFAULT_MODEL", () => {
     expect(loop.output()).not.toContain(KEY);
   });
 
-  it("an invalid models.json, or a default model nobody knows, exits 2 naming the problem", async () => {
+  it("an invalid models.json, or a default model nobody knows, exits 2 naming the problem", {
+    timeout: 120_000,
+  }, async () => {
     const bad = join(dir, "bad.json");
     writeFileSync(bad, JSON.stringify({ providers: { x: { api: "openai-completions", models: [{ id: "m" }] } } }));
     const invalid = loopWith({ FLEET_MODELS: bad, FLEET_DEFAULT_MODEL: "x/m" }, "loop-models-bad");
