@@ -63,6 +63,8 @@ export async function startTestWorker(opts: {
   sessionIdleMs?: number;
   /** Default: silent unless LOG_LEVEL says otherwise. */
   logger?: import("@fleet/runtime").Logger;
+  /** Context window and prices per model (`ModelCatalog.info`); default the loop's Anthropic table. */
+  modelInfo?: import("@fleet/loop").LoopWorkerOptions["modelInfo"];
 }): Promise<{ worker: LoopWorker; nc: NatsConnection }> {
   const workerId = opts.workerId ?? `loop-test-${newId().slice(-6)}`;
   const nc = await connectNats({ url: opts.url, name: workerId });
@@ -76,6 +78,7 @@ export async function startTestWorker(opts: {
     toolPickupMs: opts.toolPickupMs ?? 5_000,
     ...(opts.pluginHooks ? { pluginHooks: opts.pluginHooks } : {}),
     providers: opts.providers,
+    ...(opts.modelInfo ? { modelInfo: opts.modelInfo } : {}),
     settings: {
       coalesceMs: opts.coalesceMs ?? 0,
       coalesceDeltas: 64,

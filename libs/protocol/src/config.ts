@@ -6,6 +6,17 @@ import { ThinkingLevel } from "./messages.js";
 export const ModelRef = z.object({ provider: z.string().min(1), modelId: z.string().min(1) });
 export type ModelRef = z.infer<typeof ModelRef>;
 
+/**
+ * A model's name as people write it: `provider/modelId` (split at the first `/`, so
+ * `openrouter/anthropic/claude-sonnet-4` is provider `openrouter`), or a bare model id of `defaultProvider`.
+ */
+export function parseModelName(name: string, defaultProvider = "anthropic"): ModelRef {
+  const slash = name.indexOf("/");
+  return slash > 0
+    ? { provider: name.slice(0, slash), modelId: name.slice(slash + 1) }
+    : { provider: defaultProvider, modelId: name };
+}
+
 export const QueueMode = z.enum(["all", "one-at-a-time"]);
 export type QueueMode = z.infer<typeof QueueMode>;
 

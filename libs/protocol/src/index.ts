@@ -86,6 +86,7 @@ export {
   DEFAULT_COMPACTION_SETTINGS,
   DEFAULT_SESSION_CONFIG,
   ModelRef,
+  parseModelName,
   QueueMode,
   SessionConfig,
   SessionConfigPatch,

@@ -203,12 +203,17 @@ function blockText(block: FakeBlock): string {
   }
 }
 
-function checkedDeltas(full: string, deltas: readonly string[] | undefined, minPieces: number, what: string): string[] {
+/** `deltas` (checked to concatenate to `full`), else `full` split into default pieces. Throws on a mismatch. */
+export function checkedDeltas(
+  full: string,
+  deltas: readonly string[] | undefined,
+  minPieces: number,
+  what: string,
+  fake = "fake-anthropic",
+): string[] {
   if (deltas === undefined) return splitIntoChunks(full, DEFAULT_CHUNK_CHARS, minPieces);
   if (deltas.join("") !== full) {
-    throw new Error(
-      `fake-anthropic: ${what} deltas ${JSON.stringify(deltas)} do not concatenate to ${JSON.stringify(full)}`,
-    );
+    throw new Error(`${fake}: ${what} deltas ${JSON.stringify(deltas)} do not concatenate to ${JSON.stringify(full)}`);
   }
   return [...deltas];
 }

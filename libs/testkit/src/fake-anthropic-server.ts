@@ -1,21 +1,20 @@
 // A scripted fake of Anthropic's Messages API (POST /v1/messages) over node:http, streaming real SSE.
 
-import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { trackResource } from "./cleanup-registry.js";
 import { buildMessage, buildSseEvents, encodeSseEvent, errorBody, type SseEvent } from "./fake-anthropic-events.js";
+import { type FakeReply, MessagesRequestBody, type RecordedRequest } from "./fake-anthropic-types.js";
 import {
-  type FakeMessageReply,
-  type FakeReply,
-  type FakeResponder,
-  MessagesRequestBody,
-  type RecordedRequest,
-  type RequestOutcome,
-} from "./fake-anthropic-types.js";
-
-const HOST = "127.0.0.1";
-const SECRET_HEADERS = new Set(["authorization", "x-api-key"]);
+  FAKE_HOST,
+  formatIssue,
+  listenFake,
+  parseJson,
+  publicHeaders,
+  readAuth,
+  readBody,
+  sendJson,
+  writeSseStream,
+} from "./fake-http.js";
+import { createFakeScript, type FakeScriptControls } from "./fake-script.js";
 
 /** Options of `startFakeAnthropic`. */
 export interface FakeAnthropicOptions {
@@ -31,35 +30,16 @@ export interface FakeAnthropicOptions {
  * request index (so an unscripted call fails the test loudly).
  * Contract: `stop()` is idempotent and destroys open connections (a stalled stream ends as `server_closed`).
  */
-export interface FakeAnthropic {
+export interface FakeAnthropic extends FakeScriptControls<RecordedRequest, FakeReply> {
   /** `http://127.0.0.1:<port>`: pass as the SDK's `baseURL`. */
   readonly url: string;
   readonly port: number;
-  /** Every request in arrival order, including rejected ones (live array; `reset()` empties it). */
-  readonly requests: readonly RecordedRequest[];
-  /** Appends replies (or per-request responders) to the queue. */
-  script(...replies: readonly (FakeReply | FakeResponder)[]): void;
-  /** Sets (or clears) the responder used when the queue is empty. */
-  respondWith(responder: FakeResponder | undefined): void;
-  /** Number of scripted replies not yet consumed. */
-  pendingReplies(): number;
-  /** Resolves with request `index` once it has arrived; rejects after `timeoutMs` (default 5000). */
-  waitForRequest(index: number, timeoutMs?: number): Promise<RecordedRequest>;
-  /** Resolves once request `index`'s response has ended (completed or closed); rejects after `timeoutMs`. */
-  waitForOutcome(index: number, timeoutMs?: number): Promise<Exclude<RequestOutcome, "pending">>;
-  /** Clears the queue, the fallback responder and the recorded requests. */
-  reset(): void;
   stop(): Promise<void>;
 }
 
 /** Starts the fake on 127.0.0.1 and resolves once it is listening. */
 export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
-  const requests: RecordedRequest[] = [];
-  const queue: (FakeReply | FakeResponder)[] = [];
-  const changes = new EventEmitter();
-  changes.setMaxListeners(0);
-  let fallback: FakeResponder | undefined;
-  let stopping = false;
+  const script = createFakeScript<RecordedRequest, FakeReply>("fake-anthropic");
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -74,7 +54,7 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     const parsed = MessagesRequestBody.safeParse(rawBody);
     const { auth, apiKey } = readAuth(req);
     const record: RecordedRequest = {
-      index: requests.length,
+      index: script.nextIndex(),
       method: req.method ?? "",
       path: (req.url ?? "").split("?")[0] ?? "",
       headers: publicHeaders(req),
@@ -86,17 +66,8 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
       outcome: "pending",
       eventsWritten: 0,
     };
-    requests.push(record);
-    const setOutcome = (outcome: RequestOutcome): void => {
-      if (record.outcome !== "pending") return;
-      record.outcome = outcome;
-      changes.emit("change");
-    };
-    res.on("close", () =>
-      setOutcome(res.writableFinished ? "completed" : stopping ? "server_closed" : "client_closed"),
-    );
+    script.record(record, res, () => listening.isStopping());
     res.setHeader("request-id", `req_fake_${record.index}`);
-    changes.emit("change");
 
     if (record.method !== "POST" || record.path !== "/v1/messages") {
       return sendJson(
@@ -121,20 +92,9 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
       return sendJson(res, 400, errorBody("invalid_request_error", `fake-anthropic: ${detail}`));
     }
 
-    let reply: FakeReply;
-    try {
-      const next = queue.shift() ?? fallback;
-      if (next === undefined) {
-        return sendJson(
-          res,
-          500,
-          errorBody("api_error", `fake-anthropic: no scripted reply for request #${record.index}`),
-        );
-      }
-      reply = typeof next === "function" ? next(record) : next;
-    } catch (error) {
-      return sendJson(res, 500, errorBody("api_error", `fake-anthropic: responder threw: ${String(error)}`));
-    }
+    const next = script.answer(record);
+    if (!next.ok) return sendJson(res, 500, errorBody("api_error", next.error));
+    const reply = next.answer;
     if (reply.type === "http_error") {
       const headers = {
         ...reply.headers,
@@ -150,174 +110,20 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     } catch (error) {
       return sendJson(res, 500, errorBody("api_error", `fake-anthropic: invalid script: ${String(error)}`));
     }
-    await writeStream(res, reply, events, record);
-  };
-
-  const writeStream = async (
-    res: ServerResponse,
-    reply: FakeMessageReply,
-    events: readonly SseEvent[],
-    record: RecordedRequest,
-  ): Promise<void> => {
-    res.writeHead(200, {
-      ...reply.headers,
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-    });
-    res.flushHeaders();
-    const errorAt = reply.errorAfterEvents?.events;
-    for (let i = 0; i <= events.length; i++) {
-      if (res.destroyed) return;
-      if (i === errorAt && reply.errorAfterEvents !== undefined) {
-        const { errorType, message } = reply.errorAfterEvents;
-        res.end(encodeSseEvent({ event: "error", data: errorBody(errorType, message) }));
-        return;
-      }
-      if (i === reply.stallAfterEvents) return; // keep the connection open; client abort or stop() closes it
-      const event = events[i];
-      if (event === undefined) break;
-      if (i > 0 && reply.eventDelayMs !== undefined && reply.eventDelayMs > 0) {
-        await sleepUnlessClosed(res, reply.eventDelayMs);
-        if (res.destroyed) return;
-      }
-      res.write(encodeSseEvent(event));
-      record.eventsWritten++;
-    }
-    res.end();
-  };
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host: HOST, port: opts.port ?? 0 }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-
-  const stop = async (): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
-    untrack();
-  };
-  const untrack = trackResource({
-    label: `fake-anthropic :${port}`,
-    killSync: () => server.closeAllConnections(),
-    stop,
-  });
-
-  const waitFor = <T>(what: string, timeoutMs: number, probe: () => T | undefined): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const check = (): void => {
-        const value = probe();
-        if (value === undefined) return;
-        done();
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`fake-anthropic: timed out after ${timeoutMs} ms waiting for ${what}`));
-      }, timeoutMs);
-      timer.unref();
-      const done = (): void => {
-        clearTimeout(timer);
-        changes.off("change", check);
-      };
-      changes.on("change", check);
-      check();
-    });
-
-  return {
-    url: `http://${HOST}:${port}`,
-    port,
-    requests,
-    script: (...replies) => {
-      queue.push(...replies);
-    },
-    respondWith: (responder) => {
-      fallback = responder;
-    },
-    pendingReplies: () => queue.length,
-    waitForRequest: (index, timeoutMs = 5000) => waitFor(`request #${index}`, timeoutMs, () => requests[index]),
-    waitForOutcome: (index, timeoutMs = 5000) =>
-      waitFor(`the end of request #${index}`, timeoutMs, () => {
-        const outcome = requests[index]?.outcome;
-        return outcome === undefined || outcome === "pending" ? undefined : outcome;
-      }),
-    reset: () => {
-      queue.length = 0;
-      requests.length = 0;
-      fallback = undefined;
-    },
-    stop,
-  };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", () => resolve(Buffer.concat(chunks).toString("utf8")));
-  });
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function readAuth(req: IncomingMessage): Pick<RecordedRequest, "auth" | "apiKey"> {
-  const bearer = /^Bearer\s+(.*)$/i.exec(req.headers.authorization ?? "");
-  if (bearer !== null) return { auth: "bearer", apiKey: bearer[1]?.trim() };
-  const key = req.headers["x-api-key"];
-  if (typeof key === "string") return { auth: "x-api-key", apiKey: key };
-  return { auth: "none", apiKey: undefined };
-}
-
-function publicHeaders(req: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || SECRET_HEADERS.has(name)) continue;
-    headers[name] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  return headers;
-}
-
-function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Readonly<Record<string, string>> = {},
-): void {
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(payload),
-  });
-  res.end(payload);
-}
-
-function formatIssue(issue: { readonly path: readonly PropertyKey[]; readonly message: string }): string {
-  return `${issue.path.map(String).join(".") || "body"}: ${issue.message}`;
-}
-
-function sleepUnlessClosed(res: ServerResponse, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const finish = (): void => {
-      clearTimeout(timer);
-      res.off("close", finish);
-      resolve();
+    const { errorAfterEvents: error } = reply;
+    const errorAfter = error && {
+      events: error.events,
+      text: encodeSseEvent({ event: "error", data: errorBody(error.errorType, error.message) }),
     };
-    const timer = setTimeout(finish, ms);
-    res.once("close", finish);
-  });
+    await writeSseStream(res, events.map(encodeSseEvent), { ...reply, errorAfter }, record);
+  };
+
+  const listening = await listenFake(server, "fake-anthropic", opts.port);
+  const { port, stop } = listening;
+  return {
+    url: `http://${FAKE_HOST}:${port}`,
+    port,
+    ...script.controls,
+    stop,
+  };
 }

@@ -1,6 +1,9 @@
 // Scripted responses and recorded requests of the fake Anthropic Messages API.
 
 import { z } from "zod";
+import type { RequestOutcome } from "./fake-http.js";
+
+export type { RequestOutcome };
 
 /** Anthropic stop reasons (SDK 1.14 `StopReason`). */
 export type FakeStopReason =
@@ -87,17 +90,6 @@ export type FakeReply = FakeMessageReply | FakeHttpErrorReply;
 
 /** Chooses a reply from the recorded request (e.g. from `body.messages` or `body.tools`). */
 export type FakeResponder = (request: RecordedRequest) => FakeReply;
-
-/** How a request's response ended. */
-export type RequestOutcome =
-  /** Still writing, or stalled. */
-  | "pending"
-  /** The response was written completely. */
-  | "completed"
-  /** The client closed the connection before the response was complete (e.g. an AbortSignal). */
-  | "client_closed"
-  /** `stop()` destroyed the connection. */
-  | "server_closed";
 
 /** The parts of a Messages API request body the fake reads; other fields are kept as they came. */
 export const MessagesRequestBody = z.looseObject({

@@ -1,4 +1,5 @@
-// Public entry of @fleet/testkit: real nats-server / redis-server for tests, and a fake Anthropic API.
+// Public entry of @fleet/testkit: real nats-server / redis-server for tests, and fakes of the Anthropic
+// and OpenAI APIs.
 // vitest hooks live in the `@fleet/testkit/vitest` subpath.
 
 export { listRunningServers, stopAllServers } from "./cleanup-registry.js";
@@ -21,6 +22,7 @@ export {
   encodeSseEvent,
   type ReplyContext,
   type SseEvent,
+  splitIntoChunks,
 } from "./fake-anthropic-events.js";
 export { type FakeAnthropic, type FakeAnthropicOptions, startFakeAnthropic } from "./fake-anthropic-server.js";
 export { type StatelessPlan, type StatelessToolUse, statelessResponder } from "./fake-anthropic-stateless.js";
@@ -36,6 +38,28 @@ export {
   type RecordedRequest,
   type RequestOutcome,
 } from "./fake-anthropic-types.js";
+export {
+  openAIContextOverflow,
+  openAIHttpError,
+  openAIRateLimited,
+  openAIReasoning,
+  openAIReply,
+  openAIText,
+  openAIToolCall,
+} from "./fake-openai-builders.js";
+export { buildChatChunks, buildResponsesEvents, type OpenAIReplyContext } from "./fake-openai-events.js";
+export { type FakeOpenAI, type FakeOpenAIOptions, startFakeOpenAI } from "./fake-openai-server.js";
+export type {
+  FakeOpenAIAnswer,
+  FakeOpenAIApi,
+  FakeOpenAIBlock,
+  FakeOpenAIHttpError,
+  FakeOpenAIReply,
+  FakeOpenAIResponder,
+  FakeOpenAIUsage,
+  OpenAIRequestBody,
+  RecordedOpenAIRequest,
+} from "./fake-openai-types.js";
 export { findBinary } from "./find-binary.js";
 export { getFreePort } from "./free-port.js";
 export { type NatsCluster, type NatsClusterNode, type NatsClusterOptions, startNatsCluster } from "./nats-cluster.js";

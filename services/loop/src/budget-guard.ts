@@ -7,6 +7,7 @@ import {
   budgetExceededMessage,
   emptySpend,
   estimateContextTokens,
+  type ModelRef,
   type Spend,
   spendOfUsage,
   type Usage,
@@ -14,7 +15,7 @@ import {
 import { finishedContent, syntheticAssistant } from "./engine/messages.js";
 import { applyDeltaInPlace } from "./engine/stream-assistant.js";
 import type { StreamFn, StreamOptions } from "./engine/types.js";
-import { computeCost, getModelInfo } from "./providers/index.js";
+import { computeCost, getModelInfo, type ModelPrice } from "./providers/index.js";
 
 /** When the guard stopped a call: before calling the provider, or while the message streamed. */
 export type BudgetStop = "start" | "stream";
@@ -38,7 +39,7 @@ export interface BudgetGuard {
  * `streamFn` under a budget. Output tokens are estimated as pi estimates them (chars/4 of the
  * streamed text, thinking and tool-call JSON); input tokens are the provider's count when its
  * `start` carries one, else pi's estimate of the request (the context's last usage plus chars/4 of
- * the rest, plus the system prompt); cost is priced from the model's table (`computeCost`). The exact usage of a message that ends
+ * the rest, plus the system prompt); cost is priced at `priceOf` the call's model (default Fleet's Anthropic table). The exact usage of a message that ends
  * normally is the provider's, and the log's fold counts that one.
  *
  * When a budget is reached the provider's stream is aborted and the call ends with a terminal
@@ -47,8 +48,13 @@ export interface BudgetGuard {
  * A budget already reached before the call ends it the same way without calling the provider.
  * Contract: never throws (the provider's own contract aside).
  */
-export function guardBudget(streamFn: StreamFn, guard: BudgetGuard, now: () => number): StreamFn {
-  return (context, options, signal) => guarded(streamFn, context, options, signal, guard, now);
+export function guardBudget(
+  streamFn: StreamFn,
+  guard: BudgetGuard,
+  now: () => number,
+  priceOf: (model: ModelRef) => ModelPrice = (model) => getModelInfo(model.modelId).price,
+): StreamFn {
+  return (context, options, signal) => guarded(streamFn, context, options, signal, guard, now, priceOf);
 }
 
 async function* guarded(
@@ -58,6 +64,7 @@ async function* guarded(
   signal: AbortSignal | undefined,
   guard: BudgetGuard,
   now: () => number,
+  priceOf: (model: ModelRef) => ModelPrice,
 ): AsyncGenerator<AssistantStreamEvent> {
   const inputEstimate = estimateContextTokens(context.messages).tokens + Math.ceil(context.systemPrompt.length / 4);
   const before = guard.check({ ...emptySpend(), inputTokens: inputEstimate, totalTokens: inputEstimate });
@@ -66,7 +73,7 @@ async function* guarded(
     yield stopped(syntheticAssistant(options.model, "error", "", now()), before);
     return;
   }
-  const price = getModelInfo(options.model.modelId).price;
+  const price = priceOf(options.model);
   const abort = new AbortController();
   const forward = () => abort.abort(signal?.reason);
   if (signal?.aborted) forward();

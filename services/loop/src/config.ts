@@ -35,8 +35,12 @@ export const LoopEnv = z.object({
     }),
   FLEET_TOOL_TIMEOUT_MS: envInt(180_000, 1, 86_400_000),
   FLEET_TOOL_PICKUP_MS: envInt(30_000, 1, 86_400_000),
-  FLEET_PROVIDER: z.enum(["anthropic", "scripted"]).optional(),
+  /** The provider of a bare FLEET_DEFAULT_MODEL: `anthropic`, `scripted`, or any pi-ai / models.json provider. */
+  FLEET_PROVIDER: z.string().min(1).optional(),
+  /** The default model: `provider/modelId`, or a model id of FLEET_PROVIDER. */
   FLEET_DEFAULT_MODEL: envString("claude-sonnet-5"),
+  /** pi's models.json: custom providers and models beside pi-ai's built-in ones (keys from the environment). */
+  FLEET_MODELS: envString(""),
   FLEET_SYSTEM_PROMPT: envString("You are a helpful coding assistant. Use the tools to inspect and change files."),
   FLEET_SCRIPT: envString(""),
   FLEET_PLUGINS: envString(""),

@@ -18,7 +18,14 @@ export {
   type LoopWorkerOptions,
   startLoopWorker,
 } from "./loop-worker.js";
-export { createAnthropicStreamFn } from "./providers/index.js";
+export {
+  createAnthropicStreamFn,
+  createModelCatalog,
+  createPiAiStreamFn,
+  type ModelCatalog,
+  parseModelsJson,
+  piAiProviders,
+} from "./providers/index.js";
 export { createScriptedStreamFn } from "./scripted-stream-fn.js";
 export type { ActorSettings } from "./session-actor.js";
 export { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";

@@ -28,7 +28,7 @@ import { createOpenWorkIndex } from "./open-work/open-work-index.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import type { RunTraceSink } from "./run-trace-sink.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
-import { type ActorSettings, SessionActor } from "./session-actor.js";
+import { type ActorDeps, type ActorSettings, SessionActor } from "./session-actor.js";
 import type { SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
 import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
@@ -52,6 +52,8 @@ export interface LoopWorkerOptions {
   /** See ToolDispatcher: a call no runner claimed within this long fails. Default 30 s. */
   toolPickupMs?: number;
   providers: Readonly<Record<string, StreamFn>>;
+  /** Context window and prices of a model (`ModelCatalog.info`); default Fleet's Anthropic table. */
+  modelInfo?: ActorDeps["modelInfo"];
   pluginHooks?: readonly EngineHooks[];
   settings: Omit<ActorSettings, "defaults"> & { defaults: SessionConfig };
   logger: Logger;
@@ -227,6 +229,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         now,
         newId: opts.newId,
         providers: opts.providers,
+        ...(opts.modelInfo ? { modelInfo: opts.modelInfo } : {}),
         dispatcher,
         registry: tools,
         pluginHooks: opts.pluginHooks ?? [],

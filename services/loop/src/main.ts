@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { sessionConfigWith } from "@fleet/protocol";
+import { parseModelName, sessionConfigWith } from "@fleet/protocol";
 import {
   applyTopology,
   checkServerAtStartup,
@@ -16,13 +16,20 @@ import {
   startOpsServer,
   topologyFromEnv,
 } from "@fleet/runtime";
+import { getProviders } from "@mariozechner/pi-ai";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Registry } from "prom-client";
 import { LoopEnv } from "./config.js";
 import { parseScript, type StreamFn } from "./engine/index.js";
 import { loadPluginHooks } from "./hooks.js";
 import { startLoopWorker } from "./loop-worker.js";
-import { createAnthropicStreamFn } from "./providers/index.js";
+import {
+  createAnthropicStreamFn,
+  createModelCatalog,
+  type ModelCatalog,
+  parseModelsJson,
+  piAiProviders,
+} from "./providers/index.js";
 import { createRunTraceSink } from "./run-trace-sink.js";
 import { createScriptedStreamFn, realSleep } from "./scripted-stream-fn.js";
 
@@ -34,6 +41,24 @@ const FALLBACK_SCRIPT = JSON.stringify({
   ],
 });
 
+/** pi-ai's models with FLEET_MODELS (pi's models.json) merged in; exits on a file it cannot use. */
+function loadModelCatalog(path: string): ModelCatalog {
+  if (!path) return createModelCatalog(undefined, process.env);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    process.stderr.write(`fleet-loop: cannot read FLEET_MODELS ${path}: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  const parsed = parseModelsJson(text, new Set(getProviders()));
+  if (!parsed.ok) {
+    process.stderr.write(`fleet-loop: FLEET_MODELS ${path}: ${parsed.error}\n`);
+    process.exit(2);
+  }
+  return createModelCatalog(parsed.value, process.env);
+}
+
 async function main() {
   const env = loadEnvOrExit("fleet-loop", LoopEnv);
   const workerId = env.FLEET_WORKER_ID || `loop-${hostname()}-${process.pid}`;
@@ -41,12 +66,27 @@ async function main() {
     workerId,
     ...(env.FLEET_TENANT ? { tenant: env.FLEET_TENANT } : {}),
   });
-  const provider = env.FLEET_PROVIDER ?? (env.ANTHROPIC_API_KEY ? "anthropic" : "scripted");
+  const catalog = loadModelCatalog(env.FLEET_MODELS);
+  if (env.FLEET_MODELS)
+    logger.info({ evt: "models_loaded", file: env.FLEET_MODELS }, "FLEET_MODELS merged into pi-ai's models");
+  const named = env.FLEET_DEFAULT_MODEL.includes("/") ? parseModelName(env.FLEET_DEFAULT_MODEL) : undefined;
+  const provider = named?.provider ?? env.FLEET_PROVIDER ?? (env.ANTHROPIC_API_KEY ? "anthropic" : "scripted");
   if (provider === "scripted" && !env.FLEET_PROVIDER) {
     logger.warn("ANTHROPIC_API_KEY is not set: using the offline scripted model");
   }
+  const defaultModel = {
+    provider,
+    modelId: provider === "scripted" ? "scripted-demo" : (named?.modelId ?? env.FLEET_DEFAULT_MODEL),
+  };
+  if (provider !== "anthropic" && provider !== "scripted" && !catalog.resolve(defaultModel)) {
+    process.stderr.write(
+      `fleet-loop: FLEET_DEFAULT_MODEL ${provider}/${defaultModel.modelId} is neither a pi-ai model nor in FLEET_MODELS\n`,
+    );
+    process.exit(2);
+  }
 
   const providers: Record<string, StreamFn> = {
+    ...piAiProviders({ catalog }),
     anthropic: createAnthropicStreamFn({
       ...(env.ANTHROPIC_API_KEY ? { apiKey: env.ANTHROPIC_API_KEY } : {}),
       ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
@@ -108,6 +148,7 @@ async function main() {
     snapshotEvery: env.FLEET_SNAPSHOT_EVERY,
     toolPickupMs: env.FLEET_TOOL_PICKUP_MS,
     providers,
+    modelInfo: (model) => catalog.info(model),
     pluginHooks,
     settings: {
       coalesceMs: env.FLEET_COALESCE_MS,
@@ -125,7 +166,7 @@ async function main() {
           .filter(Boolean),
       ),
       defaults: sessionConfigWith({
-        model: { provider, modelId: provider === "scripted" ? "scripted-demo" : env.FLEET_DEFAULT_MODEL },
+        model: defaultModel,
         systemPrompt: env.FLEET_SYSTEM_PROMPT,
       }),
     },

@@ -12,6 +12,7 @@ import {
   foldSessionTreeEvents,
   foldTraceCursor,
   getBranch,
+  type ModelRef,
   parseArchive,
   partitionOf,
   prepareCompaction,
@@ -80,7 +81,7 @@ import type { OpenWorkIndex } from "./open-work/open-work-index.js";
 import { createSessionIndexEntry, type SessionIndexEntry } from "./open-work/session-index-entry.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
-import { getModelInfo } from "./providers/models.js";
+import { getModelInfo, type ModelInfo } from "./providers/models.js";
 import { resolvingBlobs } from "./resolving-blobs.js";
 import type { RunTraceSink } from "./run-trace-sink.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
@@ -134,8 +135,10 @@ export interface ActorDeps {
   writeGate?: () => boolean | Promise<boolean>;
   now: () => number;
   newId: () => string;
-  /** LLM port per provider name (`anthropic`, `scripted`). */
+  /** LLM port per provider name (`anthropic`, `scripted`, pi-ai's providers). */
   providers: Readonly<Record<string, StreamFn>>;
+  /** Context window and prices of a model (`ModelCatalog.info`); default Fleet's Anthropic table. */
+  modelInfo?: (model: ModelRef) => ModelInfo;
   dispatcher: ToolDispatcher;
   registry: ToolRegistry;
   pluginHooks: readonly EngineHooks[];
@@ -742,7 +745,7 @@ export class SessionActor {
       session: this.state,
       tools: this.toolDefinitions(),
       hooks,
-      contextWindow: (model) => getModelInfo(model.modelId).contextWindow,
+      contextWindow: (model) => this.modelInfo(model).contextWindow,
       ports: {
         now: deps.now,
         newId: deps.newId,
@@ -754,6 +757,7 @@ export class SessionActor {
             ),
           this.budget.guard,
           deps.now,
+          (model) => this.modelInfo(model).price,
         ),
         executeTool: (call, signal, onUpdate) => this.executeTool(call, signal, onUpdate),
       },
@@ -827,6 +831,10 @@ export class SessionActor {
     const traceparent = root && toolTraceparent(this.traceCursor, root.runId, toolCallId);
     if (!traceparent) return {};
     return { traceparent, ...(root.tracestate ? { tracestate: root.tracestate } : {}) };
+  }
+
+  private modelInfo(model: ModelRef): ModelInfo {
+    return this.deps.modelInfo?.(model) ?? getModelInfo(model.modelId);
   }
 
   /** The LLM port for `provider`; content by reference in the context is resolved first. */

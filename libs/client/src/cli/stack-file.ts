@@ -12,7 +12,8 @@ export const StackFile = z.object({
   startedAt: z.number().int(),
   workspace: z.string(),
   dataDir: z.string(),
-  provider: z.enum(["anthropic", "scripted"]),
+  /** `anthropic`, `scripted`, or a pi-ai / FLEET_MODELS provider. */
+  provider: z.string().min(1),
   /** `http://<host>:<port>` of the HTTP gateway, when `fleet up` started one. */
   gatewayUrl: z.string().nullable().optional(),
   /** `fleet up --secure`: the gateway's tokens file and the folder of the creds files. */

@@ -1,5 +1,5 @@
 // The answer of a run as an MCP client sees it: the last assistant message of its `agent_end` (pure).
-import type { AgentMessage } from "@fleet/protocol";
+import { type AgentMessage, parseModelName } from "@fleet/protocol";
 
 export interface FinalAnswer {
   /** The text blocks of the run's last assistant message, joined by blank lines ("" when it had none). */
@@ -29,8 +29,5 @@ export function decideFinalAnswer(messages: readonly AgentMessage[]): FinalAnswe
 
 /** `provider/modelId`, or a bare model id of the default provider (`anthropic`). */
 export function parseModelArg(model: string): { provider: string; modelId: string } {
-  const slash = model.indexOf("/");
-  return slash > 0
-    ? { provider: model.slice(0, slash), modelId: model.slice(slash + 1) }
-    : { provider: "anthropic", modelId: model };
+  return parseModelName(model);
 }

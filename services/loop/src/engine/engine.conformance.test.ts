@@ -1,14 +1,23 @@
 // Differential conformance: the same script through pi 0.73.1's Agent (faux provider) and through
-// Fleet's engine (scripted provider); event sequences and final messages must match. Where Fleet
-// differs on purpose (README §Differences), the test asserts Fleet's documented behaviour and pi's.
+// Fleet's engine, whose LLM is the scripted provider, or the same steps served by a fake server through
+// a real provider: Fleet's Anthropic client (@anthropic-ai/sdk) or pi-ai's Chat Completions provider
+// (the `openai` SDK). Event sequences and final messages must match. Where Fleet differs on purpose
+// (README §Differences), the test asserts Fleet's documented behaviour and pi's.
+import { type FakeAnthropic, type FakeOpenAI, startFakeAnthropic, startFakeOpenAI } from "@fleet/testkit";
 import {
   type AgentEvent,
   type AgentLoopConfig,
   type AgentMessage as PiAgentMessage,
   runAgentLoop,
 } from "@mariozechner/pi-agent-core";
-import { registerFauxProvider } from "@mariozechner/pi-ai";
-import { describe, expect, it } from "vitest";
+import { getProviders, registerFauxProvider } from "@mariozechner/pi-ai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createAnthropicStreamFn,
+  createModelCatalog,
+  createPiAiStreamFn,
+  parseModelsJson,
+} from "../providers/index.js";
 import { createInProcessExecutor } from "./in-process-tools.js";
 import { agentLoop } from "./run-agent-loop.js";
 import { createScriptedProvider, type Sleep } from "./scripted-provider.js";
@@ -19,14 +28,33 @@ import {
   fleetDriver,
   normalizeMessages,
   piDriver,
+  type ScenarioLlm,
   type ScenarioOptions,
   type ScenarioTool,
   userText,
 } from "./testing/drivers.js";
 import { deferred, echoTool, recorder, sequentialIds, T0 } from "./testing/harness.js";
+import { SERVED_ANTHROPIC_ERROR_TYPE, servedByFakeAnthropic, servedByFakeOpenAI } from "./testing/served-llm.js";
 import type { EngineEvent } from "./types.js";
 
 type Act = (d: Driver) => Promise<void>;
+
+/**
+ * Where Fleet's LLM calls go. `llm` absent: the scripted provider. A provider path compares the
+ * messages without the provider's identity (api, provider, model, response id, signatures) and, when
+ * `sameUpdates` is false, the traces without `message_update` lines: pi-ai's Chat Completions provider
+ * ends every block at the end of the message and streams a tool call's name before its arguments.
+ */
+interface LlmPath {
+  readonly name: string;
+  llm?: ScenarioLlm;
+  readonly sameUpdates: boolean;
+  /** The provider's wording of a scripted error text, undone before comparing. */
+  readonly errorPrefix?: string;
+}
+
+const SCRIPTED: LlmPath = { name: "scripted provider", sameUpdates: true };
+let path: LlmPath = SCRIPTED;
 
 /** Runs the scenario on both sides; returns both traces and normalised final messages. */
 async function both(options: () => ScenarioOptions, act: Act) {
@@ -36,17 +64,38 @@ async function both(options: () => ScenarioOptions, act: Act) {
   } finally {
     pi.dispose();
   }
-  const fleet = fleetDriver(options());
+  const fleet = fleetDriver(options(), path.llm);
   await act(fleet);
+  const normalize = (messages: unknown[]) =>
+    path.llm ? normalizeMessages(messages).map(withoutProviderIdentity) : normalizeMessages(messages);
   return {
-    pi: { trace: pi.trace(), messages: normalizeMessages(pi.messages()) },
-    fleet: { trace: fleet.trace(), messages: normalizeMessages(fleet.messages()) },
+    pi: { trace: pi.trace(), messages: normalize(pi.messages()) },
+    fleet: { trace: fleet.trace(), messages: normalize(fleet.messages()).map(withoutErrorPrefix) },
   };
+}
+
+function withoutErrorPrefix(message: unknown): unknown {
+  const m = message as { errorMessage?: unknown };
+  const prefix = path.errorPrefix;
+  if (!prefix || typeof m.errorMessage !== "string" || !m.errorMessage.startsWith(prefix)) return message;
+  return { ...m, errorMessage: m.errorMessage.slice(prefix.length) };
+}
+
+function withoutProviderIdentity(message: unknown): unknown {
+  const m = message as Record<string, unknown>;
+  if (m.role !== "assistant") return m;
+  const { api: _a, provider: _p, model: _m, responseId: _r, responseModel: _rm, ...rest } = m;
+  const content = (rest.content as Record<string, unknown>[]).map(
+    ({ thinkingSignature: _t, textSignature: _x, ...block }) => block,
+  );
+  return { ...rest, content };
 }
 
 async function expectConformant(options: () => ScenarioOptions, act: Act, fixture?: string[]) {
   const { pi, fleet } = await both(options, act);
-  expect(fleet.trace).toEqual(pi.trace);
+  const comparable = (trace: string[]) =>
+    path.sameUpdates ? trace : trace.filter((l) => !l.startsWith("message_update"));
+  expect(comparable(fleet.trace)).toEqual(comparable(pi.trace));
   expect(fleet.messages).toEqual(pi.messages);
   if (fixture) expect(pi.trace.filter((l) => !l.startsWith("message_update"))).toEqual(fixture);
   return { pi, fleet };
@@ -103,7 +152,70 @@ const realSleep: Sleep = (ms, signal) =>
     );
   });
 
-describe("conformance with pi 0.73.1", () => {
+/** Every call went through `fake` and was answered. */
+function expectAllServed(fake: FakeAnthropic | FakeOpenAI): void {
+  expect(fake.requests.length).toBeGreaterThan(20);
+  expect(fake.requests.every((r) => r.outcome !== "pending")).toBe(true);
+  expect(fake.pendingReplies()).toBe(0);
+}
+
+const PATHS: readonly (LlmPath & { setup?: () => Promise<() => Promise<void>> })[] = [
+  SCRIPTED,
+  {
+    name: "Anthropic provider (real SDK), fake server",
+    sameUpdates: true,
+    errorPrefix: `${SERVED_ANTHROPIC_ERROR_TYPE}: `,
+    async setup() {
+      const fake = await startFakeAnthropic({ apiKey: "sk-conformance" });
+      const streamFn = createAnthropicStreamFn({ apiKey: "sk-conformance", baseURL: fake.url, maxRetries: 0 });
+      this.llm = servedByFakeAnthropic(fake, streamFn, { provider: "anthropic", modelId: "claude-sonnet-5" });
+      return async () => {
+        expectAllServed(fake);
+        await fake.stop();
+      };
+    },
+  },
+  {
+    name: "OpenAI Chat Completions through pi-ai, fake server",
+    sameUpdates: false,
+    async setup() {
+      const fake: FakeOpenAI = await startFakeOpenAI({ apiKey: "sk-conformance" });
+      const models = parseModelsJson(
+        JSON.stringify({
+          providers: {
+            fake: {
+              baseUrl: fake.url,
+              api: "openai-completions",
+              apiKey: "sk-conformance",
+              models: [{ id: "conformance" }],
+            },
+          },
+        }),
+        new Set(getProviders()),
+      );
+      if (!models.ok) throw new Error(models.error);
+      const streamFn = createPiAiStreamFn({ catalog: createModelCatalog(models.value, {}), maxRetries: 0 });
+      this.llm = servedByFakeOpenAI(fake, streamFn, { provider: "fake", modelId: "conformance" });
+      return async () => {
+        expectAllServed(fake);
+        expect(fake.requests.every((r) => r.api === "chat")).toBe(true);
+        await fake.stop();
+      };
+    },
+  },
+];
+
+describe.each(PATHS)("conformance with pi 0.73.1 (Fleet on the $name)", (llmPath) => {
+  let teardown: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    teardown = await llmPath.setup?.();
+    path = llmPath;
+  });
+  afterAll(async () => {
+    path = SCRIPTED;
+    await teardown?.();
+  });
+
   it("plain prompt", async () => {
     await expectConformant(() => ({ steps: [{ text: "Hello there" }] }), prompt("hi"), [
       "agent_start",

@@ -1,7 +1,7 @@
 // `fleet chat [sessionId]`: an interactive session in the terminal.
 import { writeFileSync } from "node:fs";
 import { createInterface, type Interface } from "node:readline";
-import { ThinkingLevel } from "@fleet/protocol";
+import { parseModelName, ThinkingLevel } from "@fleet/protocol";
 import { type FleetClient, isFleetError, type SessionView } from "../../index.js";
 import { emptySessionView, foldSessionView } from "../../session-view.js";
 import { CLEAR_LINE, type Style } from "../ansi.js";
@@ -227,8 +227,7 @@ class ChatSession {
             print(`model: ${m ? `${m.provider}/${m.modelId}` : "(default)"}`);
             break;
           }
-          const [provider, modelId] = arg.includes("/") ? (arg.split("/", 2) as [string, string]) : ["anthropic", arg];
-          await c.setModel(sessionId, { provider, modelId });
+          await c.setModel(sessionId, parseModelName(arg));
           break;
         }
         case "thinking": {

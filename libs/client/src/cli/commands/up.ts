@@ -1,7 +1,7 @@
 // `fleet up`: the whole stack in the foreground until SIGINT/SIGTERM; never prompts.
 import { existsSync, mkdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { DEFAULT_PARTITIONS, type FleetRole, userOf } from "@fleet/protocol";
+import { DEFAULT_PARTITIONS, type FleetRole, parseModelName, userOf } from "@fleet/protocol";
 import { applyTopology, connectFleet, connectNats, NATS_AUTH_ENV } from "@fleet/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -190,6 +190,7 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
         ...unit.env,
       };
       if (unit.service === "loop") Object.assign(env, provider.env);
+      if (unit.service === "loop" && io.env.FLEET_MODELS) env.FLEET_MODELS = resolve(io.cwd, io.env.FLEET_MODELS);
       if (unit.service === "tools") {
         env.FLEET_WORKSPACE = workspace;
         env.FLEET_WORKSPACE_MODE = io.env.FLEET_WORKSPACE_MODE ?? "shared";
@@ -336,15 +337,20 @@ function serverPids(servers: LocalServer[]) {
 }
 
 interface ProviderChoice {
-  name: "anthropic" | "scripted";
+  /** `anthropic`, `scripted`, or a provider pi-ai serves (its registry's, or FLEET_MODELS'). */
+  name: string;
   env: NodeJS.ProcessEnv;
   describe: string;
   notice?: string;
 }
 
-/** FLEET_PROVIDER wins; else Claude when ANTHROPIC_API_KEY is set; else the scripted demo. */
+/**
+ * The provider of a `provider/modelId` FLEET_DEFAULT_MODEL wins, then FLEET_PROVIDER; else Claude when
+ * ANTHROPIC_API_KEY is set; else the scripted demo. Any other provider is pi-ai's (the loop checks the model).
+ */
 export function chooseProvider(env: NodeJS.ProcessEnv): ProviderChoice {
-  const explicit = env.FLEET_PROVIDER;
+  const named = env.FLEET_DEFAULT_MODEL?.includes("/") ? parseModelName(env.FLEET_DEFAULT_MODEL) : undefined;
+  const explicit = named?.provider ?? env.FLEET_PROVIDER;
   if (explicit === "anthropic" || (explicit === undefined && env.ANTHROPIC_API_KEY)) {
     if (!env.ANTHROPIC_API_KEY) throw new CliError("FLEET_PROVIDER=anthropic needs ANTHROPIC_API_KEY");
     return {
@@ -354,7 +360,12 @@ export function chooseProvider(env: NodeJS.ProcessEnv): ProviderChoice {
     };
   }
   if (explicit !== undefined && explicit !== "scripted") {
-    throw new CliError(`FLEET_PROVIDER must be anthropic or scripted (got ${JSON.stringify(explicit)})`);
+    const model = named?.modelId ?? env.FLEET_DEFAULT_MODEL ?? "the loop's default model";
+    return {
+      name: explicit,
+      env: { FLEET_PROVIDER: explicit },
+      describe: `${explicit}/${model} (pi-ai${env.FLEET_MODELS ? `, models from ${env.FLEET_MODELS}` : ""})`,
+    };
   }
   const script = env.FLEET_SCRIPT || DEMO_SCRIPT;
   return {

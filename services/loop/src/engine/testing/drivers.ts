@@ -37,6 +37,12 @@ export interface ScenarioOptions {
   scriptedOnBothSides?: { tokensPerSecond: number; chunkChars: number; sleep: Sleep };
 }
 
+/** Fleet's LLM port for a scenario: it serves `steps` in order, streamed at `scripted`'s rate when given. */
+export type ScenarioLlm = (
+  steps: readonly ScriptTurnInput[],
+  scripted?: ScenarioOptions["scriptedOnBothSides"],
+) => StreamFn;
+
 /** What a scenario's script does with either side. */
 export interface Driver {
   readonly side: "pi" | "fleet";
@@ -246,11 +252,16 @@ function comparablePi(event: AgentEvent): ComparableEvent {
   }
 }
 
-export function fleetDriver(options: ScenarioOptions): Driver & { provider: ScriptedProvider } {
+/**
+ * Fleet's side. `llm`, when given, makes the LLM port serving the scenario's steps (e.g. through a
+ * real provider against a fake server) in place of the scripted provider.
+ */
+export function fleetDriver(options: ScenarioOptions, llm?: ScenarioLlm): Driver & { provider: ScriptedProvider } {
   const listeners: ((e: ComparableEvent) => void | Promise<void>)[] = [];
   const trace: string[] = [];
   const scripted = options.scriptedOnBothSides;
   const t = testEngine({
+    ...(llm ? { streamFn: llm(options.steps, scripted) } : {}),
     steps: options.steps,
     tools: (options.tools ?? []).map((x) => x.def),
     handlers: Object.fromEntries((options.tools ?? []).map((x) => [x.def.name, (a, s, u, id) => x.run(a, s, u, id)])),

@@ -13,7 +13,7 @@ import {
 import { createInProcessExecutor, type ToolHandler } from "../in-process-tools.js";
 import { createScriptedProvider, type ScriptedProvider, type ScriptStep, type Sleep } from "../scripted-provider.js";
 import { SessionEngine, type SessionEngineOptions } from "../session-engine.js";
-import type { Emit, EngineEvent, EnginePorts, ToolDefinition } from "../types.js";
+import type { Emit, EngineEvent, EnginePorts, StreamFn, ToolDefinition } from "../types.js";
 
 export const T0 = 1_000;
 
@@ -264,6 +264,8 @@ export function testEngine(options: {
   session?: SessionState;
   /** Wraps the recorder's emit (e.g. to make the port fail). */
   wrapEmit?: (emit: Emit) => Emit;
+  /** The LLM port instead of the scripted provider (which is then only built, not called). */
+  streamFn?: StreamFn;
 }): TestEngine {
   const rec = recorder();
   const session = options.session ?? sessionAt(options.init ?? {}, defaultConfig(options.config));
@@ -279,7 +281,7 @@ export function testEngine(options: {
     ...(options.chunkChars !== undefined ? { chunkChars: options.chunkChars } : {}),
   });
   const ports: EnginePorts = {
-    streamFn: provider.streamFn,
+    streamFn: options.streamFn ?? provider.streamFn,
     executeTool: createInProcessExecutor(
       typeof options.handlers === "function" ? options.handlers(rec) : (options.handlers ?? {}),
     ),
