@@ -142,6 +142,7 @@ async function main() {
       haltAfter: env.FLEET_LIFECYCLE_HALT_AFTER,
     },
     ...(traces ? { traces } : {}),
+    schedulerTickMs: env.FLEET_SCHEDULER_TICK_MS,
   });
   const ops = await startOpsServer({
     port: env.FLEET_OPS_PORT,
