@@ -251,4 +251,25 @@ describe("schedules / scheduler on real servers", () => {
         1_000,
       );
   }, 90_000);
+
+  it("records a fire its session refused as failed, with the rejection", async () => {
+    await cmd().send("refusing", { type: "create_session" });
+    await cmd().send("refusing", { type: "set_budget", budget: { session: { totalTokens: 1 } } });
+    await client.schedules.create({
+      scheduleId: "refused",
+      spec: { kind: "every", everyMs: 5_000 },
+      target: { kind: "session", sessionId: "refusing", prompt: "tick" },
+    });
+    const failed = await until("a failed slot", async () =>
+      (await scheduleEvents(nc, "refused")).find((e) => e.type === "schedule_failed"),
+    );
+    await client.schedules.pause("refused");
+    if (failed.type !== "schedule_failed") throw new Error("unreachable");
+    expect(failed.reason).toMatch(/^budget_exceeded: /);
+    const session = await cmd().events("refusing");
+    const rejection = session.find((e) => e.type === "command_rejected" && e.commandId === failed.commandId);
+    expect(rejection).toMatchObject({ code: "budget_exceeded" });
+    const history = await client.schedules.history("refused");
+    expect(history.filter((h) => h.event.type === "schedule_failed")).toHaveLength(1);
+  }, 60_000);
 });

@@ -273,3 +273,26 @@ describe("schedules / management commands", () => {
     });
   });
 });
+
+describe("schedules / a fire its session refused", () => {
+  it("records the slot failed with the rejection, once", () => {
+    const a = tick(created(), T0 + MIN);
+    const rejected = { code: "budget_exceeded", reason: "the session's budget is spent" };
+    const step = decideScheduleStep(a.state, { now: T0 + MIN + 2000, lastFireOpen: false, lastFireRejected: rejected });
+    expect(step).toEqual({
+      kind: "record",
+      event: {
+        type: "schedule_failed",
+        slot: { at: T0 + MIN },
+        reason: "budget_exceeded: the session's budget is spent",
+        commandId: `sched.s1.${iso(T0 + MIN)}`,
+      },
+    });
+    if (step?.kind !== "record") throw new Error("unreachable");
+    const failed = evolveSchedule(a.state, withMeta(step.event, T0 + MIN + 2000));
+    expect(failed.counts).toMatchObject({ fired: 1, failed: 1 });
+    expect(
+      decideScheduleStep(failed, { now: T0 + MIN + 3000, lastFireOpen: false, lastFireRejected: rejected }),
+    ).toBeUndefined();
+  });
+});

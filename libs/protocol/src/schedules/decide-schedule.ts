@@ -34,6 +34,11 @@ export interface TickInput {
   now: number;
   /** Whether the last fire's run is still open (its command not yet decided, or its session has open work). */
   lastFireOpen: boolean;
+  /**
+   * The last fire's command was refused by its session (read from the session's log once it closed):
+   * recorded as `schedule_failed` with the rejection's code and reason.
+   */
+  lastFireRejected?: { code: string; reason: string };
 }
 
 /** At most this many slots are counted into one `schedule_missed`. */
@@ -45,6 +50,18 @@ export function decideScheduleStep(state: ScheduleState, input: TickInput): Sche
   if (!def) return undefined;
   const open = state.lastFire !== undefined && input.lastFireOpen;
   const blockedBy = state.lastFire?.commandId ?? "";
+  if (state.lastFire && !state.lastFire.failed && input.lastFireRejected) {
+    const { code, reason } = input.lastFireRejected;
+    return {
+      kind: "record",
+      event: {
+        type: "schedule_failed",
+        slot: state.lastFire.slot,
+        reason: `${code}: ${reason}`,
+        commandId: state.lastFire.commandId,
+      },
+    };
+  }
 
   if (state.buffered) {
     if (!open) return fire(state, state.buffered.slot, false);

@@ -149,6 +149,8 @@ export const ScheduleEvent = z.discriminatedUnion("type", [
     commandType: z.enum(["prompt", "follow_up"]),
     sessionId: SessionId,
     commandSeq: z.number().int().positive(),
+    /** The session's last stream sequence before the fire: its outcome is looked for after it. */
+    afterSeq: z.number().int().nonnegative().optional(),
   }),
   /** The slot waits for the previous fire's run to close (`buffer_one`, `cancel_other`). */
   ev("schedule_buffered", { slot: ScheduleSlot, blockedBy: z.string() }),
@@ -165,8 +167,11 @@ export const ScheduleEvent = z.discriminatedUnion("type", [
     count: z.number().int().positive(),
     reason: z.literal("catchup_window"),
   }),
-  /** The slot could not be fired and will not be (`reason` says why). */
-  ev("schedule_failed", { slot: ScheduleSlot, reason: z.string().max(2048) }),
+  /**
+   * The slot could not be fired and will not be (`reason` says why), or its fire's command was
+   * refused by the session (`commandId` set; `reason` is `<code>: <the rejection's reason>`).
+   */
+  ev("schedule_failed", { slot: ScheduleSlot, reason: z.string().max(2048), commandId: z.string().optional() }),
 ]);
 export type ScheduleEvent = z.infer<typeof ScheduleEvent>;
 export type ScheduleEventType = ScheduleEvent["type"];

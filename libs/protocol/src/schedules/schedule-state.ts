@@ -7,7 +7,11 @@ export interface OpenFire {
   commandId: string;
   sessionId: string;
   commandSeq: number;
+  /** The session's last sequence before the fire (absent on fires logged without it). */
+  afterSeq: number | undefined;
   cancelRequested: boolean;
+  /** Its command was refused (a `schedule_failed` naming it is logged). */
+  failed: boolean;
 }
 
 export interface ScheduleState {
@@ -81,7 +85,9 @@ export function evolveSchedule(state: ScheduleState, event: ScheduleEvent): Sche
             commandId: event.commandId,
             sessionId: event.sessionId,
             commandSeq: event.commandSeq,
+            afterSeq: event.afterSeq,
             cancelRequested: false,
+            failed: false,
           },
         },
         event.slot,
@@ -98,6 +104,8 @@ export function evolveSchedule(state: ScheduleState, event: ScheduleEvent): Sche
     case "schedule_skipped":
       return settle({ ...s, counts: count("skipped") }, event.slot);
     case "schedule_failed":
+      if (event.commandId !== undefined && s.lastFire?.commandId === event.commandId)
+        return { ...s, counts: count("failed"), lastFire: { ...s.lastFire, failed: true } };
       return settle({ ...s, counts: count("failed") }, event.slot);
     case "schedule_missed":
       return {

@@ -13,6 +13,7 @@ import {
   type ScheduleEvent,
   type ScheduleEventBody,
   type ScheduleState,
+  STREAMS,
   subjects,
 } from "@fleet/protocol";
 import {
@@ -21,11 +22,13 @@ import {
   isWrongLastSequence,
   type LeaseManager,
   type Logger,
+  lastSubjectSeq,
   listScheduleIds,
   readScheduleLog,
 } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
+import { findFireOutcome } from "./fire-outcome.js";
 import { isFireOpen } from "./fire-probe.js";
 
 /** The scheduler's lease key in `fleet_leases` (one holder per tenant, among the loop workers). */
@@ -62,6 +65,8 @@ export function startScheduler(opts: {
 }): Scheduler {
   const log = opts.logger.child({ component: "scheduler" });
   const cache = new Map<string, Cached>();
+  /** Fires whose outcome this holder has looked up (bounded: one per schedule is kept). */
+  const settled = new Set<string>();
   let held: { epoch: number } | undefined;
   let stopped = false;
   let running: Promise<void> | undefined;
@@ -96,14 +101,31 @@ export function startScheduler(opts: {
     let { state, lastSeq } = await refresh(scheduleId);
     const slog = log.child({ scheduleId });
     for (let i = 0; i < MAX_STEPS_PER_TICK; i++) {
-      const open = state.lastFire ? await isFireOpen(opts.jsm, opts.partitions, state.lastFire) : false;
+      const last = state.lastFire;
+      const open = last ? await isFireOpen(opts.jsm, opts.partitions, last) : false;
+      let rejected: { code: string; reason: string } | undefined;
+      if (last && !open && !last.failed && !settled.has(last.commandId)) {
+        // Once per fire and holder: was its command refused by the session?
+        const outcome = await findFireOutcome(opts.jsm, opts.partitions, last);
+        settled.add(last.commandId);
+        if (outcome && !outcome.accepted) rejected = { code: outcome.code, reason: outcome.reason };
+      }
       const now = opts.now();
-      const step = decideScheduleStep(state, { now, lastFireOpen: open });
+      const step = decideScheduleStep(state, {
+        now,
+        lastFireOpen: open,
+        ...(rejected ? { lastFireRejected: rejected } : {}),
+      });
       if (!step) return;
       if (await fenced()) return;
       let body: ScheduleEventBody;
       if (step.kind === "fire") {
         try {
+          const afterSeq = await lastSubjectSeq(
+            opts.jsm,
+            STREAMS.events.name,
+            subjects.event(partitionOf(step.sessionId, opts.partitions), step.sessionId),
+          );
           let seq = 0;
           for (const command of step.commands) seq = await publishCommand(command);
           body = {
@@ -113,6 +135,7 @@ export function startScheduler(opts: {
             commandType: step.commandType,
             sessionId: step.sessionId,
             commandSeq: seq,
+            afterSeq,
           };
         } catch (err) {
           if (!(err instanceof TerminalFireError)) throw err;
@@ -153,6 +176,8 @@ export function startScheduler(opts: {
   async function pass() {
     const ids = await listScheduleIds(opts.jsm);
     for (const id of cache.keys()) if (!ids.includes(id)) cache.delete(id);
+    const current = new Set([...cache.values()].flatMap((c) => (c.state.lastFire ? [c.state.lastFire.commandId] : [])));
+    for (const id of settled) if (!current.has(id)) settled.delete(id);
     for (const id of ids) {
       if (!held || stopped) return;
       try {
