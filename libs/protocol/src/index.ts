@@ -452,7 +452,7 @@ export {
   type ScheduleState,
 } from "./schedules/schedule-state.js";
 export { checkScheduleSpec, nextSlotAfter, nextSlots, type SpecCheck } from "./schedules/schedule-times.js";
-export { projectScheduleView, type ScheduleView } from "./schedules/schedule-view.js";
+export { describeScheduleEvent, projectScheduleView, type ScheduleView } from "./schedules/schedule-view.js";
 export {
   CompactionEntry,
   MessageEntry,

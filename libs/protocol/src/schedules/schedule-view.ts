@@ -1,5 +1,5 @@
 // What readers show of a schedule (SDK, CLI, HTTP, console): its definition, state and next fires.
-import type { ScheduleDefinition, ScheduleSlot } from "./schedule-schemas.js";
+import type { ScheduleDefinition, ScheduleEvent, ScheduleSlot } from "./schedule-schemas.js";
 import type { ScheduleState } from "./schedule-state.js";
 import { nextSlots } from "./schedule-times.js";
 
@@ -42,4 +42,34 @@ export function projectScheduleView(state: ScheduleState, now: number, n = 5): S
     pendingTriggers: state.triggers.length,
     counts: state.counts,
   };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** One line for a history event: when, what, the slot, and what happened or why not (CLI, console). */
+export function describeScheduleEvent(e: ScheduleEvent): string {
+  const at = iso(e.meta.ts);
+  const slot = "slot" in e ? ` slot ${e.slot.trigger ? `trigger ${e.slot.trigger}` : iso(e.slot.at)}` : "";
+  switch (e.type) {
+    case "schedule_fired":
+      return `${at} fired${slot} → ${e.commandType} ${e.commandId} on ${e.sessionId}`;
+    case "schedule_skipped":
+      return `${at} skipped${slot}: ${e.reason} (previous fire ${e.blockedBy} still running)`;
+    case "schedule_buffered":
+      return `${at} buffered${slot} until ${e.blockedBy} ends`;
+    case "schedule_missed":
+      return `${at} missed ${e.count} slot(s) ${iso(e.slot.at)} … ${iso(e.lastAt)}: older than the catch-up window`;
+    case "schedule_failed":
+      return `${at} failed${slot}: ${e.reason}`;
+    case "schedule_cancel_requested":
+      return `${at} asked ${e.sessionId} to abort ${e.commandId} (cancel_other)`;
+    case "schedule_created":
+      return `${at} created by ${e.meta.producer}`;
+    case "schedule_paused":
+      return `${at} paused${e.note ? `: ${e.note}` : ""}`;
+    case "schedule_resumed":
+      return `${at} resumed`;
+    case "schedule_triggered":
+      return `${at} trigger ${e.meta.id} asked`;
+  }
 }

@@ -1,6 +1,6 @@
 // `fleet schedule create|list|show|pause|resume|trigger|rm|history` (PROTOCOL "Schedules"): the
 // tenant's schedules through the SDK's `client.schedules`.
-import type { ScheduleDefinitionInput, ScheduleEvent, ScheduleView } from "@fleet/protocol";
+import { describeScheduleEvent, type ScheduleDefinitionInput, type ScheduleView } from "@fleet/protocol";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { FleetClient } from "../../fleet-client.js";
 import { CliError, EXIT } from "../cli-error.js";
@@ -115,34 +115,6 @@ function writeView(io: CliIo, v: ScheduleView, full: boolean) {
   if (v.lastFire) io.stdout.write(`  last fire ${iso(v.lastFire.slot.at)} → ${v.lastFire.sessionId}\n`);
   if (v.buffered) io.stdout.write(`  buffered  ${iso(v.buffered.at)}\n`);
   for (const t of v.nextFires) io.stdout.write(`  next      ${iso(t)}\n`);
-}
-
-/** One line per history event: time, type, slot, and what happened or why not. */
-export function historyLine(e: ScheduleEvent): string {
-  const at = iso(e.meta.ts);
-  const slot = "slot" in e ? ` slot ${e.slot.trigger ? `trigger ${e.slot.trigger}` : iso(e.slot.at)}` : "";
-  switch (e.type) {
-    case "schedule_fired":
-      return `${at} fired${slot} → ${e.commandType} ${e.commandId} on ${e.sessionId}`;
-    case "schedule_skipped":
-      return `${at} skipped${slot}: ${e.reason} (previous fire ${e.blockedBy} still running)`;
-    case "schedule_buffered":
-      return `${at} buffered${slot} until ${e.blockedBy} ends`;
-    case "schedule_missed":
-      return `${at} missed ${e.count} slot(s) ${iso(e.slot.at)} … ${iso(e.lastAt)}: older than the catch-up window`;
-    case "schedule_failed":
-      return `${at} failed${slot}: ${e.reason}`;
-    case "schedule_cancel_requested":
-      return `${at} asked ${e.sessionId} to abort ${e.commandId} (cancel_other)`;
-    case "schedule_created":
-      return `${at} created by ${e.meta.producer}`;
-    case "schedule_paused":
-      return `${at} paused${e.note ? `: ${e.note}` : ""}`;
-    case "schedule_resumed":
-      return `${at} resumed`;
-    case "schedule_triggered":
-      return `${at} trigger ${e.meta.id} asked`;
-  }
 }
 
 /** Adds `fleet schedule …` to the program. */
@@ -264,7 +236,7 @@ export function addScheduleCommands(program: Command, io: () => CliIo, setExit: 
     return withClient(i, async (client) => {
       const items = await client.schedules.history(id, { limit: typeof o.limit === "number" ? o.limit : 50 });
       if (o.json) json(items, i);
-      else for (const it of items) i.stdout.write(`${historyLine(it.event)}\n`);
+      else for (const it of items) i.stdout.write(`${describeScheduleEvent(it.event)}\n`);
       return 0;
     });
   }).option("-n, --limit <n>", "how many (default 50)", (v) => {
