@@ -181,13 +181,7 @@ export function addScheduleCommands(program: Command, io: () => CliIo, setExit: 
       .option("--json", "print JSON")
       .action(async (id: string, o: Record<string, unknown>) => setExit(await run(id, o)));
   const viewCall =
-    (
-      call: (
-        id: string,
-        o: Record<string, unknown>,
-        c: import("../../fleet-client.js").FleetClient,
-      ) => Promise<ScheduleView>,
-    ) =>
+    (call: (id: string, o: Record<string, unknown>, c: FleetClient) => Promise<ScheduleView>) =>
     (id: string, o: Record<string, unknown>) => {
       const i = io();
       return withClient(i, async (client) => {
