@@ -42,9 +42,13 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function start(workerId: string, tickMs: number) {
+async function start(workerId: string, tickMs: number, extra: Record<string, string> = {}) {
   const p = spawnLoop(
-    { ...scriptedLoopEnv(server.url, join(dir, "script.json"), TTL), FLEET_SCHEDULER_TICK_MS: String(tickMs) },
+    {
+      ...scriptedLoopEnv(server.url, join(dir, "script.json"), TTL),
+      FLEET_SCHEDULER_TICK_MS: String(tickMs),
+      ...extra,
+    },
     workerId,
   );
   procs.set(workerId, p);
@@ -272,4 +276,46 @@ describe("schedules / scheduler on real servers", () => {
     const history = await client.schedules.history("refused");
     expect(history.filter((h) => h.event.type === "schedule_failed")).toHaveLength(1);
   }, 60_000);
+
+  it("a holder killed between a fire's publish and its outcome: the next holder fires the slot once", async () => {
+    for (const [id, p] of procs) {
+      await p.kill("SIGTERM");
+      procs.delete(id);
+    }
+    const halting = await start("loop-h", 200, { FLEET_SCHEDULER_HALT_AFTER: "fire_published" });
+    await client.schedules.create({
+      scheduleId: "halt",
+      spec: { kind: "every", everyMs: 2_000 },
+      target: { kind: "new_session", prompt: "tick" },
+      overlap: "allow_all",
+    });
+    await waitForLog(halting, "scheduler_halted", 20_000);
+    const line = halting
+      .output()
+      .split("\n")
+      .find((l) => l.includes('"evt":"scheduler_halted"'));
+    const commandId = (JSON.parse(line ?? "{}") as { commandId: string }).commandId;
+    const slotMs = Date.parse(commandId.replace("sched.halt.", ""));
+    // Its commands are stored and the schedule's log has no outcome for the slot.
+    expect(outcomes(await scheduleEvents(nc, "halt"))).toEqual([]);
+    await start("loop-i", 200);
+    await halting.kill("SIGKILL");
+    procs.delete("loop-h");
+    const fired = await until("the slot fired by the next holder", async () =>
+      outcomes(await scheduleEvents(nc, "halt")).find((o) => o.at === slotMs),
+    );
+    expect(fired.type).toBe("schedule_fired");
+    expect(fired.event.meta.producer).toBe("loop-i");
+    await sleep(2_500);
+    await client.schedules.pause("halt");
+    const o = outcomes(await scheduleEvents(nc, "halt"));
+    expectOneOutcomePerSlot(
+      o.map((x) => x.at),
+      2_000,
+    );
+    const session = await cmd().waitFor(`halt-${slotMs}`, (e) => userPrompts(e).length >= 1);
+    expect(userPrompts(session).map((e) => (e as { commandId: string }).commandId)).toEqual([commandId]);
+    expect(session.filter((e) => e.type === "session_created")).toHaveLength(1);
+    expect(session.filter((e) => e.type === "command_accepted")).toHaveLength(2); // create_session, prompt
+  }, 90_000);
 });

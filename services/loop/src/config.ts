@@ -55,6 +55,8 @@ export const LoopEnv = z.object({
   }),
   /** How often the tenant's scheduler (on the worker holding `loop.scheduler`) looks at its schedules. */
   FLEET_SCHEDULER_TICK_MS: envInt(1_000, 100, 60_000),
+  /** Fault injection for crash tests: `fire_published` stops the scheduler between a fire's publish and its outcome. */
+  FLEET_SCHEDULER_HALT_AFTER: z.enum(["", "fire_published"]).default(""),
   /** Largest command body by reference (PROTOCOL "Large inputs") read from `fleet_inputs`. */
   FLEET_MAX_INPUT_BYTES: envInt(DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, 1024 * 1024 * 1024),
   ANTHROPIC_API_KEY: z.string().optional(),

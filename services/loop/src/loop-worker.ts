@@ -72,6 +72,8 @@ export interface LoopWorkerOptions {
    * contends for the scheduler lease; 0 (in-process tests only) starts none on this worker.
    */
   schedulerTickMs?: number;
+  /** `FLEET_SCHEDULER_HALT_AFTER=fire_published` (crash tests). */
+  schedulerHaltAfterPublish?: boolean;
 }
 
 export interface LoopLifecycleOptions {
@@ -391,6 +393,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
           now,
           newId: opts.newId,
           logger: log,
+          haltAfterPublish: opts.schedulerHaltAfterPublish ?? false,
         })
       : undefined;
   await scheduler?.start();

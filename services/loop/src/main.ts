@@ -143,6 +143,7 @@ async function main() {
     },
     ...(traces ? { traces } : {}),
     schedulerTickMs: env.FLEET_SCHEDULER_TICK_MS,
+    schedulerHaltAfterPublish: env.FLEET_SCHEDULER_HALT_AFTER === "fire_published",
   });
   const ops = await startOpsServer({
     port: env.FLEET_OPS_PORT,

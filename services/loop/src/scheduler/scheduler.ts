@@ -62,6 +62,11 @@ export function startScheduler(opts: {
   now: () => number;
   newId: () => string;
   logger: Logger;
+  /**
+   * Fault injection for crash tests (`FLEET_SCHEDULER_HALT_AFTER=fire_published`): after a fire's
+   * commands are stored and before its outcome is appended, log `scheduler_halted` and stop there.
+   */
+  haltAfterPublish?: boolean;
 }): Scheduler {
   const log = opts.logger.child({ component: "scheduler" });
   const cache = new Map<string, Cached>();
@@ -128,6 +133,13 @@ export function startScheduler(opts: {
           );
           let seq = 0;
           for (const command of step.commands) seq = await publishCommand(command);
+          if (opts.haltAfterPublish) {
+            slog.warn(
+              { evt: "scheduler_halted", commandId: step.commandId },
+              "scheduler halted after a fire's publish",
+            );
+            await new Promise<void>(() => undefined);
+          }
           body = {
             type: "schedule_fired",
             slot: step.slot,
