@@ -296,3 +296,16 @@ describe("schedules / a fire its session refused", () => {
     ).toBeUndefined();
   });
 });
+
+describe("schedules / fold", () => {
+  it("a schedule deleted and created again under its id starts from its new creation", () => {
+    const old = tick(created(), T0 + 3 * MIN).state;
+    expect(old.counts).toMatchObject({ fired: 2, missed: 1 });
+    const again = created({ overlap: "allow_all" }, T0 + 10 * MIN);
+    const refolded = evolveSchedule(
+      old,
+      withMeta({ type: "schedule_created", definition: again.definition! }, T0 + 10 * MIN),
+    );
+    expect(refolded).toEqual(again);
+  });
+});

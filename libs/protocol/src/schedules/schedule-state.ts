@@ -60,8 +60,11 @@ export function evolveSchedule(state: ScheduleState, event: ScheduleEvent): Sche
   const count = (k: keyof ScheduleState["counts"]) => ({ ...s.counts, [k]: s.counts[k] + 1 });
   switch (event.type) {
     case "schedule_created":
+      // Only ever the first event of a subject: a fold that still holds a deleted schedule of the
+      // same id (its subject purged, then created again) starts afresh.
       return {
-        ...s,
+        ...EMPTY_SCHEDULE_STATE,
+        events: 1,
         definition: event.definition,
         createdAt: event.meta.ts,
         cursor: event.meta.ts,
