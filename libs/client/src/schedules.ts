@@ -25,7 +25,7 @@ import {
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { FleetError, isFleetError } from "./errors.js";
 import { newId } from "./ids.js";
-import { describeError } from "./nats-failures.js";
+import { describeError, isPermissionDenied } from "./nats-failures.js";
 
 export type { ScheduleView };
 
@@ -161,4 +161,11 @@ export class ScheduleClient {
 
 const notFound = (scheduleId: string) => new FleetError("rejected", "not_found", `no schedule ${scheduleId}`);
 const unavailable = (err: unknown) =>
-  new FleetError("unavailable", "stream", `cannot use FLEET_SCHEDULES (${describeError(err)})`, { cause: err });
+  isPermissionDenied(err)
+    ? new FleetError(
+        "unavailable",
+        "permission",
+        `this login may not change schedules (an operator's may): ${describeError(err)}`,
+        { cause: err },
+      )
+    : new FleetError("unavailable", "stream", `cannot use FLEET_SCHEDULES (${describeError(err)})`, { cause: err });
