@@ -548,6 +548,51 @@ describe("gateway / API", () => {
     }
   });
 
+  it("schedules: create, list, show with next fires, pause, resume, trigger, history, delete", async () => {
+    stack.fake.script(fakeReply("scheduled answer"));
+    const def = {
+      scheduleId: "api-daily",
+      spec: { kind: "cron", cron: "0 9 * * *", timezone: "Europe/Berlin" },
+      target: { kind: "new_session", create: { config: { thinkingLevel: "low" } }, prompt: "daily report" },
+    };
+    const created = await api("POST", "/v1/schedules", { body: def });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ scheduleId: "api-daily", paused: false, definition: { overlap: "skip" } });
+    expect(created.body.nextFires).toHaveLength(5);
+    // 09:00 in Berlin is 08:00 UTC in winter.
+    expect(new Date(created.body.nextFires[0]).toISOString()).toMatch(/T08:00:00\.000Z$/);
+    expect((await api("POST", "/v1/schedules", { body: def })).status).toBe(409);
+    const badCron = await api("POST", "/v1/schedules", {
+      body: { ...def, scheduleId: "api-bad", spec: { kind: "cron", cron: "99 * * * *" } },
+    });
+    expect([badCron.status, badCron.body.error.code]).toEqual([400, "invalid"]);
+    const unknownOption = await api("POST", "/v1/schedules", {
+      body: { ...def, scheduleId: "api-bad", target: { ...def.target, create: { confg: {} } } },
+    });
+    expect(unknownOption.status).toBe(400);
+    expect(
+      (await api("GET", "/v1/schedules")).body.schedules.map((s: { scheduleId: string }) => s.scheduleId),
+    ).toContain("api-daily");
+    expect((await api("GET", "/v1/schedules/api-daily")).status).toBe(200);
+    expect((await api("GET", "/v1/schedules/nope")).status).toBe(404);
+    const paused = await api("POST", "/v1/schedules/api-daily/pause", { body: { note: "holiday" } });
+    expect([paused.body.paused, paused.body.pauseNote, paused.body.nextFires]).toEqual([true, "holiday", []]);
+    expect((await api("POST", "/v1/schedules/api-daily/resume")).body.paused).toBe(false);
+    const trig = await api("POST", "/v1/schedules/api-daily/trigger");
+    expect(trig.status).toBe(202);
+    // The in-process loop worker's scheduler fires it into a new session.
+    await expect
+      .poll(async () => (await api("GET", "/v1/schedules/api-daily/history?limit=10")).body.items[0]?.event.type)
+      .toBe("schedule_fired");
+    const history = await api("GET", "/v1/schedules/api-daily/history");
+    const fired = history.body.items[0].event;
+    expect(fired).toMatchObject({ slot: { trigger: trig.body.triggerId }, commandType: "prompt" });
+    expect(fired.sessionId).toBe(`api-daily-t-${trig.body.triggerId}`);
+    expect((await api("DELETE", "/v1/schedules/api-daily")).status).toBe(204);
+    expect((await api("GET", "/v1/schedules/api-daily/history")).status).toBe(404);
+    expect((await api("DELETE", "/v1/schedules/api-daily")).status).toBe(404);
+  });
+
   it("every route of the OpenAPI document was exercised and matched it", () => {
     // /readyz 503 and the 503s of the other routes are exercised by the next test.
     expect(checker.missing()).toEqual([]);

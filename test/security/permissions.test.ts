@@ -147,6 +147,30 @@ describe("security / every service under its own user", () => {
     }
   });
 
+  it("schedules: an operator creates and triggers one, the loop's scheduler fires it under its own user; a reader may not create", async () => {
+    fake.script(fakeReply("scheduled and secured"));
+    const created = await operator.schedules.create({
+      scheduleId: "sec-nightly",
+      spec: { kind: "cron", cron: "0 3 * * *", timezone: "Asia/Tokyo" },
+      target: { kind: "new_session", prompt: "nightly" },
+    });
+    expect(created.nextFires).toHaveLength(5);
+    const { triggerId } = await operator.schedules.trigger("sec-nightly");
+    await expect
+      .poll(async () => (await operator.schedules.history("sec-nightly"))[0]?.event.type, { timeout: 20_000 })
+      .toBe("schedule_fired");
+    const sessionId = `sec-nightly-t-${triggerId}`;
+    for await (const item of operator.events(sessionId)) if (item.event.type === "agent_end") break;
+    const reader = await FleetClient.fromConnection((await secured.connectAs(TENANT, "reader")).nc);
+    expect((await reader.schedules.get("sec-nightly")).counts.fired).toBe(1);
+    await expect(reader.schedules.create({ ...created.definition, scheduleId: "sec-reader" })).rejects.toMatchObject({
+      kind: "unavailable",
+      code: "permission",
+    });
+    await expect(reader.schedules.remove("sec-nightly")).rejects.toMatchObject({ code: "permission" });
+    await operator.schedules.remove("sec-nightly");
+  });
+
   it("logged no permission violation in any service", () => {
     for (const s of [services.loop, services.tools, services.store]) {
       expect(s.output(), s.name).not.toContain("nats_permission_denied");

@@ -30,6 +30,7 @@ import { openLiveState } from "./live-state.js";
 import { describeError } from "./nats-failures.js";
 import type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord } from "./read-options.js";
 import { replaySession } from "./replay-session.js";
+import { ScheduleClient } from "./schedules.js";
 import { SessionCommands } from "./session-commands.js";
 import { iterateSessionEvents, startSeqOf } from "./session-events.js";
 import { readSessionTrace } from "./session-trace.js";
@@ -52,6 +53,8 @@ export class FleetClient extends SessionCommands {
   readonly jsm: JetStreamManager;
   /** P, the partition count. */
   readonly partitions: number;
+  /** The tenant's schedules (PROTOCOL "Schedules"). */
+  readonly schedules: ScheduleClient;
   readonly #ctx: ClientContext;
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
@@ -63,6 +66,7 @@ export class FleetClient extends SessionCommands {
     this.js = ctx.js;
     this.jsm = ctx.jsm;
     this.partitions = ctx.partitions;
+    this.schedules = new ScheduleClient(ctx.js, ctx.jsm);
     this.#commandTimeoutMs = opts.commandTimeoutMs;
     this.#requestTimeoutMs = opts.requestTimeoutMs;
   }

@@ -24,6 +24,12 @@ export { newId, newSessionId } from "./ids.js";
 export { LiveSession, type SessionChangeListener } from "./live-session.js";
 export type { MessageInput } from "./message-input.js";
 export type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord } from "./read-options.js";
+export {
+  type ScheduleCallOptions,
+  ScheduleClient,
+  type ScheduleHistoryItem,
+  type ScheduleView,
+} from "./schedules.js";
 export { emptySessionView, foldSessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 export type { StoreResult } from "./store-request.js";
 export { sessionsBySpend, type TenantBudgetReport } from "./tenant-budget.js";

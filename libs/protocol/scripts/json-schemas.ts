@@ -4,6 +4,8 @@ import {
   FleetCommand,
   FleetEvent,
   RunnerPresence,
+  ScheduleDefinition,
+  ScheduleEvent,
   SessionConfig,
   SessionEntry,
   STORE_OPS,
@@ -27,6 +29,8 @@ function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodTy
     { file: "runner-presence", title: "RunnerPresence", schema: RunnerPresence },
     { file: "session-entry", title: "SessionEntry", schema: SessionEntry },
     { file: "session-config", title: "SessionConfig", schema: SessionConfig },
+    { file: "schedule-event", title: "ScheduleEvent", schema: ScheduleEvent },
+    { file: "schedule-definition", title: "ScheduleDefinition", schema: ScheduleDefinition },
   ];
   for (const op of STORE_OPS) {
     const name = op.replace(/_/g, "-");

@@ -421,6 +421,49 @@ export {
   usageTokens,
 } from "./reducers/token-estimate.js";
 export {
+  decideScheduleCommand,
+  decideScheduleStep,
+  MAX_MISSED_PER_EVENT,
+  type ScheduleEventBody,
+  type ScheduleRejection,
+  type ScheduleStep,
+  type TickInput,
+} from "./schedules/decide-schedule.js";
+export { cancelCommandId, createCommandId, fireCommandId, fireSessionId } from "./schedules/fire-ids.js";
+export { decodeScheduleEvent, encodeScheduleEvent } from "./schedules/schedule-codec.js";
+export {
+  DEFAULT_CATCHUP_WINDOW_MS,
+  isScheduleId,
+  MIN_CATCHUP_WINDOW_MS,
+  OverlapPolicy,
+  SCHEDULE_ID_PATTERN,
+  ScheduleCommand,
+  ScheduleCreateOptions,
+  ScheduleDefinition,
+  type ScheduleDefinitionInput,
+  ScheduleEvent,
+  ScheduleEventMeta,
+  type ScheduleEventOf,
+  type ScheduleEventType,
+  ScheduleId,
+  ScheduleSlot,
+  ScheduleSpec,
+  ScheduleTarget,
+  SkipReason,
+  SLOT_OUTCOMES,
+  type SlotOutcomeEvent,
+  TRIGGER_ID_PATTERN,
+} from "./schedules/schedule-schemas.js";
+export {
+  EMPTY_SCHEDULE_STATE,
+  evolveSchedule,
+  foldSchedule,
+  type OpenFire,
+  type ScheduleState,
+} from "./schedules/schedule-state.js";
+export { checkScheduleSpec, nextSlotAfter, nextSlots, type SpecCheck } from "./schedules/schedule-times.js";
+export { describeScheduleEvent, projectScheduleView, type ScheduleView } from "./schedules/schedule-view.js";
+export {
   CompactionEntry,
   MessageEntry,
   SessionEntry,
@@ -469,6 +512,7 @@ export {
   parseEventSubject,
   parseLifecycleSubject,
   parseOpenWorkSubject,
+  parseScheduleSubject,
   parseToolCallSubject,
   parseToolCancelSubject,
   parseToolResultSubject,

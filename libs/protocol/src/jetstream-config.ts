@@ -63,6 +63,21 @@ export const STREAMS = {
     duplicate_window: ms(120_000),
     max_msg_size: 4 * 1024,
   },
+  /**
+   * Schedules (change 55): one subject per schedule, `fleet.sched.<scheduleId>`, holding its
+   * definition, pause/resume/trigger and every slot's outcome. Written with the expected last subject
+   * sequence (one writer at a time); a deleted schedule's subject is purged.
+   */
+  schedules: {
+    name: "FLEET_SCHEDULES",
+    subjects: ["fleet.sched.>"],
+    retention: "limits",
+    storage: "file",
+    max_age: 0,
+    allow_direct: true,
+    duplicate_window: ms(120_000),
+    max_msg_size: 1024 * 1024,
+  },
 } as const;
 export type StreamKey = keyof typeof STREAMS;
 export type StreamSpec = (typeof STREAMS)[StreamKey];

@@ -32,6 +32,8 @@ describe("JSON Schemas", () => {
         "runner-presence",
         "session-entry",
         "session-config",
+        "schedule-event",
+        "schedule-definition",
         ...[
           "get-context",
           "get-tree",

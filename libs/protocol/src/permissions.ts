@@ -162,6 +162,7 @@ const CMD = STREAMS.commands.name;
 const CALLS = STREAMS.toolCalls.name;
 const RESULTS = STREAMS.toolResults.name;
 const OPEN_WORK = STREAMS.openWork.name;
+const SCHED = STREAMS.schedules.name;
 const BLOBS = OBJECT_STORES.blobs.name;
 const ARCHIVE = OBJECT_STORES.archive.name;
 
@@ -178,6 +179,9 @@ const objectStore = (store: string) => [
 ];
 const INPUTS = OBJECT_STORES.inputs.name;
 
+/** Managing schedules (change 55): appends to a schedule's log, and purges a deleted schedule's subject. */
+const scheduleWrites = () => ["fleet.sched.>", `${API}.STREAM.PURGE.${SCHED}`];
+
 /**
  * What any client of a tenant reads: the event log, the store, and the deployment's state for
  * `fleet doctor`, whose storage check writes one key (`fleet_config` `probe`, a timestamp).
@@ -190,6 +194,8 @@ function readerPublish(): string[] {
     ...[CMD, EV, CALLS].flatMap(jsApi.consumerInfo),
     ...jsApi.getMessage(EV),
     ...jsApi.consume(EV),
+    // Schedules and their slots' outcomes (change 55).
+    ...jsApi.getMessage(SCHED),
     ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name].flatMap(jsApi.kvRead),
     "fleet.store.*",
     // Content by reference (`fleet_blobs`) and store replies by reference (`fleet_inputs`).
@@ -274,6 +280,13 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.objRead(INPUTS),
           ...jsApi.objRead(BLOBS),
           ...jsApi.objWrite(BLOBS),
+          // The tenant's scheduler (change 55): reads and appends to schedules' logs, fires commands,
+          // and asks FLEET_COMMANDS whether a fire's command is still waiting.
+          "fleet.sched.>",
+          ...jsApi.streamInfo(SCHED),
+          ...jsApi.getMessage(SCHED),
+          subjects.commandsAll,
+          `${API}.STREAM.MSG.GET.${CMD}`,
         ],
         [subjects.toolResultsAll],
       );
@@ -330,6 +343,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
           ...jsApi.objWrite(INPUTS),
+          ...scheduleWrites(),
         ],
         [subjects.eventsAll],
       );
@@ -342,6 +356,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
           // Large inputs of the commands it sends, written before the command.
           ...jsApi.objWrite(INPUTS),
+          ...scheduleWrites(),
           // Webhooks: creates and watches KV fleet_webhooks, and pulls and acks each registration's
           // durable consumer `webhook-<id>` on FLEET_EVENTS (created and deleted with it).
           ...jsApi.streamInfo(kvStream(KV.webhooks.name)),

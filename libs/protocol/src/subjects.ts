@@ -1,5 +1,6 @@
 import { HOOK_SERVER_PATTERN, type RemoteHookName } from "./hook-decision.js";
 import { isSessionId, isToolCallId, isToolName } from "./ids.js";
+import { isScheduleId } from "./schedules/schedule-schemas.js";
 import type { StoreOp } from "./store-queries.js";
 
 /** Every subject Fleet uses. Builders validate their tokens; parsers return `null` for foreign subjects. */
@@ -32,6 +33,9 @@ export const subjects = {
   openWorkOfPartition: (partition: number) => `fleet.openwork.${part(partition)}.*`,
   /** Written once a holder scanned the partition's whole log into its index (sessions from before it). */
   openWorkScanned: (partition: number) => `fleet.openwork.${part(partition)}`,
+  /** A schedule's log (change 55). */
+  schedule: (scheduleId: string) => `fleet.sched.${token(scheduleId, isScheduleId)}`,
+  schedulesAll: "fleet.sched.*" as const,
   store: (op: StoreOp) => `fleet.store.${op}`,
   hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
   /** A named hook server's subject for one hook (change 53); its instances share queue group `hooks-<server>`. */
@@ -102,3 +106,10 @@ export const parseToolCancelSubject = (subject: string) => parseSessionCall("can
 
 /** msgID of a tool call: the stable identity used for deduplication. */
 export const toolCallMsgId = (sessionId: string, toolCallId: string) => `${sessionId}.${toolCallId}`;
+
+/** The schedule of a subject `fleet.sched.<scheduleId>`, or `null`. */
+export function parseScheduleSubject(subject: string): string | null {
+  const parts = subject.split(".");
+  if (parts.length !== 3 || parts[0] !== "fleet" || parts[1] !== "sched") return null;
+  return isScheduleId(parts[2]) ? (parts[2] as string) : null;
+}

@@ -71,6 +71,13 @@ export {
   type PublishFailureCause,
   publishFailureCause,
 } from "./publish-failure.js";
+export {
+  appendScheduleEvent,
+  listScheduleIds,
+  purgeScheduleLog,
+  readScheduleLog,
+  type ScheduleRecord,
+} from "./schedule-log.js";
 export { atLeast, compareVersions } from "./semver.js";
 export { sleep } from "./sleep.js";
 export {

@@ -6,6 +6,7 @@ import { linkTo, usePath } from "./router.js";
 import "./style.css";
 import { ApprovalsPage } from "./views/approvals-page.js";
 import { HealthPage } from "./views/health-page.js";
+import { SchedulesPage } from "./views/schedules-page.js";
 import { SessionPage } from "./views/session-page.js";
 import { SessionsPage } from "./views/sessions-page.js";
 import { WebhooksPage } from "./views/webhooks-page.js";
@@ -22,6 +23,7 @@ function App() {
   } else if (path === "/approvals") page = <ApprovalsPage />;
   else if (path === "/health") page = <HealthPage />;
   else if (path === "/webhooks") page = <WebhooksPage />;
+  else if (path === "/schedules") page = <SchedulesPage />;
   else page = <div class="notice">No page at {path}.</div>;
   return (
     <>
@@ -31,6 +33,7 @@ function App() {
           [
             ["/", "Sessions"],
             ["/approvals", "Approvals"],
+            ["/schedules", "Schedules"],
             ["/webhooks", "Webhooks"],
             ["/health", "Health"],
           ] as const

@@ -30,6 +30,7 @@ import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { opsRoutes } from "./routes/ops.js";
 import type { RouteContext } from "./routes/route-context.js";
+import { scheduleRoutes } from "./routes/schedules.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { streamTicketRoutes } from "./routes/stream-ticket.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -201,6 +202,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...mcpRoutes(ctx, GATEWAY_VERSION),
     ...approvalRuleRoutes(ctx),
     ...budgetRoutes(ctx),
+    ...scheduleRoutes(ctx),
     ...fleetHealthRoutes(ctx),
     ...webhookRoutes(ctx, webhookStore, policy),
     ...opsRoutes({ natsUp: links.natsUp, registry, openApi: () => openApi }),

@@ -69,6 +69,10 @@ export const LoopEnv = z.object({
   FLEET_LIFECYCLE_HALT_AFTER: envString("").refine((v) => v === "" || LIFECYCLE_HALT_POINTS.includes(v), {
     message: `must be one of ${LIFECYCLE_HALT_POINTS.join(", ")}`,
   }),
+  /** How often the tenant's scheduler (on the worker holding `loop.scheduler`) looks at its schedules. */
+  FLEET_SCHEDULER_TICK_MS: envInt(1_000, 100, 60_000),
+  /** Fault injection for crash tests: `fire_published` stops the scheduler between a fire's publish and its outcome. */
+  FLEET_SCHEDULER_HALT_AFTER: z.enum(["", "fire_published"]).default(""),
   /** Largest command body by reference (PROTOCOL "Large inputs") read from `fleet_inputs`. */
   FLEET_MAX_INPUT_BYTES: envInt(DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, 1024 * 1024 * 1024),
   /**

@@ -28,6 +28,7 @@ import { createOpenWorkIndex } from "./open-work/open-work-index.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
 import type { RunTraceSink } from "./run-trace-sink.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
+import { startScheduler } from "./scheduler/scheduler.js";
 import { type ActorDeps, type ActorSettings, SessionActor } from "./session-actor.js";
 import type { SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
@@ -69,6 +70,13 @@ export interface LoopWorkerOptions {
   snapshotEvery?: number;
   /** Live span export (change 46; `createRunTraceSink`); absent: no spans are made. */
   traces?: RunTraceSink;
+  /**
+   * The tenant's scheduler's tick (`FLEET_SCHEDULER_TICK_MS`, change 55): default 1000 ms. Every worker
+   * contends for the scheduler lease; 0 (in-process tests only) starts none on this worker.
+   */
+  schedulerTickMs?: number;
+  /** `FLEET_SCHEDULER_HALT_AFTER=fire_published` (crash tests). */
+  schedulerHaltAfterPublish?: boolean;
 }
 
 export interface LoopLifecycleOptions {
@@ -378,6 +386,24 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         })
       : undefined;
   await janitor?.start();
+  const schedulerTickMs = opts.schedulerTickMs ?? 1_000;
+  const scheduler =
+    schedulerTickMs > 0
+      ? startScheduler({
+          js,
+          jsm,
+          leases: topology.kv.leases,
+          workerId: opts.workerId,
+          leaseTtlMs,
+          partitions,
+          tickMs: schedulerTickMs,
+          now,
+          newId: opts.newId,
+          logger: log,
+          haltAfterPublish: opts.schedulerHaltAfterPublish ?? false,
+        })
+      : undefined;
+  await scheduler?.start();
   ready = true;
 
   const evictor = startIdleEvictor({ actors, idleMs: opts.sessionIdleMs, now });
@@ -396,6 +422,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       stopping = true;
       evictor.stop();
       await janitor?.stop();
+      await scheduler?.stop();
       await detachLifecycles();
       await Promise.all([...intakes.values()].map((i) => i.stop()));
       // Runs get one shared grace period to finish, then every partition is released at once.

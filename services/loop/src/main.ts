@@ -185,6 +185,8 @@ async function main() {
       haltAfter: env.FLEET_LIFECYCLE_HALT_AFTER,
     },
     ...(traces ? { traces } : {}),
+    schedulerTickMs: env.FLEET_SCHEDULER_TICK_MS,
+    schedulerHaltAfterPublish: env.FLEET_SCHEDULER_HALT_AFTER === "fire_published",
   });
   const ops = await startOpsServer({
     port: env.FLEET_OPS_PORT,

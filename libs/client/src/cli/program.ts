@@ -22,6 +22,7 @@ import {
   treeCommand,
   watchCommand,
 } from "./commands/read-commands.js";
+import { addScheduleCommands } from "./commands/schedule-commands.js";
 import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
 import { type TraceOptions, traceCommand, traceExportCommand } from "./commands/trace-commands.js";
 import { upCommand } from "./commands/up.js";
@@ -252,6 +253,8 @@ export function buildProgram(
     .argument("<rules>", 'e.g. \'[{"tool":"bash","args":{"pointer":"/command","regex":"^rm "},"action":"ask"}]\'')
     .option("-s, --session <sessionId>", "a session's rules (default: the tenant's)", sessionId)
     .action(async (json: string, opts: { session?: string }) => setExit(await rulesSetCommand(io(), json, opts)));
+
+  addScheduleCommands(program, io, setExit);
 
   const budget = program
     .command("budget")
