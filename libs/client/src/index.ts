@@ -24,6 +24,7 @@ export { newId, newSessionId } from "./ids.js";
 export { LiveSession, type SessionChangeListener } from "./live-session.js";
 export type { MessageInput } from "./message-input.js";
 export type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord } from "./read-options.js";
+export { diffSessionLogs, type ReplayProgress, type ReplayRow, replayProgressOf } from "./session-replay.js";
 export { emptySessionView, foldSessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 export type { StoreResult } from "./store-request.js";
 export { sessionsBySpend, type TenantBudgetReport } from "./tenant-budget.js";

@@ -426,6 +426,14 @@ export {
 } from "./replay/replay-record.js";
 export { decideReplayTurn, type ReplayStep } from "./replay/replay-turn.js";
 export {
+  diffSessionTurns,
+  type SessionDiff,
+  type SessionTurn,
+  sessionTurns,
+  type TurnDifference,
+  type TurnToolCall,
+} from "./replay/session-diff.js";
+export {
   CompactionEntry,
   MessageEntry,
   SessionEntry,
