@@ -6,7 +6,7 @@ import { replayTurnCommandId } from "./replay-record.js";
 /**
  * Where a replay stands:
  * - `none`: the session is no replay;
- * - `wait`: a run, a compaction or a pending write is open; decide again once the session is idle;
+ * - `wait`: a run (accepted or begun), a compaction or a pending write is open; decide again once idle;
  * - `turn`: run turn `index` now: a `prompt` with id `commandId` and `message`;
  * - `done`: every turn ran (`stopped`: turn `index` was refused, e.g. by a budget, and ended the replay).
  */
@@ -24,7 +24,12 @@ export type ReplayStep =
 export function decideReplayTurn(state: SessionState): ReplayStep {
   const replay = state.replay;
   if (!replay) return { kind: "none" };
-  const idle = sessionActivity(state) === "idle" && state.pendingWrites.length === 0;
+  // An accepted run that has not begun yet (`pendingTrigger`) is not idle either.
+  const cursor = state.cursor;
+  const idle =
+    sessionActivity(state) === "idle" &&
+    !(cursor.kind === "idle" && cursor.pendingTrigger) &&
+    state.pendingWrites.length === 0;
   for (const [index, message] of replay.turns.entries()) {
     const commandId = replayTurnCommandId(index);
     const outcome = state.commands.get(commandId)?.outcome;

@@ -163,6 +163,17 @@ describe("replay / next turn decider", () => {
     });
   });
 
+  it("given turn 0 accepted and its run not begun yet, waits", () => {
+    const b = replayLog(0);
+    b.add({
+      type: "command_accepted",
+      commandId: replayTurnCommandId(0),
+      commandType: "prompt",
+      messages: [turns[0] as never],
+    });
+    expect(decideReplayTurn(foldSessionEvents(b.events))).toEqual({ kind: "wait", index: 1 });
+  });
+
   it("given turn 0 accepted and its run open, waits", () => {
     const b = replayLog(0);
     runTurn(b, 0, false);
