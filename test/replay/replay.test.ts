@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
+import { startGateway } from "@fleet/gateway";
 import { type FleetEvent, partitionOf } from "@fleet/protocol";
 import { applyTopology, connectNats, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
@@ -24,6 +25,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runCli } from "../client/support/run-cli.js";
+import { call, gatewayOptions } from "../gateway/support.js";
 import { type LoopProcess, loopLeaseHolders, spawnLoop, waitForLog } from "../support/loop-process.js";
 
 const PARTITIONS = 4;
@@ -237,6 +239,32 @@ describe("replay with overrides / real loop workers", () => {
     expect(progress.replayOf).toMatchObject({ fromEntry: before?.id, overrides: { systemPrompt: "Be terse." } });
     expect(JSON.stringify(fake.requests.at(-1)?.body)).toContain("Be terse.");
     expect((await client.diff("src-1", out.sessionId)).differences).toEqual([]);
+  });
+
+  it("POST /v1/sessions {replayOf} replays through the gateway; bad requests get JSON errors", async () => {
+    const gateway = await startGateway(gatewayOptions(nats.url));
+    try {
+      await gateway.ready;
+      const created = await call(gateway.url, "POST", "/v1/sessions", {
+        body: { sessionId: "gw-replay", replayOf: { sessionId: "src-1", overrides: { thinkingLevel: "high" } } },
+      });
+      expect(created.status).toBe(201);
+      expect(created.body).toMatchObject({ sessionId: "gw-replay" });
+      const progress = await client.waitForReplay("gw-replay", { timeoutMs: 60_000 });
+      expect(progress).toMatchObject({ done: true, turnsRun: 2, replayOf: { overrides: { thinkingLevel: "high" } } });
+      expect(JSON.stringify(fake.requests.at(-1)?.body)).toContain('"thinking"');
+      expect((await client.diff("src-1", "gw-replay")).differences).toEqual([]);
+
+      const both = await call(gateway.url, "POST", "/v1/sessions", {
+        body: { replayOf: { sessionId: "src-1" }, forkFrom: { sessionId: "src-1", entryId: "e" } },
+      });
+      expect([both.status, both.body.error?.code ?? both.body.code]).toEqual([400, "invalid"]);
+      const missing = await call(gateway.url, "POST", "/v1/sessions", { body: { replayOf: { sessionId: "no-such" } } });
+      expect(missing.status).toBe(404);
+      expect(missing.text).toContain("Session no-such not found");
+    } finally {
+      await gateway.close();
+    }
   });
 
   it("a batch replay of a search spreads over both workers and prints its table", async () => {
