@@ -10,6 +10,7 @@ import {
   textOf,
   userMessage,
 } from "../../fixtures/builders.js";
+import { decodeSessionFold, encodeSessionFold } from "../reducers/session-fold-codec.js";
 import { foldSessionEvents } from "../reducers/session-state.js";
 import { foldSessionTreeEvents } from "../reducers/session-tree.js";
 import { planReplay } from "./replay-plan.js";
@@ -208,6 +209,15 @@ describe("replay / next turn decider", () => {
     const b = replayLog(1);
     b.add({ type: "compaction_start", reason: "manual" });
     expect(decideReplayTurn(foldSessionEvents(b.events))).toEqual({ kind: "wait", index: 1 });
+  });
+
+  it("keeps the replay in a snapshot of the fold: the decoded fold decides the same turn", () => {
+    const state = foldSessionEvents(replayLog(1).events);
+    const decoded = decodeSessionFold(JSON.parse(JSON.stringify(encodeSessionFold(state))));
+    expect(decoded.ok && decoded.value.replay).toEqual(replayOf);
+    expect(decoded.ok && decideReplayTurn(decoded.value)).toEqual(decideReplayTurn(state));
+    const plain = foldSessionEvents(createLogBuilder(1).events);
+    expect("replay" in encodeSessionFold(plain)).toBe(false);
   });
 
   it("takes the replay from the first session_created only", () => {
