@@ -5,6 +5,7 @@ import { gatewayBase, setGatewayBase, setToken, token } from "./api.js";
 import { linkTo, usePath } from "./router.js";
 import "./style.css";
 import { ApprovalsPage } from "./views/approvals-page.js";
+import { DiffPage } from "./views/diff-page.js";
 import { HealthPage } from "./views/health-page.js";
 import { SessionPage } from "./views/session-page.js";
 import { SessionsPage } from "./views/sessions-page.js";
@@ -13,11 +14,14 @@ import { WebhooksPage } from "./views/webhooks-page.js";
 function App() {
   const path = usePath();
   const session = /^\/sessions\/([^/]+)\/?$/.exec(path);
+  const diff = /^\/diff\/([^/]+)\/([^/]+)\/?$/.exec(path);
   let page: JSX.Element;
   if (path === "/" || path === "/sessions") page = <SessionsPage />;
   else if (session) {
     const id = decodeURIComponent(session[1] as string);
     page = <SessionPage key={id} sessionId={id} />;
+  } else if (diff) {
+    page = <DiffPage a={decodeURIComponent(diff[1] as string)} b={decodeURIComponent(diff[2] as string)} />;
   } else if (path === "/approvals") page = <ApprovalsPage />;
   else if (path === "/health") page = <HealthPage />;
   else if (path === "/webhooks") page = <WebhooksPage />;

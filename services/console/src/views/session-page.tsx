@@ -14,6 +14,7 @@ import type { Folded } from "../replay.js";
 import { linkTo } from "../router.js";
 import { useSessionLog } from "../use-session-log.js";
 import { LifecycleButtons, RestoreButton } from "./lifecycle-buttons.js";
+import { ReplayButton } from "./replay-button.js";
 import { contentText, Transcript } from "./transcript.js";
 import { TreeView } from "./tree-view.js";
 
@@ -120,6 +121,7 @@ export function SessionPage({ sessionId }: { sessionId: string }) {
           {s.spend.budget.session && ` · budget ${formatLimits(s.spend.budget.session)}`}
           {s.spend.budget.run && ` · per run ${formatLimits(s.spend.budget.run)}`}
         </span>
+        <ReplayButton sessionId={sessionId} />
         <LifecycleButtons sessionId={sessionId} />
       </div>
       <div class="slider">
