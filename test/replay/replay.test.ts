@@ -268,9 +268,11 @@ describe("replay with overrides / real loop workers", () => {
   });
 
   it("a batch replay of a search spreads over both workers and prints its table", async () => {
-    const sources = Array.from({ length: 8 }, (_, i) => `batch-${i}`);
+    const sources = Array.from({ length: 12 }, (_, i) => `batch-${i}`);
     await Promise.all(sources.map((s, i) => makeSource(s, [`look up k${i}`])));
-    await expect.poll(async () => (await client.searchSessions("batch-")).sessions.length, { timeout: 20_000 }).toBe(8);
+    await expect
+      .poll(async () => (await client.searchSessions("batch-")).sessions.length, { timeout: 20_000 })
+      .toBe(12);
     const cli = await fleet(["replay", "--sessions", "batch-", "--model", "claude-haiku-4-5"]);
     expect(cli.stderr).toBe("");
     expect(cli.code).toBe(0);
@@ -278,16 +280,17 @@ describe("replay with overrides / real loop workers", () => {
     expect(lines[0]).toMatch(/^source\s+replay\s+turns\s+diverged\s+tokens in\/out\s+cost\s+errors$/);
     expect(
       lines
-        .slice(1, 9)
+        .slice(1, 13)
         .map((l) => l.split(/\s+/)[0])
         .sort(),
-    ).toEqual(sources);
-    for (const line of lines.slice(1, 9)) expect(line).toMatch(/^batch-\d\s+\S+\s+1\s+0\s+\d+\/\d+\s+\$\d\.\d{4}\s+0$/);
-    expect(lines[9]).toMatch(
-      /^replayed 8 session\(s\): 8 turn\(s\), 0 tool call\(s\) diverged, tokens in \d+ · out \d+, \$\d\.\d{4}, 0 with errors$/,
+    ).toEqual(sources.slice().sort());
+    for (const line of lines.slice(1, 13))
+      expect(line).toMatch(/^batch-\d+\s+\S+\s+1\s+0\s+\d+\/\d+\s+\$\d\.\d{4}\s+0$/);
+    expect(lines[13]).toMatch(
+      /^replayed 12 session\(s\): 12 turn\(s\), 0 tool call\(s\) diverged, tokens in \d+ · out \d+, \$\d\.\d{4}, 0 with errors$/,
     );
     // Both workers ran replays: each session's owner is announced on its log.
-    const replays = lines.slice(1, 9).map((l) => l.split(/\s+/)[1] as string);
+    const replays = lines.slice(1, 13).map((l) => l.split(/\s+/)[1] as string);
     const owners = new Set<string>();
     for (const r of replays) {
       const events = await waitRuns(r, 1);
