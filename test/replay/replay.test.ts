@@ -329,4 +329,28 @@ describe("replay with overrides / real loop workers", () => {
     expect(slowJobs).toBe(jobs + 1);
     expect((await client.diff("src-slow", victim)).differences).toEqual([]);
   });
+
+  it("respects budgets: a turn over the tenant's daily limit is refused and ends the replay, shown as an error", async () => {
+    await client.setTenantLimits({ outputTokens: 1 });
+    try {
+      // The workers follow the limits with a KV watch.
+      await new Promise((r) => setTimeout(r, 500));
+      const cli = await fleet(["replay", "--sessions", "src-", "--tools-mode", "recorded"]);
+      expect(cli.stderr).toBe("");
+      expect(cli.code).toBe(1);
+      const lines = cli.stdout.trim().split("\n");
+      expect(lines.slice(1, 3).map((l) => l.split(/\s+/)[0])).toEqual(["src-1", "src-slow"]);
+      for (const line of lines.slice(1, 3)) {
+        expect(line).toMatch(
+          /\s0\s+1\s+0\/0\s+\$0\.0000\s+1: turn 0: budget_exceeded Budget exceeded: tenant output tokens \d+\/1$/,
+        );
+      }
+      // The source's calls the replay never made count as diverged.
+      expect(lines[3]).toBe(
+        "replayed 2 session(s): 0 turn(s), 2 tool call(s) diverged, tokens in 0 · out 0, $0.0000, 2 with errors",
+      );
+    } finally {
+      await client.setTenantLimits(null);
+    }
+  });
 });

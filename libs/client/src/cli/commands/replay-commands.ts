@@ -171,7 +171,7 @@ export function formatReplayTable(rows: readonly ReplayRow[]): string {
     String(r.divergedToolCalls),
     `${r.inputTokens}/${r.outputTokens}`,
     usd(r.costUsd),
-    r.errors.length === 0 ? "0" : `${r.errors.length}: ${clip(r.errors.join("; "), 60)}`,
+    r.errors.length === 0 ? "0" : `${r.errors.length}: ${clip(r.errors.join("; "), 100)}`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? "").length)));
   const line = (cells: string[]) =>
