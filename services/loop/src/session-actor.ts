@@ -468,11 +468,7 @@ export class SessionActor {
           if (decision.kind !== "decided") return decision;
           // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
           if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, this.deps.blobs);
-          if (decision.events.length > 0) await this.announceOwner();
-          const append = async () => {
-            for (const draft of decision.events) await this.appendDraft(draft);
-          };
-          await (this.indexEntry ? this.indexEntry.hold(append) : append());
+          await this.appendDecided(decision.events);
           return decision;
         });
       let decision = await decideAndAppend();
@@ -516,19 +512,23 @@ export class SessionActor {
    */
   private async decideOwn(command: FleetCommand): Promise<void> {
     const ctx = this.decideContext();
-    const decision = await this.engine.exclusive(async (): Promise<Decision & { kind: "decided" }> => {
-      if (this.state.commands.has(command.id) || this.dead || this.detached)
-        return { kind: "decided", events: [], effects: [] };
+    const effects = await this.engine.exclusive(async () => {
+      if (this.state.commands.has(command.id) || this.dead || this.detached) return [];
       const decided = decideCommand(this.state, this.sessionId, { ok: true, command }, ctx);
-      if (decided.kind !== "decided") return { kind: "decided", events: [], effects: [] };
-      if (decided.events.length > 0) await this.announceOwner();
-      const append = async () => {
-        for (const draft of decided.events) await this.appendDraft(draft);
-      };
-      await (this.indexEntry ? this.indexEntry.hold(append) : append());
-      return decided;
+      if (decided.kind !== "decided") return [];
+      await this.appendDecided(decided.events);
+      return decided.effects;
     });
-    for (const effect of decision.effects) await this.runEffect(effect);
+    for (const effect of effects) await this.runEffect(effect);
+  }
+
+  /** Appends a decision's events in order, the owner announced first and the open-work entry held. */
+  private async appendDecided(events: readonly DraftEvent[]): Promise<void> {
+    if (events.length > 0) await this.announceOwner();
+    const append = async () => {
+      for (const draft of events) await this.appendDraft(draft);
+    };
+    await (this.indexEntry ? this.indexEntry.hold(append) : append());
   }
 
   private decideContext(): DecideContext {
