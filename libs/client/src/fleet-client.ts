@@ -7,6 +7,8 @@ import {
   type FleetCommand,
   type LifecycleRecord,
   partitionOf,
+  type ReplayRequest,
+  type SessionDiff,
   type TraceSpan,
 } from "@fleet/protocol";
 import { resolveBlobBlocks } from "@fleet/runtime";
@@ -33,6 +35,15 @@ import { replaySession } from "./replay-session.js";
 import { ScheduleClient } from "./schedules.js";
 import { SessionCommands } from "./session-commands.js";
 import { iterateSessionEvents, startSeqOf } from "./session-events.js";
+import { readSessionLog } from "./session-log.js";
+import {
+  diffSessionLogs,
+  followReplay,
+  type ReplayProgress,
+  type ReplayRow,
+  replayProgressOf,
+  replayRowOf,
+} from "./session-replay.js";
 import { readSessionTrace } from "./session-trace.js";
 import { type StoreResult, storeRequest } from "./store-request.js";
 import { rejectionOf, submitCommand } from "./submit-command.js";
@@ -217,6 +228,60 @@ export class FleetClient extends SessionCommands {
    */
   replay(sessionId: string, opts: { toSeq?: number; from?: ReplayResult } = {}): Promise<ReplayResult> {
     return replaySession(this.#ctx, sessionId, opts);
+  }
+
+  /**
+   * Waits until the replay session `sessionId` (made by `replayWith`) has run all its turns, or one
+   * was refused; resolves with its progress. Errors: `invalid_input` (no replay), `timeout`.
+   */
+  async waitForReplay(sessionId: string, opts: { timeoutMs?: number } = {}): Promise<ReplayProgress> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), opts.timeoutMs ?? 300_000);
+    try {
+      return await followReplay(this.events(sessionId, { from: "start", signal: abort.signal }), abort.signal);
+    } finally {
+      clearTimeout(timer);
+      abort.abort();
+    }
+  }
+
+  /** Where a replay session stands now (`replayOf` undefined: it is no replay). */
+  async replayProgress(sessionId: string): Promise<ReplayProgress> {
+    return replayProgressOf(await readSessionLog(this.#ctx, sessionId));
+  }
+
+  /**
+   * Two sessions compared turn by turn (change 51): messages, tool calls, tokens, cost; latency is
+   * shown but never counted as a difference. `differences` empty: nothing differs.
+   */
+  async diff(a: string, b: string): Promise<SessionDiff> {
+    const [logA, logB] = await Promise.all([readSessionLog(this.#ctx, a), readSessionLog(this.#ctx, b)]);
+    return diffSessionLogs(logA, logB);
+  }
+
+  /**
+   * Replays each of `sources` with the same options, all at once (the loop workers that own the new
+   * sessions run them), waits for every one, and compares each with its source. A replay that
+   * cannot start (refused, e.g. by a budget) is a row with its error.
+   */
+  async replaySessions(
+    sources: readonly string[],
+    opts: Omit<ReplayRequest, "sessionId" | "fromEntry"> & { timeoutMs?: number } = {},
+  ): Promise<ReplayRow[]> {
+    const { timeoutMs, ...request } = opts;
+    return Promise.all(
+      sources.map(async (source): Promise<ReplayRow> => {
+        let replay = "";
+        try {
+          replay = (await this.replayWith(source, request)).sessionId;
+          const progress = await this.waitForReplay(replay, timeoutMs !== undefined ? { timeoutMs } : {});
+          return replayRowOf(source, replay, await this.diff(source, replay), progress);
+        } catch (err) {
+          const row = replayRowOf(source, replay, diffSessionLogs([], []), undefined);
+          return { ...row, errors: [err instanceof Error ? err.message : String(err)] };
+        }
+      }),
+    );
   }
 
   /**

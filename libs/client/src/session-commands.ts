@@ -4,6 +4,7 @@ import type {
   CommandOf,
   CompactionSettings,
   ModelRef,
+  ReplayRequest,
   SessionConfigPatch,
   ThinkingLevel,
 } from "@fleet/protocol";
@@ -43,6 +44,26 @@ export abstract class SessionCommands {
     opts: Omit<CreateSessionOptions, "forkFrom"> & { config?: SessionConfigPatch } = {},
   ): Promise<CommandOutcome & { sessionId: string }> {
     return this.createSession(opts.config ?? {}, { ...opts, forkFrom: { sessionId, entryId } });
+  }
+
+  /**
+   * `replay` (change 51): a new session that forks `sourceSessionId`'s current branch at `fromEntry`
+   * (default: before its first user message) and runs the user messages after it again, with the
+   * overrides, tools `recorded` (default) or `live`. Resolves once accepted, with the new session's
+   * id; the loop then runs the turns (`waitForReplay`).
+   */
+  replayWith(
+    sourceSessionId: string,
+    opts: Omit<ReplayRequest, "sessionId"> & CommandOptions & { sessionId?: string } = {},
+  ): Promise<CommandOutcome & { sessionId: string }> {
+    const { fromEntry, overrides, toolsMode, sessionId = newSessionId(), ...commandOpts } = opts;
+    const replayOf: ReplayRequest = {
+      sessionId: sourceSessionId,
+      ...(fromEntry !== undefined ? { fromEntry } : {}),
+      ...(overrides ? { overrides } : {}),
+      ...(toolsMode ? { toolsMode } : {}),
+    };
+    return this.send(sessionId, { type: "replay", replayOf }, commandOpts);
   }
 
   /** Starts a run (`busy` while one is active). A prompt to an unknown session creates it with defaults. */

@@ -1,7 +1,7 @@
 // `trace()`: a session's runs as OpenTelemetry spans, derived from its log as it stands.
-import { decodeEvent, deriveRunSpans, type FleetEvent, STREAMS, type TraceSpan } from "@fleet/protocol";
-import { readSubject } from "@fleet/runtime";
-import { type ClientContext, eventSubjectOf, streamUnavailable } from "./client-context.js";
+import { deriveRunSpans, type TraceSpan } from "@fleet/protocol";
+import type { ClientContext } from "./client-context.js";
+import { readSessionLog } from "./session-log.js";
 
 /**
  * The spans of the session's runs (PROTOCOL change 46) with `deriveRunSpans`; `runId` keeps one run.
@@ -13,14 +13,6 @@ export async function readSessionTrace(
   sessionId: string,
   opts: { runId?: string },
 ): Promise<TraceSpan[]> {
-  const events: FleetEvent[] = [];
-  try {
-    for await (const record of readSubject(ctx.js, ctx.jsm, STREAMS.events.name, eventSubjectOf(ctx, sessionId))) {
-      const decoded = decodeEvent(record.data);
-      if (decoded.ok) events.push(decoded.value);
-    }
-  } catch (err) {
-    throw streamUnavailable(err);
-  }
+  const events = await readSessionLog(ctx, sessionId);
   return deriveRunSpans(events, opts.runId !== undefined ? { runId: opts.runId } : {});
 }

@@ -218,6 +218,17 @@ const COMMAND_SAMPLES: Record<FleetCommandType, FleetCommand> = {
   },
   approve_tool_call: { type: "approve_tool_call", id: "c-18", ...envelope, toolCallId: "toolu_1" },
   deny_tool_call: { type: "deny_tool_call", id: "c-19", ...envelope, toolCallId: "toolu_1", reason: "no" },
+  replay: {
+    type: "replay",
+    id: "c-replay",
+    sessionId: "s-2",
+    replayOf: {
+      sessionId: "s-1",
+      fromEntry: "e-1",
+      overrides: { model: { provider: "anthropic", modelId: "claude-haiku-4-5" }, thinkingLevel: "low" },
+      toolsMode: "recorded",
+    },
+  },
   import_session: {
     type: "import_session",
     id: "c-20",

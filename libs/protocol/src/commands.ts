@@ -6,6 +6,7 @@ import { ImageContent } from "./content.js";
 import { EventId, SessionId, ToolCallId, ToolName } from "./ids.js";
 import { Requester } from "./lifecycle.js";
 import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
+import { ReplayRequest } from "./replay/replay-record.js";
 import { SessionEntry } from "./session-entry.js";
 import { Traceparent, Tracestate } from "./trace/trace-context.js";
 
@@ -41,6 +42,13 @@ export const CreateSessionCommand = cmd("create_session", {
   config: SessionConfigPatch.optional(),
   forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
 });
+/**
+ * Fleet addition (change 51): creates session `sessionId` as a replay of `replayOf.sessionId`: a fork
+ * of its current branch at `fromEntry` whose later user messages the loop runs again, one run each,
+ * with the overrides and the tools mode. Refused `not_found` (no source, no such entry), `invalid`
+ * (nothing to replay, a record too large for one event), `conflict` (the session exists).
+ */
+export const ReplayCommand = cmd("replay", { replayOf: ReplayRequest });
 export const PromptCommand = inputCmd("prompt");
 export const SteerCommand = inputCmd("steer");
 export const FollowUpCommand = inputCmd("follow_up");
@@ -131,6 +139,7 @@ export const FleetCommand = z.discriminatedUnion("type", [
   DeleteSessionCommand,
   ArchiveSessionCommand,
   RestoreSessionCommand,
+  ReplayCommand,
 ]);
 export type FleetCommand = z.infer<typeof FleetCommand>;
 export type FleetCommandType = FleetCommand["type"];

@@ -9,6 +9,7 @@ import { HookInputHash, HookServerName, RemoteHookName } from "./hook-decision.j
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { ArchiveRef, LifecycleOp, Requester } from "./lifecycle.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage, Usage } from "./messages.js";
+import { ReplayRecord } from "./replay/replay-record.js";
 import { TraceContext } from "./trace/trace-context.js";
 
 /**
@@ -84,6 +85,11 @@ export const AgentEndEvent = ev("agent_end", { messages: z.array(AgentMessage) }
 export const SessionCreatedEvent = ev("session_created", {
   config: SessionConfig,
   forkedFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
+  /**
+   * A replay session (change 51, the `replay` command): the source, the overrides, the tools mode,
+   * the user messages to run again and the recorded tool results. The loop runs the turns itself.
+   */
+  replayOf: ReplayRecord.optional(),
 });
 export const CommandAcceptedEvent = ev("command_accepted", {
   commandId: z.string().min(1),

@@ -420,6 +420,29 @@ export {
   IMAGE_ESTIMATE_CHARS,
   usageTokens,
 } from "./reducers/token-estimate.js";
+export { planReplay, type ReplayPlan } from "./replay/replay-plan.js";
+export {
+  canonicalJson,
+  NO_RECORDED_RESULT,
+  type RecordedResult,
+  RecordedToolCall,
+  ReplayOverrides,
+  ReplayRecord,
+  ReplayRequest,
+  type ReplayToolCall,
+  recordedResultOf,
+  replayTurnCommandId,
+  ToolsMode,
+} from "./replay/replay-record.js";
+export { decideReplayTurn, type ReplayStep } from "./replay/replay-turn.js";
+export {
+  diffSessionTurns,
+  type SessionDiff,
+  type SessionTurn,
+  sessionTurns,
+  type TurnDifference,
+  type TurnToolCall,
+} from "./replay/session-diff.js";
 export {
   decideScheduleCommand,
   decideScheduleStep,

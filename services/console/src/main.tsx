@@ -5,6 +5,7 @@ import { gatewayBase, setGatewayBase, setToken, token } from "./api.js";
 import { linkTo, usePath } from "./router.js";
 import "./style.css";
 import { ApprovalsPage } from "./views/approvals-page.js";
+import { DiffPage } from "./views/diff-page.js";
 import { HealthPage } from "./views/health-page.js";
 import { SchedulesPage } from "./views/schedules-page.js";
 import { SessionPage } from "./views/session-page.js";
@@ -14,12 +15,15 @@ import { WebhooksPage } from "./views/webhooks-page.js";
 function App() {
   const path = usePath();
   const session = /^\/sessions\/([^/]+)(\/runs(?:\/([^/]+))?)?\/?$/.exec(path);
+  const diff = /^\/diff\/([^/]+)\/([^/]+)\/?$/.exec(path);
   let page: JSX.Element;
   if (path === "/" || path === "/sessions") page = <SessionsPage />;
   else if (session) {
     const id = decodeURIComponent(session[1] as string);
     const run = session[2] ? decodeURIComponent(session[3] ?? "") : undefined;
     page = <SessionPage key={id} sessionId={id} run={run} />;
+  } else if (diff) {
+    page = <DiffPage a={decodeURIComponent(diff[1] as string)} b={decodeURIComponent(diff[2] as string)} />;
   } else if (path === "/approvals") page = <ApprovalsPage />;
   else if (path === "/health") page = <HealthPage />;
   else if (path === "/webhooks") page = <WebhooksPage />;

@@ -4,6 +4,7 @@ import {
   FleetCommand,
   FleetEvent,
   LifecycleRecord,
+  ReplayRequest,
   SessionConfigPatch,
   SessionId,
   SessionSummary,
@@ -40,6 +41,12 @@ export const CreateSessionBody = z
      * given, must be the same, and `config` and `forkFrom` may not be given.
      */
     restoreFrom: SessionId.optional(),
+    /**
+     * Create the session as a replay of another (change 51): its branch up to `fromEntry` (default:
+     * before its first user message) is copied and its later user messages run again, with the
+     * overrides, tools `recorded` (default) or `live`. `config` and `forkFrom` may not be given.
+     */
+    replayOf: ReplayRequest.optional(),
     commandId: CommandId.optional(),
   })
   .strict();

@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_INPUT_BYTES,
   decodeEvent,
   EMPTY_TRACE_CURSOR,
+  type FleetCommand,
   type FleetEvent,
   foldSessionEvents,
   foldSessionTreeEvents,
@@ -82,6 +83,7 @@ import { createSessionIndexEntry, type SessionIndexEntry } from "./open-work/ses
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
 import { getModelInfo, type ModelInfo } from "./providers/models.js";
+import { createReplayDriver, recordedToolResult } from "./replay-driver.js";
 import { resolvingBlobs } from "./resolving-blobs.js";
 import type { RunTraceSink } from "./run-trace-sink.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
@@ -230,6 +232,8 @@ export class SessionActor {
   private readonly indexEntry: SessionIndexEntry | undefined;
   /** The restore the log shows was carried out to its end by this actor (its last steps are not logged). */
   private restoreDone = false;
+  /** Starts a replay session's turns (change 51). */
+  private readonly replay: { continue: () => Promise<void> };
   lastUsed: number;
 
   private constructor(deps: ActorDeps, loaded: LoadedSession) {
@@ -291,6 +295,13 @@ export class SessionActor {
       onError: () => undefined,
     });
     this.engine = this.createEngine();
+    this.replay = createReplayDriver({
+      state: this.state,
+      sessionId: this.sessionId,
+      busy: () => this.dead || this.detached || this.isRunning,
+      submit: (command) => this.decideOwn(command),
+      log: this.log,
+    });
     this.indexEntry = deps.openWork
       ? createSessionIndexEntry({
           index: deps.openWork,
@@ -374,6 +385,7 @@ export class SessionActor {
       await this.announceOwner();
       await this.engine.flushWrites().catch(() => undefined);
     }
+    await this.replay.continue();
   }
 
   /**
@@ -471,11 +483,7 @@ export class SessionActor {
           if (decision.kind !== "decided") return decision;
           // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
           if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, this.deps.blobs);
-          if (decision.events.length > 0) await this.announceOwner();
-          const append = async () => {
-            for (const draft of decision.events) await this.appendDraft(draft);
-          };
-          await (this.indexEntry ? this.indexEntry.hold(append) : append());
+          await this.appendDecided(decision.events);
           return decision;
         });
       let decision = await decideAndAppend();
@@ -510,6 +518,32 @@ export class SessionActor {
       if (this.dead) return;
     }
     this.ack(delivery);
+    void this.replay.continue();
+  }
+
+  /**
+   * Decides a command of the actor's own (a replay's turn) as if delivered, and runs its effects;
+   * nothing when its id already has an outcome in the log.
+   */
+  private async decideOwn(command: FleetCommand): Promise<void> {
+    const ctx = this.decideContext();
+    const effects = await this.engine.exclusive(async () => {
+      if (this.state.commands.has(command.id) || this.dead || this.detached) return [];
+      const decided = decideCommand(this.state, this.sessionId, { ok: true, command }, ctx);
+      if (decided.kind !== "decided") return [];
+      await this.appendDecided(decided.events);
+      return decided.effects;
+    });
+    for (const effect of effects) await this.runEffect(effect);
+  }
+
+  /** Appends a decision's events in order, the owner announced first and the open-work entry held. */
+  private async appendDecided(events: readonly DraftEvent[]): Promise<void> {
+    if (events.length > 0) await this.announceOwner();
+    const append = async () => {
+      for (const draft of events) await this.appendDraft(draft);
+    };
+    await (this.indexEntry ? this.indexEntry.hold(append) : append());
   }
 
   private decideContext(): DecideContext {
@@ -720,7 +754,8 @@ export class SessionActor {
         this.lastUsed = this.deps.now();
         this.freshToolCalls.clear();
         for (const w of this.messageEndWaiters.splice(0)) w();
-      });
+      })
+      .then(() => this.replay.continue());
     await Promise.race([firstMessage, run]);
   }
 
@@ -787,6 +822,8 @@ export class SessionActor {
     onUpdate: (partial: unknown) => void,
   ) {
     const deps = this.deps;
+    const recorded = recordedToolResult(this.state, call);
+    if (recorded) return recorded;
     const started = deps.now();
     const cancel = new AbortController();
     const onAbort = () => {

@@ -22,6 +22,7 @@ import {
   treeCommand,
   watchCommand,
 } from "./commands/read-commands.js";
+import { diffCommand, isReplayWith, type ReplayWithOptions, replayWithCommand } from "./commands/replay-commands.js";
 import { addScheduleCommands } from "./commands/schedule-commands.js";
 import { forkCommand, importCommand, promptCommand, queueCommand } from "./commands/session-commands.js";
 import { type TraceOptions, traceCommand, traceExportCommand } from "./commands/trace-commands.js";
@@ -175,13 +176,35 @@ export function buildProgram(
 
   program
     .command("replay")
-    .description("the agent state and tree as they stood at a stream sequence")
-    .argument("<sessionId>", "session", sessionId)
+    .description(
+      "the agent state and tree as they stood at a stream sequence; with --from/--model/… or --sessions, run a session's user turns again with overrides",
+    )
+    .argument("[sessionId]", "session", sessionId)
     .option("--to <seq>", "stream sequence (default: the latest)", nonNegativeInt)
+    .option("--from <entry>", "replay: keep the branch up to this entry, run the user turns after it")
+    .option("--model <model>", "replay: [provider/]modelId")
+    .option("--thinking <level>", "replay: thinking level")
+    .option("--system <prompt>", "replay: system prompt")
+    .option("--tools <names>", "replay: active tools, comma-separated")
+    .option("--tools-mode <mode>", "replay: recorded (the original results; default) or live")
+    .option("--sessions <query>", "replay every session the store's search finds; prints a table")
+    .option("--limit <n>", "replay: at most this many sessions of --sessions (default 100)", positiveInt)
+    .option("--no-wait", "replay: print the new session's id and return")
+    .option("--timeout <s>", "replay: seconds to wait for the turns (default 300)", positiveInt)
     .option("--json", "print JSON")
-    .action(async (sid: string, opts: { to?: number; json?: boolean }) =>
-      setExit(await replayCommand(io(), sid, opts)),
-    );
+    .action(async (sid: string | undefined, opts: ReplayWithOptions & { to?: number; json?: boolean }) => {
+      if (isReplayWith(opts)) return setExit(await replayWithCommand(io(), sid, opts));
+      if (sid === undefined) throw new CliError("replay needs a session", EXIT.usage);
+      setExit(await replayCommand(io(), sid, opts));
+    });
+
+  program
+    .command("diff")
+    .description("compare two sessions turn by turn: messages, tool calls, tokens, cost and latency")
+    .argument("<a>", "session", sessionId)
+    .argument("<b>", "session", sessionId)
+    .option("--json", "print JSON")
+    .action(async (a: string, b: string, opts: { json?: boolean }) => setExit(await diffCommand(io(), a, b, opts)));
 
   const trace = program
     .command("trace")

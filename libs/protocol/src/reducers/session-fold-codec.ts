@@ -1,11 +1,13 @@
 // The session's one fold (`SessionState`) as plain JSON data and back: the body of a snapshot
 // (PROTOCOL change 42). Pure; the envelope, checksum and storage are the loop's.
+
 import { z } from "zod";
 import type { ApprovalRule } from "../approval-rules.js";
 import type { Decoded } from "../codec.js";
 import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AgentMessage } from "../messages.js";
+import { ReplayRecord } from "../replay/replay-record.js";
 import type { AgentStatus } from "./agent-state.js";
 import type { RunCursor } from "./run-cursor.js";
 import type {
@@ -70,6 +72,8 @@ export interface EncodedSessionFold {
     run: SessionState["spend"]["run"];
     days: Array<[string, SessionState["spend"]["session"]]>;
   };
+  /** Absent when the session is no replay. */
+  replay?: ReplayRecord;
   events: number;
 }
 
@@ -119,6 +123,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
       run: state.spend.run,
       days: [...state.spend.days],
     },
+    ...(state.replay ? { replay: state.replay } : {}),
     events: state.events,
   };
 }
@@ -216,6 +221,7 @@ const EncodedFold = z.object({
     run: Spend,
     days: z.array(z.tuple([z.string(), Spend])),
   }),
+  replay: ReplayRecord.optional(),
   events: z.number().int().nonnegative(),
 });
 
@@ -303,6 +309,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
       run: e.spend.run,
       days: new Map(e.spend.days),
     },
+    replay: e.replay ?? null,
     events: e.events,
   };
   return { ok: true, value: state };

@@ -8,6 +8,7 @@ import type { CompactionReason, EventOf, FleetEvent, SessionWrite } from "../eve
 import { hookDecisionKey } from "../hook-decision.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AssistantMessage } from "../messages.js";
+import type { ReplayRecord } from "../replay/replay-record.js";
 import { AGENT_STATUS_EVENT_TYPES, type AgentStatus, applyAgentStatus, initialAgentStatus } from "./agent-state.js";
 import { applyDeltas } from "./apply-deltas.js";
 import {
@@ -140,6 +141,8 @@ export interface SessionState {
   streamDeltas: StreamDelta[][];
   /** Tokens and cost spent per run, session and UTC day, and the budget in force. */
   spend: SessionSpend;
+  /** What the session replays (the first `session_created`'s `replayOf`; change 51); `null`: no replay. */
+  replay: ReplayRecord | null;
   /** Events folded. */
   events: number;
 }
@@ -159,6 +162,7 @@ export function initialSessionState(): SessionState {
     deleting: null,
     streamDeltas: [],
     spend: initialSessionSpend(),
+    replay: null,
     events: 0,
   };
 }
@@ -224,6 +228,7 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
     else settleStream(state);
   }
   const parts = PARTS_OF.get(type) ?? 0;
+  if (type === "session_created" && !state.tree.config && event.replayOf) state.replay = event.replayOf;
   if (parts & TREE) foldSessionTreeInPlace(state.tree, event);
   if (parts & STATUS) applyAgentStatus(state.status, event);
   if (parts & CURSOR) state.cursor = advanceRunCursor(state.cursor, event);

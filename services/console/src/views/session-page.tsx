@@ -16,6 +16,7 @@ import { linkTo, navigate } from "../router.js";
 import { RunIndex } from "../run-index.js";
 import { useSessionLog } from "../use-session-log.js";
 import { LifecycleButtons, RestoreButton } from "./lifecycle-buttons.js";
+import { ReplayButton } from "./replay-button.js";
 import { RunsView } from "./run-waterfall.js";
 import { SessionSettings } from "./session-settings.js";
 import { contentText, Transcript } from "./transcript.js";
@@ -143,6 +144,7 @@ export function SessionPage({ sessionId, run }: { sessionId: string; run?: strin
           {s.spend.budget.session && ` · budget ${formatLimits(s.spend.budget.session)}`}
           {s.spend.budget.run && ` · per run ${formatLimits(s.spend.budget.run)}`}
         </span>
+        <ReplayButton sessionId={sessionId} />
         <LifecycleButtons sessionId={sessionId} />
       </div>
       <div class="slider">

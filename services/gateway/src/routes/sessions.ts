@@ -55,7 +55,8 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       method: "POST",
       url: "/v1/sessions",
       operationId: "createSession",
-      summary: "Create a session, fork one (`forkFrom`), or restore an archived one (`restoreFrom`)",
+      summary:
+        "Create a session, fork one (`forkFrom`), replay one with overrides (`replayOf`), or restore an archived one (`restoreFrom`)",
       tag: "sessions",
       access: "operate",
       usesNats: true,
@@ -63,7 +64,10 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: {
         201: { description: "Created (`command_accepted` is on the log)", schema: SessionCreated },
         202: { description: "Sent; the outcome has not arrived in time", schema: CommandPending },
-        404: { description: "The fork source or entry does not exist, or there is no archive to restore" },
+        400: { description: "`replayOf` with `config` or `forkFrom`, or nothing to replay" },
+        404: {
+          description: "The fork or replay source or entry does not exist, or there is no archive to restore",
+        },
         409: { description: "The session already exists" },
       },
       async handler({ body, principal }) {
@@ -74,11 +78,11 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
           if (body.sessionId !== undefined && body.sessionId !== sessionId) {
             return apiError(400, "invalid", "a restored session keeps its id: sessionId must equal restoreFrom");
           }
-          if (body.config !== undefined || body.forkFrom !== undefined) {
+          if (body.config !== undefined || body.forkFrom !== undefined || body.replayOf !== undefined) {
             return apiError(
               400,
               "invalid",
-              "restoreFrom takes no config or forkFrom: the session comes back as it was",
+              "restoreFrom takes no config, forkFrom or replayOf: the session comes back as it was",
             );
           }
           return lifecycleOutcome(
@@ -97,6 +101,15 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
           );
         }
         const sessionId = body.sessionId ?? newSessionId();
+        if (body.replayOf !== undefined) {
+          if (body.config !== undefined || body.forkFrom !== undefined) {
+            return apiError(400, "invalid", "replayOf takes no config or forkFrom: overrides go in replayOf.overrides");
+          }
+          const { sessionId: source, ...replay } = body.replayOf;
+          return sessionCreation(sessionId, commandId, () =>
+            link.client.replayWith(source, { ...replay, sessionId, commandId, timeoutMs: ctx.commandTimeoutMs }),
+          );
+        }
         return sessionCreation(sessionId, commandId, () =>
           link.client.createSession(body.config ?? {}, {
             sessionId,

@@ -30,6 +30,7 @@ import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js"
 import { approvalExpired, isAwaitingApproval } from "./approval-gate.js";
 import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
 import { decideLifecycle } from "./decide-lifecycle.js";
+import { replayDrafts } from "./decide-replay.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
@@ -37,7 +38,7 @@ import { messageFromInput } from "./message-input.js";
 import { decideSessionWrite } from "./session-write.js";
 
 /** Commands that may create a session that does not exist yet. */
-const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "import_session"]);
+const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "import_session", "replay"]);
 /** Lifecycle commands decide a session without a log themselves (`decideLifecycle`). */
 const LIFECYCLE: ReadonlySet<string> = new Set(["delete_session", "archive_session", "restore_session"]);
 
@@ -101,6 +102,8 @@ export function decideCommand(
       return decideCreate(state, sessionId, cmd, ctx);
     case "import_session":
       return decideImport(state, sessionId, cmd, ctx);
+    case "replay":
+      return decideReplay(state, sessionId, cmd, ctx);
     case "prompt": {
       const refused = busy(ctx, cmd, activity, ENGINE_ERROR_TEXT.promptBusy);
       if (refused) return refused;
@@ -440,6 +443,20 @@ export function forkDrafts(
   const created: DraftEvent = { id: ctx.newId(), body: { type: "session_created", config, forkedFrom: from } };
   const copied = entriesToDrafts(branch.entries, ctx.newId, assignedEntryIds).drafts;
   return { ok: true, drafts: [created, ...copied] };
+}
+
+/** `replay`: needs the source's tree (`forkSource`); the turns start once it is accepted. */
+function decideReplay(state: SessionState, sessionId: string, cmd: CommandOf<"replay">, ctx: OutcomeContext): Decision {
+  if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
+  const unknown = (cmd.replayOf.overrides?.activeTools ?? []).filter((n) => !ctx.isKnownTool(n));
+  if (unknown.length > 0) return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.unknownTools(unknown));
+  if (ctx.forkSource === undefined) return { kind: "needs_fork_source", sessionId: cmd.replayOf.sessionId };
+  if (!ctx.forkSource) {
+    return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notFound(cmd.replayOf.sessionId));
+  }
+  const replay = replayDrafts(cmd, ctx.forkSource, ctx.newId);
+  if (!replay.ok) return rejected(ctx, cmd.id, cmd.type, replay.code, replay.reason);
+  return accepted(ctx, cmd, replay.drafts);
 }
 
 function decideImport(

@@ -11,6 +11,7 @@ import {
   writes,
 } from "./decide-command.js";
 import { decideLifecycleRedelivered } from "./decide-lifecycle.js";
+import { replayDrafts } from "./decide-replay.js";
 import type { DecideContext, Decision, Effect } from "./decision.js";
 import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { messageFromInput } from "./message-input.js";
@@ -110,6 +111,11 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
     }
     case "import_session":
       return rest(importDrafts(cmd, ctx, copiedIds(state)));
+    case "replay": {
+      if (ctx.forkSource === undefined) return { kind: "needs_fork_source", sessionId: cmd.replayOf.sessionId };
+      const replay = ctx.forkSource ? replayDrafts(cmd, ctx.forkSource, ctx.newId, copiedIds(state)) : undefined;
+      return replay?.ok ? rest(replay.drafts) : NOTHING;
+    }
     case "delete_session":
     case "archive_session":
     case "restore_session":

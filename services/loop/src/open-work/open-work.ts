@@ -1,14 +1,14 @@
 // What a session's log shows as open, and the open-work index operations that follow from it
 // (PROTOCOL change 41). Pure: the shell (`createIndexEntry`) carries the operations out.
-import type { FleetEvent, SessionState } from "@fleet/protocol";
+import { decideReplayTurn, type FleetEvent, type SessionState } from "@fleet/protocol";
 
 /** Kinds of open work: each is something a new owner must finish after a takeover. */
-export type OpenWorkKind = "run" | "accepted_run" | "compaction" | "pending_writes" | "lifecycle";
+export type OpenWorkKind = "run" | "accepted_run" | "compaction" | "pending_writes" | "lifecycle" | "replay";
 
 /**
  * The open work of a session: an open run (including one waiting at an approval gate or for tool
  * results), an accepted run-starting command whose run never began, an open compaction, writes
- * still pending, a deletion or archive accepted and not finished, or a restore not finished
+ * still pending, a replay with turns to run, a deletion or archive accepted and not finished, or a restore not finished
  * (`restoring`: only the shell knows when its last steps, which are not in the session's log, are
  * done). Empty: nothing a takeover has to resume. Reads the fold without settling streamed deltas.
  */
@@ -19,6 +19,9 @@ export function openWorkOf(state: SessionState, restoring: boolean): OpenWorkKin
   if (state.compaction) open.push("compaction");
   if (state.pendingWrites.length > 0) open.push("pending_writes");
   if (state.deleting || restoring) open.push("lifecycle");
+  // A replay with turns still to run (change 51): the next owner starts them.
+  const replay = decideReplayTurn(state).kind;
+  if (replay === "turn" || replay === "wait") open.push("replay");
   return open;
 }
 
