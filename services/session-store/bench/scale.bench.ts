@@ -152,7 +152,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
     // Every watcher's consumer exists before anything is appended.
     await until(
       async () => (await topology.jsm.streams.info(STREAMS.events.name)).state.consumer_count >= WATCHERS + partitions,
-      120_000,
+      900_000,
       "watchers and store consumers created",
     );
     await new Promise((r) => setTimeout(r, 2_000));
