@@ -14,7 +14,13 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { sessionApprovalRulesOf, setTenantApprovalRulesOf, tenantApprovalRulesOf } from "./approval-rules.js";
 import { type ConnectionOptions, connectClientNats, type FleetClientOptions, openClient } from "./client-connect.js";
-import { type ClientContext, eventSubjectOf, lastEventSeq } from "./client-context.js";
+import {
+  type ClientContext,
+  eventStreamOf,
+  eventSubjectOf,
+  lastEventSeq,
+  lifecycleStreamOf,
+} from "./client-context.js";
 import type {
   CommandBody,
   CommandOptions,
@@ -52,6 +58,8 @@ export class FleetClient extends SessionCommands {
   readonly jsm: JetStreamManager;
   /** P, the partition count. */
   readonly partitions: number;
+  /** K, the number of event streams (stream groups). */
+  readonly groups: number;
   readonly #ctx: ClientContext;
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
@@ -63,6 +71,7 @@ export class FleetClient extends SessionCommands {
     this.js = ctx.js;
     this.jsm = ctx.jsm;
     this.partitions = ctx.partitions;
+    this.groups = ctx.groups;
     this.#commandTimeoutMs = opts.commandTimeoutMs;
     this.#requestTimeoutMs = opts.requestTimeoutMs;
   }
@@ -103,6 +112,16 @@ export class FleetClient extends SessionCommands {
   /** The session's event subject, `fleet.evt.<p>.<sessionId>`. */
   eventSubject(sessionId: string): string {
     return eventSubjectOf(this.#ctx, sessionId);
+  }
+
+  /** The stream holding the session's events: `FLEET_EVENTS` with K = 1, `FLEET_EVENTS_G<g>` otherwise. */
+  eventStream(sessionId: string): string {
+    return eventStreamOf(this.#ctx, sessionId);
+  }
+
+  /** The stream holding every session's lifecycle records (`fleet.evt.lifecycle.<sessionId>`). */
+  lifecycleStream(): string {
+    return lifecycleStreamOf(this.#ctx);
   }
 
   /** Stream sequence of the session's last event, 0 when it has none. */

@@ -1,7 +1,7 @@
 // `trace()`: a session's runs as OpenTelemetry spans, derived from its log as it stands.
-import { decodeEvent, deriveRunSpans, type FleetEvent, STREAMS, type TraceSpan } from "@fleet/protocol";
+import { decodeEvent, deriveRunSpans, type FleetEvent, type TraceSpan } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
-import { type ClientContext, eventSubjectOf, streamUnavailable } from "./client-context.js";
+import { type ClientContext, eventStreamOf, eventSubjectOf, streamUnavailable } from "./client-context.js";
 
 /**
  * The spans of the session's runs (PROTOCOL change 46) with `deriveRunSpans`; `runId` keeps one run.
@@ -15,7 +15,12 @@ export async function readSessionTrace(
 ): Promise<TraceSpan[]> {
   const events: FleetEvent[] = [];
   try {
-    for await (const record of readSubject(ctx.js, ctx.jsm, STREAMS.events.name, eventSubjectOf(ctx, sessionId))) {
+    for await (const record of readSubject(
+      ctx.js,
+      ctx.jsm,
+      eventStreamOf(ctx, sessionId),
+      eventSubjectOf(ctx, sessionId),
+    )) {
       const decoded = decodeEvent(record.data);
       if (decoded.ok) events.push(decoded.value);
     }

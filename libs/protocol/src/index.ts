@@ -170,7 +170,6 @@ export {
   STREAMS,
   type StreamKey,
   type StreamSpec,
-  storeEventConsumer,
   toolCallConsumer,
   webhookConsumer,
 } from "./jetstream-config.js";
@@ -453,6 +452,22 @@ export {
   StoreRequest,
   type StoreRequestOf,
 } from "./store-queries.js";
+export {
+  DEFAULT_STREAM_GROUPS,
+  eventStreamName,
+  eventStreamNames,
+  eventStreamOfPartition,
+  eventStreamOfSubject,
+  eventStreamSpec,
+  groupOf,
+  type LogTopology,
+  lifecycleStreamName,
+  logTopologyProblem,
+  partitionsOfGroup,
+  singleGroup,
+  storeGroupConsumer,
+  storeGroupLeaseKey,
+} from "./stream-groups.js";
 export {
   type PartitionedSubject,
   parseCommandSubject,

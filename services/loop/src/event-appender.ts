@@ -1,4 +1,4 @@
-import { encodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
+import { encodeEvent, eventStreamOfPartition, type FleetEvent, subjects } from "@fleet/protocol";
 import { type PublishFailure, type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
@@ -31,6 +31,8 @@ export function createSessionAppender(opts: {
   publisher: StreamPublisher;
   sessionId: string;
   partition: number;
+  /** K, to name the partition's event stream (default 1: `FLEET_EVENTS`). */
+  groups?: number;
   lastSeq: number;
   now: () => number;
   /**
@@ -45,6 +47,7 @@ export function createSessionAppender(opts: {
   onRefused?: (event: FleetEvent, failure: PublishFailure) => void;
 }): SessionAppender {
   const subject = subjects.event(opts.partition, opts.sessionId);
+  const stream = eventStreamOfPartition(opts.partition, opts.groups ?? 1);
   let lastSeq = opts.lastSeq;
   let fenced = false;
   let chain: Promise<unknown> = Promise.resolve();
@@ -69,7 +72,7 @@ export function createSessionAppender(opts: {
     // Retried through a full store, elections and restarts with the same msgID and expected sequence
     // (see publishDurably), for as long as this writer may write.
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
-      stream: STREAMS.events.name,
+      stream,
       msgID: msgId,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,

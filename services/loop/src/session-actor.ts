@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_INPUT_BYTES,
   decodeEvent,
   EMPTY_TRACE_CURSOR,
+  eventStreamOfPartition,
   type FleetEvent,
   foldSessionEvents,
   foldSessionTreeEvents,
@@ -19,7 +20,6 @@ import {
   type SessionConfig,
   type SessionState,
   type SessionTree,
-  STREAMS,
   subjects,
   type TraceCursor,
   toolTraceparent,
@@ -119,6 +119,8 @@ export interface ActorDeps {
   partition: number;
   /** P, from `fleet_config.partitions`. */
   partitions: number;
+  /** K, from `fleet_config.stream_groups` (default 1): names the event streams. */
+  groups?: number;
   workerId: string;
   epoch: number;
   /** The partition lease's write fence (see SessionAppender `writeGate`). */
@@ -230,6 +232,7 @@ export class SessionActor {
       publisher: deps.publisher,
       sessionId: deps.sessionId,
       partition: deps.partition,
+      groups: deps.groups ?? 1,
       lastSeq,
       now: deps.now,
       ...(deps.writeGate ? { writeGate: deps.writeGate } : {}),
@@ -296,6 +299,7 @@ export class SessionActor {
       jsm: deps.jsm,
       sessionId: deps.sessionId,
       partition: deps.partition,
+      groups: deps.groups,
       snapshots: deps.snapshots,
       logger: deps.logger,
     });
@@ -468,7 +472,9 @@ export class SessionActor {
         if (decision.kind === "needs_archive") {
           ctx.archive = await this.readArchiveHeader();
         } else if (decision.kind === "needs_lifecycle_record") {
-          ctx.lastLifecycle = this.deps.lifecycle ? await lastLifecycleRecord(this.deps.jsm, this.sessionId) : null;
+          ctx.lastLifecycle = this.deps.lifecycle
+            ? await lastLifecycleRecord(this.deps.jsm, this.sessionId, this.deps.groups)
+            : null;
         } else if (decision.kind === "needs_fork_source") {
           const source = await this.readTree(decision.sessionId);
           ctx.forkSource = source.config ? source : null;
@@ -1105,12 +1111,13 @@ export class SessionActor {
   private async readTree(sessionId: string): Promise<SessionTree> {
     const partition = partitionOf(sessionId, this.deps.partitions);
     if (this.deps.snapshots) {
-      const { js, jsm, snapshots, logger } = this.deps;
-      return (await loadSession({ js, jsm, sessionId, partition, snapshots, logger })).state.tree;
+      const { js, jsm, snapshots, logger, groups } = this.deps;
+      return (await loadSession({ js, jsm, sessionId, partition, groups, snapshots, logger })).state.tree;
     }
     const events: FleetEvent[] = [];
     const subject = subjects.event(partition, sessionId);
-    for await (const rec of readSubject(this.deps.js, this.deps.jsm, STREAMS.events.name, subject)) {
+    const stream = eventStreamOfPartition(partition, this.deps.groups ?? 1);
+    for await (const rec of readSubject(this.deps.js, this.deps.jsm, stream, subject)) {
       const decoded = decodeEvent(rec.data);
       if (decoded.ok) events.push(decoded.value);
     }
