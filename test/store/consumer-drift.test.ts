@@ -1,5 +1,10 @@
 import { STREAMS, storeGroupConsumer } from "@fleet/protocol";
-import { prepareStoreConsumer, storeConsumerDrift, syntheticEvents } from "@fleet/session-store/testing";
+import {
+  deleteLegacyPartitionConsumers,
+  prepareStoreConsumer,
+  storeConsumerDrift,
+  syntheticEvents,
+} from "@fleet/session-store/testing";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Fixture, Publisher, startFixture } from "./support.js";
@@ -80,5 +85,28 @@ describe("store-g<g> created with other settings", () => {
     expect(info.num_ack_pending).toBe(0);
     expect(last).toBe(seqs[2]);
     expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("kept");
+  });
+
+  it("is recreated without a filter when one was set (a filter makes the server match every event)", async () => {
+    await f.jsm.consumers.delete(STREAM, storeGroupConsumer(0).durable_name).catch(() => false);
+    await f.jsm.consumers.add(STREAM, { ...storeGroupConsumer(0), filter_subject: "fleet.evt.0.*" } as never);
+    const before = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
+    expect(storeConsumerDrift(0, before.config as unknown as Record<string, unknown>)).toEqual(["filter_subject"]);
+    expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("drift");
+    const after = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
+    expect(after.config.filter_subject ?? "").toBe("");
+  });
+});
+
+describe("store-p<p> of a store from before stream groups", () => {
+  it("is deleted by name; one that does not exist is skipped", async () => {
+    await f.jsm.consumers.add(STREAM, {
+      durable_name: "store-p0",
+      filter_subject: "fleet.evt.0.*",
+      ack_policy: AckPolicy.All,
+    });
+    expect(await deleteLegacyPartitionConsumers(f.jsm, STREAM, [0, 1, 2])).toBe(1);
+    await expect(f.jsm.consumers.info(STREAM, "store-p0")).rejects.toThrow(/consumer not found/);
+    expect(await deleteLegacyPartitionConsumers(f.jsm, STREAM, [0])).toBe(0);
   });
 });

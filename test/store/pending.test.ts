@@ -35,6 +35,7 @@ describe("a group worker's pending count", () => {
     const worker = startGroupWorker({
       group: 0,
       groups: 1,
+      partitions: f.partitions,
       js: f.js,
       jsm: f.jsm,
       namespaces: createNamespaceControl(f.redis, "pending-test"),

@@ -73,11 +73,13 @@ export async function prepareStoreConsumer(
   return info.num_ack_pending > 0 ? "takeover" : "drift";
 }
 
-async function deleteConsumer(jsm: JetStreamManager, stream: string, name: string): Promise<void> {
+/** Deletes a consumer; false when it did not exist. */
+async function deleteConsumer(jsm: JetStreamManager, stream: string, name: string): Promise<boolean> {
   try {
-    await jsm.consumers.delete(stream, name);
+    return await jsm.consumers.delete(stream, name);
   } catch (err) {
     if (!isConsumerNotFound(err)) throw err;
+    return false;
   }
 }
 
@@ -85,15 +87,16 @@ const isConsumerNotFound = (err: unknown) =>
   err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 
 /**
- * Deletes the per-partition consumers `store-p<p>` a store made on `stream` before stream groups
- * (change 56): on nats-server 2.9 each would keep matching every stored event. Returns how many.
+ * Deletes the per-partition consumers `store-p<p>` of `partitions` that a store made on `stream`
+ * before stream groups (change 56): on nats-server 2.9 each would keep matching every stored event.
+ * By name (the store may delete its consumers, not list a stream's). Returns how many existed.
  */
-export async function deleteLegacyPartitionConsumers(jsm: JetStreamManager, stream: string): Promise<number> {
+export async function deleteLegacyPartitionConsumers(
+  jsm: JetStreamManager,
+  stream: string,
+  partitions: readonly number[],
+): Promise<number> {
   let deleted = 0;
-  for await (const info of jsm.consumers.list(stream)) {
-    if (!/^store-p\d+$/.test(info.name)) continue;
-    await deleteConsumer(jsm, stream, info.name);
-    deleted++;
-  }
+  for (const p of partitions) if (await deleteConsumer(jsm, stream, `store-p${p}`)) deleted++;
   return deleted;
 }

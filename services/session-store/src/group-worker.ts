@@ -18,9 +18,10 @@ const CONSUME_EXPIRES_MS = 5_000;
 const MISSED_HEARTBEATS_TO_REOPEN = 2;
 
 export interface GroupWorkerOptions {
-  /** The stream group this worker feeds, of `groups` (K). */
+  /** The stream group this worker feeds, of `groups` (K), on a log of `partitions` (P). */
   group: number;
   groups: number;
+  partitions: number;
   js: JetStreamClient;
   jsm: JetStreamManager;
   namespaces: NamespaceControl;
@@ -93,7 +94,8 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
     const startSeq = startSeqOfGroup(active, group);
     const how = await prepareStoreConsumer(opts.jsm, { group, groups }, { startSeq, reset });
     if (reset) {
-      const legacy = await deleteLegacyPartitionConsumers(opts.jsm, stream);
+      // Only a log of one group can be older than groups: its FLEET_EVENTS may hold store-p<p>.
+      const legacy = groups === 1 ? await deleteLegacyPartitionConsumers(opts.jsm, stream, range(opts.partitions)) : 0;
       if (legacy > 0)
         logger.info({ evt: "store_legacy_consumers_deleted", stream, legacy }, "store-p<p> consumers deleted");
       await opts.namespaces.markReset(active.ns, group);
@@ -200,3 +202,5 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
     },
   };
 }
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);

@@ -178,6 +178,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
         startGroupWorker({
           group,
           groups: topology.groups,
+          partitions: topology.partitions,
           js,
           jsm,
           namespaces,
