@@ -62,7 +62,7 @@ describe("stream groups / the store's reader", () => {
       ack_policy: "all",
       deliver_policy: "all",
       ack_wait: 30_000_000_000,
-      max_ack_pending: 20_000,
+      max_ack_pending: 100_000,
       max_deliver: -1,
     });
     expect(storeGroupConsumer(0)).not.toHaveProperty("filter_subject");

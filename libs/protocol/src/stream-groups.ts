@@ -96,7 +96,9 @@ export const storeGroupConsumer = (group: number) => ({
   ack_policy: "all",
   deliver_policy: "all",
   ack_wait: ms(30_000),
-  max_ack_pending: 20_000,
+  // One consumer covers every partition of the group: batches of up to half of this hold many
+  // events per session even when the group's sessions interleave.
+  max_ack_pending: 100_000,
   max_deliver: -1,
 });
 

@@ -67,7 +67,7 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
   const { group, groups, logger } = opts;
   const stream = eventStreamName(group, groups);
   const durable = storeGroupConsumer(group).durable_name;
-  const maxBatch = opts.maxBatch ?? 10_000;
+  const maxBatch = opts.maxBatch ?? 50_000;
   const idleMs = opts.idleMs ?? 500;
   const inbox = createInbox<JsMsg>();
   let messages: ConsumerMessages | undefined;
@@ -103,10 +103,10 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
     logger.info({ evt: "store_consumer_ready", group, stream, ns: active.ns, how }, "group consumer ready");
     const consumer = await opts.js.consumers.get(stream, durable);
     // Callback mode: no async iteration per message. The inbox needs no backpressure of its own, as
-    // the server stops delivering at the consumer's max_ack_pending (20,000) unacknowledged messages.
+    // the server stops delivering at the consumer's max_ack_pending (100,000) unacknowledged messages.
     const gen = ++generation;
     const opened = await consumer.consume({
-      max_messages: Math.min(maxBatch, 5000),
+      max_messages: Math.min(maxBatch, 10_000),
       expires: CONSUME_EXPIRES_MS,
       callback: (m) => {
         // Only messages of the consumer opened last: a closed one's stragglers would be stale.
