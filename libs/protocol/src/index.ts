@@ -464,7 +464,6 @@ export {
   lifecycleStreamName,
   logTopologyProblem,
   partitionsOfGroup,
-  singleGroup,
   storeGroupConsumer,
   storeGroupLeaseKey,
 } from "./stream-groups.js";

@@ -14,9 +14,6 @@ export interface LogTopology {
   groups: number;
 }
 
-/** The log every deployment had before stream groups: one stream, `FLEET_EVENTS`. */
-export const singleGroup = (partitions: number): LogTopology => ({ partitions, groups: 1 });
-
 /** Why `{partitions, groups}` cannot be a log's topology, or null when it can. */
 export function logTopologyProblem(topo: LogTopology): string | null {
   if (!Number.isInteger(topo.partitions) || topo.partitions < 1) return "partitions must be a positive integer";
