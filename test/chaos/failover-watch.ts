@@ -1,5 +1,6 @@
-// Failover time: from a worker's kill (or stop) until every partition of its role is leased by
-// another worker, read from KV `fleet_leases`.
+// Failover time: from a worker's kill (or stop) until every lease of its role (the loop's partitions
+// `loop.p.<p>`, the store's stream groups `store.g.<g>`) is held by another worker, read from KV
+// `fleet_leases`.
 import { KV_BUCKETS } from "@fleet/protocol";
 import { LeaseValue, readKvEntries } from "@fleet/runtime";
 import { Kvm } from "@nats-io/kv";
@@ -13,7 +14,8 @@ export async function measureFailover(
   nc: NatsConnection,
   role: "loop" | "store",
   deadWorkerId: string,
-  partitions: number,
+  /** How many leases the role has: P for the loop, K for the store. */
+  leases: number,
   since: number,
   timeoutMs = 60_000,
   until?: Promise<unknown>,
@@ -25,11 +27,11 @@ export async function measureFailover(
   while (Date.now() - since < timeoutMs && !over) {
     try {
       const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
-      const holders = (await readKvEntries(kv, `${role}.p.*`)).flatMap((e) => {
+      const holders = (await readKvEntries(kv, role === "loop" ? "loop.p.*" : "store.g.*")).flatMap((e) => {
         const v = LeaseValue.safeParse(e.json());
         return v.success ? [v.data.workerId] : [];
       });
-      if (holders.length === partitions && !holders.includes(deadWorkerId)) return Date.now() - since;
+      if (holders.length === leases && !holders.includes(deadWorkerId)) return Date.now() - since;
     } catch {
       // NATS may be down or paused by another fault: keep polling
     }

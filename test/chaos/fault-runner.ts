@@ -87,7 +87,8 @@ async function apply(
   ) => {
     const since = Date.now();
     const id = slot.workerId();
-    const measured = measureFailover(nc, role, id, partitions, since, 60_000, until);
+    // The chaos system's log is one stream group: the store has one lease.
+    const measured = measureFailover(nc, role, id, role === "loop" ? partitions : 1, since, 60_000, until);
     failovers.push(measured.then((ms) => ({ role, cause, ms })));
   };
   const later = (then: () => Promise<void> | void) => ({

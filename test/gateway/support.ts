@@ -76,6 +76,8 @@ export async function startGatewayStack(
     lifecycle?: import("@fleet/loop").LoopLifecycleOptions;
     /** The loop worker's logger (default silent). */
     loopLogger?: import("@fleet/runtime").Logger;
+    /** K, the event log's stream groups (default 1); every service takes it from the log. */
+    groups?: number;
   } = {},
 ): Promise<GatewayStack> {
   const nats = await startNats();
@@ -84,6 +86,7 @@ export async function startGatewayStack(
   const setup = await connectNats({ url: nats.url, name: "gateway-test-setup" });
   await applyTopology(setup, {
     partitions: PARTITIONS,
+    groups: opts.groups,
     leaseTtlMs: 2_000,
     ...(opts.inputTtlMs ? { inputTtlMs: opts.inputTtlMs } : {}),
   });

@@ -282,7 +282,7 @@ describe("security / refused subjects", () => {
     expect(await refusal(jetstream(nc).publish(subject, command.bytes))).toBe(
       `RequestError: Permissions Violation for Publish to "${subject}"`,
     );
-    const pull = `$JS.API.CONSUMER.MSG.NEXT.${STREAMS.events.name}.store-p0`;
+    const pull = `$JS.API.CONSUMER.MSG.NEXT.${STREAMS.events.name}.store-g0`;
     expect(await refusal(nc.request(pull, JSON.stringify({ batch: 1 }), { timeout: 2_000 }))).toBe(
       `RequestError: Permissions Violation for Publish to "${pull}"`,
     );

@@ -1,10 +1,16 @@
-import { STREAMS, storeEventConsumer } from "@fleet/protocol";
-import { prepareStoreConsumer, storeConsumerDrift, syntheticEvents } from "@fleet/session-store/testing";
+import { STREAMS, storeGroupConsumer } from "@fleet/protocol";
+import {
+  deleteLegacyPartitionConsumers,
+  prepareStoreConsumer,
+  storeConsumerDrift,
+  syntheticEvents,
+} from "@fleet/session-store/testing";
 import { AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Fixture, Publisher, startFixture } from "./support.js";
 
 const STREAM = STREAMS.events.name;
+const GROUP = { group: 0, groups: 1 };
 let f: Fixture;
 let seqs: number[];
 
@@ -19,24 +25,24 @@ afterAll(async () => {
   await f?.stop();
 });
 
-/** `store-p0` as created before the store acked per batch: `ack_policy: explicit`. */
+/** `store-g0` as created with other settings: `ack_policy: explicit`. */
 async function createExplicitConsumer() {
-  await f.jsm.consumers.delete(STREAM, storeEventConsumer(0).durable_name).catch(() => false);
+  await f.jsm.consumers.delete(STREAM, storeGroupConsumer(0).durable_name).catch(() => false);
   await f.jsm.consumers.add(STREAM, {
-    ...storeEventConsumer(0),
+    ...storeGroupConsumer(0),
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
   });
-  return f.js.consumers.get(STREAM, storeEventConsumer(0).durable_name);
+  return f.js.consumers.get(STREAM, storeGroupConsumer(0).durable_name);
 }
 
 async function firstDeliveredSeq() {
-  const consumer = await f.js.consumers.get(STREAM, storeEventConsumer(0).durable_name);
+  const consumer = await f.js.consumers.get(STREAM, storeGroupConsumer(0).durable_name);
   const m = await consumer.next({ expires: 5_000 });
   return m?.seq;
 }
 
-describe("store-p<p> created with other settings", () => {
+describe("store-g<g> created with other settings", () => {
   it("is recreated with ack_policy all from its ack floor + 1 (nothing pending)", async () => {
     expect(seqs.length).toBeGreaterThan(4);
     const consumer = await createExplicitConsumer();
@@ -44,11 +50,11 @@ describe("store-p<p> created with other settings", () => {
       const m = await consumer.next({ expires: 5_000 });
       await m?.ackAck();
     }
-    const before = await f.jsm.consumers.info(STREAM, storeEventConsumer(0).durable_name);
+    const before = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
     expect(storeConsumerDrift(0, before.config as unknown as Record<string, unknown>)).toEqual(["ack_policy"]);
 
-    expect(await prepareStoreConsumer(f.jsm, 0, { startSeq: 1, reset: false })).toBe("drift");
-    const after = await f.jsm.consumers.info(STREAM, storeEventConsumer(0).durable_name);
+    expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("drift");
+    const after = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
     expect(after.config.ack_policy).toBe(AckPolicy.All);
     expect(storeConsumerDrift(0, after.config as unknown as Record<string, unknown>)).toEqual([]);
     expect(await firstDeliveredSeq()).toBe(seqs[3]);
@@ -60,24 +66,47 @@ describe("store-p<p> created with other settings", () => {
       const m = await consumer.next({ expires: 5_000 });
       if (i < 2) await m?.ackAck();
     }
-    expect(await prepareStoreConsumer(f.jsm, 0, { startSeq: 1, reset: false })).toBe("takeover");
+    expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("takeover");
     expect(await firstDeliveredSeq()).toBe(seqs[2]);
   });
 
   it("is kept when it matches and nothing is pending", async () => {
-    await f.jsm.consumers.delete(STREAM, storeEventConsumer(0).durable_name);
-    expect(await prepareStoreConsumer(f.jsm, 0, { startSeq: 1, reset: false })).toBe("created");
-    const consumer = await f.js.consumers.get(STREAM, storeEventConsumer(0).durable_name);
+    await f.jsm.consumers.delete(STREAM, storeGroupConsumer(0).durable_name);
+    expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("created");
+    const consumer = await f.js.consumers.get(STREAM, storeGroupConsumer(0).durable_name);
     let last: number | undefined;
     for (let i = 0; i < 3; i++) last = (await consumer.next({ expires: 5_000 }))?.seq;
     // ack_policy all: acking the third message acknowledges the first two as well.
-    const info0 = await f.jsm.consumers.info(STREAM, storeEventConsumer(0).durable_name);
+    const info0 = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
     expect(info0.num_ack_pending).toBe(3);
     const m = await consumer.next({ expires: 5_000 });
     await m?.ackAck();
-    const info = await f.jsm.consumers.info(STREAM, storeEventConsumer(0).durable_name);
+    const info = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
     expect(info.num_ack_pending).toBe(0);
     expect(last).toBe(seqs[2]);
-    expect(await prepareStoreConsumer(f.jsm, 0, { startSeq: 1, reset: false })).toBe("kept");
+    expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("kept");
+  });
+
+  it("is recreated without a filter when one was set (a filter makes the server match every event)", async () => {
+    await f.jsm.consumers.delete(STREAM, storeGroupConsumer(0).durable_name).catch(() => false);
+    await f.jsm.consumers.add(STREAM, { ...storeGroupConsumer(0), filter_subject: "fleet.evt.0.*" } as never);
+    const before = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
+    expect(storeConsumerDrift(0, before.config as unknown as Record<string, unknown>)).toEqual(["filter_subject"]);
+    expect(await prepareStoreConsumer(f.jsm, GROUP, { startSeq: 1, reset: false })).toBe("drift");
+    const after = await f.jsm.consumers.info(STREAM, storeGroupConsumer(0).durable_name);
+    expect(after.config.filter_subject ?? "").toBe("");
+  });
+});
+
+describe("store-p<p> of a store from before stream groups", () => {
+  it("is deleted by name; one that does not exist is skipped", async () => {
+    await f.jsm.consumers.add(STREAM, {
+      durable_name: "store-p0",
+      filter_subject: "fleet.evt.0.*",
+      ack_policy: AckPolicy.All,
+    });
+    expect(await deleteLegacyPartitionConsumers(f.jsm, STREAM, [0, 1, 2])).toBe(1);
+    await expect(f.jsm.consumers.info(STREAM, "store-p0")).rejects.toThrow(/consumer not found/);
+    expect(await deleteLegacyPartitionConsumers(f.jsm, STREAM, [0])).toBe(0);
   });
 });

@@ -33,7 +33,7 @@ const projector = () =>
     repo: createSessionRepo(f.redis, f.prefix),
     cache: createSessionCache(100_000),
     partitions: f.partitions,
-    readGap: streamGapReader(f.js, f.jsm),
+    readGap: streamGapReader(f.js, f.jsm, f.groups),
   });
 
 beforeAll(async () => {
@@ -89,7 +89,7 @@ describe("per-session sequence guard", () => {
       repo: createSessionRepo(f.redis, f.prefix),
       cache: createSessionCache(100_000),
       partitions: f.partitions,
-      readGap: streamGapReader(f.js, f.jsm),
+      readGap: streamGapReader(f.js, f.jsm, f.groups),
       onInvalid: (r, error) => invalid.push(`${r.seq}: ${error}`),
     });
     const last = records.at(-1) as EventRecord;

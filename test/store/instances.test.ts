@@ -1,4 +1,4 @@
-import { type FleetEvent, KV_BUCKETS, leaseKey } from "@fleet/protocol";
+import { type FleetEvent, KV_BUCKETS, storeGroupLeaseKey } from "@fleet/protocol";
 import { syntheticEvents } from "@fleet/session-store/testing";
 import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,7 +20,7 @@ let f: Fixture;
 const procs: StoreProcess[] = [];
 
 beforeAll(async () => {
-  f = await startFixture({ partitions: 6, leaseTtlMs: 1_500 });
+  f = await startFixture({ partitions: 6, groups: 2, leaseTtlMs: 1_500 });
 });
 
 afterAll(async () => {
@@ -31,26 +31,26 @@ afterAll(async () => {
 async function holders(): Promise<Map<number, string>> {
   const kv = await new Kvm(f.nc).open(KV_BUCKETS.leases.name);
   const out = new Map<number, string>();
-  for (let p = 0; p < f.partitions; p++) {
-    const e = await kv.get(leaseKey("store", p));
-    if (e && e.operation === "PUT" && e.length > 0) out.set(p, (e.json() as { workerId: string }).workerId);
+  for (let g = 0; g < f.groups; g++) {
+    const e = await kv.get(storeGroupLeaseKey(g));
+    if (e && e.operation === "PUT" && e.length > 0) out.set(g, (e.json() as { workerId: string }).workerId);
   }
   return out;
 }
 
 describe("two store instances", () => {
-  it("split the partitions, and killing one hands its partitions to the other", async () => {
+  it("split the stream groups, and killing one hands its group to the other", async () => {
     const a = await spawnStore(f, { env: { FLEET_WORKER_ID: "inst-a" } });
     procs.push(a);
     const b = await spawnStore(f, { env: { FLEET_WORKER_ID: "inst-b" } });
     procs.push(b);
-    const split = await waitFor("the partitions to be split", async () => {
+    const split = await waitFor("the groups to be split", async () => {
       const h = await holders();
       const counts = { a: 0, b: 0 };
       for (const w of h.values()) counts[w === "inst-a" ? "a" : "b"]++;
-      return h.size === f.partitions && counts.a === 3 && counts.b === 3 ? h : false;
+      return h.size === f.groups && counts.a === 1 && counts.b === 1 ? h : false;
     });
-    expect([...split.values()].sort()).toEqual(["inst-a", "inst-a", "inst-a", "inst-b", "inst-b", "inst-b"]);
+    expect([...split.values()].sort()).toEqual(["inst-a", "inst-b"]);
 
     const logs = new Map<string, FleetEvent[]>();
     for (let i = 0; i < 12; i++) {
@@ -66,10 +66,10 @@ describe("two store instances", () => {
 
     await a.kill("SIGKILL");
     await waitFor(
-      "inst-b to hold every partition",
+      "inst-b to hold every group",
       async () => {
         const h = await holders();
-        return h.size === f.partitions && [...h.values()].every((w) => w === "inst-b");
+        return h.size === f.groups && [...h.values()].every((w) => w === "inst-b");
       },
       20_000,
     );

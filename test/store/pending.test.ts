@@ -1,10 +1,5 @@
 import type { EventRecord, Projector } from "@fleet/session-store/testing";
-import {
-  createNamespaceControl,
-  createSlots,
-  startPartitionWorker,
-  syntheticEvents,
-} from "@fleet/session-store/testing";
+import { createNamespaceControl, createSlots, startGroupWorker, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activateNamespaceFromStart, type Fixture, Publisher, silent, startFixture, waitFor } from "./support.js";
 
@@ -18,7 +13,7 @@ afterAll(async () => {
   await f?.stop();
 });
 
-describe("a partition worker's pending count", () => {
+describe("a group worker's pending count", () => {
   it("counts undelivered plus unapplied events without asking the server, and reaches 0 once applied", async () => {
     const publisher = new Publisher(f.js, f.partitions);
     const events = syntheticEvents({ sessionId: "pending-1", seed: 5, runs: 30, streaming: true });
@@ -37,8 +32,10 @@ describe("a partition worker's pending count", () => {
       },
     };
     await activateNamespaceFromStart(f.redis, "pending-test");
-    const worker = startPartitionWorker({
-      partition: 0,
+    const worker = startGroupWorker({
+      group: 0,
+      groups: 1,
+      partitions: f.partitions,
       js: f.js,
       jsm: f.jsm,
       namespaces: createNamespaceControl(f.redis, "pending-test"),

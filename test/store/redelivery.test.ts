@@ -1,4 +1,4 @@
-import { type FleetEvent, partitionOf, STREAMS, storeEventConsumer, subjects } from "@fleet/protocol";
+import { type FleetEvent, partitionOf, STREAMS, storeGroupConsumer, subjects } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
 import {
   createProjector,
@@ -59,19 +59,13 @@ describe("redelivered and duplicate events", () => {
     await store?.stop();
     store = undefined;
     // Force redelivery of everything: drop the durable consumers; the next holder recreates them from startSeq 1.
-    for (let p = 0; p < f.partitions; p++) {
-      await f.jsm.consumers.delete(STREAMS.events.name, storeEventConsumer(p).durable_name);
-    }
+    await f.jsm.consumers.delete(STREAMS.events.name, storeGroupConsumer(0).durable_name);
     store = await startStore(f, "store-b");
     const total = [...logs.values()].reduce((n, evs) => n + evs.length, 0);
     await waitFor("every event redelivered and acked", async () => {
-      let delivered = 0;
-      for (let p = 0; p < f.partitions; p++) {
-        const info = await f.jsm.consumers.info(STREAMS.events.name, storeEventConsumer(p).durable_name);
-        if (info.num_pending + info.num_ack_pending > 0) return false;
-        delivered += info.delivered.consumer_seq;
-      }
-      return delivered >= total;
+      const info = await f.jsm.consumers.info(STREAMS.events.name, storeGroupConsumer(0).durable_name);
+      if (info.num_pending + info.num_ack_pending > 0) return false;
+      return info.delivered.consumer_seq >= total;
     });
     expect(await snapshotAll(ns)).toEqual(before);
   });
@@ -94,7 +88,7 @@ describe("redelivered and duplicate events", () => {
       repo: createSessionRepo(f.redis, f.prefix),
       cache: createSessionCache(10_000),
       partitions: f.partitions,
-      readGap: streamGapReader(f.js, f.jsm),
+      readGap: streamGapReader(f.js, f.jsm, f.groups),
     });
     await projector.applyBatch(ns, records);
     await projector.applyBatch(ns, records);

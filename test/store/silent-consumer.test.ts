@@ -1,6 +1,6 @@
 // A partition's consumer that stops delivering (deleted under the store, or a pull the server dropped)
 // is noticed by its missed heartbeats and opened again: the projection catches up without a restart.
-import { STREAMS, storeEventConsumer } from "@fleet/protocol";
+import { STREAMS, storeGroupConsumer } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
 import { syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,7 +29,7 @@ describe("a partition consumer that goes silent", () => {
 
     // Deleted behind the store's back: its pulls are gone, and nats.js alone keeps asking for a
     // consumer that nobody makes again.
-    await f.jsm.consumers.delete(STREAMS.events.name, storeEventConsumer(0).durable_name);
+    await f.jsm.consumers.delete(STREAMS.events.name, storeGroupConsumer(0).durable_name);
     for (const e of events.slice(half)) await publisher.publish(e);
     const started = Date.now();
     await waitProjected(f, publisher, 20_000);

@@ -31,17 +31,21 @@ export interface Fixture {
   jsm: JetStreamManager;
   redis: Redis;
   partitions: number;
+  /** K, the stream groups of the log. */
+  groups: number;
   prefix: string;
   leaseTtlMs: number;
   stop(): Promise<void>;
 }
 
-export async function startFixture(opts: { partitions?: number; leaseTtlMs?: number } = {}): Promise<Fixture> {
+export async function startFixture(
+  opts: { partitions?: number; groups?: number; leaseTtlMs?: number } = {},
+): Promise<Fixture> {
   const nats = await startNats();
   const redisServer = await startRedis();
   const nc = await connect({ servers: nats.url });
   const leaseTtlMs = opts.leaseTtlMs ?? 1_500;
-  const topology = await applyTopology(nc, { partitions: opts.partitions ?? 4, leaseTtlMs });
+  const topology = await applyTopology(nc, { partitions: opts.partitions ?? 4, groups: opts.groups, leaseTtlMs });
   const redis = new Redis(redisServer.url);
   return {
     nats,
@@ -51,6 +55,7 @@ export async function startFixture(opts: { partitions?: number; leaseTtlMs?: num
     jsm: topology.jsm,
     redis,
     partitions: topology.partitions,
+    groups: topology.groups,
     prefix: "fleet:store",
     leaseTtlMs,
     async stop() {
@@ -144,6 +149,7 @@ export const storeOptions = (f: Fixture, workerId: string) => ({
   prefix: f.prefix,
   workerId,
   partitions: f.partitions,
+  groups: f.groups,
   leaseTtlMs: f.leaseTtlMs,
   opsPort: 0,
   cacheEntries: 1_000_000,
@@ -242,6 +248,7 @@ export async function spawnStore(
       FLEET_STORE_PREFIX: f.prefix,
       FLEET_LEASE_TTL_MS: String(f.leaseTtlMs),
       FLEET_PARTITIONS: String(f.partitions),
+      FLEET_STREAM_GROUPS: String(f.groups),
       FLEET_OPS_PORT: "0",
       LOG_LEVEL: "info",
       ...opts.env,

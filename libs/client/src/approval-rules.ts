@@ -7,14 +7,13 @@ import {
   decodeEvent,
   KV_BUCKETS,
   parseJson,
-  STREAMS,
   TenantApprovalRules,
   validate,
 } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type ClientContext, eventSubjectOf, streamUnavailable } from "./client-context.js";
+import { type ClientContext, eventStreamOf, eventSubjectOf, streamUnavailable } from "./client-context.js";
 import { FleetError, isFleetError } from "./errors.js";
 import { describeError } from "./nats-failures.js";
 import { operatorKvWriteError } from "./tenant-limits.js";
@@ -23,7 +22,12 @@ import { operatorKvWriteError } from "./tenant-limits.js";
 export async function sessionApprovalRulesOf(ctx: ClientContext, sessionId: string): Promise<ApprovalRule[]> {
   let rules: ApprovalRule[] = [];
   try {
-    for await (const record of readSubject(ctx.js, ctx.jsm, STREAMS.events.name, eventSubjectOf(ctx, sessionId))) {
+    for await (const record of readSubject(
+      ctx.js,
+      ctx.jsm,
+      eventStreamOf(ctx, sessionId),
+      eventSubjectOf(ctx, sessionId),
+    )) {
       const decoded = decodeEvent(record.data);
       if (decoded.ok && decoded.value.type === "approval_rules_set") rules = decoded.value.rules;
     }

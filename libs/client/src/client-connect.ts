@@ -31,6 +31,11 @@ export interface FleetClientOptions {
   /** Partition count P; default: read from KV `fleet_config` (key `partitions`). */
   partitions?: number;
   /**
+   * Stream groups K; default: read from KV `fleet_config` (key `stream_groups`, 1 when absent), or 1
+   * when `partitions` is given.
+   */
+  groups?: number;
+  /**
    * How to log in: a creds file, an nkey seed file, user and password, a token, TLS files. Default:
    * the NATS_CREDS, NATS_NKEY, NATS_USER/NATS_PASSWORD, NATS_TOKEN and NATS_TLS_* variables; `{}` =
    * anonymous. The user is a tenant's `reader` (watch, replay, queries) or `operator` (also commands).
@@ -95,8 +100,9 @@ export async function openClient(nc: NatsConnection, opts: ConnectionOptions): P
   try {
     const jsm = await jetstreamManager(nc, { timeout: opts.connectTimeoutMs ?? 5_000 });
     const partitions = opts.partitions ?? (await readPartitions(nc, url));
+    const groups = opts.groups ?? (opts.partitions !== undefined ? 1 : await readGroups(nc));
     return {
-      ctx: { nc, js: jetstream(nc), jsm, partitions, blobs: createBlobAccess(nc) },
+      ctx: { nc, js: jetstream(nc), jsm, partitions, groups, blobs: createBlobAccess(nc) },
       commandTimeoutMs: opts.commandTimeoutMs ?? 30_000,
       requestTimeoutMs: opts.requestTimeoutMs ?? 10_000,
     };
@@ -109,6 +115,21 @@ export async function openClient(nc: NatsConnection, opts: ConnectionOptions): P
       { cause: err },
     );
   }
+}
+
+/** K from KV `fleet_config` (`stream_groups`); a log made before stream groups has none: K = 1. */
+async function readGroups(nc: NatsConnection): Promise<number> {
+  const kv = await new Kvm(nc).open(KV_BUCKETS.config.name);
+  const entry = await kv.get(CONFIG_KEYS.streamGroups);
+  return entry?.operation === "PUT" ? configCount(CONFIG_KEYS.streamGroups, Number(entry.string())) : 1;
+}
+
+/** A count of `fleet_config` (P, K): a positive integer, else `protocol`/`invalid_config`. */
+function configCount(key: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new FleetError("protocol", "invalid_config", `${KV_BUCKETS.config.name}.${key} is invalid`);
+  }
+  return value;
 }
 
 async function readPartitions(nc: NatsConnection, url: string): Promise<number> {
@@ -135,12 +156,5 @@ async function readPartitions(nc: NatsConnection, url: string): Promise<number> 
     }
     throw missing();
   }
-  if (!Number.isInteger(value) || value < 1) {
-    throw new FleetError(
-      "protocol",
-      "invalid_config",
-      `${KV_BUCKETS.config.name}.${CONFIG_KEYS.partitions} is invalid`,
-    );
-  }
-  return value;
+  return configCount(CONFIG_KEYS.partitions, value);
 }

@@ -1,5 +1,5 @@
-// What every part of FleetClient works with: the connection, JetStream, P and the blob access.
-import { partitionOf, STREAMS, subjects } from "@fleet/protocol";
+// What every part of FleetClient works with: the connection, JetStream, P, K and the blob access.
+import { eventStreamOfPartition, lifecycleStreamName, partitionOf, subjects } from "@fleet/protocol";
 import { type BlobAccess, lastSubjectSeq } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -13,8 +13,18 @@ export interface ClientContext {
   readonly jsm: JetStreamManager;
   /** P, the partition count. */
   readonly partitions: number;
+  /** K, the number of event streams (stream groups). */
+  readonly groups: number;
   readonly blobs: BlobAccess;
 }
+
+/** The stream holding the session's events: `FLEET_EVENTS` with K = 1, else its group's. */
+export function eventStreamOf(ctx: ClientContext, sessionId: string): string {
+  return eventStreamOfPartition(partitionOf(sessionId, ctx.partitions), ctx.groups);
+}
+
+/** The stream holding every session's lifecycle records (group 0's). */
+export const lifecycleStreamOf = (ctx: ClientContext): string => lifecycleStreamName(ctx.groups);
 
 /** The session's event subject, `fleet.evt.<p>.<sessionId>`. */
 export function eventSubjectOf(ctx: ClientContext, sessionId: string): string {
@@ -24,15 +34,15 @@ export function eventSubjectOf(ctx: ClientContext, sessionId: string): string {
 /** Stream sequence of the session's last event, 0 when it has none; `unavailable` when it cannot be read. */
 export async function lastEventSeq(ctx: ClientContext, sessionId: string): Promise<number> {
   try {
-    return await lastSubjectSeq(ctx.jsm, STREAMS.events.name, eventSubjectOf(ctx, sessionId));
+    return await lastSubjectSeq(ctx.jsm, eventStreamOf(ctx, sessionId), eventSubjectOf(ctx, sessionId));
   } catch (err) {
     throw streamUnavailable(err);
   }
 }
 
-/** `unavailable`/`stream`: FLEET_EVENTS could not be read. */
+/** `unavailable`/`stream`: the event log could not be read. */
 export function streamUnavailable(err: unknown): FleetError {
-  return new FleetError("unavailable", "stream", `cannot read ${STREAMS.events.name} (${describeError(err)})`, {
+  return new FleetError("unavailable", "stream", `cannot read the event log (${describeError(err)})`, {
     cause: err,
   });
 }

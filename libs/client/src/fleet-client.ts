@@ -16,7 +16,13 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { sessionApprovalRulesOf, setTenantApprovalRulesOf, tenantApprovalRulesOf } from "./approval-rules.js";
 import { type ConnectionOptions, connectClientNats, type FleetClientOptions, openClient } from "./client-connect.js";
-import { type ClientContext, eventSubjectOf, lastEventSeq } from "./client-context.js";
+import {
+  type ClientContext,
+  eventStreamOf,
+  eventSubjectOf,
+  lastEventSeq,
+  lifecycleStreamOf,
+} from "./client-context.js";
 import type {
   CommandBody,
   CommandOptions,
@@ -66,6 +72,8 @@ export class FleetClient extends SessionCommands {
   readonly partitions: number;
   /** The tenant's schedules (PROTOCOL "Schedules"). */
   readonly schedules: ScheduleClient;
+  /** K, the number of event streams (stream groups). */
+  readonly groups: number;
   readonly #ctx: ClientContext;
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
@@ -78,6 +86,7 @@ export class FleetClient extends SessionCommands {
     this.jsm = ctx.jsm;
     this.partitions = ctx.partitions;
     this.schedules = new ScheduleClient(ctx.js, ctx.jsm);
+    this.groups = ctx.groups;
     this.#commandTimeoutMs = opts.commandTimeoutMs;
     this.#requestTimeoutMs = opts.requestTimeoutMs;
   }
@@ -118,6 +127,16 @@ export class FleetClient extends SessionCommands {
   /** The session's event subject, `fleet.evt.<p>.<sessionId>`. */
   eventSubject(sessionId: string): string {
     return eventSubjectOf(this.#ctx, sessionId);
+  }
+
+  /** The stream holding the session's events: `FLEET_EVENTS` with K = 1, `FLEET_EVENTS_G<g>` otherwise. */
+  eventStream(sessionId: string): string {
+    return eventStreamOf(this.#ctx, sessionId);
+  }
+
+  /** The stream holding every session's lifecycle records (`fleet.evt.lifecycle.<sessionId>`). */
+  lifecycleStream(): string {
+    return lifecycleStreamOf(this.#ctx);
   }
 
   /** Stream sequence of the session's last event, 0 when it has none. */

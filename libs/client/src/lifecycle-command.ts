@@ -1,7 +1,7 @@
 // Deleting, archiving and restoring a session: the command, then its lifecycle record.
 import { hostname, userInfo } from "node:os";
-import { decodeEvent, type FleetCommand, type LifecycleRecord, STREAMS } from "@fleet/protocol";
-import { type ClientContext, eventSubjectOf, streamUnavailable } from "./client-context.js";
+import { decodeEvent, type FleetCommand, type LifecycleRecord } from "@fleet/protocol";
+import { type ClientContext, eventStreamOf, eventSubjectOf, streamUnavailable } from "./client-context.js";
 import type { LifecycleOptions } from "./command-options.js";
 import { FleetError, isFleetError } from "./errors.js";
 import { newId } from "./ids.js";
@@ -13,7 +13,7 @@ export type LifecycleCommandType = "delete_session" | "archive_session" | "resto
 /** The session's last lifecycle record (`fleet.evt.lifecycle.<sessionId>`), or null; `unavailable` when unreadable. */
 export async function lifecycleRecordOf(ctx: ClientContext, sessionId: string): Promise<LifecycleRecord | null> {
   try {
-    return await readLifecycleRecord(ctx.jsm, sessionId);
+    return await readLifecycleRecord(ctx.jsm, sessionId, ctx.groups);
   } catch (err) {
     throw streamUnavailable(err);
   }
@@ -79,7 +79,7 @@ async function settled(ctx: ClientContext, record: LifecycleRecord, signal: Abor
   if (record.type === "session_restored") return record;
   const subject = eventSubjectOf(ctx, record.sessionId);
   while (!signal.aborted) {
-    const last = await ctx.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+    const last = await ctx.jsm.direct.getMessage(eventStreamOf(ctx, record.sessionId), { last_by_subj: subject });
     const event = last ? decodeEvent(last.data) : undefined;
     const tombstone =
       event?.ok &&

@@ -1,13 +1,17 @@
 // Waiting for a session's lifecycle record (deleted, archived, restored) of one command.
-import { decoderFor, LifecycleRecord, STREAMS, subjects } from "@fleet/protocol";
+import { decoderFor, LifecycleRecord, lifecycleStreamName, subjects } from "@fleet/protocol";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 const decodeRecord = decoderFor(LifecycleRecord);
 
 /** The session's last lifecycle record, or null when it has none. */
-export async function readLifecycleRecord(jsm: JetStreamManager, sessionId: string): Promise<LifecycleRecord | null> {
-  const msg = await jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subjects.lifecycle(sessionId) });
+export async function readLifecycleRecord(
+  jsm: JetStreamManager,
+  sessionId: string,
+  groups: number,
+): Promise<LifecycleRecord | null> {
+  const msg = await jsm.direct.getMessage(lifecycleStreamName(groups), { last_by_subj: subjects.lifecycle(sessionId) });
   if (!msg) return null;
   const decoded = decodeRecord(msg.data);
   return decoded.ok ? decoded.value : null;

@@ -1,7 +1,7 @@
 // `replay()`: a session folded from its log up to a stream sequence, optionally onto an earlier replay.
-import { decodeEvent, foldSessionSpend, initialSessionSpend, STREAMS } from "@fleet/protocol";
+import { decodeEvent, foldSessionSpend, initialSessionSpend } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
-import { type ClientContext, eventSubjectOf, streamUnavailable } from "./client-context.js";
+import { type ClientContext, eventStreamOf, eventSubjectOf, streamUnavailable } from "./client-context.js";
 import { FleetError, isFleetError } from "./errors.js";
 import type { ReplayResult, SessionEventItem } from "./read-options.js";
 import { emptySessionView, foldSessionViewEvents } from "./session-view.js";
@@ -33,7 +33,7 @@ export async function replaySession(
     return { ...start, events: 0, invalid };
   }
   try {
-    const records = readSubject(ctx.js, ctx.jsm, STREAMS.events.name, eventSubjectOf(ctx, sessionId), {
+    const records = readSubject(ctx.js, ctx.jsm, eventStreamOf(ctx, sessionId), eventSubjectOf(ctx, sessionId), {
       ...(start.seq > 0 ? { fromSeq: start.seq + 1 } : {}),
       ...(opts.toSeq !== undefined ? { toSeq: opts.toSeq } : {}),
     });

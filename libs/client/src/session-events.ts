@@ -1,6 +1,6 @@
 // A session's events, live, in stream order: what `events()` and `eventRecords()` iterate.
-import { decodeEvent, type FleetEvent, STREAMS } from "@fleet/protocol";
-import { type ClientContext, eventSubjectOf, lastEventSeq } from "./client-context.js";
+import { decodeEvent, type FleetEvent } from "@fleet/protocol";
+import { type ClientContext, eventStreamOf, eventSubjectOf, lastEventSeq } from "./client-context.js";
 import { FleetError } from "./errors.js";
 import { tailSubject } from "./event-tail.js";
 import type { EventsOptions } from "./read-options.js";
@@ -34,7 +34,7 @@ export async function* iterateSessionEvents<T>(
   item: (seq: number, event: FleetEvent, data: Uint8Array) => T,
 ): AsyncGenerator<T> {
   const fromSeq = await start;
-  const tail = tailSubject(ctx.nc, ctx.js, STREAMS.events.name, eventSubjectOf(ctx, sessionId), {
+  const tail = tailSubject(ctx.nc, ctx.js, eventStreamOf(ctx, sessionId), eventSubjectOf(ctx, sessionId), {
     fromSeq,
     ...(opts.signal ? { signal: opts.signal } : {}),
     onResume: (next) => opts.onResume?.(next),

@@ -1,5 +1,12 @@
 // Publishing one command and reading its outcome from the session's log.
-import { decodeEvent, type FleetCommand, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import {
+  decodeEvent,
+  eventStreamOfPartition,
+  type FleetCommand,
+  partitionOf,
+  STREAMS,
+  subjects,
+} from "@fleet/protocol";
 import { isStorageFullError } from "@fleet/runtime";
 import { type ClientContext, lastEventSeq } from "./client-context.js";
 import { commandBytes } from "./command-bytes.js";
@@ -64,7 +71,7 @@ export async function submitCommand(
         { cause: err },
       );
     }
-    const tail = tailSubject(ctx.nc, ctx.js, STREAMS.events.name, eventSubject, {
+    const tail = tailSubject(ctx.nc, ctx.js, eventStreamOfPartition(partition, ctx.groups), eventSubject, {
       fromSeq,
       signal: abort.signal,
     });

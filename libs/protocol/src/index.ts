@@ -179,7 +179,6 @@ export {
   STREAMS,
   type StreamKey,
   type StreamSpec,
-  storeEventConsumer,
   toolCallConsumer,
   webhookConsumer,
 } from "./jetstream-config.js";
@@ -529,6 +528,21 @@ export {
   StoreRequest,
   type StoreRequestOf,
 } from "./store-queries.js";
+export {
+  DEFAULT_STREAM_GROUPS,
+  eventStreamName,
+  eventStreamNames,
+  eventStreamOfPartition,
+  eventStreamOfSubject,
+  eventStreamSpec,
+  groupOf,
+  type LogTopology,
+  lifecycleStreamName,
+  logTopologyProblem,
+  partitionsOfGroup,
+  storeGroupConsumer,
+  storeGroupLeaseKey,
+} from "./stream-groups.js";
 export {
   type PartitionedSubject,
   parseCommandSubject,

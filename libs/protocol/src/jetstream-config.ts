@@ -110,21 +110,6 @@ export const toolCallConsumer = (toolName: string, ackWaitMs = 30_000) => ({
 });
 
 /**
- * Durable consumer of the session store for partition `p` on FLEET_EVENTS. `ack_policy: all`: one
- * instance applies the partition in stream order and acks only the last message of each applied
- * batch, which acknowledges everything before it.
- */
-export const storeEventConsumer = (partition: number) => ({
-  durable_name: `store-p${partition}`,
-  filter_subject: `fleet.evt.${partition}.*`,
-  ack_policy: "all",
-  deliver_policy: "all",
-  ack_wait: ms(30_000),
-  max_ack_pending: 20_000,
-  max_deliver: -1,
-});
-
-/**
  * The durable consumer that delivers one webhook: `webhook-<id>` on FLEET_EVENTS, filtered on one
  * session's subject or on every event, starting at the stream sequence after the registration.
  * One message in flight, so deliveries of a webhook keep stream order. A gateway marks the message in
@@ -180,6 +165,8 @@ export const OBJECT_STORES = {
  */
 export const CONFIG_KEYS = {
   partitions: "partitions",
+  /** K, the number of event streams (change 56); absent on a log made before groups, which has K = 1. */
+  streamGroups: "stream_groups",
   protocol: "protocol",
   probe: "probe",
   /** The tenant's approval rules (`TenantApprovalRules` JSON), written by operators and the gateway. */

@@ -35,6 +35,8 @@ export type TenantSpec = z.infer<typeof TenantSpec>;
 export const DeploymentSpec = z.object({
   /** P of every tenant (KV `fleet_config.partitions`), to name the partition consumers in permissions. */
   partitions: z.number().int().min(1).max(4096),
+  /** K of every tenant (KV `fleet_config.stream_groups`), to name the event streams; default 1. */
+  groups: z.number().int().min(1).max(4096).optional(),
   tenants: z.array(TenantSpec).min(1),
 });
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
@@ -115,7 +117,14 @@ export function renderAccountsConf(spec: DeploymentSpec): string {
     }
     out.push("    users: [");
     for (const role of TENANT_ROLES) {
-      out.push(renderUser(t.name, role, rolePermissions(role, { partitions: spec.partitions }), "      "));
+      out.push(
+        renderUser(
+          t.name,
+          role,
+          rolePermissions(role, { partitions: spec.partitions, groups: spec.groups ?? 1 }),
+          "      ",
+        ),
+      );
     }
     out.push("    ]", "  }");
   }
@@ -135,7 +144,14 @@ export function renderAccountsConf(spec: DeploymentSpec): string {
       "    users: [",
     );
     for (const role of AUDIT_ROLES) {
-      out.push(renderUser(t.name, role, rolePermissions(role, { partitions: spec.partitions }), "      "));
+      out.push(
+        renderUser(
+          t.name,
+          role,
+          rolePermissions(role, { partitions: spec.partitions, groups: spec.groups ?? 1 }),
+          "      ",
+        ),
+      );
     }
     out.push("    ]", "  }");
   }

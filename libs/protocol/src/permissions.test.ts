@@ -45,9 +45,9 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("tools", "$JS.API.CONSUMER.MSG.NEXT.FLEET_TOOL_CALLS.tool-bash")).toBe(true);
     expect(mayPublish("loop", "$JS.API.CONSUMER.MSG.NEXT.FLEET_TOOL_CALLS.tool-bash")).toBe(false);
     expect(mayPublish("loop", "$JS.API.CONSUMER.MSG.NEXT.FLEET_COMMANDS.loop-p3")).toBe(true);
-    expect(mayPublish("store", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-p3")).toBe(true);
-    expect(mayPublish("reader", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-p3")).toBe(false);
-    expect(mayPublish("reader", "$JS.API.CONSUMER.DELETE.FLEET_EVENTS.store-p0")).toBe(false);
+    expect(mayPublish("store", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-g0")).toBe(true);
+    expect(mayPublish("reader", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-g0")).toBe(false);
+    expect(mayPublish("reader", "$JS.API.CONSUMER.DELETE.FLEET_EVENTS.store-g0")).toBe(false);
     expect(mayPublish("reader", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.ordered_1")).toBe(true);
     expect(mayPublish("auditor", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
     expect(mayPublish("audit-admin", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(true);
@@ -64,6 +64,22 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("tools", "$KV.fleet_leases.loop.p.0")).toBe(false);
   });
 
+  it("names every group's stream with K = 3: the store consumes its own, others read them", () => {
+    const k3 = (role: (typeof FLEET_ROLES)[number]) => rolePermissions(role, { partitions: 8, groups: 3 });
+    const may = (role: (typeof FLEET_ROLES)[number], subject: string) => {
+      const p = k3(role).publish;
+      return allows(p.allow, subject) && !allows(p.deny, subject);
+    };
+    expect(may("store", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS_G2.store-g2")).toBe(true);
+    expect(may("store", "$JS.ACK.FLEET_EVENTS_G1.store-g1.1.2.3.4.5")).toBe(true);
+    expect(may("reader", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS_G2.store-g2")).toBe(false);
+    expect(may("reader", "$JS.API.DIRECT.GET.FLEET_EVENTS_G1")).toBe(true);
+    expect(may("loop", "$JS.API.STREAM.PURGE.FLEET_EVENTS_G2")).toBe(true);
+    expect(may("loop", "$JS.API.STREAM.CREATE.FLEET_EVENTS_G0")).toBe(true);
+    expect(may("tools", "$JS.API.DIRECT.GET.FLEET_EVENTS_G0.fleet.evt.lifecycle.*")).toBe(true);
+    expect(may("reader", "$JS.API.STREAM.INFO.FLEET_EVENTS")).toBe(false);
+  });
+
   it("gives the gateway an operator's reads and commands, the budget's limits and its webhooks, nothing more", () => {
     expect(mayPublish("gateway", "fleet.cmd.0.s-1")).toBe(true);
     expect(mayPublish("gateway", "fleet.store.get_tree")).toBe(true);
@@ -77,7 +93,7 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("gateway", "$JS.ACK.FLEET_EVENTS.webhook-wh-1.1.2.3.4.5")).toBe(true);
     expect(mayPublish("gateway", "fleet.evt.0.s-1")).toBe(false);
     expect(mayPublish("gateway", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
-    expect(mayPublish("gateway", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-p3")).toBe(false);
+    expect(mayPublish("gateway", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.store-g0")).toBe(false);
     expect(mayPublish("gateway", "$KV.fleet_leases.loop.p.0")).toBe(false);
     expect(mayPublish("operator", "$KV.fleet_webhooks.wh-1")).toBe(false);
     expect(inboxPrefixOf("gateway")).toBe("_INBOX_gateway");

@@ -5,9 +5,9 @@ import {
   loopCommandConsumer,
   OBJECT_STORES,
   STREAMS,
-  storeEventConsumer,
   toolCallConsumer,
 } from "./jetstream-config.js";
+import { eventStreamNames, lifecycleStreamName, storeGroupConsumer } from "./stream-groups.js";
 import { STORE_QUEUE_GROUP, subjects } from "./subjects.js";
 import { RUNNER_PRESENCE_KEYS } from "./tool-records.js";
 
@@ -65,24 +65,34 @@ const API = "$JS.API";
 const kvStream = (bucket: string) => `KV_${bucket}`;
 const objStream = (store: string) => `OBJ_${store}`;
 
-/** Every stream of a tenant's account: Fleet's four, and the ones behind the KV buckets and the object store. */
-export const TENANT_STREAMS: readonly string[] = [
-  ...Object.values(STREAMS).map((s) => s.name),
+/**
+ * Every stream of a tenant's account with K stream groups: the event streams, Fleet's other streams,
+ * and the ones behind the KV buckets and the object store.
+ */
+export const tenantStreams = (groups = 1): readonly string[] => [
+  ...eventStreamNames(groups),
+  ...Object.values(STREAMS)
+    .filter((s) => s.name !== STREAMS.events.name)
+    .map((s) => s.name),
   ...Object.values(KV_BUCKETS).map((b) => kvStream(b.name)),
   ...Object.values(OBJECT_STORES).map((o) => objStream(o.name)),
 ];
+/** The streams of a tenant whose log is one stream group (K = 1). */
+export const TENANT_STREAMS: readonly string[] = tenantStreams(1);
 
 /** The consumers each role owns, by stream: nobody else may create, pull from or delete them. */
-function durableConsumers(partitions: number, toolNames: readonly string[] | null) {
+function durableConsumers(partitions: number, groups: number, toolNames: readonly string[] | null) {
   const range = Array.from({ length: partitions }, (_, p) => p);
-  return {
-    [STREAMS.commands.name]: { owner: "loop", names: range.map((p) => loopCommandConsumer(p).durable_name) },
-    [STREAMS.events.name]: { owner: "store", names: range.map((p) => storeEventConsumer(p).durable_name) },
-    [STREAMS.toolCalls.name]: {
-      owner: "tools",
-      names: toolNames ? toolNames.map((t) => toolCallConsumer(t).durable_name) : [],
-    },
-  } as const;
+  return [
+    [STREAMS.commands.name, { owner: "loop", names: range.map((p) => loopCommandConsumer(p).durable_name) }],
+    ...eventStreamNames(groups).map(
+      (stream, g) => [stream, { owner: "store", names: [storeGroupConsumer(g).durable_name] }] as const,
+    ),
+    [
+      STREAMS.toolCalls.name,
+      { owner: "tools", names: toolNames ? toolNames.map((t) => toolCallConsumer(t).durable_name) : [] },
+    ],
+  ] as const;
 }
 
 /** Permission building blocks, each named after what the role does with the stream or bucket. */
@@ -91,7 +101,8 @@ const jsApi = {
   account: () => [`${API}.INFO`],
   streamInfo: (stream: string) => [`${API}.STREAM.INFO.${stream}`],
   /** Creating Fleet's topology (idempotent; `applyTopology`): create and read back, never update or delete. */
-  provision: () => TENANT_STREAMS.flatMap((s) => [`${API}.STREAM.INFO.${s}`, `${API}.STREAM.CREATE.${s}`]),
+  provision: (groups: number) =>
+    tenantStreams(groups).flatMap((s) => [`${API}.STREAM.INFO.${s}`, `${API}.STREAM.CREATE.${s}`]),
   /** Single messages by sequence or last-by-subject, direct or through the leader. */
   getMessage: (stream: string) => [
     `${API}.STREAM.MSG.GET.${stream}`,
@@ -130,9 +141,14 @@ const jsApi = {
 };
 
 /** Denies every role but the owner the use of its durable consumers (create, pull, delete). */
-function othersConsumers(role: FleetRole, partitions: number, toolNames: readonly string[] | null): string[] {
+function othersConsumers(
+  role: FleetRole,
+  partitions: number,
+  groups: number,
+  toolNames: readonly string[] | null,
+): string[] {
   const out: string[] = [];
-  for (const [stream, { owner, names }] of Object.entries(durableConsumers(partitions, toolNames))) {
+  for (const [stream, { owner, names }] of durableConsumers(partitions, groups, toolNames)) {
     if (owner === role) continue;
     for (const name of names) {
       out.push(
@@ -149,6 +165,8 @@ function othersConsumers(role: FleetRole, partitions: number, toolNames: readonl
 export interface RolePermissionOptions {
   /** P, to name the partition consumers other roles may not touch. */
   partitions: number;
+  /** K, to name the event streams (default 1: `FLEET_EVENTS`). */
+  groups?: number;
   /**
    * Tool names whose `tool-<name>` consumers other roles may not touch. `null`: any tool name (the
    * rule is then the stream-wide one: only `tools` may consume FLEET_TOOL_CALLS at all).
@@ -157,6 +175,9 @@ export interface RolePermissionOptions {
 }
 
 const KV = KV_BUCKETS;
+/** The event streams' rules: `rule` applied to each of them. */
+const eachEventStream = (groups: number, rule: (stream: string) => string[]) => eventStreamNames(groups).flatMap(rule);
+/** The stream an audit feed mirrors: the log of one stream group (K = 1). */
 const EV = STREAMS.events.name;
 const CMD = STREAMS.commands.name;
 const CALLS = STREAMS.toolCalls.name;
@@ -186,14 +207,15 @@ const scheduleWrites = () => ["fleet.sched.>", `${API}.STREAM.PURGE.${SCHED}`];
  * What any client of a tenant reads: the event log, the store, and the deployment's state for
  * `fleet doctor`, whose storage check writes one key (`fleet_config` `probe`, a timestamp).
  */
-function readerPublish(): string[] {
+function readerPublish(groups: number): string[] {
   return [
     ...jsApi.account(),
     `$KV.${KV.config.name}.${CONFIG_KEYS.probe}`,
-    ...TENANT_STREAMS.flatMap(jsApi.streamInfo),
-    ...[CMD, EV, CALLS].flatMap(jsApi.consumerInfo),
-    ...jsApi.getMessage(EV),
-    ...jsApi.consume(EV),
+    ...tenantStreams(groups).flatMap(jsApi.streamInfo),
+    ...[CMD, CALLS].flatMap(jsApi.consumerInfo),
+    ...eachEventStream(groups, jsApi.consumerInfo),
+    ...eachEventStream(groups, jsApi.getMessage),
+    ...eachEventStream(groups, jsApi.consume),
     // Schedules and their slots' outcomes (change 55).
     ...jsApi.getMessage(SCHED),
     ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name].flatMap(jsApi.kvRead),
@@ -214,11 +236,13 @@ function readerPublish(): string[] {
  */
 export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): RolePermissions {
   const toolNames = opts.toolNames ?? null;
+  const groups = opts.groups ?? 1;
+  const ev = (rule: (stream: string) => string[]) => eachEventStream(groups, rule);
   const inbox = `${inboxPrefixOf(role)}.>`;
-  const deny = othersConsumers(role, opts.partitions, toolNames);
+  const deny = othersConsumers(role, opts.partitions, groups, toolNames);
   const service = [
     ...jsApi.account(),
-    ...jsApi.provision(),
+    ...jsApi.provision(groups),
     ...jsApi.kvWrite(KV.config.name),
     ...jsApi.kvRead(KV.config.name),
   ];
@@ -236,8 +260,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           subjects.toolCallsAll,
           "fleet.tool.cancel.>",
           "fleet.hook.>",
-          ...jsApi.getMessage(EV),
-          ...jsApi.consume(EV),
+          ...ev(jsApi.getMessage),
+          ...ev(jsApi.consume),
           ...jsApi.consume(CMD),
           ...jsApi.ack(CMD),
           ...jsApi.getMessage(RESULTS),
@@ -263,7 +287,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvWatch(KV.config.name),
           // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
           // its blobs, writes and reads archives, asks the store for idle sessions (retention).
-          `${API}.STREAM.PURGE.${EV}`,
+          ...ev((s) => [`${API}.STREAM.PURGE.${s}`]),
           `${API}.STREAM.PURGE.${RESULTS}`,
           `${API}.STREAM.PURGE.${kvStream(KV.budgets.name)}`,
           `${API}.STREAM.PURGE.${kvStream(KV.spend.name)}`,
@@ -306,7 +330,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           `${API}.STREAM.PURGE.${objStream(BLOBS)}`,
           `$O.${BLOBS}.>`,
           // A deleted session's lifecycle record, read when the runner sweeps its workspaces.
-          `${API}.DIRECT.GET.${EV}.${subjects.lifecycleAll}`,
+          `${API}.DIRECT.GET.${lifecycleStreamName(groups)}.${subjects.lifecycleAll}`,
         ],
         // Lifecycle records arrive live: a deleted session's workspace is removed at once.
         ["fleet.tool.cancel.>", subjects.lifecycleAll],
@@ -315,9 +339,9 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       return result(
         [
           ...service,
-          ...jsApi.getMessage(EV),
-          ...jsApi.consume(EV),
-          ...jsApi.ack(EV),
+          ...ev(jsApi.getMessage),
+          ...ev(jsApi.consume),
+          ...ev(jsApi.ack),
           ...jsApi.kvRead(KV.leases.name),
           ...jsApi.kvWrite(KV.leases.name, "store"),
           // Exports resolve content by reference; replies over max_payload go to `fleet_inputs`.
@@ -331,14 +355,14 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       // Publishes nothing but its replies (an empty allow list would allow everything).
       return result([], ["fleet.hook.>"], true, [">"]);
     case "reader":
-      return result(readerPublish(), [subjects.eventsAll]);
+      return result(readerPublish(groups), [subjects.eventsAll]);
     case "operator":
       // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`) and
       // approval rules (key `approval_rules` of `fleet_config`).
       // An operator also writes the inputs of its commands (`fleet_inputs`, before the command).
       return result(
         [
-          ...readerPublish(),
+          ...readerPublish(groups),
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
@@ -350,7 +374,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
     case "gateway":
       return result(
         [
-          ...readerPublish(),
+          ...readerPublish(groups),
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
@@ -364,7 +388,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvRead(KV.webhooks.name),
           ...jsApi.kvWrite(KV.webhooks.name),
           ...jsApi.kvWatch(KV.webhooks.name),
-          ...jsApi.ack(EV),
+          ...ev(jsApi.ack),
         ],
         // Lifecycle records arrive live: a deleted or restored session's SSE hub is dropped at once.
         [subjects.lifecycleAll],

@@ -19,13 +19,13 @@ export function parseEnv<S extends z.ZodObject>(
   return { ok: false, error: `invalid configuration:\n  ${lines.join("\n  ")}` };
 }
 
-/** Common environment fields: an integer with a default and bounds. */
-export const envInt = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+/** An integer setting within bounds; `unset` when the variable is unset or empty. */
+const envIntOr = <T extends number | undefined>(unset: T, min: number, max: number) =>
   z
     .string()
     .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v === "") return def;
+    .transform((v, ctx): number | T => {
+      if (v === undefined || v === "") return unset;
       const n = Number(v);
       if (!Number.isInteger(n) || n < min || n > max) {
         ctx.addIssue({ code: "custom", message: `must be an integer between ${min} and ${max}` });
@@ -33,6 +33,12 @@ export const envInt = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
       }
       return n;
     });
+
+/** Common environment fields: an integer with a default and bounds. */
+export const envInt = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) => envIntOr(def, min, max);
+
+/** An integer setting that may be left unset (`undefined`): a value only the first writer decides. */
+export const envOptionalInt = (min = 0, max = Number.MAX_SAFE_INTEGER) => envIntOr(undefined, min, max);
 
 export const envString = (def: string) =>
   z
@@ -81,23 +87,32 @@ export const natsServiceEnvFields = {
 
 /**
  * The topology settings every service that provisions Fleet's topology reads (loop, store, tool
- * runner), with one default each: whichever service starts first creates `fleet_config.partitions`
- * and the `fleet_leases` bucket's TTL from the same values (`topologyFromEnv`).
+ * runner): whichever service starts first creates `fleet_config.partitions`, `stream_groups` and
+ * the `fleet_leases` bucket's TTL from the same values (`topologyFromEnv`). P and K are fixed once
+ * written: unset, a service takes the log's; set to another value, it refuses to start.
  */
 export const topologyEnvFields = {
-  /** P, written to `fleet_config.partitions` by the first service to start; fixed once written. */
-  FLEET_PARTITIONS: envInt(16, 1, 4096),
+  /** P, written to `fleet_config.partitions` by the first service to start (default 16); fixed once written. */
+  FLEET_PARTITIONS: envOptionalInt(1, 4096),
+  /** K, the number of event streams, written to `fleet_config.stream_groups` (default 1); fixed once written. */
+  FLEET_STREAM_GROUPS: envOptionalInt(1, 4096),
   /** TTL of `fleet_leases` (partition leases, worker and runner presence). */
   FLEET_LEASE_TTL_MS: envInt(5_000, 500, 600_000),
 };
 
-/** `applyTopology`'s settings from the environment: the one source of partitions, lease TTL and replicas. */
+/** `applyTopology`'s settings from the environment: the one source of P, K, lease TTL and replicas. */
 export function topologyFromEnv(env: {
-  FLEET_PARTITIONS: number;
+  FLEET_PARTITIONS: number | undefined;
+  FLEET_STREAM_GROUPS: number | undefined;
   FLEET_LEASE_TTL_MS: number;
   FLEET_STREAM_REPLICAS: number;
-}): { partitions: number; leaseTtlMs: number; replicas: number } {
-  return { partitions: env.FLEET_PARTITIONS, leaseTtlMs: env.FLEET_LEASE_TTL_MS, replicas: env.FLEET_STREAM_REPLICAS };
+}): { partitions?: number; groups?: number; leaseTtlMs: number; replicas: number } {
+  return {
+    ...(env.FLEET_PARTITIONS !== undefined ? { partitions: env.FLEET_PARTITIONS } : {}),
+    ...(env.FLEET_STREAM_GROUPS !== undefined ? { groups: env.FLEET_STREAM_GROUPS } : {}),
+    leaseTtlMs: env.FLEET_LEASE_TTL_MS,
+    replicas: env.FLEET_STREAM_REPLICAS,
+  };
 }
 
 /** The settings every Fleet worker service reads: `natsServiceEnvFields` and its ops server. */

@@ -6,6 +6,7 @@ export {
   envBool,
   envInt,
   envLogLevel,
+  envOptionalInt,
   envString,
   loadEnvOrExit,
   natsServiceEnvFields,
@@ -99,4 +100,5 @@ export {
   diffConfig,
   ensureConsumer,
   type Topology,
+  TopologyChangeError,
 } from "./topology.js";

@@ -64,7 +64,11 @@ export async function createOperatorDeployment(
     accountKeys[tenant.name] = account.getPublicKey();
     const roleKeys = OPERATOR_MODE_ROLES.map((role) => ({ role, key: createAccount() }));
     const signingKeys = roleKeys.map(({ role, key }) =>
-      newScopedSigner(key, role, userClaimsOf(rolePermissions(role, { partitions: spec.partitions }))),
+      newScopedSigner(
+        key,
+        role,
+        userClaimsOf(rolePermissions(role, { partitions: spec.partitions, groups: spec.groups ?? 1 })),
+      ),
     );
     accounts.push({
       publicKey: account.getPublicKey(),

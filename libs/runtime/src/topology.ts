@@ -1,7 +1,11 @@
 import {
   CONFIG_KEYS,
   DEFAULT_PARTITIONS,
+  DEFAULT_STREAM_GROUPS,
+  eventStreamSpec,
   KV_BUCKETS,
+  type LogTopology,
+  logTopologyProblem,
   OBJECT_STORES,
   PROTOCOL_VERSION,
   STREAMS,
@@ -15,6 +19,10 @@ import type { Logger } from "pino";
 
 export interface Topology {
   partitions: number;
+  /** K, the number of event streams (`fleet_config.stream_groups`; 1 on a log made before groups). */
+  groups: number;
+  /** `{partitions, groups}`: what every reader and writer of the event streams resolves names with. */
+  log: LogTopology;
   /** The `fleet_leases` bucket's TTL, as it exists (whoever created it chose it): what leases run on. */
   leaseTtlMs: number;
   /** One line per setting whose live value differs from Fleet's spec. */
@@ -24,8 +32,16 @@ export interface Topology {
 }
 
 export interface ApplyTopologyOptions {
-  /** Partition count to write when `fleet_config.partitions` is absent. Ignored once written. */
-  partitions?: number;
+  /**
+   * P to write when `fleet_config.partitions` is absent (default 16). Once written it is fixed: a
+   * different value given here throws (`TopologyChangeError`), as the log's subjects depend on it.
+   */
+  partitions?: number | undefined;
+  /**
+   * K to write when `fleet_config.stream_groups` is absent (default 1; a log made before groups has
+   * K = 1). Fixed once written: a different value given here throws (`TopologyChangeError`).
+   */
+  groups?: number | undefined;
   leaseTtlMs?: number;
   /** How long `fleet_inputs` keeps an object, when this call creates it (default 24 h). */
   inputTtlMs?: number;
@@ -46,13 +62,18 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   const jsm = await jetstreamManager(nc);
   const drift: string[] = [];
   const replicas = opts.replicas === undefined ? {} : { replicas: opts.replicas };
-  for (const spec of Object.values(STREAMS)) {
-    const wanted = opts.replicas === undefined ? spec : { ...spec, num_replicas: opts.replicas };
-    drift.push(...(await ensureStream(jsm, wanted)));
-  }
-
   const kvm = new Kvm(nc);
   const config = await kvm.create(KV_BUCKETS.config.name, { history: KV_BUCKETS.config.history, ...replicas });
+  const log = await ensureLogTopology(config, opts);
+  const streams = [
+    ...Array.from({ length: log.groups }, (_, g) => eventStreamSpec(g, log)),
+    ...Object.values(STREAMS).filter((s) => s.name !== STREAMS.events.name),
+  ];
+  for (const spec of streams) {
+    const wanted = opts.replicas === undefined ? spec : { ...spec, num_replicas: opts.replicas };
+    drift.push(...(await ensureStream(jsm, wanted as StreamSpec)));
+  }
+
   const leases = await kvm.create(KV_BUCKETS.leases.name, {
     history: KV_BUCKETS.leases.history,
     ttl: opts.leaseTtlMs ?? KV_BUCKETS.leases.ttlMs,
@@ -75,7 +96,6 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     ttl: (opts.inputTtlMs ?? OBJECT_STORES.inputs.ttlMs) * 1_000_000,
   });
 
-  const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
   const protocol = await ensureConfigNumber(config, CONFIG_KEYS.protocol, PROTOCOL_VERSION);
   if (protocol !== PROTOCOL_VERSION) {
     throw new Error(`fleet_config.protocol is ${protocol}; this build speaks protocol ${PROTOCOL_VERSION}`);
@@ -84,11 +104,61 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
   if (opts.leaseTtlMs !== undefined && opts.leaseTtlMs !== leaseTtlMs) {
     drift.push(`fleet_leases TTL is ${leaseTtlMs} ms (fixed once created); requested ${opts.leaseTtlMs} ms ignored`);
   }
-  if (opts.partitions !== undefined && opts.partitions !== partitions) {
-    drift.push(`fleet_config.partitions is ${partitions} (fixed once written); requested ${opts.partitions} ignored`);
-  }
   for (const line of drift) opts.logger?.warn({ evt: "topology_drift", drift: line }, "topology drift");
-  return { partitions, leaseTtlMs, drift, kv: { config, leases, tools, budgets, spend }, jsm };
+  return {
+    partitions: log.partitions,
+    groups: log.groups,
+    log,
+    leaseTtlMs,
+    drift,
+    kv: { config, leases, tools, budgets, spend },
+    jsm,
+  };
+}
+
+/** A service asked for another P or K than the log was made with: both are fixed for its life. */
+export class TopologyChangeError extends Error {
+  constructor(what: "partitions" | "stream groups", live: number, requested: number) {
+    const env = what === "partitions" ? "FLEET_PARTITIONS" : "FLEET_STREAM_GROUPS";
+    super(
+      `the event log has ${live} ${what} and cannot change to ${requested} (fixed when the log was made): ` +
+        `set ${env}=${live} or leave it unset, or start a new deployment for another topology`,
+    );
+    this.name = "TopologyChangeError";
+  }
+}
+
+/**
+ * Reads P and K from `fleet_config`, writing them when absent: K first, so two fresh services agree
+ * on it before either sees P. A log that already has P but no K was made before groups: K = 1.
+ * Throws TopologyChangeError when a requested value differs from the log's.
+ */
+async function ensureLogTopology(config: KV, opts: ApplyTopologyOptions): Promise<LogTopology> {
+  const existing = await config.get(CONFIG_KEYS.partitions);
+  const existingLog = existing !== null;
+  // Checked before anything is written, so a bad request leaves no half-made topology behind.
+  const requested = {
+    partitions: existing ? Number(existing.string()) : (opts.partitions ?? DEFAULT_PARTITIONS),
+    groups: opts.groups ?? DEFAULT_STREAM_GROUPS,
+  };
+  const requestProblem = logTopologyProblem(requested);
+  if (requestProblem) throw new Error(`cannot provision the event log: ${requestProblem}`);
+  const groups = await ensureConfigNumber(
+    config,
+    CONFIG_KEYS.streamGroups,
+    existingLog ? DEFAULT_STREAM_GROUPS : (opts.groups ?? DEFAULT_STREAM_GROUPS),
+  );
+  if (opts.groups !== undefined && opts.groups !== groups) {
+    throw new TopologyChangeError("stream groups", groups, opts.groups);
+  }
+  const partitions = await ensureConfigNumber(config, CONFIG_KEYS.partitions, opts.partitions ?? DEFAULT_PARTITIONS);
+  if (opts.partitions !== undefined && opts.partitions !== partitions) {
+    throw new TopologyChangeError("partitions", partitions, opts.partitions);
+  }
+  const log = { partitions, groups };
+  const problem = logTopologyProblem(log);
+  if (problem) throw new Error(`fleet_config: ${problem}`);
+  return log;
 }
 
 async function ensureConfigNumber(kv: KV, key: string, fallback: number): Promise<number> {

@@ -147,7 +147,14 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   for (const tenant of links.tenants) {
     const store = links
       .ready(tenant)
-      .then((link) => openWebhookStore(link.client.nc, link.client.jsm, link.client.partitions, opts.replicas));
+      .then((link) =>
+        openWebhookStore(
+          link.client.nc,
+          link.client.jsm,
+          { partitions: link.client.partitions, groups: link.client.groups },
+          opts.replicas,
+        ),
+      );
     store.catch(() => undefined);
     stores.set(tenant, store);
     tenantsReady.push(

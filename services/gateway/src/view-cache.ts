@@ -1,7 +1,6 @@
 // The last folded view of recently read sessions, so `GET /v1/sessions/{id}` folds only the events
 // appended since, instead of replaying the whole log on every request.
 import type { FleetClient, ReplayResult } from "@fleet/client";
-import { STREAMS } from "@fleet/protocol";
 
 export interface ViewCache {
   /** The session (view and spend) as of now: the cached one plus the events after it (the whole log when not cached). */
@@ -37,6 +36,6 @@ export function createViewCache(client: FleetClient, maxEntries: number): ViewCa
 
 /** Whether the session's event at stream sequence `seq` is still stored (a deletion purges it). */
 async function stillStored(client: FleetClient, sessionId: string, seq: number): Promise<boolean> {
-  const msg = await client.jsm.direct.getMessage(STREAMS.events.name, { seq });
+  const msg = await client.jsm.direct.getMessage(client.eventStream(sessionId), { seq });
   return msg !== null && msg.subject === client.eventSubject(sessionId);
 }

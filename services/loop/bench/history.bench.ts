@@ -27,6 +27,7 @@ import {
   SPEND_KEYS,
   STREAMS,
   sessionConfigWith,
+  storeGroupConsumer,
   subjects,
 } from "@fleet/protocol";
 import { endedSessionLog } from "@fleet/protocol/testing";
@@ -270,11 +271,9 @@ async function measure(history: number): Promise<Figures> {
     await waitUntil(
       "the store to catch up",
       async () => {
-        for (let p = 0; p < PARTITIONS; p++) {
-          const info = await jsm.consumers.info(STREAMS.events.name, `store-p${p}`);
-          if (info.num_pending > 0 || info.num_ack_pending > 0) return false;
-        }
-        return true;
+        // One unfiltered consumer per stream group (K = 1 here: `store-g0` on FLEET_EVENTS).
+        const info = await jsm.consumers.info(STREAMS.events.name, storeGroupConsumer(0).durable_name);
+        return info.num_pending === 0 && info.num_ack_pending === 0;
       },
       1_800_000,
     );

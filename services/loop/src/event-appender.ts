@@ -1,4 +1,11 @@
-import { type Encoded, encodeBuiltEvent, FleetEvent, STREAMS, subjects, validate } from "@fleet/protocol";
+import {
+  type Encoded,
+  encodeBuiltEvent,
+  eventStreamOfPartition,
+  FleetEvent,
+  subjects,
+  validate,
+} from "@fleet/protocol";
 import { type PublishFailure, type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 export type AppendOutcome =
@@ -31,6 +38,8 @@ export function createSessionAppender(opts: {
   publisher: StreamPublisher;
   sessionId: string;
   partition: number;
+  /** K, to name the partition's event stream (default 1: `FLEET_EVENTS`). */
+  groups?: number;
   lastSeq: number;
   now: () => number;
   /** Check each event against the `FleetEvent` schema (`kind: "invalid"` when it fails); default true. */
@@ -47,6 +56,7 @@ export function createSessionAppender(opts: {
   onRefused?: (event: FleetEvent, failure: PublishFailure) => void;
 }): SessionAppender {
   const subject = subjects.event(opts.partition, opts.sessionId);
+  const stream = eventStreamOfPartition(opts.partition, opts.groups ?? 1);
   let lastSeq = opts.lastSeq;
   let fenced = false;
   let chain: Promise<unknown> = Promise.resolve();
@@ -77,7 +87,7 @@ export function createSessionAppender(opts: {
     // Retried through a full store, elections and restarts with the same msgID and expected sequence
     // (see publishDurably), for as long as this writer may write.
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
-      stream: STREAMS.events.name,
+      stream,
       msgID: msgId,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,

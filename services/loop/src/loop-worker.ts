@@ -46,7 +46,9 @@ const BLOB_CACHE_BYTES = 64 * 1024 * 1024;
 export interface LoopWorkerOptions {
   nc: NatsConnection;
   workerId: string;
-  partitions: number;
+  /** P and K to provision when the log has none yet (fixed once written; another value refuses to start). */
+  partitions?: number | undefined;
+  groups?: number | undefined;
   leaseTtlMs: number;
   shutdownGraceMs: number;
   sessionIdleMs: number;
@@ -115,13 +117,15 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   const log = opts.logger.child({ workerId: opts.workerId });
   const topology = await applyTopology(opts.nc, {
     partitions: opts.partitions,
+    groups: opts.groups,
     leaseTtlMs: opts.leaseTtlMs,
     logger: log,
   });
   const partitions = topology.partitions;
+  const groups = topology.groups;
   // Leases run on the bucket's TTL as it exists (a different FLEET_LEASE_TTL_MS is reported as drift).
   const leaseTtlMs = topology.leaseTtlMs;
-  log.info({ evt: "loop_topology", partitions, leaseTtlMs, drift: topology.drift.length }, "topology applied");
+  log.info({ evt: "loop_topology", partitions, groups, leaseTtlMs, drift: topology.drift.length }, "topology applied");
   const js = jetstream(opts.nc);
   const publisher = createStreamPublisher(opts.nc);
   const jsm = topology.jsm;
@@ -195,6 +199,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   const lifecycle: LifecycleDeps = {
     js,
     jsm,
+    groups,
     publisher,
     ledger: createSpendLedger(topology.kv.budgets, tenantBudget),
     archive: lifecycleOpts.archiveDir
@@ -231,6 +236,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         sessionId,
         partition,
         partitions,
+        groups,
         workerId: opts.workerId,
         epoch,
         writeGate: () => leases.writable(partition, epoch),
@@ -347,6 +353,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         jsm,
         index: openWork,
         partition,
+        groups,
         active: () => !stopping && intakes.has(partition),
         recover: async (sessionId) => (await actors.get(sessionId, partition)).settleIndex(),
         onError: (err, what) => log.warn({ err, what }, "recovery failed; trying again"),
@@ -373,6 +380,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
           workerId: opts.workerId,
           leaseTtlMs,
           partitions,
+          groups,
           settings: {
             idleMs: Math.round(retention.days * 86_400_000),
             batchSize: retention.batchSize,
@@ -396,6 +404,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
           workerId: opts.workerId,
           leaseTtlMs,
           partitions,
+          groups,
           tickMs: schedulerTickMs,
           now,
           newId: opts.newId,

@@ -142,6 +142,7 @@ async function main() {
     nc,
     workerId,
     partitions: env.FLEET_PARTITIONS,
+    groups: env.FLEET_STREAM_GROUPS,
     leaseTtlMs: env.FLEET_LEASE_TTL_MS,
     shutdownGraceMs: env.FLEET_SHUTDOWN_GRACE_MS,
     sessionIdleMs: env.FLEET_SESSION_IDLE_MS,

@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_INPUT_BYTES,
   decodeEvent,
   EMPTY_TRACE_CURSOR,
+  eventStreamOfPartition,
   type FleetCommand,
   type FleetEvent,
   foldSessionEvents,
@@ -21,7 +22,6 @@ import {
   type SessionConfig,
   type SessionState,
   type SessionTree,
-  STREAMS,
   subjects,
   type TraceCursor,
   toolTraceparent,
@@ -131,6 +131,8 @@ export interface ActorDeps {
   partition: number;
   /** P, from `fleet_config.partitions`. */
   partitions: number;
+  /** K, from `fleet_config.stream_groups` (default 1): names the event streams. */
+  groups?: number;
   workerId: string;
   epoch: number;
   /** The partition lease's write fence (see SessionAppender `writeGate`). */
@@ -248,6 +250,7 @@ export class SessionActor {
       publisher: deps.publisher,
       sessionId: deps.sessionId,
       partition: deps.partition,
+      groups: deps.groups ?? 1,
       lastSeq,
       now: deps.now,
       validate: deps.settings.validateAppends ?? true,
@@ -322,6 +325,7 @@ export class SessionActor {
       jsm: deps.jsm,
       sessionId: deps.sessionId,
       partition: deps.partition,
+      groups: deps.groups,
       snapshots: deps.snapshots,
       logger: deps.logger,
     });
@@ -491,7 +495,9 @@ export class SessionActor {
         if (decision.kind === "needs_archive") {
           ctx.archive = await this.readArchiveHeader();
         } else if (decision.kind === "needs_lifecycle_record") {
-          ctx.lastLifecycle = this.deps.lifecycle ? await lastLifecycleRecord(this.deps.jsm, this.sessionId) : null;
+          ctx.lastLifecycle = this.deps.lifecycle
+            ? await lastLifecycleRecord(this.deps.jsm, this.sessionId, this.deps.groups)
+            : null;
         } else if (decision.kind === "needs_fork_source") {
           const source = await this.readTree(decision.sessionId);
           ctx.forkSource = source.config ? source : null;
@@ -1180,12 +1186,13 @@ export class SessionActor {
   private async readTree(sessionId: string): Promise<SessionTree> {
     const partition = partitionOf(sessionId, this.deps.partitions);
     if (this.deps.snapshots) {
-      const { js, jsm, snapshots, logger } = this.deps;
-      return (await loadSession({ js, jsm, sessionId, partition, snapshots, logger })).state.tree;
+      const { js, jsm, snapshots, logger, groups } = this.deps;
+      return (await loadSession({ js, jsm, sessionId, partition, groups, snapshots, logger })).state.tree;
     }
     const events: FleetEvent[] = [];
     const subject = subjects.event(partition, sessionId);
-    for await (const rec of readSubject(this.deps.js, this.deps.jsm, STREAMS.events.name, subject)) {
+    const stream = eventStreamOfPartition(partition, this.deps.groups ?? 1);
+    for await (const rec of readSubject(this.deps.js, this.deps.jsm, stream, subject)) {
       const decoded = decodeEvent(rec.data);
       if (decoded.ok) events.push(decoded.value);
     }

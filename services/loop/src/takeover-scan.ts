@@ -1,4 +1,4 @@
-import { decodeEvent, type FleetEvent, STREAMS, subjects } from "@fleet/protocol";
+import { decodeEvent, eventStreamOfPartition, type FleetEvent, subjects } from "@fleet/protocol";
 import { sleep } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { OpenWorkIndex } from "./open-work/open-work-index.js";
@@ -42,6 +42,8 @@ export async function scanPartition(opts: {
   jsm: JetStreamManager;
   index: OpenWorkIndex;
   partition: number;
+  /** K, to name the partition's event stream (default 1). */
+  groups?: number;
   active: () => boolean;
   recover: (sessionId: string) => Promise<unknown>;
   /** A failed read or recovery (`what`: the session, or `partition <p>` for its index), tried again. */
@@ -60,7 +62,8 @@ export async function scanPartition(opts: {
       outcome.listed = listed.length;
       outcome.fullScan = !(await opts.index.scanned(opts.partition));
       const sessions = new Set(listed);
-      if (outcome.fullScan) for (const sid of await sessionsFromLog(opts.jsm, opts.partition)) sessions.add(sid);
+      if (outcome.fullScan)
+        for (const sid of await sessionsFromLog(opts.jsm, opts.partition, opts.groups ?? 1)) sessions.add(sid);
       pending = [...sessions];
     } catch (err) {
       opts.onError(err, `partition ${opts.partition}`);
@@ -90,13 +93,14 @@ export async function scanPartition(opts: {
  * of the partition is listed and each session's last event read (cost in proportion to every
  * session ever seen; run once per partition, for logs that predate the index).
  */
-async function sessionsFromLog(jsm: JetStreamManager, partition: number): Promise<string[]> {
-  const info = await jsm.streams.info(STREAMS.events.name, {
+async function sessionsFromLog(jsm: JetStreamManager, partition: number, groups: number): Promise<string[]> {
+  const stream = eventStreamOfPartition(partition, groups);
+  const info = await jsm.streams.info(stream, {
     subjects_filter: subjects.eventsOfPartition(partition),
   });
   const out: string[] = [];
   for (const subject of Object.keys((info.state.subjects ?? {}) as Record<string, number>)) {
-    const last = await jsm.streams.getMessage(STREAMS.events.name, { last_by_subj: subject });
+    const last = await jsm.streams.getMessage(stream, { last_by_subj: subject });
     if (!last) continue;
     const event = decodeEvent(last.data);
     if (event.ok && mayNeedRecovery(event.value)) out.push(event.value.meta.sessionId);

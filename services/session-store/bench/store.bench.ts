@@ -1,6 +1,7 @@
 // `npm run bench:store`: projection and rebuild throughput, get_context latency over NATS, and the
 // same-run baselines (raw ordered-consumer read rate, raw Redis pipelined write rate).
 // Sizes: BENCH_EVENTS (default 1,000,000), BENCH_SESSIONS (10,000), BENCH_PARTITIONS (16),
+// BENCH_GROUPS (1: the stream groups K; the store reads each with one unfiltered consumer),
 // BENCH_QUERIES (2,000), BENCH_STORE_INSTANCES (2: the projection is measured with one store instance
 // and then with this many splitting the partitions), BENCH_VERIFY=1 (also run `verify` on both
 // projections). Starts its own nats-server and redis-server (testkit). The store and the
@@ -9,10 +10,11 @@
 import { writeFileSync } from "node:fs";
 import {
   type AgentMessage,
+  eventStreamName,
   type FleetEvent,
+  groupOf,
   partitionOf,
-  STREAMS,
-  storeEventConsumer,
+  storeGroupConsumer,
   subjects,
 } from "@fleet/protocol";
 import { applyTopology } from "@fleet/runtime";
@@ -29,6 +31,8 @@ import { runStoreProcess } from "./store-process.js";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000);
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 16);
+const GROUPS = Number(process.env.BENCH_GROUPS ?? 1);
+const STREAM_NAMES = Array.from({ length: GROUPS }, (_, g) => eventStreamName(g, GROUPS));
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 2_000);
 const INSTANCES = Number(process.env.BENCH_STORE_INSTANCES ?? 2);
 const PER_SESSION = Math.ceil(EVENTS / SESSIONS);
@@ -134,12 +138,12 @@ async function main() {
   const nats = await startNats({ jetstream: { maxFileStore: 20 * 1024 ** 3, maxMemoryStore: 1024 ** 3 } });
   const redisServer = await startRedis();
   const nc = await connect({ servers: nats.url });
-  const topology = await applyTopology(nc, { partitions: PARTITIONS, leaseTtlMs: 5_000 });
+  const topology = await applyTopology(nc, { partitions: PARTITIONS, groups: GROUPS, leaseTtlMs: 5_000 });
   const js = jetstream(nc);
   const redis = new Redis(redisServer.url, { enableAutoPipelining: true });
   const results: Record<string, number | string> = {};
   out(
-    `store bench: ${EVENTS} events over ${SESSIONS} sessions, ${PARTITIONS} partitions (nats-server ${nc.info?.version})`,
+    `store bench: ${EVENTS} events over ${SESSIONS} sessions, ${PARTITIONS} partitions in ${GROUPS} stream group(s) (nats-server ${nc.info?.version})`,
   );
   try {
     // 1. Publish the synthetic log (round-robin over sessions: every batch touches many sessions).
@@ -155,26 +159,26 @@ async function main() {
     });
     const { published, last: lastBySession } = await publishRoundRobin(js, capped, EVENTS);
     const publishMs = performance.now() - t;
-    const streamInfo = await topology.jsm.streams.info(STREAMS.events.name);
+    const streamInfos = await Promise.all(STREAM_NAMES.map((name) => topology.jsm.streams.info(name)));
+    const streamBytes = streamInfos.reduce((sum, info) => sum + info.state.bytes, 0);
     out(
-      `publish: ${published} events in ${(publishMs / 1000).toFixed(1)} s (${rate(published, publishMs)}/s), ${(streamInfo.state.bytes / 1024 ** 2).toFixed(0)} MiB`,
+      `publish: ${published} events in ${(publishMs / 1000).toFixed(1)} s (${rate(published, publishMs)}/s), ${(streamBytes / 1024 ** 2).toFixed(0)} MiB`,
     );
     results.events = published;
 
-    // 2. Baseline: raw ordered-consumer read rate over the same stream.
+    // 2. Baseline: raw ordered-consumer read rate over the same streams (one after the other).
     let natsCpu = cpuSecondsOf(nats.pid);
     t = performance.now();
-    const oc = await js.consumers.get(STREAMS.events.name, {
-      filter_subjects: subjects.eventsAll,
-      deliver_policy: DeliverPolicy.All,
-    });
-    const msgs = await oc.consume({ max_messages: 10_000 });
     let read = 0;
-    for await (const m of msgs) {
-      read++;
-      if (m.info.pending === 0) break;
+    for (const name of STREAM_NAMES) {
+      const oc = await js.consumers.get(name, { deliver_policy: DeliverPolicy.All });
+      const msgs = await oc.consume({ max_messages: 10_000 });
+      for await (const m of msgs) {
+        read++;
+        if (m.info.pending === 0) break;
+      }
+      await msgs.close();
     }
-    await msgs.close();
     const readMs = performance.now() - t;
     results.orderedReadPerSec = rate(read, readMs);
     const serverUs = (cpu: number, n: number) => ((cpu * 1e6) / Math.max(1, n)).toFixed(1);
@@ -182,16 +186,16 @@ async function main() {
       `baseline ordered consumer: ${read} messages in ${(readMs / 1000).toFixed(1)} s = ${results.orderedReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, read)} µs CPU per message)`,
     );
 
-    // 2b. Baseline: what the store's consumers cost the server. One filtered pull consumer per
-    // partition (ack_policy all, acked every 1,000): nats-server 2.9 finds a wildcard-filtered
-    // consumer's next message by scanning the stream, so every event is looked at once per partition.
+    // 2b. Baseline: what the store's consumers cost the server. One unfiltered durable pull consumer
+    // per stream group (ack_policy all, acked every 1,000), as the store reads the log: no filter, so
+    // nats-server 2.9 hands each one the next stored message without matching subjects.
     natsCpu = cpuSecondsOf(nats.pid);
     t = performance.now();
-    const perPartition = await Promise.all(
-      Array.from({ length: PARTITIONS }, async (_, p) => {
-        const config = { ...storeConsumerConfig(p, 1), durable_name: `bench-raw-p${p}` };
-        await topology.jsm.consumers.add(STREAMS.events.name, config);
-        const consumer = await js.consumers.get(STREAMS.events.name, config.durable_name);
+    const perGroup = await Promise.all(
+      STREAM_NAMES.map(async (stream, g) => {
+        const config = { ...storeConsumerConfig(g, 1), durable_name: `bench-raw-g${g}` };
+        await topology.jsm.consumers.add(stream, config);
+        const consumer = await js.consumers.get(stream, config.durable_name);
         if ((await consumer.info()).num_pending === 0) return 0;
         const messages = await consumer.consume({ max_messages: 5_000 });
         let n = 0;
@@ -201,19 +205,19 @@ async function main() {
           if (m.info.pending === 0) break;
         }
         await messages.close();
-        await topology.jsm.consumers.delete(STREAMS.events.name, config.durable_name);
+        await topology.jsm.consumers.delete(stream, config.durable_name);
         return n;
       }),
     );
-    const filteredRead = perPartition.reduce((a, b) => a + b, 0);
-    const filteredMs = performance.now() - t;
-    results.filteredReadPerSec = rate(filteredRead, filteredMs);
+    const groupRead = perGroup.reduce((a, b) => a + b, 0);
+    const groupMs = performance.now() - t;
+    results.groupReadPerSec = rate(groupRead, groupMs);
     out(
-      `baseline ${PARTITIONS} filtered consumers (the store's read path): ${filteredRead} messages in ${(filteredMs / 1000).toFixed(1)} s = ${results.filteredReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, filteredRead)} µs CPU per message)`,
+      `baseline ${GROUPS} unfiltered group consumer(s) (the store's read path): ${groupRead} messages in ${(groupMs / 1000).toFixed(1)} s = ${results.groupReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, groupRead)} µs CPU per message)`,
     );
 
     // 3. Baseline: raw Redis pipelined writes (RPUSH of event-sized values, 1,000 per pipeline).
-    const value = "x".repeat(Math.round(streamInfo.state.bytes / Math.max(1, published)));
+    const value = "x".repeat(Math.round(streamBytes / Math.max(1, published)));
     const writes = Math.min(published, 1_000_000);
     t = performance.now();
     for (let i = 0; i < writes; i += 1_000) {
@@ -232,12 +236,13 @@ async function main() {
 
     // 4. Projection: the whole log drained by one store instance, then (into a fresh key prefix, so
     // from the start again) by INSTANCES instances splitting the partitions, as a deployment scales out.
-    const lastSeq = streamInfo.state.last_seq;
+    const lastSeq = streamInfos[0]?.state.last_seq ?? 0;
     const envFor = (prefix: string) => ({
       NATS_URL: nats.url,
       REDIS_URL: redisServer.url,
       FLEET_STORE_PREFIX: prefix,
       FLEET_PARTITIONS: String(PARTITIONS),
+      FLEET_STREAM_GROUPS: String(GROUPS),
       FLEET_LEASE_TTL_MS: "5000",
       FLEET_STORE_CACHE_ENTRIES: "5000000",
       LOG_LEVEL: "info",
@@ -276,8 +281,8 @@ async function main() {
         await new Promise((r) => setTimeout(r, 100));
         if (performance.now() - lastReport > 10_000) {
           lastReport = performance.now();
-          const info = await topology.jsm.consumers.info(STREAMS.events.name, storeEventConsumer(0).durable_name);
-          out(`  projecting… p0 delivered ${info.delivered.stream_seq}/${lastSeq}`);
+          const info = await topology.jsm.consumers.info(STREAM_NAMES[0] as string, storeGroupConsumer(0).durable_name);
+          out(`  projecting… g0 delivered ${info.delivered.stream_seq}/${lastSeq}`);
         }
       }
       const ms = performance.now() - started;
@@ -299,7 +304,7 @@ async function main() {
         `projection, ${label}: ${published} events in ${(r.ms / 1000).toFixed(1)} s = ${perSec} events/s (target >= 50000)`,
       );
       out(
-        `  store CPU after start-up: ${r.cpu.toFixed(1)} s = ${rate(published, r.cpu * 1000)} events per CPU-second (nats-server ${r.natsCpu.toFixed(1)} s, redis-server ${r.redisCpu.toFixed(1)} s)${r.leaseLosses > 0 ? `; ${r.leaseLosses} partition leases lost` : ""}`,
+        `  store CPU after start-up: ${r.cpu.toFixed(1)} s = ${rate(published, r.cpu * 1000)} events per CPU-second (nats-server ${r.natsCpu.toFixed(1)} s, redis-server ${r.redisCpu.toFixed(1)} s)${r.leaseLosses > 0 ? `; ${r.leaseLosses} group leases lost` : ""}`,
       );
       return perSec;
     };
@@ -316,6 +321,10 @@ async function main() {
     }
     results.leasesLost = leasesLost;
     out(`leases lost: ${leasesLost}`);
+    // The projection (one instance) against the plain read of the same streams in this run.
+    const readPath = Number(results.projectionOneInstanceEventsPerSec) / Math.max(1, Number(results.orderedReadPerSec));
+    results.projectionVsReadPath = Number(readPath.toFixed(2));
+    out(`projection vs its read path: ${readPath.toFixed(2)}x (target >= 0.70)`);
 
     // Optional: check the projection made under load (lease churn included) against a replay.
     if (process.env.BENCH_VERIFY) {
@@ -350,7 +359,8 @@ async function main() {
       /"evt":"store_started"/,
     );
     await queryStore.started;
-    const bigLast = (await topology.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+    const bigStream = eventStreamName(groupOf(partitionOf("big-1", PARTITIONS), GROUPS), GROUPS);
+    const bigLast = (await topology.jsm.streams.info(bigStream)).state.last_seq;
     const ask = async (payload: unknown) => {
       const started = performance.now();
       const reply = await nc.request(subjects.store("get_context"), JSON.stringify(payload), { timeout: 30_000 });

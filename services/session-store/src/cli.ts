@@ -50,6 +50,7 @@ async function withConnections<T>(common: Common, run: (deps: ReplayDeps) => Pro
     if (!server.ok) throw new Error(server.error);
     const topology = await applyTopology(nc, {
       partitions: env.FLEET_PARTITIONS,
+      groups: env.FLEET_STREAM_GROUPS,
       leaseTtlMs: env.FLEET_LEASE_TTL_MS,
       replicas: env.FLEET_STREAM_REPLICAS,
     });
@@ -59,6 +60,7 @@ async function withConnections<T>(common: Common, run: (deps: ReplayDeps) => Pro
       redis,
       prefix: common.prefix,
       partitions: topology.partitions,
+      groups: topology.groups,
       logger,
       cacheEntries: env.FLEET_STORE_CACHE_ENTRIES,
     });
@@ -90,6 +92,7 @@ program
       prefix: common.prefix,
       workerId: opts.workerId,
       partitions: env.FLEET_PARTITIONS,
+      groups: env.FLEET_STREAM_GROUPS,
       leaseTtlMs: env.FLEET_LEASE_TTL_MS,
       opsPort: opts.opsPort,
       cacheEntries: env.FLEET_STORE_CACHE_ENTRIES,

@@ -15,8 +15,8 @@ export const StoreEnv = z.object({
   ...topologyEnvFields,
   /** Upper bound of entries held by the in-memory tree cache. */
   FLEET_STORE_CACHE_ENTRIES: envInt(2_000_000, 1_000, 1_000_000_000),
-  /** Most events applied per batch and partition (at most half the consumer's max_ack_pending, 20,000). */
-  FLEET_STORE_BATCH: envInt(10_000, 1, 10_000),
+  /** Most events applied per batch and stream group (at most half the consumer's max_ack_pending, 100,000). */
+  FLEET_STORE_BATCH: envInt(50_000, 1, 50_000),
 });
 export type StoreEnv = z.infer<typeof StoreEnv>;
 

@@ -1,31 +1,38 @@
-import { STREAMS, storeEventConsumer } from "@fleet/protocol";
+import { eventStreamName, storeGroupConsumer } from "@fleet/protocol";
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 
-const STREAM = STREAMS.events.name;
+/** Stream group `group` of `groups` (K). */
+export interface GroupRef {
+  group: number;
+  groups: number;
+}
 
-/** `store-p<p>` delivering from `startSeq` (1 = the protocol's plain `deliver_policy: all` config). */
+/** `store-g<g>` delivering from `startSeq` (1 = the protocol's plain `deliver_policy: all` config). */
 export function storeConsumerConfig(
-  partition: number,
+  group: number,
   startSeq: number,
 ): Record<string, unknown> & { durable_name: string } {
-  const base = storeEventConsumer(partition);
+  const base = storeGroupConsumer(group);
   return startSeq <= 1 ? base : { ...base, deliver_policy: "by_start_sequence", opt_start_seq: startSeq };
 }
 
 export type ConsumerPreparation = "reset" | "created" | "takeover" | "drift" | "kept";
 
-/** The settings of `store-p<p>` that must match the protocol's (anything but where delivery starts). */
+/**
+ * The settings of `store-g<g>` that must match the protocol's (anything but where delivery starts).
+ * `filter_subject` must be absent: a filter makes nats-server 2.9 match every stored message.
+ */
 const CHECKED = ["filter_subject", "ack_policy", "ack_wait", "max_ack_pending", "max_deliver"] as const;
 
 /** Names of the checked settings where `actual` differs from the protocol's config. */
-export function storeConsumerDrift(partition: number, actual: Record<string, unknown>): string[] {
-  const expected: Record<string, unknown> = storeEventConsumer(partition);
-  return CHECKED.filter((k) => actual[k] !== expected[k]);
+export function storeConsumerDrift(group: number, actual: Record<string, unknown>): string[] {
+  const expected: Record<string, unknown> = storeGroupConsumer(group);
+  return CHECKED.filter((k) => (actual[k] || undefined) !== (expected[k] || undefined));
 }
 
 /**
- * Makes `store-p<p>` ready for a new holder of partition `p`.
- * - `reset` (the active namespace has not been fed by this partition's consumer yet): recreate it to
+ * Makes `store-g<g>` ready for a new holder of group `g`.
+ * - `reset` (the active namespace has not been fed by this group's consumer yet): recreate it to
  *   deliver from the namespace's `startSeq`.
  * - missing: create it from `startSeq`.
  * - messages still pending acknowledgement (a holder died or was deposed, or a batch failed): recreate
@@ -37,41 +44,59 @@ export function storeConsumerDrift(partition: number, actual: Record<string, unk
  */
 export async function prepareStoreConsumer(
   jsm: JetStreamManager,
-  partition: number,
+  ref: GroupRef,
   opts: { startSeq: number; reset: boolean },
 ): Promise<ConsumerPreparation> {
-  const name = storeEventConsumer(partition).durable_name;
+  const name = storeGroupConsumer(ref.group).durable_name;
+  const stream = eventStreamName(ref.group, ref.groups);
   // Only "not found" means missing. Any other failure (a consumer without a leader after a node was
   // lost, a timeout) makes it unknown: it is deleted and made again from the namespace's startSeq,
   // which is safe (redelivered events at or below a session's lastSeq are no-ops).
   let info: ConsumerInfo | null = null;
   let unknown = false;
   try {
-    info = await jsm.consumers.info(STREAM, name);
+    info = await jsm.consumers.info(stream, name);
   } catch (err) {
     if (!isConsumerNotFound(err)) unknown = true;
   }
   const drifted = info
-    ? storeConsumerDrift(partition, info.config as unknown as Record<string, unknown>).length > 0
+    ? storeConsumerDrift(ref.group, info.config as unknown as Record<string, unknown>).length > 0
     : false;
   if (!opts.reset && info && info.num_ack_pending === 0 && !drifted) return "kept";
   const startSeq = opts.reset || !info ? opts.startSeq : Math.max(opts.startSeq, info.ack_floor.stream_seq + 1);
   // A delete that fails leaves the old consumer, and `add` with another start is then refused: throw,
   // and the caller tries again.
-  if (info || unknown) await deleteConsumer(jsm, name);
-  await jsm.consumers.add(STREAM, storeConsumerConfig(partition, startSeq));
+  if (info || unknown) await deleteConsumer(jsm, stream, name);
+  await jsm.consumers.add(stream, storeConsumerConfig(ref.group, startSeq));
   if (opts.reset) return "reset";
   if (!info) return unknown ? "takeover" : "created";
   return info.num_ack_pending > 0 ? "takeover" : "drift";
 }
 
-async function deleteConsumer(jsm: JetStreamManager, name: string): Promise<void> {
+/** Deletes a consumer; false when it did not exist. */
+async function deleteConsumer(jsm: JetStreamManager, stream: string, name: string): Promise<boolean> {
   try {
-    await jsm.consumers.delete(STREAM, name);
+    return await jsm.consumers.delete(stream, name);
   } catch (err) {
     if (!isConsumerNotFound(err)) throw err;
+    return false;
   }
 }
 
 const isConsumerNotFound = (err: unknown) =>
   err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+
+/**
+ * Deletes the per-partition consumers `store-p<p>` of `partitions` that a store made on `stream`
+ * before stream groups (change 56): on nats-server 2.9 each would keep matching every stored event.
+ * By name (the store may delete its consumers, not list a stream's). Returns how many existed.
+ */
+export async function deleteLegacyPartitionConsumers(
+  jsm: JetStreamManager,
+  stream: string,
+  partitions: readonly number[],
+): Promise<number> {
+  let deleted = 0;
+  for (const p of partitions) if (await deleteConsumer(jsm, stream, `store-p${p}`)) deleted++;
+  return deleted;
+}

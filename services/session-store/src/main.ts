@@ -16,6 +16,7 @@ const service = await startStoreService({
   prefix: storePrefixOf(env),
   workerId: env.FLEET_WORKER_ID,
   partitions: env.FLEET_PARTITIONS,
+  groups: env.FLEET_STREAM_GROUPS,
   leaseTtlMs: env.FLEET_LEASE_TTL_MS,
   opsPort: env.FLEET_OPS_PORT,
   cacheEntries: env.FLEET_STORE_CACHE_ENTRIES,

@@ -1,18 +1,18 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
-/** The store's Prometheus metrics. Lag = partition's last stream sequence minus the applied sequence. */
+/** The store's Prometheus metrics. Lag = a group stream's last sequence minus the applied sequence. */
 export function createStoreMetrics(registry: Registry) {
   return {
     lag: new Gauge({
       name: "fleet_store_lag",
-      help: "Stream sequences between the last event of a held partition and the last one applied",
-      labelNames: ["partition"],
+      help: "Stream sequences between the last event of a held stream group and the last one applied",
+      labelNames: ["group"],
       registers: [registry],
     }),
     pending: new Gauge({
       name: "fleet_store_pending_events",
-      help: "Events of a held partition not yet applied (undelivered plus unacknowledged)",
-      labelNames: ["partition"],
+      help: "Events of a held stream group not yet applied (undelivered plus unacknowledged)",
+      labelNames: ["group"],
       registers: [registry],
     }),
     loopDelay: new Gauge({
@@ -20,9 +20,9 @@ export function createStoreMetrics(registry: Registry) {
       help: "p99 event-loop delay over the last interval (lease renewals and queries wait this long)",
       registers: [registry],
     }),
-    partitions: new Gauge({
-      name: "fleet_store_partitions_held",
-      help: "Partitions this instance projects",
+    groups: new Gauge({
+      name: "fleet_store_groups_held",
+      help: "Stream groups this instance projects",
       registers: [registry],
     }),
     applied: new Counter({

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { eventStreamName, partitionsOfGroup } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Redis } from "ioredis";
@@ -16,6 +17,8 @@ export interface ReplayDeps {
   redis: Redis;
   prefix: string;
   partitions: number;
+  /** K: the log's stream groups, each replayed from its own stream. */
+  groups: number;
   logger: Logger;
   cacheEntries?: number;
   maxBatch?: number;
@@ -23,7 +26,9 @@ export interface ReplayDeps {
 
 export interface BuildResult {
   ns: string;
-  /** Every event with seq <= lastSeq is in the namespace. */
+  /** Every event of group g's stream with seq <= lastSeqs[g] is in the namespace. */
+  lastSeqs: number[];
+  /** Group 0's (the whole log's with K = 1). */
   lastSeq: number;
   events: number;
   ms: number;
@@ -31,8 +36,8 @@ export interface BuildResult {
 }
 
 /**
- * Replays the whole stream into namespace `ns` (fresh), catching up with the stream until the
- * remaining tail is small, and records `lastSeq` as every partition's applied position.
+ * Replays every group's stream into namespace `ns` (fresh), each catching up with its stream until
+ * the remaining tail is small, and records its group's `lastSeq` as every partition's applied position.
  */
 export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<BuildResult> {
   const started = performance.now();
@@ -41,7 +46,7 @@ export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<Buil
     repo,
     cache: createSessionCache(deps.cacheEntries ?? 2_000_000),
     partitions: deps.partitions,
-    readGap: streamGapReader(deps.js, deps.jsm),
+    readGap: streamGapReader(deps.js, deps.jsm, deps.groups),
     onInvalid: (record, error) =>
       deps.logger.warn(
         { evt: "store_invalid_event", seq: record.seq, subject: record.subject, error },
@@ -49,15 +54,42 @@ export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<Buil
       ),
   });
   await createNamespaceControl(deps.redis, deps.prefix).markBorn(ns);
+  const lastSeqs: number[] = [];
+  let events = 0;
+  const topo = { partitions: deps.partitions, groups: deps.groups };
+  for (let group = 0; group < deps.groups; group++) {
+    const stream = eventStreamName(group, deps.groups);
+    const replayed = await replayGroup(deps, projector, ns, stream, (size) => {
+      events += size;
+    });
+    lastSeqs.push(replayed);
+    if (replayed > 0) {
+      const fields: string[] = [];
+      for (const p of partitionsOfGroup(group, topo)) fields.push(String(p), String(replayed));
+      await deps.redis.hset(appliedKey(deps.prefix, ns), ...fields);
+    }
+  }
+  return { ns, lastSeqs, lastSeq: lastSeqs[0] ?? 0, events, ms: performance.now() - started, projector };
+}
+
+/** Replays one group's stream into `ns` until its remaining tail is small; returns its last applied seq. */
+async function replayGroup(
+  deps: ReplayDeps,
+  projector: Projector,
+  ns: string,
+  stream: string,
+  onEvents: (size: number) => void,
+): Promise<number> {
   let last = 0;
   let events = 0;
   let lastLog = 0;
   for (let round = 0; round < 10; round++) {
-    const target = await streamLastSeq(deps.jsm);
+    const target = await streamLastSeq(deps.jsm, stream);
     if (target <= last) break;
     const tail = target - last;
     last = await replayStream({
       js: deps.js,
+      stream,
       projector,
       ns,
       fromSeq: last + 1,
@@ -65,21 +97,17 @@ export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<Buil
       ...(deps.maxBatch ? { maxBatch: deps.maxBatch } : {}),
       onBatch: (seq, size) => {
         events += size;
+        onEvents(size);
         if (performance.now() - lastLog > 2_000) {
           lastLog = performance.now();
-          deps.logger.info({ evt: "store_replay_progress", ns, seq, target, events }, "replaying");
+          deps.logger.info({ evt: "store_replay_progress", ns, stream, seq, target, events }, "replaying");
         }
       },
     });
     // Stop catching up once the tail left is small: the projectors deliver the rest from startSeq.
     if (tail < 1_000 && round > 0) break;
   }
-  if (last > 0) {
-    const fields: string[] = [];
-    for (let p = 0; p < deps.partitions; p++) fields.push(String(p), String(last));
-    await deps.redis.hset(appliedKey(deps.prefix, ns), ...fields);
-  }
-  return { ns, lastSeq: last, events, ms: performance.now() - started, projector };
+  return last;
 }
 
 export interface RebuildResult {
@@ -127,13 +155,16 @@ async function buildAndSwitch(deps: ReplayDeps): Promise<BuildResult & { oldNs: 
   const built = await buildNamespace(deps, ns);
   let oldNs: string | null;
   try {
-    oldNs = await createNamespaceControl(deps.redis, deps.prefix).switchTo(ns, built.lastSeq + 1);
+    oldNs = await createNamespaceControl(deps.redis, deps.prefix).switchTo(
+      ns,
+      built.lastSeqs.map((seq) => seq + 1),
+    );
   } catch (err) {
     if (err instanceof NamespaceLostError) await deleteNamespace(deps.redis, deps.prefix, ns).catch(() => undefined);
     throw err;
   }
   deps.logger.info(
-    { evt: "store_rebuild_switched", ns, oldNs, lastSeq: built.lastSeq, events: built.events },
+    { evt: "store_rebuild_switched", ns, oldNs, lastSeqs: built.lastSeqs, events: built.events },
     "switched to the rebuilt namespace",
   );
   return { ...built, oldNs };

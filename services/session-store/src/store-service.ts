@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { eventStreamName, storeGroupLeaseKey } from "@fleet/protocol";
 import {
   applyTopology,
   checkServerAtStartup,
@@ -16,10 +17,10 @@ import {
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
+import { type GroupWorker, startGroupWorker } from "./group-worker.js";
 import { upgradeIndexes } from "./index-upgrade.js";
 import { createStoreMetrics } from "./metrics.js";
 import { createNamespaceControl } from "./namespace.js";
-import { type PartitionWorker, startPartitionWorker } from "./partition-worker.js";
 import { createProjector } from "./projector.js";
 import { startQueryServer } from "./query-server.js";
 import { streamGapReader, streamLastSeq } from "./replay.js";
@@ -39,12 +40,14 @@ export interface StoreServiceOptions {
   redisUrl: string;
   prefix: string;
   workerId?: string;
-  partitions: number;
+  /** P and K to provision when the log has none yet (fixed once written; another value refuses to start). */
+  partitions?: number | undefined;
+  groups?: number | undefined;
   leaseTtlMs: number;
   opsPort: number;
   cacheEntries: number;
   maxBatch: number;
-  /** Batches applied at once across the held partitions (default 2). */
+  /** Batches applied at once across the held groups (default 2). */
   concurrentBatches?: number;
   logger: Logger;
 }
@@ -53,7 +56,7 @@ export interface StoreService {
   readonly workerId: string;
   readonly ops: OpsServer;
   readonly leases: LeaseManager;
-  /** Partitions this instance projects now. */
+  /** Stream groups this instance projects now. */
   held(): number[];
   stop(): Promise<void>;
 }
@@ -64,7 +67,8 @@ export function connectRedis(url: string): Redis {
 }
 
 /**
- * One store process: claims `store.p.<p>` leases, projects the held partitions into Redis, answers
+ * One store process: claims `store.g.<g>` leases, projects the held stream groups into Redis (one
+ * unfiltered consumer per group, every partition of it), answers
  * `fleet.store.<op>` (any instance answers any session), and exports metrics on the ops port.
  */
 export async function startStoreService(opts: StoreServiceOptions): Promise<StoreService> {
@@ -88,6 +92,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   }
   const topology = await applyTopology(nc, {
     partitions: opts.partitions,
+    groups: opts.groups,
     leaseTtlMs: opts.leaseTtlMs,
     ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
     logger,
@@ -104,7 +109,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
     repo,
     cache,
     partitions: topology.partitions,
-    readGap: streamGapReader(js, jsm),
+    readGap: streamGapReader(js, jsm, topology.groups),
     onInvalid: (record, error) =>
       logger.warn({ evt: "store_invalid_event", seq: record.seq, subject: record.subject, error }, "invalid event"),
   });
@@ -115,6 +120,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
     redis,
     prefix: opts.prefix,
     partitions: topology.partitions,
+    groups: topology.groups,
     logger,
     cacheEntries: opts.cacheEntries,
   };
@@ -130,7 +136,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   // (in the background; a stop meanwhile leaves it to the rebuild lock's expiry and the next start).
   void healer.firstCheck.then(() => upgradeIndexes(replayDeps, namespaces, logger));
 
-  const workers = new Map<number, PartitionWorker>();
+  const workers = new Map<number, GroupWorker>();
   const slots = createSlots(opts.concurrentBatches ?? 2);
   const ops = await startOpsServer({
     port: opts.opsPort,
@@ -159,16 +165,20 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   const leases = createLeaseManager({
     kv: topology.kv.leases,
     role: "store",
-    partitions: topology.partitions,
+    // One lease per stream group (`store.g.<g>`): the holder reads the group's stream once.
+    partitions: topology.groups,
+    leaseKey: storeGroupLeaseKey,
     workerId,
     ttlMs: topology.leaseTtlMs,
     logger,
-    onAcquire: (partition) => {
-      workers.get(partition)?.stop();
+    onAcquire: (group) => {
+      workers.get(group)?.stop();
       workers.set(
-        partition,
-        startPartitionWorker({
-          partition,
+        group,
+        startGroupWorker({
+          group,
+          groups: topology.groups,
+          partitions: topology.partitions,
           js,
           jsm,
           namespaces,
@@ -179,13 +189,13 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
           onNoNamespace: healer.poke,
         }),
       );
-      metrics.partitions.set(workers.size);
+      metrics.groups.set(workers.size);
     },
-    onRelease: async (partition, reason) => {
-      const worker = workers.get(partition);
-      workers.delete(partition);
-      metrics.partitions.set(workers.size);
-      logger.info({ evt: "store_partition_released", partition, reason }, "partition released");
+    onRelease: async (group, reason) => {
+      const worker = workers.get(group);
+      workers.delete(group);
+      metrics.groups.set(workers.size);
+      logger.info({ evt: "store_group_released", group, reason }, "stream group released");
       await worker?.stop();
     },
   });
@@ -208,13 +218,12 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
       if (delay > 1) logger.warn({ evt: "store_event_loop_delay", p99Seconds: delay }, "event loop delayed");
       const active = await namespaces.peek();
       if (!active || workers.size === 0) return;
-      // One stream info (cheap); no consumer info, as that scans the stream for a filtered consumer.
-      const last = await streamLastSeq(jsm);
-      for (const [p, worker] of workers) {
+      // One stream info per held group (cheap).
+      for (const [g, worker] of workers) {
         const pending = worker.pending;
-        const appliedSeq = pending === 0 ? 0 : Math.max(worker.appliedSeq, await repo.applied(active.ns, p));
-        metrics.pending.set({ partition: String(p) }, pending);
-        metrics.lag.set({ partition: String(p) }, pending === 0 ? 0 : Math.max(0, last - appliedSeq));
+        const last = pending === 0 ? 0 : await streamLastSeq(jsm, eventStreamName(g, topology.groups));
+        metrics.pending.set({ group: String(g) }, pending);
+        metrics.lag.set({ group: String(g) }, pending === 0 ? 0 : Math.max(0, last - worker.appliedSeq));
       }
     } catch (err) {
       logger.debug({ evt: "store_lag_failed", err }, "lag update failed");
@@ -222,7 +231,14 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   }
 
   logger.info(
-    { evt: "store_started", workerId, partitions: topology.partitions, prefix: opts.prefix, opsPort: ops.port },
+    {
+      evt: "store_started",
+      workerId,
+      partitions: topology.partitions,
+      groups: topology.groups,
+      prefix: opts.prefix,
+      opsPort: ops.port,
+    },
     "session store started",
   );
 

@@ -194,7 +194,7 @@ export async function verify(deps: ReplayDeps, opts: { waitMs?: number } = {}): 
   const active = await createNamespaceControl(deps.redis, deps.prefix).peek();
   const scratchNs = `verify-${newNamespaceId()}`;
   const built = await buildNamespace(deps, scratchNs);
-  const readGap = streamGapReader(deps.js, deps.jsm);
+  const readGap = streamGapReader(deps.js, deps.jsm, deps.groups);
   const differences: string[] = [];
   try {
     if (!active) differences.push("no live projection: the store control record is missing");

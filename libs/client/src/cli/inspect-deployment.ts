@@ -3,13 +3,16 @@ import {
   CONFIG_KEYS,
   decodeRunnerPresence,
   decodeToolRegistration,
+  eventStreamName,
+  eventStreamSpec,
   KV_BUCKETS,
   leaseKey,
   loopCommandConsumer,
   runnerPresenceKey,
   STREAMS,
   type StreamSpec,
-  storeEventConsumer,
+  storeGroupConsumer,
+  storeGroupLeaseKey,
   toolCallConsumer,
 } from "@fleet/protocol";
 import { diffConfig, isStorageFullError, LeaseValue, readKvEntries } from "@fleet/runtime";
@@ -26,8 +29,12 @@ export interface StreamReport {
 
 export interface LeaseReport {
   role: "loop" | "store";
+  /** What a lease is of: a partition (loop, `loop.p.<p>`) or a stream group (store, `store.g.<g>`). */
+  unit: "p" | "g";
+  /** How many leases the role has: P for the loop, K for the store. */
+  total: number;
   held: number;
-  /** workerId → partitions held. */
+  /** workerId → partitions (or groups) held. */
   holders: Record<string, number[]>;
   unheld: number[];
 }
@@ -64,13 +71,15 @@ export interface StorageReport {
 
 export interface DeploymentReport {
   partitions: number | null;
+  /** K, the number of event streams (1 when `fleet_config` has none: a log made before groups). */
+  groups: number;
   protocol: number | null;
   streams: StreamReport[];
   leases: LeaseReport[];
   /** Live workers per role from the presence keys `<role>.w.<workerId>`. */
   workers: { loop: string[]; store: string[]; runners: string[] };
   tools: ToolReport[];
-  /** Events not yet applied by the store (pending + unacked over every `store-p*` consumer); null = no consumer. */
+  /** Events not yet applied by the store (pending + unacked over every `store-g*` consumer); null = no consumer. */
   storeLag: number | null;
   /** Commands waiting for a loop worker over every `loop-p*` consumer; null = no consumer. */
   commandBacklog: number | null;
@@ -85,9 +94,15 @@ export async function inspectDeployment(nc: NatsConnection, jsm: JetStreamManage
   const config = await openKv(kvm, KV_BUCKETS.config.name);
   const partitions = config ? await readNumber(config, CONFIG_KEYS.partitions) : null;
   const protocol = config ? await readNumber(config, CONFIG_KEYS.protocol) : null;
+  const groups = (config ? await readNumber(config, CONFIG_KEYS.streamGroups) : null) ?? 1;
+  const log = { partitions: partitions ?? groups, groups };
 
   const streams: StreamReport[] = [];
-  for (const spec of Object.values(STREAMS) as StreamSpec[]) {
+  const specs = [
+    ...Array.from({ length: groups }, (_, g) => eventStreamSpec(g, log)),
+    ...(Object.values(STREAMS) as StreamSpec[]).filter((s) => s.name !== STREAMS.events.name),
+  ];
+  for (const spec of specs) {
     try {
       const info = await jsm.streams.info(spec.name);
       streams.push({
@@ -108,9 +123,10 @@ export async function inspectDeployment(nc: NatsConnection, jsm: JetStreamManage
   const leasesKv = await openKv(kvm, KV_BUCKETS.leases.name);
   const leaseEntries = leasesKv ? await readAll(leasesKv) : new Map<string, string>();
   const leases: LeaseReport[] = (["loop", "store"] as const).map((role) => {
-    const report: LeaseReport = { role, held: 0, holders: {}, unheld: [] };
-    for (let p = 0; p < (partitions ?? 0); p++) {
-      const raw = leaseEntries.get(leaseKey(role, p));
+    const total = partitions === null ? 0 : role === "loop" ? partitions : groups;
+    const report: LeaseReport = { role, unit: role === "loop" ? "p" : "g", total, held: 0, holders: {}, unheld: [] };
+    for (let p = 0; p < total; p++) {
+      const raw = leaseEntries.get(role === "loop" ? leaseKey(role, p) : storeGroupLeaseKey(p));
       const value = raw === undefined ? undefined : LeaseValue.safeParse(safeJson(raw));
       if (!value?.success) {
         report.unheld.push(p);
@@ -150,16 +166,19 @@ export async function inspectDeployment(nc: NatsConnection, jsm: JetStreamManage
   let storeLag: number | null = null;
   let commandBacklog: number | null = null;
   let storeConsumersMissing = 0;
-  for (let p = 0; p < (partitions ?? 0); p++) {
-    const store = await consumerLag(jsm, STREAMS.events.name, storeEventConsumer(p).durable_name);
+  for (let g = 0; g < (partitions === null ? 0 : groups); g++) {
+    const store = await consumerLag(jsm, eventStreamName(g, groups), storeGroupConsumer(g).durable_name);
     if (store) storeLag = (storeLag ?? 0) + store.pending + store.ackPending;
     else storeConsumersMissing++;
+  }
+  for (let p = 0; p < (partitions ?? 0); p++) {
     const loop = await consumerLag(jsm, STREAMS.commands.name, loopCommandConsumer(p).durable_name);
     if (loop) commandBacklog = (commandBacklog ?? 0) + loop.pending + loop.ackPending;
   }
 
   return {
     partitions,
+    groups,
     protocol,
     streams,
     leases,

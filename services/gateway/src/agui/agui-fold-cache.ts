@@ -1,7 +1,6 @@
 // The AG-UI fold of recently streamed threads, so the next stream of a thread folds only the events
 // appended since, instead of the whole log on every run.
 import type { FleetClient } from "@fleet/client";
-import { STREAMS } from "@fleet/protocol";
 import type { FramePosition } from "./agui-cursor.js";
 import type { AguiProjection } from "./agui-projection.js";
 
@@ -40,7 +39,7 @@ export function createAguiFoldCache(maxEntries: number): AguiFoldCache {
     async get(client, key, sessionId, after) {
       const fold = folds.get(key);
       if (!fold || !foldUsable(fold, after)) return undefined;
-      const msg = await client.jsm.direct.getMessage(STREAMS.events.name, { seq: fold.seq });
+      const msg = await client.jsm.direct.getMessage(client.eventStream(sessionId), { seq: fold.seq });
       if (msg === null || msg.subject !== client.eventSubject(sessionId)) {
         folds.delete(key);
         return undefined;

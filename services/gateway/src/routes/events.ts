@@ -1,5 +1,5 @@
 // `GET /v1/sessions/{id}/events`: the session's events as Server-Sent Events, resumable by sequence.
-import { decodeEvent, STREAMS } from "@fleet/protocol";
+import { decodeEvent } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
 import { EventsQuery, SessionParams } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
@@ -129,7 +129,7 @@ async function writeHistory(
   const records = readSubject(
     link.client.js,
     link.client.jsm,
-    STREAMS.events.name,
+    link.client.eventStream(sessionId),
     link.client.eventSubject(sessionId),
     { fromSeq: from, toSeq: to, batch: HISTORY_PULL },
   );

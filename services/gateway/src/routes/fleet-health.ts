@@ -6,6 +6,8 @@ import type { RouteContext } from "./route-context.js";
 
 const FleetHealth = z.object({
   partitions: z.number().nullable(),
+  /** K, the event log's stream groups. */
+  groups: z.number(),
   protocol: z.number().nullable(),
   streams: z.array(
     z.object({ name: z.string(), exists: z.boolean(), messages: z.number(), drift: z.array(z.string()) }),
@@ -13,6 +15,9 @@ const FleetHealth = z.object({
   leases: z.array(
     z.object({
       role: z.enum(["loop", "store"]),
+      /** `p`: partition leases (loop, P of them); `g`: stream-group leases (store, K of them). */
+      unit: z.enum(["p", "g"]),
+      total: z.number(),
       held: z.number(),
       holders: z.record(z.string(), z.array(z.number())),
       unheld: z.array(z.number()),

@@ -41,7 +41,10 @@ export function webhookRoutes(
       body: RegisterWebhookBody,
       responses: {
         201: { description: "Registered", schema: WebhookCreated },
-        400: { description: "`address_refused`: the URL's host is, or resolves to, a refused address" },
+        400: {
+          description:
+            "`address_refused`: the URL's host is, or resolves to, a refused address; `unsupported`: a webhook for every session on a log of several stream groups",
+        },
       },
       async handler({ body, principal }) {
         const refused = await urlRefusal(body.url, policy);
@@ -49,7 +52,10 @@ export function webhookRoutes(
           ctx.logger.info({ evt: "gateway_webhook_refused", reason: refused }, "webhook address refused");
           return apiError(400, "address_refused", `webhook url refused: ${refused}`);
         }
-        const record = await (await store(principal.tenant)).register(principal.tenant, body, Date.now());
+        const webhooks = await store(principal.tenant);
+        const unsupported = webhooks.refusal(body);
+        if (unsupported) return apiError(400, "unsupported", unsupported);
+        const record = await webhooks.register(principal.tenant, body, Date.now());
         ctx.logger.info(
           { evt: "gateway_webhook_registered", webhookId: record.id, tenant: principal.tenant, events: record.events },
           "webhook registered",

@@ -1,6 +1,6 @@
 // Delivers one webhook: pulls its durable consumer, POSTs matching events to allowed addresses,
 // acks on 2xx, retries later, records every attempt, and disables the webhook after a run of failures.
-import { FleetEvent, parseJson, STREAMS, validate } from "@fleet/protocol";
+import { FleetEvent, parseJson, validate } from "@fleet/protocol";
 import { sleep } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import type { Logger } from "pino";
@@ -159,7 +159,7 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
   const run = async () => {
     for (let failures = 0; !abort.signal.aborted; ) {
       try {
-        const consumer = await opts.js.consumers.get(STREAMS.events.name, durableOf(webhook.id));
+        const consumer = await opts.js.consumers.get(opts.store.streamOf(webhook), durableOf(webhook.id));
         messages = await consumer.consume({ max_messages: 1, expires: 10_000 });
         if (abort.signal.aborted) break;
         for await (const m of messages) {

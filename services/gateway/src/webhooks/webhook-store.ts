@@ -1,7 +1,16 @@
-// Webhook registrations in KV `fleet_webhooks` (key `<id>`), each with its durable consumer on
-// FLEET_EVENTS, and its delivery status (key `<id>.status`).
+// Webhook registrations in KV `fleet_webhooks` (key `<id>`), each with its durable consumer on the
+// event stream of its session's group (FLEET_EVENTS with K = 1), and its delivery status (key `<id>.status`).
 import { randomBytes } from "node:crypto";
-import { KV_BUCKETS, partitionOf, STREAMS, subjects, webhookConsumer } from "@fleet/protocol";
+import {
+  eventStreamName,
+  eventStreamOfPartition,
+  KV_BUCKETS,
+  type LogTopology,
+  partitionOf,
+  STREAMS,
+  subjects,
+  webhookConsumer,
+} from "@fleet/protocol";
 import { readKvEntries } from "@fleet/runtime";
 import type { ConsumerConfig, JetStreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
@@ -22,6 +31,10 @@ const statusKey = (id: string) => `${id}.status`;
 
 export interface WebhookStore {
   readonly kv: KV;
+  /** Why `body` cannot be registered on this log, or undefined: a fleet-wide webhook needs one stream (K = 1). */
+  refusal(body: z.infer<typeof RegisterWebhookBody>): string | undefined;
+  /** The stream holding the webhook's durable consumer: its session's group's. */
+  streamOf(record: Pick<WebhookRecord, "sessionId">): string;
   /** Creates the consumer, then the registration (so a deliverer that sees it finds its consumer). */
   register(tenant: string, body: z.infer<typeof RegisterWebhookBody>, now: number): Promise<WebhookRecord>;
   /** Every registration of a tenant, oldest first. */
@@ -84,9 +97,13 @@ async function casUpdate<T>(
 export async function openWebhookStore(
   nc: NatsConnection,
   jsm: JetStreamManager,
-  partitions: number,
+  log: LogTopology,
   replicas = 1,
 ): Promise<WebhookStore> {
+  const streamOf = (record: Pick<WebhookRecord, "sessionId">) =>
+    record.sessionId
+      ? eventStreamOfPartition(partitionOf(record.sessionId, log.partitions), log.groups)
+      : eventStreamName(0, log.groups);
   const kv = await new Kvm(nc).create(KV_BUCKETS.webhooks.name, { history: KV_BUCKETS.webhooks.history, replicas });
   const get = async (id: string) => {
     const entry = await kv.get(id);
@@ -95,11 +112,17 @@ export async function openWebhookStore(
   const readStatus = (value: Uint8Array | undefined) => (value ? decodeWith(WebhookStatus, value) : undefined);
   return {
     kv,
+    streamOf,
+    refusal(body) {
+      if (body.sessionId || log.groups === 1) return undefined;
+      return `a webhook for every session needs a log of one stream group; this log has ${log.groups}: register one per session`;
+    },
     async register(tenant, body, now) {
       const id = `wh-${randomBytes(9).toString("base64url")}`;
-      const startSeq = (await jsm.streams.info(STREAMS.events.name)).state.last_seq + 1;
+      const stream = streamOf({ sessionId: body.sessionId ?? null });
+      const startSeq = (await jsm.streams.info(stream)).state.last_seq + 1;
       const filter = body.sessionId
-        ? subjects.event(partitionOf(body.sessionId, partitions), body.sessionId)
+        ? subjects.event(partitionOf(body.sessionId, log.partitions), body.sessionId)
         : (STREAMS.events.subjects[0] as string);
       const record: WebhookRecord = {
         id,
@@ -112,10 +135,7 @@ export async function openWebhookStore(
         startSeq,
         state: "active",
       };
-      await jsm.consumers.add(
-        STREAMS.events.name,
-        webhookConsumer(id, filter, startSeq) as unknown as Partial<ConsumerConfig>,
-      );
+      await jsm.consumers.add(stream, webhookConsumer(id, filter, startSeq) as unknown as Partial<ConsumerConfig>);
       await kv.create(id, JSON.stringify(record));
       return record;
     },
@@ -127,9 +147,10 @@ export async function openWebhookStore(
     },
     get,
     async remove(id) {
+      const record = await get(id);
       await kv.delete(id);
       await kv.delete(statusKey(id)).catch(() => undefined);
-      await jsm.consumers.delete(STREAMS.events.name, durableOf(id)).catch(() => false);
+      await jsm.consumers.delete(streamOf({ sessionId: record?.sessionId ?? null }), durableOf(id)).catch(() => false);
     },
     async status(id) {
       const entry = await kv.get(statusKey(id));

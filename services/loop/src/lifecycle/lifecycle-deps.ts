@@ -19,6 +19,8 @@ export interface LifecycleDeps {
   /** KV `fleet_snapshots` (change 42): a deleted session's snapshot is removed with its events. */
   snapshots?: SnapshotStore;
   workerId: string;
+  /** K, to name the event streams (default 1: `FLEET_EVENTS`). */
+  groups?: number;
   now: () => number;
   halt: HaltPoint;
   logger: Logger;

@@ -3,11 +3,11 @@
 import {
   decodeEvent,
   encodeCommand,
+  eventStreamOfPartition,
   type FleetCommand,
   parseJson,
   partitionOf,
   type SessionSummary,
-  STREAMS,
   StoreReply,
   subjects,
   validate,
@@ -50,6 +50,8 @@ export function startRetentionJanitor(opts: {
   workerId: string;
   leaseTtlMs: number;
   partitions: number;
+  /** K, to name the event streams (default 1). */
+  groups?: number;
   settings: RetentionSettings;
   /** `by` of the archive commands. */
   requester: string;
@@ -107,9 +109,11 @@ export function startRetentionJanitor(opts: {
   }
 
   async function outcomeOf(sessionId: string, commandId: string): Promise<"archived" | "rejected" | undefined> {
-    if ((await lastLifecycleRecord(opts.jsm, sessionId))?.commandId === commandId) return "archived";
-    const subject = subjects.event(partitionOf(sessionId, opts.partitions), sessionId);
-    const last = await opts.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+    if ((await lastLifecycleRecord(opts.jsm, sessionId, opts.groups))?.commandId === commandId) return "archived";
+    const partition = partitionOf(sessionId, opts.partitions);
+    const subject = subjects.event(partition, sessionId);
+    const stream = eventStreamOfPartition(partition, opts.groups ?? 1);
+    const last = await opts.jsm.direct.getMessage(stream, { last_by_subj: subject });
     const event = last ? decodeEvent(last.data) : undefined;
     if (event?.ok && event.value.type === "command_rejected" && event.value.commandId === commandId) return "rejected";
     return undefined;

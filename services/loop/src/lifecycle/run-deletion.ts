@@ -6,14 +6,17 @@ import {
   decodeEvent,
   type EventOf,
   encodeArchive,
+  eventStreamOfPartition,
+  eventStreamOfSubject,
   exportPiJsonl,
   type FleetEvent,
   foldSessionTreeEvents,
+  groupOf,
   type LifecycleRecord,
   OBJECT_STORES,
   removalRecordType,
   STREAMS,
-  storeEventConsumer,
+  storeGroupConsumer,
   subjects,
 } from "@fleet/protocol";
 import { readSubject, sleep } from "@fleet/runtime";
@@ -60,9 +63,10 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
     target.signal.throwIfAborted();
   };
   const subject = subjects.event(target.partition, sessionId);
+  const stream = eventStreamOfPartition(target.partition, deps.groups ?? 1);
   const days = tombstone.spend.map((s) => s.day);
   await step("accepted");
-  let record = await lastLifecycleRecord(deps.jsm, sessionId);
+  let record = await lastLifecycleRecord(deps.jsm, sessionId, deps.groups);
   if (record?.commandId !== commandId) {
     const history = await readHistory(deps, subject, target.acceptSeq);
     if (tombstone.op === "archive" && history.length > 0) await writeArchive(deps, target, history);
@@ -79,14 +83,14 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
     await deps.ledger.apply(commandId, tombstone.spend, 1);
     await deps.ledger.closeSession(sessionId, target.partition, tombstone.spend, tombstone.events);
     await step("spend_rolled");
-    await deps.jsm.streams.purge(STREAMS.events.name, { filter: subject, seq: target.acceptSeq });
+    await deps.jsm.streams.purge(stream, { filter: subject, seq: target.acceptSeq });
     // The fold's snapshots go with the events they were made from.
     await deps.snapshots?.remove(sessionId);
     await step("events_purged");
     await waitForStore(deps, target.partition, target.tombstoneSeq, target.signal, log);
     await step("projection");
     record = removalRecord(target, deps, tombstone.spend);
-    await publishLifecycleRecord(deps.publisher, record);
+    await publishLifecycleRecord(deps.publisher, record, deps.groups);
     log.info({ evt: "session_removed", type: record.type, events: record.events }, "session removed");
     await step("recorded");
   }
@@ -94,7 +98,7 @@ export async function runDeletion(target: DeletionTarget, deps: LifecycleDeps): 
   await step("ledger_settled");
   // A spend record written late (a budget write still in flight at the deletion) goes too.
   await deps.ledger.removeSessionRecords(sessionId, days);
-  await deps.jsm.streams.purge(STREAMS.events.name, { filter: subject, seq: target.lastSeq() + 1 });
+  await deps.jsm.streams.purge(stream, { filter: subject, seq: target.lastSeq() + 1 });
   await step("tombstone_purged");
   return record;
 }
@@ -107,7 +111,8 @@ interface HistoryRecord extends ArchivedRecord {
 async function readHistory(deps: LifecycleDeps, subject: string, acceptSeq: number): Promise<HistoryRecord[]> {
   const out: HistoryRecord[] = [];
   if (acceptSeq <= 1) return out;
-  for await (const rec of readSubject(deps.js, deps.jsm, STREAMS.events.name, subject, { toSeq: acceptSeq - 1 })) {
+  const stream = eventStreamOfSubject(subject, deps.groups ?? 1);
+  for await (const rec of readSubject(deps.js, deps.jsm, stream, subject, { toSeq: acceptSeq - 1 })) {
     const decoded = decodeEvent(rec.data);
     if (decoded.ok) out.push({ seq: rec.seq, data: rec.data, event: decoded.value });
   }
@@ -161,7 +166,7 @@ function removalRecord(target: DeletionTarget, deps: LifecycleDeps, spend: DaySp
 }
 
 /**
- * Waits until the session store's consumer of the partition has acknowledged `seq` (it applies a
+ * Waits until the session store's consumer of the partition's group (`store-g<g>`) has acknowledged `seq` (it applies a
  * batch before acknowledging it, so the tombstone's removal of the projection is done): its ack
  * floor is at `seq` or later, or it has delivered `seq` and has nothing unacknowledged. A partition
  * with no store consumer for `storeAbsentMs` has no projection to wait for.
@@ -173,7 +178,9 @@ async function waitForStore(
   signal: AbortSignal,
   log: LifecycleDeps["logger"],
 ): Promise<void> {
-  const name = storeEventConsumer(partition).durable_name;
+  const groups = deps.groups ?? 1;
+  const name = storeGroupConsumer(groupOf(partition, groups)).durable_name;
+  const stream = eventStreamOfPartition(partition, groups);
   const absentMs = deps.storeAbsentMs ?? DEFAULT_STORE_ABSENT_MS;
   const started = deps.now();
   let missingSince: number | undefined;
@@ -181,7 +188,7 @@ async function waitForStore(
   let delay = 25;
   for (;;) {
     try {
-      const info = await deps.jsm.consumers.info(STREAMS.events.name, name);
+      const info = await deps.jsm.consumers.info(stream, name);
       // After a purge nats-server 2.9 may leave the ack floor's stream sequence behind a consumer
       // that acknowledged everything; then nothing pending and `seq` delivered says the same.
       const acked = info.num_ack_pending === 0 && info.delivered.stream_seq >= seq;

@@ -72,7 +72,7 @@ export async function runRestore(target: RestoreTarget, deps: LifecycleDeps): Pr
     return a;
   };
   await step("accepted");
-  let record = await lastLifecycleRecord(deps.jsm, sessionId);
+  let record = await lastLifecycleRecord(deps.jsm, sessionId, deps.groups);
   if (record?.type !== "session_restored" || record.commandId !== commandId) {
     const { header, events } = await required();
     if (!target.restored()) {
@@ -101,7 +101,7 @@ export async function runRestore(target: RestoreTarget, deps: LifecycleDeps): Pr
       events: events.length,
       archive: target.archive,
     };
-    await publishLifecycleRecord(deps.publisher, record);
+    await publishLifecycleRecord(deps.publisher, record, deps.groups);
     log.info({ evt: "session_restored", events: events.length }, "session restored");
     await step("recorded");
   }

@@ -1,6 +1,6 @@
 // A closed fire's outcome in its session's log: the `command_accepted` or `command_rejected` of its
 // command, looked for after the sequence the session had before the fire (direct gets, bounded).
-import { decodeEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { decodeEvent, eventStreamOfPartition, partitionOf, subjects } from "@fleet/protocol";
 import type { JetStreamManager } from "@nats-io/jetstream";
 
 /** Events read at most per lookup: a command's outcome follows its publish closely. */
@@ -10,13 +10,15 @@ export type FireOutcome = { accepted: true } | { accepted: false; code: string; 
 
 export async function findFireOutcome(
   jsm: JetStreamManager,
-  partitions: number,
+  topology: { partitions: number; groups: number },
   fire: { sessionId: string; commandId: string; afterSeq: number | undefined },
 ): Promise<FireOutcome | undefined> {
-  const subject = subjects.event(partitionOf(fire.sessionId, partitions), fire.sessionId);
+  const partition = partitionOf(fire.sessionId, topology.partitions);
+  const subject = subjects.event(partition, fire.sessionId);
+  const stream = eventStreamOfPartition(partition, topology.groups);
   let seq = (fire.afterSeq ?? 0) + 1;
   for (let i = 0; i < MAX_EVENTS; i++) {
-    const msg = await jsm.direct.getMessage(STREAMS.events.name, { seq, next_by_subj: subject });
+    const msg = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
     if (!msg) return undefined;
     seq = msg.seq + 1;
     const event = decodeEvent(msg.data);

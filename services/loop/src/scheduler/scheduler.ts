@@ -7,13 +7,13 @@ import {
   decideScheduleStep,
   EMPTY_SCHEDULE_STATE,
   encodeCommand,
+  eventStreamOfPartition,
   evolveSchedule,
   type FleetCommand,
   partitionOf,
   type ScheduleEvent,
   type ScheduleEventBody,
   type ScheduleState,
-  STREAMS,
   subjects,
 } from "@fleet/protocol";
 import {
@@ -58,6 +58,8 @@ export function startScheduler(opts: {
   workerId: string;
   leaseTtlMs: number;
   partitions: number;
+  /** K, the event log's stream groups (default 1). */
+  groups?: number;
   tickMs: number;
   now: () => number;
   newId: () => string;
@@ -111,7 +113,11 @@ export function startScheduler(opts: {
       let rejected: { code: string; reason: string } | undefined;
       if (last && !open && !last.failed && !settled.has(last.commandId)) {
         // Once per fire and holder: was its command refused by the session?
-        const outcome = await findFireOutcome(opts.jsm, opts.partitions, last);
+        const outcome = await findFireOutcome(
+          opts.jsm,
+          { partitions: opts.partitions, groups: opts.groups ?? 1 },
+          last,
+        );
         settled.add(last.commandId);
         if (outcome && !outcome.accepted) rejected = { code: outcome.code, reason: outcome.reason };
       }
@@ -128,7 +134,7 @@ export function startScheduler(opts: {
         try {
           const afterSeq = await lastSubjectSeq(
             opts.jsm,
-            STREAMS.events.name,
+            eventStreamOfPartition(partitionOf(step.sessionId, opts.partitions), opts.groups ?? 1),
             subjects.event(partitionOf(step.sessionId, opts.partitions), step.sessionId),
           );
           let seq = 0;

@@ -2,11 +2,11 @@
 // there is no usable snapshot (PROTOCOL change 42).
 import {
   decodeEvent,
+  eventStreamOfPartition,
   evolveSession,
   type FleetEvent,
   initialSessionState,
   type SessionState,
-  STREAMS,
   subjects,
 } from "@fleet/protocol";
 import { type Logger, readSubject, type StoredRecord } from "@fleet/runtime";
@@ -49,6 +49,8 @@ export interface LoadOptions {
   jsm: JetStreamManager;
   sessionId: string;
   partition: number;
+  /** K, to name the partition's event stream (default 1: `FLEET_EVENTS`). */
+  groups?: number | undefined;
   snapshots?: SnapshotSettings | undefined;
   logger: Logger;
 }
@@ -61,6 +63,7 @@ export interface LoadOptions {
  */
 export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const subject = subjects.event(opts.partition, opts.sessionId);
+  const stream = streamOf(opts);
   const settings = opts.snapshots;
   const removals: Promise<void>[] = [];
   // The snapshot's body, the check that the log holds its message, and the events after it are
@@ -71,7 +74,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     const [body, held, tail] = await Promise.all([
       settings.store.readBody(head).catch((err: unknown) => ({ kind: "unavailable" as const, err })),
       heldAt(opts, head.header.seq),
-      collect(readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: head.header.seq + 1 })),
+      collect(readSubject(opts.js, opts.jsm, stream, subject, { fromSeq: head.header.seq + 1 })),
     ]);
     const snapshot = usable(opts, settings, subject, body, held, removals);
     if (snapshot) started = { snapshot, tail };
@@ -83,7 +86,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   let lastMsgId = snapshot?.msgId ?? "";
   let read = 0;
   const events: FleetEvent[] = [];
-  const records = started ? started.tail : readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: 1 });
+  const records = started ? started.tail : readSubject(opts.js, opts.jsm, stream, subject, { fromSeq: 1 });
   for await (const rec of records) {
     read++;
     lastSeq = rec.seq;
@@ -112,7 +115,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   if (snapshot && snapshot.state.status.runId !== undefined) {
     const before: FleetEvent[] = [];
     const range = { fromSeq: 1, toSeq: snapshot.seq };
-    for await (const rec of readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, range)) {
+    for await (const rec of readSubject(opts.js, opts.jsm, stream, subject, range)) {
       const decoded = decodeEvent(rec.data);
       if (decoded.ok) before.push(decoded.value);
     }
@@ -168,10 +171,12 @@ async function snapshotHead(opts: LoadOptions, settings: SnapshotSettings, remov
   return head;
 }
 
+const streamOf = (opts: LoadOptions) => eventStreamOfPartition(opts.partition, opts.groups ?? 1);
+
 /** The log's message at `seq`: `null` when there is none, an error when the log cannot be read. */
 async function heldAt(opts: LoadOptions, seq: number): Promise<StoredMsg | null | { err: unknown }> {
   try {
-    return await opts.jsm.streams.getMessage(STREAMS.events.name, { seq });
+    return await opts.jsm.streams.getMessage(streamOf(opts), { seq });
   } catch (err) {
     return /no message found|not found/i.test((err as Error).message) ? null : { err };
   }

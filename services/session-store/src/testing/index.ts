@@ -1,10 +1,10 @@
 // Test entry of @fleet/session-store (`@fleet/session-store/testing`, sources only, not built): the
 // store's parts that integration tests drive one by one, and synthetic session logs.
 
-export { prepareStoreConsumer, storeConsumerDrift } from "../consumer-control.js";
+export { deleteLegacyPartitionConsumers, prepareStoreConsumer, storeConsumerDrift } from "../consumer-control.js";
 export { ackReplyOf, pendingOf, prevSeqOf, streamSeqOf, toEventRecord } from "../delivered-message.js";
+export { startGroupWorker } from "../group-worker.js";
 export { createNamespaceControl, newNamespaceId } from "../namespace.js";
-export { startPartitionWorker } from "../partition-worker.js";
 export { createProjector, type EventRecord, type Projector } from "../projector.js";
 export { handleQuery, type QueryContext } from "../queries.js";
 export { streamGapReader } from "../replay.js";

@@ -148,6 +148,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       janitor = createWorkspaceJanitor({
         nc,
         jsm: topo.jsm,
+        groups: topo.groups,
         root: opts.workspaceRoot,
         sweepMs: opts.workspaceSweepMs ?? 3_600_000,
         logger,

@@ -13,7 +13,7 @@ export interface ToolRunnerOptions {
    * The topology settings when this runner is the first service to start (`topologyFromEnv`: the
    * same FLEET_PARTITIONS, FLEET_LEASE_TTL_MS and FLEET_STREAM_REPLICAS as loop and store).
    */
-  topology?: { partitions?: number; leaseTtlMs?: number; replicas?: number };
+  topology?: { partitions?: number; groups?: number; leaseTtlMs?: number; replicas?: number };
   /** `FLEET_WORKSPACE`: each session works in `<workspaceRoot>/<sessionId>` (created on demand). */
   workspaceRoot: string;
   /** `shared`: every session works in `workspaceRoot` itself. Default `per-session`. */

@@ -3,7 +3,14 @@
 // missed while it was down.
 import { readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { decoderFor, isSessionId, LifecycleRecord, parseLifecycleSubject, STREAMS, subjects } from "@fleet/protocol";
+import {
+  decoderFor,
+  isSessionId,
+  LifecycleRecord,
+  lifecycleStreamName,
+  parseLifecycleSubject,
+  subjects,
+} from "@fleet/protocol";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -26,6 +33,8 @@ export interface WorkspaceJanitor {
 export function createWorkspaceJanitor(opts: {
   nc: NatsConnection;
   jsm: JetStreamManager;
+  /** K: lifecycle records are in group 0's stream (default 1: `FLEET_EVENTS`). */
+  groups?: number;
   root: string;
   sweepMs: number;
   logger: Logger;
@@ -53,7 +62,9 @@ export function createWorkspaceJanitor(opts: {
     for (const name of names) {
       if (!isSessionId(name)) continue;
       try {
-        const msg = await opts.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subjects.lifecycle(name) });
+        const msg = await opts.jsm.direct.getMessage(lifecycleStreamName(opts.groups ?? 1), {
+          last_by_subj: subjects.lifecycle(name),
+        });
         const decoded = msg ? decodeRecord(msg.data) : undefined;
         const record = decoded?.ok ? decoded.value : null;
         if (record && removable(record) && (await removeFor(name, record))) removed++;

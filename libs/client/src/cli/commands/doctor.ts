@@ -109,7 +109,7 @@ export function deploymentChecks(r: DeploymentReport): Check[] {
   } else {
     checks.push({
       status: "ok",
-      title: `fleet_config: ${r.partitions} partitions, protocol ${r.protocol ?? "?"}`,
+      title: `fleet_config: ${r.partitions} partitions in ${r.groups} stream group(s), protocol ${r.protocol ?? "?"}`,
       details: [],
     });
   }
@@ -121,11 +121,13 @@ export function deploymentChecks(r: DeploymentReport): Check[] {
     details: drift.map((d) => `drift: ${d}`),
   });
   for (const lease of r.leases) {
-    const total = r.partitions ?? 0;
-    const holders = Object.entries(lease.holders).map(([id, ps]) => `${id} holds ${ps.length} (p${ps.join(",p")})`);
+    const { total, unit } = lease;
+    const holders = Object.entries(lease.holders).map(
+      ([id, ps]) => `${id} holds ${ps.length} (${unit}${ps.join(`,${unit}`)})`,
+    );
     checks.push({
       status: lease.unheld.length === 0 && total > 0 ? "ok" : "fail",
-      title: `${lease.role} leases: ${lease.held}/${total} held${lease.unheld.length ? `; unheld: p${lease.unheld.join(",p")}` : ""}`,
+      title: `${lease.role} leases: ${lease.held}/${total} held${lease.unheld.length ? `; unheld: ${unit}${lease.unheld.join(`,${unit}`)}` : ""}`,
       details: holders.length ? holders : [`no live ${lease.role} worker`],
     });
   }

@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { DEFAULT_PARTITIONS, type FleetRole, parseModelName, userOf } from "@fleet/protocol";
-import { applyTopology, connectFleet, connectNats, NATS_AUTH_ENV } from "@fleet/runtime";
+import { applyTopology, connectFleet, connectNats, NATS_AUTH_ENV, TopologyChangeError } from "@fleet/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CliError } from "../cli-error.js";
@@ -105,8 +105,17 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
         `FLEET_PARTITIONS must be a positive integer (got ${JSON.stringify(io.env.FLEET_PARTITIONS)})`,
       );
     }
+    const groups = io.env.FLEET_STREAM_GROUPS ? Number(io.env.FLEET_STREAM_GROUPS) : undefined;
+    if (groups !== undefined && (!Number.isInteger(groups) || groups < 1)) {
+      throw new CliError(
+        `FLEET_STREAM_GROUPS must be a positive integer (got ${JSON.stringify(io.env.FLEET_STREAM_GROUPS)})`,
+      );
+    }
     let secure: SecureSetup | undefined;
     if (opts.secure) {
+      if (groups !== undefined && groups > 1) {
+        throw new CliError("fleet up --secure makes a log of one stream group: unset FLEET_STREAM_GROUPS");
+      }
       if (io.env.NATS_URL) throw new CliError("fleet up --secure starts its own nats-server: unset NATS_URL");
       secure = await prepareSecureSetup(secureDirOf(io.env, io.cwd, home), partitions ?? DEFAULT_PARTITIONS);
     }
@@ -142,10 +151,14 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
       if (!probe.ok) throw new CliError(`cannot reach Redis at ${redisUrl} (${probe.error})`);
     }
     let topologyPartitions = 0;
+    let topologyGroups = 1;
     for (const conn of conns) {
-      const topology = await applyTopology(conn.setup, partitions !== undefined ? { partitions } : {});
+      const topology = await applyTopology(conn.setup, { partitions, groups }).catch((err: unknown) => {
+        throw err instanceof TopologyChangeError ? new CliError(err.message) : err;
+      });
       for (const line of topology.drift) warn(`! drift${conn.tenant ? ` (${conn.tenant})` : ""}: ${line}`);
       topologyPartitions = topology.partitions;
+      topologyGroups = topology.groups;
     }
 
     // 2. The model: Claude with a key, else the offline scripted demo.
@@ -187,6 +200,7 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
         FLEET_OPS_PORT: String(opsPort),
         LOG_LEVEL: io.env.LOG_LEVEL ?? "info",
         FLEET_PARTITIONS: String(topologyPartitions),
+        FLEET_STREAM_GROUPS: String(topologyGroups),
         ...unit.env,
       };
       if (unit.service === "loop") Object.assign(env, provider.env);
@@ -286,7 +300,7 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
           const [loop, store] = report.leases;
           say(
             out.green(
-              `${label}: ${loop?.held}/${report.partitions} loop leases, ${store?.held}/${report.partitions} store leases, ${report.tools.length} tools (${report.tools.map((t) => t.name).join(", ")})`,
+              `${label}: ${loop?.held}/${report.partitions} loop leases, ${store?.held}/${store?.total} store leases, ${report.tools.length} tools (${report.tools.map((t) => t.name).join(", ")})`,
             ),
           );
           return;

@@ -1,15 +1,15 @@
-import { STREAMS, storeEventConsumer } from "@fleet/protocol";
+import { eventStreamName, storeGroupConsumer } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
-import { prepareStoreConsumer } from "./consumer-control.js";
+import { deleteLegacyPartitionConsumers, prepareStoreConsumer } from "./consumer-control.js";
 import { pendingOf, toEventRecord } from "./delivered-message.js";
 import { createInbox } from "./inbox.js";
-import type { ActiveNamespace, NamespaceControl } from "./namespace.js";
+import { type ActiveNamespace, type NamespaceControl, startSeqOfGroup } from "./namespace.js";
 import type { EventRecord, Projector } from "./projector.js";
 import type { Slots } from "./slots.js";
 
 /**
- * A pull of the partition's consumer lasts this long, and the server heartbeats it every half of it.
+ * A pull of the group's consumer lasts this long, and the server heartbeats it every half of it.
  * Two missed heartbeats in a row (a pull the server dropped during a pause, a restart or an election)
  * close the consumer and the loop opens it again: a projection stands still for about this long at
  * most once the bus is back, where nats.js alone waits two heartbeats of its 30 s default.
@@ -17,8 +17,11 @@ import type { Slots } from "./slots.js";
 const CONSUME_EXPIRES_MS = 5_000;
 const MISSED_HEARTBEATS_TO_REOPEN = 2;
 
-export interface PartitionWorkerOptions {
-  partition: number;
+export interface GroupWorkerOptions {
+  /** The stream group this worker feeds, of `groups` (K), on a log of `partitions` (P). */
+  group: number;
+  groups: number;
+  partitions: number;
   js: JetStreamClient;
   jsm: JetStreamManager;
   namespaces: NamespaceControl;
@@ -30,17 +33,17 @@ export interface PartitionWorkerOptions {
   maxBatch?: number;
   /** Idle wake-up interval: how soon a namespace switch is noticed without traffic. */
   idleMs?: number;
-  onBatch?: (partition: number, size: number, lastSeq: number) => void;
+  onBatch?: (group: number, size: number, lastSeq: number) => void;
   /** Called when there is no active namespace (Redis lost its data): the worker pauses until one exists. */
   onNoNamespace?: () => void;
 }
 
-export interface PartitionWorker {
-  readonly partition: number;
+export interface GroupWorker {
+  readonly group: number;
   /**
-   * Events of the partition not applied yet, as the consumer last reported it: the server's pending
+   * Events of the group's stream not applied yet, as the consumer last reported it: the server's pending
    * count on the newest delivered message, plus what was delivered and not yet applied. Costs no
-   * request (a filtered consumer's info makes nats-server 2.9 scan the stream).
+   * request.
    */
   readonly pending: number;
   /** Stream sequence of the last event applied by this worker (0 before its first batch). */
@@ -52,15 +55,19 @@ export interface PartitionWorker {
 }
 
 /**
- * Feeds one held partition: pulls `store-p<p>`, applies batches to the active namespace, acks after
+ * Feeds one held stream group: pulls `store-g<g>` (unfiltered: every event of the group's stream,
+ * in stream order, whatever its partition), applies batches to the active namespace, acks after
  * the writes. Before every batch it re-reads the active namespace; when that changed (a rebuild
  * switched, or Redis lost the control record) it moves its consumer to the namespace's `startSeq`
- * once per namespace and partition, so nothing acked into the old namespace is missing in the new one.
- * With no active namespace (Redis lost its data) it closes its consumer and waits for the heal.
+ * of the group once per namespace and group, so nothing acked into the old namespace is missing in
+ * the new one. With no active namespace (Redis lost its data) it closes its consumer and waits for
+ * the heal.
  */
-export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWorker {
-  const { partition, logger } = opts;
-  const maxBatch = opts.maxBatch ?? 10_000;
+export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
+  const { group, groups, logger } = opts;
+  const stream = eventStreamName(group, groups);
+  const durable = storeGroupConsumer(group).durable_name;
+  const maxBatch = opts.maxBatch ?? 50_000;
   const idleMs = opts.idleMs ?? 500;
   const inbox = createInbox<JsMsg>();
   let messages: ConsumerMessages | undefined;
@@ -83,16 +90,23 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
 
   async function openConsumer(active: ActiveNamespace) {
     await closeConsumer();
-    const reset = !(await opts.namespaces.isReset(active.ns, partition));
-    const how = await prepareStoreConsumer(opts.jsm, partition, { startSeq: active.startSeq, reset });
-    if (reset) await opts.namespaces.markReset(active.ns, partition);
-    logger.info({ evt: "store_consumer_ready", partition, ns: active.ns, how }, "partition consumer ready");
-    const consumer = await opts.js.consumers.get(STREAMS.events.name, storeEventConsumer(partition).durable_name);
+    const reset = !(await opts.namespaces.isReset(active.ns, group));
+    const startSeq = startSeqOfGroup(active, group);
+    const how = await prepareStoreConsumer(opts.jsm, { group, groups }, { startSeq, reset });
+    if (reset) {
+      // Only a log of one group can be older than groups: its FLEET_EVENTS may hold store-p<p>.
+      const legacy = groups === 1 ? await deleteLegacyPartitionConsumers(opts.jsm, stream, range(opts.partitions)) : 0;
+      if (legacy > 0)
+        logger.info({ evt: "store_legacy_consumers_deleted", stream, legacy }, "store-p<p> consumers deleted");
+      await opts.namespaces.markReset(active.ns, group);
+    }
+    logger.info({ evt: "store_consumer_ready", group, stream, ns: active.ns, how }, "group consumer ready");
+    const consumer = await opts.js.consumers.get(stream, durable);
     // Callback mode: no async iteration per message. The inbox needs no backpressure of its own, as
-    // the server stops delivering at the consumer's max_ack_pending (20,000) unacknowledged messages.
+    // the server stops delivering at the consumer's max_ack_pending (100,000) unacknowledged messages.
     const gen = ++generation;
     const opened = await consumer.consume({
-      max_messages: Math.min(maxBatch, 5000),
+      max_messages: Math.min(maxBatch, 10_000),
       expires: CONSUME_EXPIRES_MS,
       callback: (m) => {
         // Only messages of the consumer opened last: a closed one's stragglers would be stale.
@@ -109,8 +123,8 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
         if (status.type !== "heartbeats_missed" || status.count < MISSED_HEARTBEATS_TO_REOPEN) continue;
         if (messages !== opened) return;
         logger.warn(
-          { evt: "store_consume_stalled", partition, missed: status.count },
-          "partition consumer silent; opening it again",
+          { evt: "store_consume_stalled", group, missed: status.count },
+          "group consumer silent; opening it again",
         );
         messages = undefined;
         await opened.close().catch(() => undefined);
@@ -118,7 +132,7 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
       }
     })().catch(() => undefined);
     void opened.closed().then((err) => {
-      if (err) logger.warn({ evt: "store_consume_failed", partition, err }, "consuming the partition failed");
+      if (err) logger.warn({ evt: "store_consume_failed", group, err }, "consuming the group failed");
       // The consumer stopped delivering (deleted, closed): the loop opens it again.
       if (messages === opened && !stopping) messages = undefined;
     });
@@ -132,7 +146,7 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
         const active = await opts.namespaces.peek();
         if (!active) {
           // Nothing may be applied (or acked) until a complete namespace is active again.
-          if (current) logger.warn({ evt: "store_namespace_missing", partition, ns: current.ns }, "namespace gone");
+          if (current) logger.warn({ evt: "store_namespace_missing", group, ns: current.ns }, "namespace gone");
           current = undefined;
           await closeConsumer();
           opts.onNoNamespace?.();
@@ -151,11 +165,11 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
         // `ack_policy: all`: acking the batch's last message acknowledges the whole batch (and
         // nothing delivered after it).
         (batch.at(-1) as JsMsg).ack();
-        opts.onBatch?.(partition, batch.length, appliedSeq);
+        opts.onBatch?.(group, batch.length, appliedSeq);
         failures = 0;
       } catch (err) {
         failures++;
-        logger.warn({ evt: "store_batch_failed", partition, err, failures }, "applying a batch failed");
+        logger.warn({ evt: "store_batch_failed", group, err, failures }, "applying a batch failed");
         // The next ack would also acknowledge this batch (`ack_policy: all`), so nothing delivered
         // after it may be applied first: drop what was received and start over from a fresh consumer,
         // which prepareStoreConsumer moves back to the ack floor + 1.
@@ -170,7 +184,7 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
 
   const done = loop();
   return {
-    partition,
+    group,
     get pending() {
       return serverPending + inbox.length + inFlight;
     },
@@ -188,3 +202,5 @@ export function startPartitionWorker(opts: PartitionWorkerOptions): PartitionWor
     },
   };
 }
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
