@@ -2,12 +2,14 @@
 // there is no usable snapshot (PROTOCOL change 42).
 import {
   decodeEvent,
+  EMPTY_TRACE_CURSOR,
   evolveSession,
   type FleetEvent,
   initialSessionState,
   type SessionState,
   STREAMS,
   subjects,
+  type TraceCursor,
 } from "@fleet/protocol";
 import { type Logger, readSubject, type StoredRecord } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
@@ -15,6 +17,7 @@ import { type LifecycleMarks, markLifecycle } from "../lifecycle/lifecycle-marks
 import type { SessionSnapshot } from "./snapshot-envelope.js";
 import type { SnapshotMetrics } from "./snapshot-metrics.js";
 import type { SnapshotRead, SnapshotStore } from "./snapshot-store.js";
+import { traceFrom } from "./trace-mark.js";
 
 /** Where a session's snapshots live, and how often its writer makes one. */
 export interface SnapshotSettings {
@@ -37,11 +40,14 @@ export interface LoadedSession {
   /** Messages read from the log. */
   read: number;
   /**
-   * The decoded events read: the whole log, or the events after the snapshot. When the snapshot's
-   * fold has a run open, the whole log is read instead, so that the run's events from its
-   * acceptance are here (its trace context and spans are folded from them).
+   * The decoded events the trace of the session's open run needs, in log order: the whole log, or
+   * the events after the snapshot, preceded, when the snapshot was made with a run open (or a
+   * command accepted whose run had not started), by the events from that run's acceptance on
+   * (`traceFrom`): never the session's history before it.
    */
   events: FleetEvent[];
+  /** `foldTraceCursor` of the whole log. */
+  traceCursor: TraceCursor;
 }
 
 export interface LoadOptions {
@@ -77,6 +83,13 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     if (snapshot) started = { snapshot, tail };
   }
   const snapshot = started?.snapshot;
+  // Read beside the tail's fold: the open run's events up to the snapshot, from its acceptance.
+  const runFrom = snapshot ? traceFrom(snapshot.marks.trace) : undefined;
+  const before =
+    snapshot && runFrom !== undefined && runFrom <= snapshot.seq
+      ? readBefore(opts, subject, runFrom, snapshot.seq)
+      : undefined;
+  before?.catch(() => undefined); // awaited below: a failed read fails the load
   const state = snapshot?.state ?? initialSessionState();
   const marks: LifecycleMarks = snapshot?.marks ?? {};
   let lastSeq = snapshot?.seq ?? 0;
@@ -108,17 +121,30 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     }
   }
   // A refused snapshot is gone before this load's writer may store the next one.
-  await Promise.all(removals);
-  if (snapshot && snapshot.state.status.runId !== undefined) {
-    const before: FleetEvent[] = [];
-    const range = { fromSeq: 1, toSeq: snapshot.seq };
-    for await (const rec of readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, range)) {
-      const decoded = decodeEvent(rec.data);
-      if (decoded.ok) before.push(decoded.value);
-    }
-    events.unshift(...before);
+  await Promise.all([...removals, before]);
+  if (before) events.unshift(...(await before));
+  const traceCursor = marks.trace?.cursor ?? EMPTY_TRACE_CURSOR;
+  return {
+    state,
+    marks,
+    lastSeq,
+    lastMsgId,
+    snapshotEvents: snapshot?.state.events ?? 0,
+    from,
+    read,
+    events,
+    traceCursor,
+  };
+}
+
+/** The events from `fromSeq` through `toSeq` (the snapshot's), decoded; for the open run's trace. */
+async function readBefore(opts: LoadOptions, subject: string, fromSeq: number, toSeq: number): Promise<FleetEvent[]> {
+  const out: FleetEvent[] = [];
+  for await (const rec of readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq, toSeq })) {
+    const decoded = decodeEvent(rec.data);
+    if (decoded.ok) out.push(decoded.value);
   }
-  return { state, marks, lastSeq, lastMsgId, snapshotEvents: snapshot?.state.events ?? 0, from, read, events };
+  return out;
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

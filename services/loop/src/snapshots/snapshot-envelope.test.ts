@@ -15,6 +15,7 @@ import {
   encodeSnapshot,
   readSnapshotHead,
   type SessionSnapshot,
+  SNAPSHOT_ENVELOPE_VERSION,
 } from "./snapshot-envelope.js";
 
 const log = createLogBuilder(7);
@@ -42,22 +43,27 @@ function readBack(encoded: EncodedSnapshot, sessionId = "s-1") {
 }
 
 describe("snapshot envelope", () => {
-  it("round-trips a fold cut into parts that each stay within the part size", () => {
-    const encoded = encodeSnapshot(snapshot, 1_000);
-    expect(encoded.header).toMatchObject({ format: "fleet-snapshot", v: 1, fold: SESSION_FOLD_FORMAT, seq: 412 });
-    expect(encoded.parts.length).toBe(Math.ceil(encoded.header.bytes / 1_000));
+  it("round-trips a fold cut into parts that each stay within the part size", async () => {
+    const encoded = await encodeSnapshot(snapshot, 500);
+    expect(encoded.header).toMatchObject({
+      format: "fleet-snapshot",
+      v: SNAPSHOT_ENVELOPE_VERSION,
+      fold: SESSION_FOLD_FORMAT,
+      seq: 412,
+    });
+    expect(encoded.parts.length).toBe(Math.ceil(encoded.header.bytes / 500));
     expect(encoded.parts.length).toBeGreaterThan(2);
-    for (const part of encoded.parts.slice(1)) expect(part.byteLength).toBeLessThanOrEqual(1_000);
+    for (const part of encoded.parts.slice(1)) expect(part.byteLength).toBeLessThanOrEqual(500);
     const read = readBack(encoded);
     expect(read.ok && read.snapshot).toStrictEqual(snapshot);
     // One part when it fits.
-    const whole = encodeSnapshot(snapshot, 10_000_000);
+    const whole = await encodeSnapshot(snapshot, 10_000_000);
     expect(whole.parts.length).toBe(1);
     expect(readBack(whole).ok).toBe(true);
   });
 
-  it("refuses a changed byte, a missing part, another session's snapshot and another format", () => {
-    const encoded = encodeSnapshot(snapshot, 1_000);
+  it("refuses a changed byte, a missing part, another session's snapshot and another format", async () => {
+    const encoded = await encodeSnapshot(snapshot, 500);
     const flipped = encoded.parts.map((p) => p.slice());
     const middle = flipped[1] as Uint8Array;
     middle[10] = (middle[10] as number) ^ 0x20;
