@@ -17,7 +17,6 @@ import { type LifecycleMarks, markLifecycle } from "../lifecycle/lifecycle-marks
 import type { SessionSnapshot } from "./snapshot-envelope.js";
 import type { SnapshotMetrics } from "./snapshot-metrics.js";
 import type { SnapshotRead, SnapshotStore } from "./snapshot-store.js";
-import { traceFrom } from "./trace-mark.js";
 
 /** Where a session's snapshots live, and how often its writer makes one. */
 export interface SnapshotSettings {
@@ -37,13 +36,13 @@ export interface LoadedSession {
   /** Events folded when the last snapshot was made (0: none was used). */
   snapshotEvents: number;
   from: "snapshot" | "log";
-  /** Messages read from the log. */
+  /** Messages folded from the log: the whole log, or those after the snapshot. */
   read: number;
   /**
    * The decoded events the trace of the session's open run needs, in log order: the whole log, or
    * the events after the snapshot, preceded, when the snapshot was made with a run open (or a
    * command accepted whose run had not started), by the events from that run's acceptance on
-   * (`traceFrom`): never the session's history before it.
+   * (`traceFrom`, in the same read): never the session's history before it.
    */
   events: FleetEvent[];
   /** `foldTraceCursor` of the whole log. */
@@ -70,26 +69,22 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const settings = opts.snapshots;
   const removals: Promise<void>[] = [];
   // The snapshot's body, the check that the log holds its message, and the events after it are
-  // fetched at once; a refused snapshot makes the tail useless and the whole log is read.
+  // fetched at once; a refused snapshot makes the tail useless and the whole log is read. The same
+  // read starts at the open run's acceptance when the snapshot has a run open (its trace needs it).
   const head = settings ? await snapshotHead(opts, settings, removals) : undefined;
   let started: { snapshot: SessionSnapshot; tail: StoredRecord[] } | undefined;
   if (settings && head) {
+    const after = head.header.seq + 1;
+    const fromSeq = Math.min(head.header.traceFrom ?? after, after);
     const [body, held, tail] = await Promise.all([
       settings.store.readBody(head).catch((err: unknown) => ({ kind: "unavailable" as const, err })),
       heldAt(opts, head.header.seq),
-      collect(readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: head.header.seq + 1 })),
+      collect(readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq })),
     ]);
     const snapshot = usable(opts, settings, subject, body, held, removals);
     if (snapshot) started = { snapshot, tail };
   }
   const snapshot = started?.snapshot;
-  // Read beside the tail's fold: the open run's events up to the snapshot, from its acceptance.
-  const runFrom = snapshot ? traceFrom(snapshot.marks.trace) : undefined;
-  const before =
-    snapshot && runFrom !== undefined && runFrom <= snapshot.seq
-      ? readBefore(opts, subject, runFrom, snapshot.seq)
-      : undefined;
-  before?.catch(() => undefined); // awaited below: a failed read fails the load
   const state = snapshot?.state ?? initialSessionState();
   const marks: LifecycleMarks = snapshot?.marks ?? {};
   let lastSeq = snapshot?.seq ?? 0;
@@ -98,6 +93,12 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const events: FleetEvent[] = [];
   const records = started ? started.tail : readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq: 1 });
   for await (const rec of records) {
+    if (snapshot && rec.seq <= snapshot.seq) {
+      // The open run's events the snapshot folds: for its trace, not folded again.
+      const decoded = decodeEvent(rec.data);
+      if (decoded.ok) events.push(decoded.value);
+      continue;
+    }
     read++;
     lastSeq = rec.seq;
     lastMsgId = rec.msgId ?? "";
@@ -121,8 +122,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     }
   }
   // A refused snapshot is gone before this load's writer may store the next one.
-  await Promise.all([...removals, before]);
-  if (before) events.unshift(...(await before));
+  await Promise.all(removals);
   const traceCursor = marks.trace?.cursor ?? EMPTY_TRACE_CURSOR;
   return {
     state,
@@ -135,16 +135,6 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     events,
     traceCursor,
   };
-}
-
-/** The events from `fromSeq` through `toSeq` (the snapshot's), decoded; for the open run's trace. */
-async function readBefore(opts: LoadOptions, subject: string, fromSeq: number, toSeq: number): Promise<FleetEvent[]> {
-  const out: FleetEvent[] = [];
-  for await (const rec of readSubject(opts.js, opts.jsm, STREAMS.events.name, subject, { fromSeq, toSeq })) {
-    const decoded = decodeEvent(rec.data);
-    if (decoded.ok) out.push(decoded.value);
-  }
-  return out;
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

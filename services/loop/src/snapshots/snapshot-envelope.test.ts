@@ -62,6 +62,29 @@ describe("snapshot envelope", () => {
     expect(readBack(whole).ok).toBe(true);
   });
 
+  it("names in its header where the open run's trace begins, and refuses a header that disagrees with the marks", async () => {
+    const open: SessionSnapshot = {
+      ...snapshot,
+      marks: { trace: { cursor: {} as never, acceptedSeq: 400, runFrom: 400 } },
+    };
+    const encoded = await encodeSnapshot(open, 500);
+    expect(encoded.header.traceFrom).toBe(400);
+    expect(readBack(encoded)).toMatchObject({ ok: true });
+    expect((await encodeSnapshot(snapshot, 500)).header.traceFrom).toBeUndefined();
+    const text = new TextDecoder().decode(encoded.parts[0]);
+    const newline = text.indexOf("\n");
+    const head = new TextEncoder().encode(text.slice(0, newline).replace('"traceFrom":400', '"traceFrom":1'));
+    const first = encoded.parts[0] as Uint8Array;
+    const body = first.subarray(first.indexOf(0x0a));
+    const edited = new Uint8Array(head.byteLength + body.byteLength);
+    edited.set(head, 0);
+    edited.set(body, head.byteLength);
+    expect(readBack({ ...encoded, parts: [edited, ...encoded.parts.slice(1)] })).toMatchObject({
+      ok: false,
+      reason: "corrupt",
+    });
+  });
+
   it("refuses a changed byte, a missing part, another session's snapshot and another format", async () => {
     const encoded = await encodeSnapshot(snapshot, 500);
     const flipped = encoded.parts.map((p) => p.slice());

@@ -12,6 +12,7 @@ import {
 } from "@fleet/protocol";
 import { z } from "zod";
 import type { LifecycleMarks } from "../lifecycle/lifecycle-marks.js";
+import { traceFrom } from "./trace-mark.js";
 
 /** Version of the envelope (header and body layout); the fold's own is `SESSION_FOLD_FORMAT`. */
 export const SNAPSHOT_ENVELOPE_VERSION = 2;
@@ -34,6 +35,11 @@ export const SnapshotHeader = z.object({
   parts: z.number().int().positive(),
   /** CRC-32 (zlib's) of the whole body. */
   crc32: z.number().int().nonnegative(),
+  /**
+   * `traceFrom` of the marks (the open run's acceptance): a load reads the log from there, in the
+   * same read as the events after `seq`. Absent when the events after `seq` are enough.
+   */
+  traceFrom: z.number().int().positive().optional(),
 });
 export type SnapshotHeader = z.infer<typeof SnapshotHeader>;
 
@@ -79,6 +85,8 @@ export async function encodeSnapshot(snapshot: SessionSnapshot, partBytes: numbe
     parts,
     crc32: crc32(body),
   };
+  const from = traceFrom(snapshot.marks.trace);
+  if (from !== undefined) header.traceFrom = from;
   const headLine = encoder.encode(`${JSON.stringify(header)}\n`);
   const first = body.subarray(0, partBytes);
   const head = new Uint8Array(headLine.byteLength + first.byteLength);
@@ -188,6 +196,14 @@ export function decodeSnapshotBody(
   }
   const marks = Marks.safeParse(parsed.marks);
   if (!marks.success) return { ok: false, reason: "corrupt", error: `marks: ${marks.error.message}` };
+  const from = traceFrom(marks.data.trace as LifecycleMarks["trace"]);
+  if (from !== header.traceFrom) {
+    return {
+      ok: false,
+      reason: "corrupt",
+      error: `marks read the trace from ${from}; header says ${header.traceFrom}`,
+    };
+  }
   return {
     ok: true,
     snapshot: {
