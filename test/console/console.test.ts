@@ -38,6 +38,42 @@ afterAll(async () => {
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
 const sessionIdOfUrl = () => decodeURIComponent(new URL(page.url()).pathname.split("/")[2] ?? "");
 
+/** Queries the store answered, by op (its `fleet_store_query_seconds` histogram). */
+async function storeQueries(): Promise<Map<string, number>> {
+  const text = await stack.store.ops.registry.getSingleMetricAsString("fleet_store_query_seconds");
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^fleet_store_query_seconds_count\{op="([a-z_]+)",ok="[a-z]+"\} (\d+)$/gm)) {
+    counts.set(m[1] as string, (counts.get(m[1] as string) ?? 0) + Number(m[2]));
+  }
+  return counts;
+}
+
+/** Longer than the old polls' periods (1 s, 2 s): a view that polled would ask meanwhile. */
+const IDLE_MS = 2_500;
+
+/**
+ * Resolves once the page's change feed answered and the view's load on its opening is done (set
+ * up before the page is opened).
+ */
+const feedOpened = async () => {
+  await page.waitForResponse((r) => r.url().includes("/v1/changes?ticket="), { timeout: 10_000 });
+  await page.waitForTimeout(1_000);
+};
+
+/** The API requests (but the change feed's) the page makes in the next `ms`. */
+async function apiRequestsDuring(ms: number): Promise<string[]> {
+  const seen: string[] = [];
+  const note = (r: { url(): string; method(): string }) => {
+    const url = new URL(r.url());
+    if (url.pathname.startsWith("/v1/") && !url.pathname.startsWith("/v1/changes"))
+      seen.push(`${r.method()} ${url.pathname}`);
+  };
+  page.on("request", note);
+  await page.waitForTimeout(ms);
+  page.off("request", note);
+  return seen;
+}
+
 /** Creates a session from the sessions page and sends `text` as its prompt; the new session's id. */
 async function newSessionWithPrompt(text: string): Promise<string> {
   await page.goto(`${base}/`);
@@ -272,22 +308,18 @@ describe("web console", () => {
     await expect.poll(() => page.getByTestId("session-status").textContent(), { timeout: 15_000 }).toBe("idle");
   });
 
-  it("updates the approvals view from the store's approvals index, never listing every session", async () => {
-    /** Queries the store answered, by op (its `fleet_store_query_seconds` histogram). */
-    const storeQueries = async () => {
-      const text = await stack.store.ops.registry.getSingleMetricAsString("fleet_store_query_seconds");
-      const counts = new Map<string, number>();
-      for (const m of text.matchAll(/^fleet_store_query_seconds_count\{op="([a-z_]+)",ok="[a-z]+"\} (\d+)$/gm)) {
-        counts.set(m[1] as string, (counts.get(m[1] as string) ?? 0) + Number(m[2]));
-      }
-      return counts;
-    };
+  it("updates the approvals view from the store's approvals index on the change feed, never on a timer", async () => {
     stack.fake.script(
       fakeReply([fakeToolUse("write", { path: "watched.txt", content: "w\n" }, { id: "toolu_console_watch" })]),
       fakeReply("Done."),
     );
+    const opened = feedOpened();
     await page.goto(`${base}/approvals`);
     await page.getByRole("heading", { name: "Pending approvals" }).waitFor();
+    await opened;
+    // Nothing happens: nothing is asked.
+    const idle = await apiRequestsDuring(IDLE_MS);
+    expect(idle).toEqual([]);
     const before = await storeQueries();
     // The approval is asked for while the view is open: it shows up without a reload.
     const created = await call(base, "POST", "/v1/sessions", { body: {} });
@@ -303,8 +335,31 @@ describe("web console", () => {
     const after = await storeQueries();
     const delta = (op: string) => (after.get(op) ?? 0) - (before.get(op) ?? 0);
     expect(delta("list_approvals")).toBeGreaterThan(1);
+    expect(delta("list_approvals")).toBeLessThan(8);
     expect(delta("list_sessions")).toBe(0);
     expect(delta("list_running")).toBe(0);
+  });
+
+  it("the sessions view loads on the change feed: nothing while idle, a new session and its status when they change", async () => {
+    const opened = feedOpened();
+    await page.goto(`${base}/`);
+    await page.getByTestId("session-row").first().waitFor();
+    await opened;
+    expect(await apiRequestsDuring(IDLE_MS)).toEqual([]);
+    const before = await storeQueries();
+    const created = await call(base, "POST", "/v1/sessions", { body: {} });
+    const sessionId = created.body.sessionId as string;
+    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, {
+      body: { type: "set_name", name: "fed by the feed" },
+    });
+    const row = page.getByTestId("session-row").filter({ hasText: "fed by the feed" });
+    await row.waitFor({ timeout: 10_000 });
+    // One change, a few loads (each a page of the index), not one per second.
+    const after = await storeQueries();
+    const delta = (op: string) => (after.get(op) ?? 0) - (before.get(op) ?? 0);
+    expect(delta("list_sessions")).toBeGreaterThan(0);
+    expect(delta("list_sessions")).toBeLessThan(5);
+    expect(await apiRequestsDuring(IDLE_MS)).toEqual([]);
   });
 
   it("shows a steer and a follow-up sent during a run in the queues, then in the transcript", async () => {

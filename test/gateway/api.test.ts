@@ -496,6 +496,44 @@ describe("gateway / API", () => {
     expect((await api("POST", "/v1/sessions/s-none/events/ticket", { token: READ })).status).toBe(404);
   });
 
+  it("the change feed names the sessions that changed and whether approvals may have, opened by token or ticket", async () => {
+    const feed = await openSse(`${stack.gateway.url}/v1/changes`, { authorization: `Bearer ${READ}` });
+    checker.check("GET", "/v1/changes", feed.status, feed.headers["content-type"] ?? null, undefined);
+    expect([feed.status, feed.headers["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    await api("POST", "/v1/sessions/s-api-1/commands", { body: { type: "set_name", name: "changed" } });
+    let seen: { sessions: string[]; approvals: boolean } | undefined;
+    for await (const f of feed.frames) {
+      if (f.event !== "changes") continue;
+      const batch = JSON.parse(f.data ?? "{}") as { sessions: string[]; approvals: boolean };
+      if (batch.sessions.includes("s-api-1")) {
+        seen = batch;
+        break;
+      }
+    }
+    feed.close();
+    expect(seen?.sessions).toContain("s-api-1");
+    expect(typeof seen?.approvals).toBe("boolean");
+
+    const issued = await api("POST", "/v1/changes/ticket", { token: READ });
+    expect(issued.status).toBe(201);
+    expect(issued.body.url).toBe(`/v1/changes?ticket=${encodeURIComponent(issued.body.ticket)}`);
+    const byTicket = await openSse(`${stack.gateway.url}${issued.body.url}`);
+    expect(byTicket.status).toBe(200);
+    byTicket.close();
+    // A feed ticket opens no session's stream, and a session's ticket does not open the feed.
+    const session = await api("GET", `/v1/sessions/s-api-1/events?ticket=${encodeURIComponent(issued.body.ticket)}`, {
+      token: "",
+    });
+    expect(session.status).toBe(401);
+    const sessionTicket = await api("POST", "/v1/sessions/s-api-1/events/ticket", { token: READ });
+    const refused = await openSse(
+      `${stack.gateway.url}/v1/changes?ticket=${encodeURIComponent(sessionTicket.body.ticket)}`,
+    );
+    expect(refused.status).toBe(401);
+    refused.close();
+    expect((await api("POST", "/v1/changes/ticket", { token: "" })).status).toBe(401);
+  });
+
   it("serves an object a session's events refer to, and only that session's", async () => {
     const text = "z".repeat(40_000);
     const sent = await api("POST", "/v1/sessions/s-api-1/commands", {

@@ -236,13 +236,21 @@ describe("session snapshots", () => {
     });
     await expect.poll(async () => (await settings.store.read(sid)).kind).toBe("none");
 
-    const text = new TextDecoder().decode(original);
+    // The header line is JSON; the body after it is gzip: only the header is edited.
+    const text = new TextDecoder().decode(original.subarray(0, newline));
+    const withHeader = (line: string) => {
+      const head = new TextEncoder().encode(line);
+      const out = new Uint8Array(head.byteLength + original.byteLength - newline);
+      out.set(head, 0);
+      out.set(original.subarray(newline), head.byteLength);
+      return out;
+    };
     for (const [reason, changed] of [
       ["stale_version", text.replace(/"fold":\d+/, '"fold":999')],
       ["not_in_log", text.replace(/"msgId":"[^"]*"/, '"msgId":"someone-else"')],
     ] as const) {
       expect(changed).not.toBe(text);
-      await kv.put(sid, new TextEncoder().encode(changed));
+      await kv.put(sid, withHeader(changed));
       const loaded = await load(sid, settings);
       expect(loaded.from, reason).toBe("log");
       expect(loaded.state).toStrictEqual(full.state);
@@ -289,6 +297,45 @@ describe("session snapshots", () => {
     expect(loaded.from).toBe("snapshot");
     expect(loaded.read).toBe(0);
     expect(loaded.state).toStrictEqual((await load(idle)).state);
+  });
+
+  it("a load with a run open reads the log from that run's acceptance, not from the session's first event", async () => {
+    const open = "snap-4";
+    script([
+      { text: "first answer" },
+      { text: "second answer" },
+      call("s4", "slow", { tag: "b", ms: 10 }),
+      call("ap4", "danger", { what: "ship" }),
+      { text: "shipped" },
+    ]);
+    for (let n = 1; n <= 2; n++) {
+      await cmd.send(open, { type: "prompt", text: `earlier ${n}` });
+      await cmd.waitFor(open, agentEnds(n));
+    }
+    await cmd.send(open, { type: "prompt", text: "ship it" });
+    const events = await cmd.waitFor(open, has("tool_approval_requested"));
+    const accepted = events.findLast((e) => e.type === "command_accepted" && e.commandType === "prompt");
+    const started = events.findLastIndex((e) => e.type === "agent_start");
+    expect(events.length - started).toBeGreaterThan(2 * EVERY);
+    // A snapshot made inside the open run, after its start.
+    await storedSnapshot(open, events.length - EVERY);
+    const stored = await settings.store.read(open);
+    expect(stored.kind === "found" && stored.snapshot.state.status.runId).toBeTruthy();
+
+    const full = await load(open);
+    const fast = await load(open, settings);
+    expect(fast.from).toBe("snapshot");
+    expect(fast.state).toStrictEqual(full.state);
+    expect(fast.traceCursor).toStrictEqual(full.traceCursor);
+    expect(fast.traceCursor.run?.root.runId).toBe(fast.state.status.runId);
+    // From the open run's acceptance on, and nothing of the two runs before it.
+    expect(fast.events[0]).toStrictEqual(accepted);
+    expect(fast.events.some((e) => e.type === "agent_end")).toBe(false);
+    expect(fast.events).toStrictEqual(full.events.slice(full.events.length - fast.events.length));
+    expect(fast.events.length).toBeLessThan(full.events.length - 10);
+
+    await cmd.send(open, { type: "approve_tool_call", toolCallId: "ap4" });
+    await cmd.waitFor(open, agentEnds(3));
   });
 
   it("delete_session removes the session's snapshot", async () => {

@@ -390,8 +390,9 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvWatch(KV.webhooks.name),
           ...ev(jsApi.ack),
         ],
-        // Lifecycle records arrive live: a deleted or restored session's SSE hub is dropped at once.
-        [subjects.lifecycleAll],
+        // Events and lifecycle records arrive live: a deleted or restored session's SSE hub is
+        // dropped at once, and the change feed (`GET /v1/changes`) tells views what changed.
+        [subjects.eventsAll],
       );
     case "auditor":
       return result(

@@ -22,6 +22,7 @@ import { approvalRuleRoutes } from "./routes/approval-rules.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
+import { changeRoutes } from "./routes/changes.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
@@ -202,6 +203,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...lifecycleRoutes(ctx),
     ...eventRoutes(ctx, connections),
     ...streamTicketRoutes(ctx, { key: web.ticketKey, ttlMs: web.ticketTtlMs, now: Date.now }),
+    ...changeRoutes(ctx, { key: web.ticketKey, ttlMs: web.ticketTtlMs, now: Date.now }),
     ...exportImportRoutes(ctx),
     ...blobRoutes(ctx),
     ...approvalRoutes(ctx),

@@ -4,12 +4,15 @@ import { parseLifecycleSubject, subjects } from "@fleet/protocol";
 import { connectFleet, NatsConnectError, sleep } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { type ChangeFeed, createChangeFeed } from "./changes/change-feed.js";
 import { createHubRegistry, type HubRegistry } from "./sse/hub-registry.js";
 import type { TenantIdentity } from "./tenant-identities.js";
 import { createViewCache, type ViewCache } from "./view-cache.js";
 
 /** Sessions whose folded view a link keeps (each about the size of its transcript). */
 const VIEW_CACHE_ENTRIES = 256;
+/** The change feed sends at most one batch per this many ms. */
+const CHANGE_WINDOW_MS = 250;
 /** Failed connects logged: the first, then every this many. */
 const LOG_EVERY_ATTEMPTS = 20;
 
@@ -20,6 +23,8 @@ export interface TenantLink {
   readonly hubs: HubRegistry;
   /** Folded views of recently read sessions (`GET /v1/sessions/{id}`). */
   readonly views: ViewCache;
+  /** The tenant's change feed (`GET /v1/changes`). */
+  readonly changes: ChangeFeed;
   /** False while the connection is down (reconnecting). */
   isUp(): boolean;
 }
@@ -89,6 +94,7 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
       client,
       hubs,
       views: createViewCache(client, VIEW_CACHE_ENTRIES),
+      changes: createChangeFeed(nc, { windowMs: CHANGE_WINDOW_MS, logger }),
       isUp: () => up && !nc.isClosed(),
     };
   };

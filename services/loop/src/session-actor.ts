@@ -6,7 +6,6 @@ import {
   convertToLlm,
   DEFAULT_MAX_INPUT_BYTES,
   decodeEvent,
-  EMPTY_TRACE_CURSOR,
   eventStreamOfPartition,
   type FleetCommand,
   type FleetEvent,
@@ -276,7 +275,7 @@ export class SessionActor {
       : undefined;
     // A long log loaded without a snapshot gets one now.
     if (lastSeq > 0) this.snapshotWriter?.folded(this.state, this.marks, lastSeq, loaded.lastMsgId);
-    this.traceCursor = loaded.events.reduce(foldTraceCursor, EMPTY_TRACE_CURSOR);
+    this.traceCursor = loaded.traceCursor;
     deps.traces?.loaded(deps.sessionId, loaded.events);
     this.budget = createSessionBudget({
       sessionId: deps.sessionId,

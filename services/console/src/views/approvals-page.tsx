@@ -1,8 +1,10 @@
-// Pending tool approvals across sessions, refreshed every second; approve (as asked, or with edited
-// arguments) or deny each; and the approval rules. The gateway answers from the store's approvals
-// index (PROTOCOL change 44): a refresh costs in proportion to the approvals pending, not to the sessions.
-import { useEffect, useState } from "preact/hooks";
+// Pending tool approvals across sessions; approve (as asked, or with edited arguments) or deny
+// each; and the approval rules. The list is the gateway's answer from the store's approvals index
+// (PROTOCOL change 44), loaded when the change feed opens and again when it says approvals may have
+// changed (change 49): nothing is asked while nothing happens.
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, command } from "../api.js";
+import { useChanges } from "../changes.js";
 import { linkTo } from "../router.js";
 import { ApprovalRulesPanel } from "./approval-rules-panel.js";
 import { ApprovalButtons } from "./session-page.js";
@@ -19,23 +21,26 @@ interface Approval {
 export function ApprovalsPage() {
   const [approvals, setApprovals] = useState<Approval[] | null>(null);
   const [error, setError] = useState("");
+  /** Answers of earlier loads that come back after a later one's are dropped. */
+  const loads = useRef(0);
+  const load = async () => {
+    const mine = ++loads.current;
+    const r = await api<{ approvals: Approval[] }>("GET", "/v1/approvals");
+    if (mine !== loads.current) return;
+    if (r.ok) {
+      setApprovals(r.body.approvals);
+      setError("");
+    } else setError(r.message);
+  };
   useEffect(() => {
-    let stopped = false;
-    const load = async () => {
-      const r = await api<{ approvals: Approval[] }>("GET", "/v1/approvals");
-      if (stopped) return;
-      if (r.ok) {
-        setApprovals(r.body.approvals);
-        setError("");
-      } else setError(r.message);
-    };
     void load();
-    const timer = setInterval(load, 1_000);
     return () => {
-      stopped = true;
-      clearInterval(timer);
+      loads.current = Number.NaN; // unmounted: no answer is applied
     };
   }, []);
+  useChanges((notice) => {
+    if (notice.kind === "opened" || notice.approvals) void load();
+  });
   return (
     <div class="approvals">
       <ApprovalRulesPanel />

@@ -1,8 +1,12 @@
 // All sessions, paged by the store's cursor: live status, model, last activity, name; search by id,
 // name or label prefix across all sessions (the gateway's `q`, the store's search index), paged the
-// same way. Each refresh reads one page and the pending approvals (an index), never every session.
-import { useEffect, useState } from "preact/hooks";
+// same way. A page (one index query), the pending approvals (an index) and the rows' details are
+// loaded when the page, the search or the change feed (PROTOCOL change 49) says so: when the feed
+// opens, at most once a second while sessions change (details only of the rows that changed, the
+// approvals only when they may have), and never while nothing happens.
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "../api.js";
+import { type ChangeNotice, mergeNotices, useChanges } from "../changes.js";
 import { linkTo, navigate } from "../router.js";
 import { SessionImport } from "./session-import.js";
 import { TenantBudget } from "./tenant-budget.js";
@@ -21,7 +25,8 @@ interface Detail {
 }
 
 const PAGE = 20;
-const REFRESH_MS = 2_000;
+/** Least time between two loads driven by the change feed. */
+const REFRESH_MIN_MS = 1_000;
 /** Typing pauses this long before the search goes to the gateway. */
 const SEARCH_DEBOUNCE_MS = 250;
 
@@ -34,6 +39,8 @@ export function SessionsPage() {
   /** The search the list shows (`search` once typing pauses). */
   const [query, setQuery] = useState("");
   const [error, setError] = useState("");
+  /** Sessions whose details were asked for (again only when the feed says they changed). */
+  const known = useRef(new Set<string>());
   const cursor = cursors[cursors.length - 1];
 
   useEffect(() => {
@@ -47,8 +54,23 @@ export function SessionsPage() {
     return () => clearTimeout(timer);
   }, [search, query]);
 
+  /** What the next load must refresh: everything (`opened`), or the rows and approvals that changed. */
+  const due = useRef<ChangeNotice | undefined>({ kind: "opened" });
+  const [tick, setTick] = useState(0);
+  useChanges((notice) => {
+    due.current = mergeNotices(due.current, notice);
+    setTick((t) => t + 1);
+  }, REFRESH_MIN_MS);
+  /** Answers of earlier page loads that come back after a later one's are dropped. */
+  const loads = useRef(0);
+  // `tick`: the change feed asks for a load.
   useEffect(() => {
     let stopped = false;
+    const mine = ++loads.current;
+    const notice = due.current;
+    due.current = undefined;
+    const changed = notice?.kind === "changes" ? new Set(notice.sessions) : undefined;
+    let applied = false;
     const load = async () => {
       const r = await api<{ sessions: SessionRow[]; cursor?: string }>(
         "GET",
@@ -56,25 +78,31 @@ export function SessionsPage() {
           query ? `&q=${encodeURIComponent(query)}` : ""
         }`,
       );
-      const a = await api<{ approvals: { sessionId: string }[] }>("GET", "/v1/approvals");
-      if (stopped) return;
+      const a =
+        notice?.kind === "opened" || (notice?.kind === "changes" && notice.approvals)
+          ? await api<{ approvals: { sessionId: string }[] }>("GET", "/v1/approvals")
+          : undefined;
+      if (stopped || mine !== loads.current) return;
+      applied = true;
       if (!r.ok) return setError(r.message);
       setError("");
       setPage(r.body);
-      if (a.ok) setAwaiting(new Set(a.body.approvals.map((x) => x.sessionId)));
+      if (a?.ok) setAwaiting(new Set(a.body.approvals.map((x) => x.sessionId)));
       for (const s of r.body.sessions) {
+        if (changed && !changed.has(s.sessionId) && known.current.has(s.sessionId)) continue;
+        known.current.add(s.sessionId);
         void api<Detail>("GET", `/v1/sessions/${encodeURIComponent(s.sessionId)}`).then((d) => {
           if (d.ok && !stopped) setDetails((prev) => ({ ...prev, [s.sessionId]: { model: d.body.model } }));
         });
       }
     };
     void load();
-    const timer = setInterval(load, REFRESH_MS);
     return () => {
       stopped = true;
-      clearInterval(timer);
+      // Superseded before its answer: the next load refreshes what this one was to.
+      if (!applied && notice) due.current = mergeNotices(due.current, notice);
     };
-  }, [cursor, query]);
+  }, [cursor, query, tick]);
 
   const create = async () => {
     const r = await api<{ sessionId: string }>("POST", "/v1/sessions", {});

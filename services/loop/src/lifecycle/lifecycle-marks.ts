@@ -1,6 +1,7 @@
 // Where a session's lifecycle operations stand in its log, by stream sequence (the shell's view;
 // the decider's is `SessionState.deleting`).
 import type { FleetEvent } from "@fleet/protocol";
+import { emptyTraceMark, markTrace, type TraceMark } from "../snapshots/trace-mark.js";
 
 export interface LifecycleMarks {
   /** The deletion accepted for the session: its outcome's and its tombstone's sequences. */
@@ -11,12 +12,16 @@ export interface LifecycleMarks {
    * over: a later command was decided only once the restore had finished).
    */
   restore?: { commandId: string; by: string; requestedAt: number; appended: number; restored: boolean; after: number };
+  /** Where the open run's trace begins in the log (see `TraceMark`); absent before the first event. */
+  trace?: TraceMark;
 }
 
 const DELETING = new Set(["delete_session", "archive_session"]);
 
 /** Updates `marks` with one event appended at `seq`, in place. */
 export function markLifecycle(marks: LifecycleMarks, event: FleetEvent, seq: number): void {
+  marks.trace ??= emptyTraceMark();
+  markTrace(marks.trace, event, seq);
   if (event.type === "command_accepted" && DELETING.has(event.commandType)) {
     marks.deletion ??= { commandId: event.commandId, acceptSeq: seq, tombstoneSeq: undefined };
     return;

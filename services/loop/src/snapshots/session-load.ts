@@ -2,12 +2,14 @@
 // there is no usable snapshot (PROTOCOL change 42).
 import {
   decodeEvent,
+  EMPTY_TRACE_CURSOR,
   eventStreamOfPartition,
   evolveSession,
   type FleetEvent,
   initialSessionState,
   type SessionState,
   subjects,
+  type TraceCursor,
 } from "@fleet/protocol";
 import { type Logger, readSubject, type StoredRecord } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
@@ -34,14 +36,17 @@ export interface LoadedSession {
   /** Events folded when the last snapshot was made (0: none was used). */
   snapshotEvents: number;
   from: "snapshot" | "log";
-  /** Messages read from the log. */
+  /** Messages folded from the log: the whole log, or those after the snapshot. */
   read: number;
   /**
-   * The decoded events read: the whole log, or the events after the snapshot. When the snapshot's
-   * fold has a run open, the whole log is read instead, so that the run's events from its
-   * acceptance are here (its trace context and spans are folded from them).
+   * The decoded events the trace of the session's open run needs, in log order: the whole log, or
+   * the events after the snapshot, preceded, when the snapshot was made with a run open (or a
+   * command accepted whose run had not started), by the events from that run's acceptance on
+   * (`traceFrom`, in the same read): never the session's history before it.
    */
   events: FleetEvent[];
+  /** `foldTraceCursor` of the whole log. */
+  traceCursor: TraceCursor;
 }
 
 export interface LoadOptions {
@@ -67,14 +72,17 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const settings = opts.snapshots;
   const removals: Promise<void>[] = [];
   // The snapshot's body, the check that the log holds its message, and the events after it are
-  // fetched at once; a refused snapshot makes the tail useless and the whole log is read.
+  // fetched at once; a refused snapshot makes the tail useless and the whole log is read. The same
+  // read starts at the open run's acceptance when the snapshot has a run open (its trace needs it).
   const head = settings ? await snapshotHead(opts, settings, removals) : undefined;
   let started: { snapshot: SessionSnapshot; tail: StoredRecord[] } | undefined;
   if (settings && head) {
+    const after = head.header.seq + 1;
+    const fromSeq = Math.min(head.header.traceFrom ?? after, after);
     const [body, held, tail] = await Promise.all([
       settings.store.readBody(head).catch((err: unknown) => ({ kind: "unavailable" as const, err })),
       heldAt(opts, head.header.seq),
-      collect(readSubject(opts.js, opts.jsm, stream, subject, { fromSeq: head.header.seq + 1 })),
+      collect(readSubject(opts.js, opts.jsm, stream, subject, { fromSeq })),
     ]);
     const snapshot = usable(opts, settings, subject, body, held, removals);
     if (snapshot) started = { snapshot, tail };
@@ -88,6 +96,12 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const events: FleetEvent[] = [];
   const records = started ? started.tail : readSubject(opts.js, opts.jsm, stream, subject, { fromSeq: 1 });
   for await (const rec of records) {
+    if (snapshot && rec.seq <= snapshot.seq) {
+      // The open run's events the snapshot folds: for its trace, not folded again.
+      const decoded = decodeEvent(rec.data);
+      if (decoded.ok) events.push(decoded.value);
+      continue;
+    }
     read++;
     lastSeq = rec.seq;
     lastMsgId = rec.msgId ?? "";
@@ -112,16 +126,18 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   }
   // A refused snapshot is gone before this load's writer may store the next one.
   await Promise.all(removals);
-  if (snapshot && snapshot.state.status.runId !== undefined) {
-    const before: FleetEvent[] = [];
-    const range = { fromSeq: 1, toSeq: snapshot.seq };
-    for await (const rec of readSubject(opts.js, opts.jsm, stream, subject, range)) {
-      const decoded = decodeEvent(rec.data);
-      if (decoded.ok) before.push(decoded.value);
-    }
-    events.unshift(...before);
-  }
-  return { state, marks, lastSeq, lastMsgId, snapshotEvents: snapshot?.state.events ?? 0, from, read, events };
+  const traceCursor = marks.trace?.cursor ?? EMPTY_TRACE_CURSOR;
+  return {
+    state,
+    marks,
+    lastSeq,
+    lastMsgId,
+    snapshotEvents: snapshot?.state.events ?? 0,
+    from,
+    read,
+    events,
+    traceCursor,
+  };
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

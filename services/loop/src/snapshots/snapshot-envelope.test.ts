@@ -15,6 +15,7 @@ import {
   encodeSnapshot,
   readSnapshotHead,
   type SessionSnapshot,
+  SNAPSHOT_ENVELOPE_VERSION,
 } from "./snapshot-envelope.js";
 
 const log = createLogBuilder(7);
@@ -42,22 +43,50 @@ function readBack(encoded: EncodedSnapshot, sessionId = "s-1") {
 }
 
 describe("snapshot envelope", () => {
-  it("round-trips a fold cut into parts that each stay within the part size", () => {
-    const encoded = encodeSnapshot(snapshot, 1_000);
-    expect(encoded.header).toMatchObject({ format: "fleet-snapshot", v: 1, fold: SESSION_FOLD_FORMAT, seq: 412 });
-    expect(encoded.parts.length).toBe(Math.ceil(encoded.header.bytes / 1_000));
+  it("round-trips a fold cut into parts that each stay within the part size", async () => {
+    const encoded = await encodeSnapshot(snapshot, 500);
+    expect(encoded.header).toMatchObject({
+      format: "fleet-snapshot",
+      v: SNAPSHOT_ENVELOPE_VERSION,
+      fold: SESSION_FOLD_FORMAT,
+      seq: 412,
+    });
+    expect(encoded.parts.length).toBe(Math.ceil(encoded.header.bytes / 500));
     expect(encoded.parts.length).toBeGreaterThan(2);
-    for (const part of encoded.parts.slice(1)) expect(part.byteLength).toBeLessThanOrEqual(1_000);
+    for (const part of encoded.parts.slice(1)) expect(part.byteLength).toBeLessThanOrEqual(500);
     const read = readBack(encoded);
     expect(read.ok && read.snapshot).toStrictEqual(snapshot);
     // One part when it fits.
-    const whole = encodeSnapshot(snapshot, 10_000_000);
+    const whole = await encodeSnapshot(snapshot, 10_000_000);
     expect(whole.parts.length).toBe(1);
     expect(readBack(whole).ok).toBe(true);
   });
 
-  it("refuses a changed byte, a missing part, another session's snapshot and another format", () => {
-    const encoded = encodeSnapshot(snapshot, 1_000);
+  it("names in its header where the open run's trace begins, and refuses a header that disagrees with the marks", async () => {
+    const open: SessionSnapshot = {
+      ...snapshot,
+      marks: { trace: { cursor: {} as never, acceptedSeq: 400, runFrom: 400 } },
+    };
+    const encoded = await encodeSnapshot(open, 500);
+    expect(encoded.header.traceFrom).toBe(400);
+    expect(readBack(encoded)).toMatchObject({ ok: true });
+    expect((await encodeSnapshot(snapshot, 500)).header.traceFrom).toBeUndefined();
+    const text = new TextDecoder().decode(encoded.parts[0]);
+    const newline = text.indexOf("\n");
+    const head = new TextEncoder().encode(text.slice(0, newline).replace('"traceFrom":400', '"traceFrom":1'));
+    const first = encoded.parts[0] as Uint8Array;
+    const body = first.subarray(first.indexOf(0x0a));
+    const edited = new Uint8Array(head.byteLength + body.byteLength);
+    edited.set(head, 0);
+    edited.set(body, head.byteLength);
+    expect(readBack({ ...encoded, parts: [edited, ...encoded.parts.slice(1)] })).toMatchObject({
+      ok: false,
+      reason: "corrupt",
+    });
+  });
+
+  it("refuses a changed byte, a missing part, another session's snapshot and another format", async () => {
+    const encoded = await encodeSnapshot(snapshot, 500);
     const flipped = encoded.parts.map((p) => p.slice());
     const middle = flipped[1] as Uint8Array;
     middle[10] = (middle[10] as number) ^ 0x20;

@@ -1,6 +1,8 @@
 // A session snapshot as stored (PROTOCOL change 42): a header line, then the body (the encoded fold
-// and the shell's lifecycle marks) cut into parts that each fit in a message. Pure but for CRC-32.
-import { crc32 } from "node:zlib";
+// and the shell's marks, as gzipped JSON) cut into parts that each fit in a message. Pure but for
+// zlib (CRC-32, gzip).
+import { promisify } from "node:util";
+import { crc32, gunzipSync, gzip } from "node:zlib";
 import {
   type Decoded,
   decodeSessionFold,
@@ -10,9 +12,10 @@ import {
 } from "@fleet/protocol";
 import { z } from "zod";
 import type { LifecycleMarks } from "../lifecycle/lifecycle-marks.js";
+import { traceFrom } from "./trace-mark.js";
 
 /** Version of the envelope (header and body layout); the fold's own is `SESSION_FOLD_FORMAT`. */
-export const SNAPSHOT_ENVELOPE_VERSION = 1;
+export const SNAPSHOT_ENVELOPE_VERSION = 2;
 
 /** What a snapshot says of itself: the log position it folds, and how to check its body. */
 export const SnapshotHeader = z.object({
@@ -27,11 +30,16 @@ export const SnapshotHeader = z.object({
   msgId: z.string(),
   /** Events folded (`SessionState.events`). */
   events: z.number().int().nonnegative(),
-  /** Bytes of the body, and the parts it is cut into (the first one after the header line). */
+  /** Bytes of the (gzipped) body, and the parts it is cut into (the first one after the header line). */
   bytes: z.number().int().nonnegative(),
   parts: z.number().int().positive(),
   /** CRC-32 (zlib's) of the whole body. */
   crc32: z.number().int().nonnegative(),
+  /**
+   * `traceFrom` of the marks (the open run's acceptance): a load reads the log from there, in the
+   * same read as the events after `seq`. Absent when the events after `seq` are enough.
+   */
+  traceFrom: z.number().int().positive().optional(),
 });
 export type SnapshotHeader = z.infer<typeof SnapshotHeader>;
 
@@ -53,13 +61,17 @@ export interface EncodedSnapshot {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const NEWLINE = 0x0a;
+const gzipAsync = promisify(gzip);
 
 /**
- * Serialises `snapshot` (its state is read now, not kept) with parts of at most `partBytes` body
- * bytes each. Throws only when the state cannot be serialised (a cycle): a snapshot is then skipped.
+ * Serialises `snapshot` (its state is read now, before the first await, and not kept), gzips it
+ * off the event loop, and cuts it into parts of at most `partBytes` body bytes each. Rejects only
+ * when the state cannot be serialised (a cycle): a snapshot is then skipped.
  */
-export function encodeSnapshot(snapshot: SessionSnapshot, partBytes: number): EncodedSnapshot {
-  const body = encoder.encode(JSON.stringify({ fold: encodeSessionFold(snapshot.state), marks: snapshot.marks }));
+export async function encodeSnapshot(snapshot: SessionSnapshot, partBytes: number): Promise<EncodedSnapshot> {
+  const json = JSON.stringify({ fold: encodeSessionFold(snapshot.state), marks: snapshot.marks });
+  const gzipped = await gzipAsync(json);
+  const body = new Uint8Array(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength);
   const parts = Math.max(1, Math.ceil(body.byteLength / partBytes));
   const header: SnapshotHeader = {
     format: "fleet-snapshot",
@@ -73,6 +85,8 @@ export function encodeSnapshot(snapshot: SessionSnapshot, partBytes: number): En
     parts,
     crc32: crc32(body),
   };
+  const from = traceFrom(snapshot.marks.trace);
+  if (from !== undefined) header.traceFrom = from;
   const headLine = encoder.encode(`${JSON.stringify(header)}\n`);
   const first = body.subarray(0, partBytes);
   const head = new Uint8Array(headLine.byteLength + first.byteLength);
@@ -114,6 +128,12 @@ export function readSnapshotHead(value: Uint8Array, sessionId: string): HeaderRe
   return { ok: true, header: h, first: value.subarray(newline + 1) };
 }
 
+const Run = z.object({
+  root: z.looseObject({ runId: z.string(), traceId: z.string(), rootSpanId: z.string(), flags: z.number() }),
+  lastStepId: z.string(),
+  standalone: z.boolean(),
+  compactionId: z.string().optional(),
+});
 const Marks = z.object({
   deletion: z.object({ commandId: z.string(), acceptSeq: z.number(), tombstoneSeq: z.number().optional() }).optional(),
   restore: z
@@ -124,6 +144,17 @@ const Marks = z.object({
       appended: z.number(),
       restored: z.boolean(),
       after: z.number(),
+    })
+    .optional(),
+  trace: z
+    .object({
+      cursor: z.object({
+        lastCommandTrace: z.looseObject({ traceparent: z.string() }).optional(),
+        run: Run.optional(),
+      }),
+      acceptedSeq: z.number().int().positive().optional(),
+      runFrom: z.number().int().positive().optional(),
+      pendingFrom: z.number().int().positive().optional(),
     })
     .optional(),
 });
@@ -149,9 +180,10 @@ export function decodeSnapshotBody(
   if (sum !== header.crc32) return { ok: false, reason: "corrupt", error: `crc32 ${sum}, header says ${header.crc32}` };
   let parsed: { fold?: unknown; marks?: unknown };
   try {
-    parsed = JSON.parse(decoder.decode(body));
+    // gunzip checks the JSON's own length and CRC-32 too; the CRC-32 above guards the stored bytes.
+    parsed = JSON.parse(gunzipSync(body).toString("utf8"));
   } catch (err) {
-    return { ok: false, reason: "corrupt", error: `body is not JSON: ${(err as Error).message}` };
+    return { ok: false, reason: "corrupt", error: `body is not gzipped JSON: ${(err as Error).message}` };
   }
   const state: Decoded<SessionState> = decodeSessionFold(parsed?.fold);
   if (!state.ok) return { ok: false, reason: "corrupt", error: `fold: ${state.error}` };
@@ -164,6 +196,14 @@ export function decodeSnapshotBody(
   }
   const marks = Marks.safeParse(parsed.marks);
   if (!marks.success) return { ok: false, reason: "corrupt", error: `marks: ${marks.error.message}` };
+  const from = traceFrom(marks.data.trace as LifecycleMarks["trace"]);
+  if (from !== header.traceFrom) {
+    return {
+      ok: false,
+      reason: "corrupt",
+      error: `marks read the trace from ${from}; header says ${header.traceFrom}`,
+    };
+  }
   return {
     ok: true,
     snapshot: {

@@ -43,7 +43,7 @@ export function createSnapshotWriter(opts: {
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (stopped) return;
     const started = performance.now();
-    const encoded = encodeSnapshot({ sessionId, seq, msgId, state, marks }, settings.store.partBytes);
+    const encoded = await encodeSnapshot({ sessionId, seq, msgId, state, marks }, settings.store.partBytes);
     await settings.store.write(encoded);
     settings.metrics.written.inc({ outcome: "ok" });
     settings.metrics.bytes.observe(encoded.header.bytes);
