@@ -12,6 +12,7 @@ import {
 import { resolveBlobBlocks } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { AgentsApi } from "./agents.js";
 import { sessionApprovalRulesOf, setTenantApprovalRulesOf, tenantApprovalRulesOf } from "./approval-rules.js";
 import { type ConnectionOptions, connectClientNats, type FleetClientOptions, openClient } from "./client-connect.js";
 import { type ClientContext, eventSubjectOf, lastEventSeq } from "./client-context.js";
@@ -52,6 +53,8 @@ export class FleetClient extends SessionCommands {
   readonly jsm: JetStreamManager;
   /** P, the partition count. */
   readonly partitions: number;
+  /** The tenant's agents (KV `fleet_agents`): create, update, get, list, show. */
+  readonly agents: AgentsApi;
   readonly #ctx: ClientContext;
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
@@ -63,6 +66,7 @@ export class FleetClient extends SessionCommands {
     this.js = ctx.js;
     this.jsm = ctx.jsm;
     this.partitions = ctx.partitions;
+    this.agents = new AgentsApi(ctx.nc);
     this.#commandTimeoutMs = opts.commandTimeoutMs;
     this.#requestTimeoutMs = opts.requestTimeoutMs;
   }
@@ -329,6 +333,16 @@ export class FleetClient extends SessionCommands {
     return storeRequest(this.nc, "search_sessions", { q, ...opts }, this.#requestTimeoutMs, this.#ctx.blobs);
   }
   /** Pending tool approvals, oldest first: every session's, or one session's. */
+  /** Sessions per agent version (every agent's, or `name`'s), from the store's agents index. */
+  countAgentSessions(name?: string): Promise<StoreResult<"count_agent_sessions">> {
+    return storeRequest(
+      this.nc,
+      "count_agent_sessions",
+      name !== undefined ? { name } : {},
+      this.#requestTimeoutMs,
+      this.#ctx.blobs,
+    );
+  }
   listApprovals(opts: { sessionId?: string } = {}): Promise<StoreResult<"list_approvals">> {
     return storeRequest(this.nc, "list_approvals", opts, this.#requestTimeoutMs, this.#ctx.blobs);
   }

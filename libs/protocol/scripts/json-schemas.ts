@@ -1,6 +1,8 @@
 // JSON Schemas of the wire formats, generated from the zod schemas (zod 4 `z.toJSONSchema`).
 // Pure: `buildJsonSchemas()` returns file name → file text; write-schemas.ts writes them to schemas/.
 import {
+  AgentLatest,
+  AgentVersion,
   FleetCommand,
   FleetEvent,
   RunnerPresence,
@@ -27,6 +29,8 @@ function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodTy
     { file: "runner-presence", title: "RunnerPresence", schema: RunnerPresence },
     { file: "session-entry", title: "SessionEntry", schema: SessionEntry },
     { file: "session-config", title: "SessionConfig", schema: SessionConfig },
+    { file: "agent-version", title: "AgentVersion", schema: AgentVersion },
+    { file: "agent-latest", title: "AgentLatest", schema: AgentLatest },
   ];
   for (const op of STORE_OPS) {
     const name = op.replace(/_/g, "-");

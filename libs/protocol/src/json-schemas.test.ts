@@ -32,6 +32,8 @@ describe("JSON Schemas", () => {
         "runner-presence",
         "session-entry",
         "session-config",
+        "agent-version",
+        "agent-latest",
         ...[
           "get-context",
           "get-tree",
@@ -43,6 +45,7 @@ describe("JSON Schemas", () => {
           "list-running",
           "list-approvals",
           "search-sessions",
+          "count-agent-sessions",
         ].flatMap((op) => [`store-${op}-request`, `store-${op}-reply`]),
       ]
         .map((n) => `${n}.json`)

@@ -191,6 +191,8 @@ function readerPublish(): string[] {
     ...jsApi.getMessage(EV),
     ...jsApi.consume(EV),
     ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name].flatMap(jsApi.kvRead),
+    // Agents (change 54): read, and listed (stream info with a subjects filter, then gets).
+    ...jsApi.kvRead(KV.agents.name),
     "fleet.store.*",
     // Content by reference (`fleet_blobs`) and store replies by reference (`fleet_inputs`).
     ...jsApi.objRead(BLOBS),
@@ -255,6 +257,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           `${API}.STREAM.PURGE.${kvStream(KV.snapshots.name)}`,
           // The tenant's approval rules (key `approval_rules` of `fleet_config`).
           ...jsApi.kvWatch(KV.config.name),
+          // Agent versions a session is created from or moved to (change 54).
+          ...jsApi.kvRead(KV.agents.name),
           // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
           // its blobs, writes and reads archives, asks the store for idle sessions (retention).
           `${API}.STREAM.PURGE.${EV}`,
@@ -329,6 +333,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
+          ...jsApi.kvWrite(KV.agents.name),
           ...jsApi.objWrite(INPUTS),
         ],
         [subjects.eventsAll],
@@ -340,6 +345,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
+          ...jsApi.kvWrite(KV.agents.name),
           // Large inputs of the commands it sends, written before the command.
           ...jsApi.objWrite(INPUTS),
           // Webhooks: creates and watches KV fleet_webhooks, and pulls and acks each registration's

@@ -1,4 +1,5 @@
 import {
+  type AgentVersion,
   type ApprovalLayer,
   type ApprovalRule,
   chatTraceparent,
@@ -26,6 +27,8 @@ import {
   workerApprovalLayer,
 } from "@fleet/protocol";
 import {
+  type AgentStore,
+  AgentStoreError,
   type BlobAccess,
   type Logger,
   type PublishFailure,
@@ -134,6 +137,8 @@ export interface ActorDeps {
   remoteHooks: RemoteHookClient;
   /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
+  /** The tenant's agents (KV `fleet_agents`); absent: a command naming an agent finds none. */
+  agents?: AgentStore;
   /** The tenant's approval rules (KV `fleet_config` `approval_rules`); absent: none. */
   tenantApprovalRules?: { rules(): readonly ApprovalRule[] };
   /** The object stores: command inputs by reference, and content by reference for the LLM. */
@@ -469,6 +474,8 @@ export class SessionActor {
           ctx.archive = await this.readArchiveHeader();
         } else if (decision.kind === "needs_lifecycle_record") {
           ctx.lastLifecycle = this.deps.lifecycle ? await lastLifecycleRecord(this.deps.jsm, this.sessionId) : null;
+        } else if (decision.kind === "needs_agent_version") {
+          ctx.agentVersion = await this.readAgentVersion(decision.name, decision.version);
         } else if (decision.kind === "needs_fork_source") {
           const source = await this.readTree(decision.sessionId);
           ctx.forkSource = source.config ? source : null;
@@ -495,6 +502,23 @@ export class SessionActor {
       if (this.dead) return;
     }
     this.ack(delivery);
+  }
+
+  /**
+   * The version a command names (`null`: none, or an invalid record). A KV that cannot be read is
+   * `InputUnavailableError`: the command is delivered again.
+   */
+  private async readAgentVersion(name: string, version: number | undefined): Promise<AgentVersion | null> {
+    if (!this.deps.agents) return null;
+    try {
+      return await this.deps.agents.get(name, version);
+    } catch (err) {
+      if (err instanceof AgentStoreError) {
+        this.log.warn({ evt: "agent_version_invalid", agent: name, version, err }, "agent version unreadable");
+        return null;
+      }
+      throw new InputUnavailableError(`cannot read agent ${name} (${(err as Error).message})`, { cause: err });
+    }
   }
 
   private decideContext(): DecideContext {

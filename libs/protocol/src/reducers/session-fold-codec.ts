@@ -16,7 +16,7 @@ import type { SessionTree } from "./session-tree.js";
  * folds into it changes, so a snapshot made by an older fold is never used (it is stale, and the
  * load folds the log instead).
  */
-export const SESSION_FOLD_FORMAT = 2;
+export const SESSION_FOLD_FORMAT = 3;
 
 /** An `ApprovalDecision` without its `undefined` fields. */
 interface EncodedDecision {
@@ -141,6 +141,7 @@ const EncodedFold = z.object({
     sessionId: z.string().nullable(),
     config: z.looseObject({}).nullable(),
     forkedFrom: z.object({ sessionId: z.string(), entryId: z.string() }).nullable(),
+    agent: z.object({ name: z.string(), version: z.number() }).optional(),
     entries: z.array(Json),
     leafId: z.string().nullable(),
     labels: z.record(z.string(), z.string()),
@@ -233,6 +234,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
       sessionId: tree.sessionId,
       config: tree.config,
       forkedFrom: tree.forkedFrom,
+      ...(tree.agent ? { agent: tree.agent } : {}),
       entries: tree.entries,
       leafId: tree.leafId,
       labels: tree.labels,

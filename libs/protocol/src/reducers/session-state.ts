@@ -163,6 +163,7 @@ const RECORD_EVENT_TYPES: readonly FleetEvent["type"][] = [
   "tool_approval_requested",
   "tool_approval_resolved",
   "approval_rules_set",
+  "agent_change",
   "compaction_start",
   "compaction",
   "compaction_end",
@@ -266,6 +267,9 @@ function foldRecords(state: SessionState, event: FleetEvent): void {
     }
     case "approval_rules_set":
       state.approvalRules = event.rules;
+      break;
+    case "agent_change":
+      if (event.approvalRules) state.approvalRules = event.approvalRules;
       break;
     case "compaction_start":
       state.compaction = {
