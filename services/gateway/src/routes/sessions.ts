@@ -74,11 +74,11 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
           if (body.sessionId !== undefined && body.sessionId !== sessionId) {
             return apiError(400, "invalid", "a restored session keeps its id: sessionId must equal restoreFrom");
           }
-          if (body.config !== undefined || body.forkFrom !== undefined) {
+          if (body.config !== undefined || body.forkFrom !== undefined || body.agent !== undefined) {
             return apiError(
               400,
               "invalid",
-              "restoreFrom takes no config or forkFrom: the session comes back as it was",
+              "restoreFrom takes no config, forkFrom or agent: the session comes back as it was",
             );
           }
           return lifecycleOutcome(
@@ -103,6 +103,7 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
             commandId,
             timeoutMs: ctx.commandTimeoutMs,
             ...(body.forkFrom ? { forkFrom: body.forkFrom } : {}),
+            ...(body.agent !== undefined ? { agent: body.agent } : {}),
           }),
         );
       },
