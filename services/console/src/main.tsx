@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { gatewayBase, setGatewayBase, setToken, token } from "./api.js";
 import { linkTo, usePath } from "./router.js";
 import "./style.css";
+import { AgentsPage } from "./views/agents-page.js";
 import { ApprovalsPage } from "./views/approvals-page.js";
 import { HealthPage } from "./views/health-page.js";
 import { SessionPage } from "./views/session-page.js";
@@ -19,6 +20,7 @@ function App() {
     const id = decodeURIComponent(session[1] as string);
     page = <SessionPage key={id} sessionId={id} />;
   } else if (path === "/approvals") page = <ApprovalsPage />;
+  else if (path === "/agents") page = <AgentsPage />;
   else if (path === "/health") page = <HealthPage />;
   else if (path === "/webhooks") page = <WebhooksPage />;
   else page = <div class="notice">No page at {path}.</div>;
@@ -29,6 +31,7 @@ function App() {
         {(
           [
             ["/", "Sessions"],
+            ["/agents", "Agents"],
             ["/approvals", "Approvals"],
             ["/webhooks", "Webhooks"],
             ["/health", "Health"],

@@ -1,4 +1,4 @@
-// All sessions, paged by the store's cursor: live status, model, last activity, name; search by id,
+// All sessions, paged by the store's cursor: live status, model, agent version, last activity, name; search by id,
 // name or label prefix across all sessions (the gateway's `q`, the store's search index), paged the
 // same way. Each refresh reads one page and the pending approvals (an index), never every session.
 import { useEffect, useState } from "preact/hooks";
@@ -11,6 +11,8 @@ interface SessionRow {
   status: string;
   updatedAt: string;
   seq: number;
+  /** The agent version the session runs (absent: none). */
+  agent?: { name: string; version: number };
 }
 interface Detail {
   model: { provider: string; modelId: string } | null;
@@ -98,6 +100,7 @@ export function SessionsPage() {
             <th>name</th>
             <th>status</th>
             <th>model</th>
+            <th>agent</th>
             <th>last activity</th>
             <th>events</th>
           </tr>
@@ -118,6 +121,7 @@ export function SessionsPage() {
                   <span class={`badge ${status.replace(/ /g, "-")}`}>{status}</span>
                 </td>
                 <td>{model ? `${model.provider}/${model.modelId}` : "—"}</td>
+                <td data-testid="session-agent">{s.agent ? `${s.agent.name}@${s.agent.version}` : "—"}</td>
                 <td title={s.updatedAt}>{ago(s.updatedAt)}</td>
                 <td>{s.seq}</td>
               </tr>
