@@ -105,12 +105,16 @@ describe("agents / HTTP", () => {
       agent: { name: "support", version: 2 },
       config: { model: V2.model, systemPrompt: V2.systemPrompt },
     });
-    const pinnedEvents = await eventsOf(pinned.body.sessionId, (e) => e.type === "approval_rules_set");
+    const pinnedEvents = await eventsOf(pinned.body.sessionId, (e) => e.type === "agent_change");
     expect(pinnedEvents.find((e) => e.type === "session_created")).toMatchObject({
       agent: { name: "support", version: 1 },
       config: { model: V1.model, systemPrompt: V1.systemPrompt, thinkingLevel: "low" },
     });
-    expect(pinnedEvents.at(-1)).toMatchObject({ type: "approval_rules_set", rules: V1.approvalRules });
+    expect(pinnedEvents.at(-1)).toMatchObject({
+      type: "agent_change",
+      agent: { name: "support", version: 1 },
+      approvalRules: V1.approvalRules,
+    });
 
     // A version written later does not move a session created from `support`: it was pinned.
     await call(base, "POST", "/v1/agents/support/versions", { body: { settings: { systemPrompt: "v3" } } });
@@ -135,6 +139,23 @@ describe("agents / HTTP", () => {
       expect.objectContaining({ sessionId: pinned.body.sessionId, agent: { name: "support", version: 1 } }),
     );
   });
+});
+
+describe("agents / approval rules", () => {
+  it("a version's rules apply to its sessions (scope agent_version), apart from the session's own", async () => {
+    const created = await call(base, "POST", "/v1/sessions", { body: { agent: "support@1" } });
+    const sessionId = created.body.sessionId as string;
+    stack.fake.script(
+      fakeReply([fakeText("Listing."), fakeToolUse("bash", { command: "ls" }, { id: "toolu_denied" })]),
+      fakeReply("Could not."),
+    );
+    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, { body: { type: "prompt", text: "list" } });
+    const events = await eventsOf(sessionId, (e) => e.type === "agent_end");
+    const end = events.find((e) => e.type === "tool_execution_end");
+    expect(end).toMatchObject({ toolCallId: "toolu_denied", isError: true });
+    expect(JSON.stringify(end)).toContain("no shell for support");
+    expect((await call(base, "GET", `/v1/sessions/${sessionId}/approval-rules`)).body).toEqual({ rules: [] });
+  }, 60_000);
 });
 
 describe("agents / set_agent", () => {
@@ -163,7 +184,8 @@ describe("agents / set_agent", () => {
       (t, i) => t === "command_accepted" && (events[i] as { commandType?: string }).commandType === "set_agent",
     );
     const firstTurnEnd = types.indexOf("turn_end");
-    const change = types.indexOf("agent_change");
+    // The first agent_change is the one of creation (v1's approval rules); the move's comes after.
+    const change = types.indexOf("agent_change", accepted);
     // Accepted mid-turn as pending writes; carried out after the turn ended, before the next turn.
     expect(types.slice(accepted + 1, accepted + 3)).toEqual(["pending_write", "pending_write"]);
     expect(accepted).toBeLessThan(firstTurnEnd);

@@ -177,10 +177,12 @@ export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
 /** Fleet addition: the session's approval rules from now on (`set_approval_rules`; replaces them whole). */
 export const ApprovalRulesSetEvent = ev("approval_rules_set", { rules: ApprovalRules });
 /**
- * Fleet addition (change 54): the session runs `agent` from here on (`set_agent`, carried out at a
- * turn boundary). Fields present replace the session's: `systemPrompt` and `compaction` as
- * `config_change`, `budget` as `budget_change`, `approvalRules` as `approval_rules_set`. The
- * version's model, thinking level and active tools are their own entries just before it.
+ * Fleet addition (change 54): the session runs `agent` from here on (after `session_created {agent}`
+ * when the version has approval rules; `set_agent`, carried out at a turn boundary). Fields present
+ * replace the session's: `systemPrompt` and `compaction` as `config_change`, `budget` as
+ * `budget_change`. `approvalRules` are the version's (scope `agent_version`; absent: none), apart
+ * from the session's own. The version's model, thinking level and active tools are their own entries
+ * just before it.
  */
 const agentChange = {
   agent: SessionAgent,

@@ -868,6 +868,7 @@ export class SessionActor {
     // The common case (no rule anywhere, no request logged) allocates nothing.
     if (
       state.approvalRules.length === 0 &&
+      state.agentApprovalRules.length === 0 &&
       tenant.length === 0 &&
       !this.deps.settings.approvalTools.has(toolName) &&
       !state.approvals.has(toolCallId)
@@ -875,6 +876,7 @@ export class SessionActor {
       return undefined;
     const layers: ApprovalLayer[] = [
       { scope: "session", rules: state.approvalRules },
+      { scope: "agent_version", rules: state.agentApprovalRules },
       { scope: "tenant", rules: tenant },
       this.workerApprovals,
     ];

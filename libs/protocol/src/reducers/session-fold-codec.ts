@@ -45,6 +45,8 @@ export interface EncodedSessionFold {
   approvals: Array<[string, { toolName: string; args?: unknown; expiresAt?: number; decision?: EncodedDecision }]>;
   /** The session's approval rules (the last `approval_rules_set`). */
   approvalRules: ApprovalRule[];
+  /** The agent version's approval rules (the last `agent_change`). */
+  agentApprovalRules: ApprovalRule[];
   compaction: {
     id: string;
     reason: CompactionReason;
@@ -100,6 +102,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
     pendingWrites: state.pendingWrites,
     approvals: [...state.approvals].map(([id, r]) => [id, approvalRecord(r)]),
     approvalRules: state.approvalRules,
+    agentApprovalRules: state.agentApprovalRules,
     compaction: state.compaction,
     owner: state.owner,
     deleting: state.deleting,
@@ -186,6 +189,7 @@ const EncodedFold = z.object({
     ]),
   ),
   approvalRules: z.array(Json),
+  agentApprovalRules: z.array(Json),
   compaction: z
     .object({
       id: z.string(),
@@ -260,6 +264,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
     commands: new Map(e.commands.map(([id, type, outcome, events]) => [id, { type, outcome, events }])),
     pendingWrites: e.pendingWrites,
     approvalRules: e.approvalRules,
+    agentApprovalRules: e.agentApprovalRules,
     approvals: new Map(
       e.approvals.map(([id, r]) => [
         id,

@@ -118,6 +118,8 @@ export interface SessionState {
   approvals: Map<string, ApprovalRecord>;
   /** The session's approval rules (the last `approval_rules_set`; empty: none). */
   approvalRules: ApprovalRule[];
+  /** The approval rules of the agent version the session runs (its last `agent_change`; empty: none). */
+  agentApprovalRules: ApprovalRule[];
   compaction: OpenCompaction | null;
   /** The last `owner_change`. */
   owner: { workerId: string; epoch: number } | null;
@@ -140,6 +142,7 @@ export function initialSessionState(): SessionState {
     pendingWrites: [],
     approvals: new Map(),
     approvalRules: [],
+    agentApprovalRules: [],
     compaction: null,
     owner: null,
     deleting: null,
@@ -269,7 +272,7 @@ function foldRecords(state: SessionState, event: FleetEvent): void {
       state.approvalRules = event.rules;
       break;
     case "agent_change":
-      if (event.approvalRules) state.approvalRules = event.approvalRules;
+      state.agentApprovalRules = event.approvalRules ?? [];
       break;
     case "compaction_start":
       state.compaction = {

@@ -47,7 +47,7 @@ describe("agents / create_session from an agent", () => {
     });
   });
 
-  it("records the resolved version in session_created; its settings are the config, its rules follow", () => {
+  it("records the resolved version in session_created; its settings are the config, its rules follow (scope agent_version)", () => {
     const outcome = given()
       .when(command("create_session", { agent: "support" }), { agentVersion: V2 })
       .then({
@@ -58,13 +58,19 @@ describe("agents / create_session from an agent", () => {
             config: agentSessionConfig(SPEC_DEFAULTS, V2.settings),
             agent: { name: "support", version: 2 },
           },
-          { type: "approval_rules_set", rules: [{ tool: "bash", action: "ask" }] },
+          {
+            type: "agent_change",
+            agent: { name: "support", version: 2 },
+            approvalRules: [{ tool: "bash", action: "ask" }],
+          },
         ],
       });
     expect(outcome.state.tree.agent).toEqual({ name: "support", version: 2 });
     expect(outcome.state.tree.config?.systemPrompt).toBe("You answer support tickets.");
     expect(outcome.state.spend.budget).toEqual({ run: { costUsd: 1 } });
-    expect(outcome.state.approvalRules).toEqual([{ tool: "bash", action: "ask" }]);
+    expect(outcome.state.agentApprovalRules).toEqual([{ tool: "bash", action: "ask" }]);
+    // The session's own rules are apart: none set.
+    expect(outcome.state.approvalRules).toEqual([]);
   });
 
   it("fields of `config` replace the version's", () => {
@@ -108,9 +114,15 @@ describe("agents / create_session from an agent", () => {
       name: "support",
       version: 2,
     });
-    cut
-      .whenRedelivered(command("create_session", { agent: "support" }), { agentVersion: V2 })
-      .then({ events: [{ type: "approval_rules_set", rules: [{ tool: "bash", action: "ask" }] }] });
+    cut.whenRedelivered(command("create_session", { agent: "support" }), { agentVersion: V2 }).then({
+      events: [
+        {
+          type: "agent_change",
+          agent: { name: "support", version: 2 },
+          approvalRules: [{ tool: "bash", action: "ask" }],
+        },
+      ],
+    });
   });
 });
 
@@ -149,7 +161,7 @@ describe("agents / set_agent", () => {
     expect(state.status.model).toEqual({ provider: "anthropic", modelId: "claude-support" });
     expect(state.tree.config?.compaction).toEqual(V2.settings.compaction);
     expect(state.spend.budget).toEqual(V2.settings.budget);
-    expect(state.approvalRules).toEqual(V2.settings.approvalRules);
+    expect(state.agentApprovalRules).toEqual(V2.settings.approvalRules);
   });
 
   it("mid-run: pending writes only, flushed at the next turn boundary; the session runs the old version until then", () => {

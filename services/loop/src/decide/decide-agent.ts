@@ -44,7 +44,8 @@ function resolveVersion(
 
 /**
  * `create_session {agent}`: `session_created {config, agent}` with the version's settings as the
- * config (fields of `config` replace them), then its approval rules as `approval_rules_set`.
+ * config (fields of `config` replace them), then, when the version has approval rules,
+ * `agent_change {agent, approvalRules}` (scope `agent_version`).
  */
 export function decideCreateFromAgent(cmd: CommandOf<"create_session">, ref: string, ctx: OutcomeContext): Decision {
   if (cmd.forkFrom) return rejected(ctx, cmd.id, cmd.type, "invalid", AGENT_TEXT.withFork);
@@ -56,7 +57,8 @@ export function decideCreateFromAgent(cmd: CommandOf<"create_session">, ref: str
     { id: ctx.newId(), body: { type: "session_created", config, agent: { name, version } } },
   ];
   if (settings.approvalRules && settings.approvalRules.length > 0) {
-    drafts.push({ id: ctx.newId(), body: { type: "approval_rules_set", rules: settings.approvalRules } });
+    const approvalRules = settings.approvalRules;
+    drafts.push({ id: ctx.newId(), body: { type: "agent_change", agent: { name, version }, approvalRules } });
   }
   return accepted(ctx, cmd, drafts);
 }
