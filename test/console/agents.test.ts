@@ -62,5 +62,8 @@ describe("console / agents", () => {
     await page.goto(`${base}/`);
     const row = page.getByTestId("session-row").filter({ hasText: a.sessionId });
     await expect.poll(() => row.getByTestId("session-agent").textContent()).toBe("support@2");
+    // The session's page says which version it runs, folded from its log in the browser.
+    await page.goto(`${base}/sessions/${a.sessionId}`);
+    await expect.poll(() => page.getByTestId("session-agent").textContent()).toBe(" · agent support@2");
   }, 90_000);
 });

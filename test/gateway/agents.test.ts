@@ -196,6 +196,8 @@ describe("agents / set_agent", () => {
     expect(second?.model).toBe("claude-agent-v2");
     expect(JSON.stringify(second?.system)).toContain("You are support v2.");
     await countsBecome("mover", { 1: 0, 2: 1 });
+    const state = await call(base, "GET", `/v1/sessions/${sessionId}`);
+    expect([state.body.agent, state.body.systemPrompt]).toEqual([{ name: "mover", version: 2 }, V2.systemPrompt]);
   }, 60_000);
 
   it("refuses a version that does not exist (command_rejected not_found)", async () => {
