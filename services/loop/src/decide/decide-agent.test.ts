@@ -1,8 +1,17 @@
 // Specs of agents in the decider: a session created from an agent's version, and `set_agent`.
 import { type AgentVersion, agentSessionConfig, applyConfigPatch } from "@fleet/protocol";
-import { assistantMessage, CONFIG, type EventInput, startOf, toolCall, userMessage } from "@fleet/protocol/testing";
+import {
+  assistantMessage,
+  CONFIG,
+  type EventInput,
+  SESSION_ID,
+  startOf,
+  toolCall,
+  userMessage,
+} from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
 import { command, given, givenLog, ONE_RUN, SPEC_DEFAULTS } from "../testing/decider-spec.js";
+import { commandInput } from "./command-input.js";
 import { AGENT_TEXT } from "./decide-agent.js";
 
 const V2: AgentVersion = {
@@ -92,14 +101,14 @@ describe("agents / create_session from an agent", () => {
   });
 
   it("a malformed reference is invalid before any lookup; an agent with forkFrom is invalid", () => {
-    const bad = given().when({
-      ok: false,
-      commandId: "cmd-1",
-      commandType: "create_session",
-      code: "invalid",
-      reason: "agent: an agent name, or name@version",
-    });
-    bad.thenRejected("invalid");
+    for (const agent of ["a.b", "support@0", "support@latest", ""]) {
+      const bytes = new TextEncoder().encode(
+        JSON.stringify({ type: "create_session", id: "cmd-1", sessionId: SESSION_ID, agent }),
+      );
+      const input = commandInput({ data: bytes, commandRef: "cmd-1", hasMsgId: true });
+      expect(input.ok).toBe(false);
+      given().when(input).thenRejected("invalid", /agent/);
+    }
     given()
       .when(command("create_session", { agent: "support", forkFrom: { sessionId: "other", entryId: "e1" } }))
       .thenRejected("invalid", AGENT_TEXT.withFork);

@@ -18,6 +18,7 @@ import { decideSessionWrite } from "./session-write.js";
 export const AGENT_TEXT = {
   notFound: (ref: string) => `Agent ${ref} not found`,
   withFork: "`agent` and `forkFrom` do not combine: a fork takes its source's config",
+  badRef: (ref: string) => `${JSON.stringify(ref)} is not an agent name or name@version`,
 } as const;
 
 /** The version a command names, or what the shell must fetch first, or the rejection of a missing one. */
@@ -27,7 +28,7 @@ function resolveVersion(
   ctx: OutcomeContext,
 ): { ok: true; version: AgentVersion } | { ok: false; decision: Decision } {
   const parsed = parseAgentRef(ref);
-  if (!parsed) return { ok: false, decision: rejected(ctx, cmd.id, cmd.type, "invalid", AGENT_TEXT.notFound(ref)) };
+  if (!parsed) return { ok: false, decision: rejected(ctx, cmd.id, cmd.type, "invalid", AGENT_TEXT.badRef(ref)) };
   const found = ctx.agentVersion;
   if (found === undefined) {
     return { ok: false, decision: { kind: "needs_agent_version", name: parsed.name, version: parsed.version } };
