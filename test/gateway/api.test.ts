@@ -631,6 +631,36 @@ describe("gateway / API", () => {
     expect((await api("DELETE", "/v1/schedules/api-daily")).status).toBe(404);
   });
 
+  it("agents (change 54): versions written and read, a session from one, its count", async () => {
+    const created = await api("POST", "/v1/agents", { body: { name: "api-agent", settings: { systemPrompt: "api" } } });
+    expect([created.status, created.body.version]).toEqual([201, 1]);
+    expect((await api("POST", "/v1/agents", { body: { name: "api-agent", settings: {} } })).status).toBe(409);
+    expect((await api("POST", "/v1/agents", { body: { name: "api-x", settings: {} }, token: READ })).status).toBe(403);
+    const next = await api("POST", "/v1/agents/api-agent/versions", { body: { settings: { thinkingLevel: "low" } } });
+    expect([next.status, next.body.version]).toEqual([201, 2]);
+    expect((await api("POST", "/v1/agents/api-none/versions", { body: { settings: {} } })).status).toBe(404);
+    expect((await api("POST", "/v1/sessions", { body: { agent: "api-agent@1" } })).status).toBe(201);
+    await expect
+      .poll(
+        async () =>
+          (await api("GET", "/v1/agents/api-agent", { token: READ })).body.versions.map(
+            (v: { sessions: number }) => v.sessions,
+          ),
+        { timeout: 10_000 },
+      )
+      .toEqual([1, 0]);
+    expect((await api("GET", "/v1/agents", { token: READ })).body.agents).toContainEqual({
+      name: "api-agent",
+      latest: 2,
+      updatedAt: expect.any(Number),
+      sessions: 1,
+    });
+    const v2 = await api("GET", "/v1/agents/api-agent/versions/2", { token: READ });
+    expect(v2.body).toMatchObject({ version: 2, settings: { thinkingLevel: "low" }, sessions: 0 });
+    expect((await api("GET", "/v1/agents/api-agent/versions/3", { token: READ })).status).toBe(404);
+    expect((await api("GET", "/v1/agents/api-none", { token: READ })).status).toBe(404);
+  });
+
   it("every route of the OpenAPI document was exercised and matched it", () => {
     // /readyz 503 and the 503s of the other routes are exercised by the next test.
     expect(checker.missing()).toEqual([]);

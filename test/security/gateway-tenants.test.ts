@@ -416,6 +416,37 @@ describe("gateway / tenant means account", () => {
     expect((await readAs("acme", "/v1/approval-rules")).body.rules).toEqual([]);
   });
 
+  it("acme's agents are acme's: globex cannot read, list or start a session from them; names are per tenant", async () => {
+    const v1 = await attempt("acme operate token POST /v1/agents", () =>
+      api("acme", "POST", "/v1/agents", { name: "helper", settings: { systemPrompt: "acme helper" } }),
+    );
+    expect([v1.status, v1.body.version]).toEqual([201, 1]);
+    expect((await readAs("acme", "/v1/agents/helper")).body.versions[0].settings.systemPrompt).toBe("acme helper");
+    for (const path of ["/v1/agents/helper", "/v1/agents/helper/versions/1"]) {
+      expect((await readAs("globex", path)).status).toBe(404);
+    }
+    expect((await readAs("globex", "/v1/agents")).body.agents).toEqual([]);
+    const fromTheirs = await attempt("globex operate token POST /v1/sessions {agent: helper}", () =>
+      api("globex", "POST", "/v1/sessions", { agent: "helper" }),
+    );
+    expect([fromTheirs.status, fromTheirs.body.error.code]).toEqual([404, "not_found"]);
+    const update = await attempt("globex operate token POST /v1/agents/helper/versions", () =>
+      api("globex", "POST", "/v1/agents/helper/versions", { settings: { systemPrompt: "by globex" } }),
+    );
+    expect(update.status).toBe(404);
+    // globex's own agent of the same name is its own version 1; acme's stays as it was.
+    const own = await api("globex", "POST", "/v1/agents", { name: "helper", settings: { systemPrompt: "globex" } });
+    expect([own.status, own.body.version]).toEqual([201, 1]);
+    expect((await readAs("acme", "/v1/agents/helper")).body.latest).toBe(1);
+    // A session from acme's agent runs acme's version, and is counted in acme's store only.
+    const created = await api("acme", "POST", "/v1/sessions", { agent: "helper" });
+    expect(created.status).toBe(201);
+    await expect
+      .poll(async () => (await readAs("acme", "/v1/agents/helper")).body.versions[0].sessions, { timeout: 10_000 })
+      .toBe(1);
+    expect((await readAs("globex", "/v1/agents/helper")).body.versions[0].sessions).toBe(0);
+  });
+
   it("webhooks: each tenant's receiver gets its own tenant's events only; acme cannot see or delete globex's", async () => {
     const url = (i: number) => `http://127.0.0.1:${(receivers[i]?.address() as AddressInfo | undefined)?.port}/hook`;
     const acmeHook = await api("acme", "POST", "/v1/webhooks", { url: url(0), events: ["agent_end"] });

@@ -31,7 +31,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { type ServiceProcess, spawnService } from "../support/service-process.js";
 
 export const PARTITIONS = 4;
-const LIMITS = { maxMemory: "256MB", maxFile: "1GB", maxStreams: 16, maxConsumers: 256 };
+const LIMITS = { maxMemory: "256MB", maxFile: "1GB", maxStreams: 24, maxConsumers: 256 };
 
 export interface SecuredNats {
   nats: NatsServer;

@@ -117,7 +117,7 @@ describe("tenants / one account each", () => {
       ["globex", globex],
     ] as const) {
       const info = await client.jsm.getAccountInfo();
-      expect(info.limits.max_streams, tenant).toBe(16);
+      expect(info.limits.max_streams, tenant).toBe(24);
       expect(info.limits.max_consumers, tenant).toBe(256);
       expect(info.limits.max_storage, tenant).toBe(1024 ** 3);
     }

@@ -45,7 +45,7 @@ describe("store index upgrade", () => {
       const active = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
       return active !== ns && active !== null ? active : undefined;
     });
-    expect(await fixture.f.redis.get(`${fixture.f.prefix}:${rebuiltNs}:indexes`)).toBe("1");
+    expect(await fixture.f.redis.get(`${fixture.f.prefix}:${rebuiltNs}:indexes`)).toBe("2");
     expect(second.output()).toContain('"evt":"store_index_upgrade_started"');
     const running = await query(fixture.f.nc, "list_running", {});
     expect((running.sessions as Array<{ sessionId: string }>).map((s) => s.sessionId)).toEqual(["up-1", "up-2"]);

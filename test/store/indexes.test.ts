@@ -1,7 +1,7 @@
 // The store's indexes (PROTOCOL change 44) against a full scan: after a random mix of runs, names,
-// labels, approvals and deletions, with the store SIGKILLed midway and Redis flushed (self-heal
-// rebuild), `list_running`, `list_approvals` and `search_sessions` answer exactly what folding every
-// session's whole log answers.
+// labels, approvals, agent versions (change 54) and deletions, with the store SIGKILLed midway and
+// Redis flushed (self-heal rebuild), `list_running`, `list_approvals`, `search_sessions` and
+// `count_agent_sessions` answer exactly what folding every session's whole log answers.
 import {
   type EventBody,
   type FleetEvent,
@@ -20,9 +20,12 @@ const NAMES = ["Alpha build", "Beta release notes", "gamma", "Delta: fix the cac
 const LABELS = ["release", "review", "hot fix", "Reviewed"];
 const QUERIES = ["ix-1", "ix-", "beta", "release", "re", "notes", "fix", "cache", "gamma", "zzz", "IX-0", "1", "2"];
 
-/** Random logs of sessions `ix-<i>`: runs, names, labels, approvals asked and decided, deletions. */
+/** Random logs of sessions `ix-<i>`: runs, names, labels, approvals asked and decided, agents, deletions. */
 function randomLogs(count: number, seed: number): Map<string, FleetEvent[]> {
   const rnd = prng(seed);
+  // Agent versions draw from their own sequence, so the rest of the mix is what it was without them.
+  const agentRnd = prng(seed + 1);
+  const someVersion = () => ({ name: agentRnd() < 0.5 ? "ag-a" : "ag-b", version: 1 + Math.floor(agentRnd() * 3) });
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   const logs = new Map<string, FleetEvent[]>();
   let ts = 1_770_000_000_000;
@@ -48,11 +51,13 @@ function randomLogs(count: number, seed: number): Map<string, FleetEvent[]> {
       entries.length = 0;
       running = false;
       calls = [];
-      add({ type: "session_created", config: SYNTHETIC_CONFIG });
+      if (agentRnd() < 0.6) add({ type: "session_created", config: SYNTHETIC_CONFIG, agent: someVersion() });
+      else add({ type: "session_created", config: SYNTHETIC_CONFIG });
     };
     create();
     const steps = 4 + Math.floor(rnd() * 16);
     for (let s = 0; s < steps; s++) {
+      if (agentRnd() < 0.15) add({ type: "agent_change", agent: someVersion() });
       const r = rnd();
       if (r < 0.15) add({ type: "session_info", name: pick(NAMES) } as EventBody, true);
       else if (r < 0.3 && entries.length > 0) {
@@ -92,6 +97,8 @@ function randomLogs(count: number, seed: number): Map<string, FleetEvent[]> {
 }
 
 interface Expected {
+  /** `name@version` → sessions that run it. */
+  agents: Record<string, number>;
   running: string[];
   approvals: Array<{ sessionId: string; toolCallId: string; seq: number }>;
   search: Map<string, string[]>;
@@ -108,6 +115,7 @@ function fullScan(logs: Map<string, FleetEvent[]>, seqs: Map<string, number[]>):
   const running: string[] = [];
   const approvals: Expected["approvals"] = [];
   const texts = new Map<string, string[]>();
+  const agents: Record<string, number> = {};
   for (const [sid, log] of logs) {
     const seq = seqs.get(sid) ?? [];
     const cut = log.findLastIndex((e) => e.type === "session_deleting") + 1;
@@ -123,6 +131,10 @@ function fullScan(logs: Map<string, FleetEvent[]>, seqs: Map<string, number[]>):
     if (isRunning) running.push(sid);
     for (const a of pending.values()) approvals.push({ sessionId: sid, toolCallId: a.toolCallId, seq: a.seq });
     const tree = foldSessionTreeEvents(live);
+    if (tree.agent) {
+      const ref = `${tree.agent.name}@${tree.agent.version}`;
+      agents[ref] = (agents[ref] ?? 0) + 1;
+    }
     texts.set(sid, [
       ...fromWords(sid),
       ...fromWords(tree.name ?? ""),
@@ -140,7 +152,7 @@ function fullScan(logs: Map<string, FleetEvent[]>, seqs: Map<string, number[]>):
         .sort(),
     );
   }
-  return { running: running.sort(), approvals, search };
+  return { agents, running: running.sort(), approvals, search };
 }
 
 /** Every page of a paged index query, sessions deduplicated. */
@@ -170,7 +182,11 @@ async function indexAnswers(): Promise<Expected> {
   expect(approvals.ok).toBe(true);
   const search = new Map<string, string[]>();
   for (const q of QUERIES) search.set(q, await allPages("search_sessions", { q }));
+  const counted = (await query(fixture.f.nc, "count_agent_sessions", {})) as unknown as {
+    counts: Array<{ name: string; version: number; sessions: number }>;
+  };
   return {
+    agents: Object.fromEntries(counted.counts.map((c) => [`${c.name}@${c.version}`, c.sessions])),
     running: await allPages("list_running", {}),
     approvals: approvals.approvals.map(({ sessionId, toolCallId, seq }) => ({ sessionId, toolCallId, seq })),
     search,
@@ -205,6 +221,7 @@ async function expectIndexesMatch(logs: Map<string, FleetEvent[]>, publisher: Pu
   const expected = fullScan(logs, publisher.seqs);
   const got = await indexAnswers();
   expect(got.running).toEqual(expected.running);
+  expect(got.agents).toEqual(expected.agents);
   expect(byRequest(got.approvals)).toEqual(byRequest(expected.approvals));
   for (const q of QUERIES) expect({ q, found: got.search.get(q) }).toEqual({ q, found: expected.search.get(q) });
   return expected;
@@ -234,6 +251,7 @@ describe("store indexes (PROTOCOL change 44)", () => {
     expect(expected.search.get("beta")?.length).toBeGreaterThan(2);
     const deleted = [...logs.values()].filter((l) => l.some((e) => e.type === "session_deleting")).length;
     expect(deleted).toBeGreaterThan(2);
+    expect(Object.keys(expected.agents).length).toBeGreaterThan(3);
 
     // Redis loses everything: the store rebuilds from the log, indexes included.
     const nsBefore = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
@@ -259,9 +277,11 @@ describe("store indexes (PROTOCOL change 44)", () => {
     const lost = expected.running[0] as string;
     await fixture.f.redis.zrem(`${fixture.f.prefix}:${ns}:idx:running`, lost);
     await fixture.f.redis.zadd(`${fixture.f.prefix}:${ns}:idx:search`, 0, "ghost\u0000name\u0000ix-ghost");
+    await fixture.f.redis.hincrby(`${fixture.f.prefix}:${ns}:idx:agents`, "ag-z@9", 2);
     const broken = await runCli(fixture.f, ["verify", "--wait-ms", "5000"]);
     expect(broken.output).toContain(`${lost}: indexes[running]: live (absent) != rebuilt 0`);
     expect(broken.output).toMatch(/search index: .*ghost.* is not a term of ix-ghost/);
+    expect(broken.output).toContain("agents index: ag-z@9 counts 2 sessions, the sessions say 0");
     expect(broken.code).not.toBe(0);
   }, 180_000);
 });

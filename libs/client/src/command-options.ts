@@ -51,6 +51,11 @@ export interface CreateSessionOptions extends CommandOptions {
   sessionId?: string;
   /** Start the new session as a copy of another session's branch ending at `entryId`. */
   forkFrom?: { sessionId: string; entryId: string };
+  /**
+   * Create it from an agent (PROTOCOL "Agents"): `name` (its latest version, pinned now) or
+   * `name@version`; the version's settings are the config, and fields of `config` replace them.
+   */
+  agent?: string;
 }
 
 /** Input of `importSession`: pi v3 JSONL text is parsed with the protocol's importer by the caller. */

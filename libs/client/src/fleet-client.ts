@@ -14,6 +14,7 @@ import {
 import { resolveBlobBlocks } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { AgentsApi } from "./agents.js";
 import { sessionApprovalRulesOf, setTenantApprovalRulesOf, tenantApprovalRulesOf } from "./approval-rules.js";
 import { type ConnectionOptions, connectClientNats, type FleetClientOptions, openClient } from "./client-connect.js";
 import {
@@ -74,6 +75,8 @@ export class FleetClient extends SessionCommands {
   readonly schedules: ScheduleClient;
   /** K, the number of event streams (stream groups). */
   readonly groups: number;
+  /** The tenant's agents (KV `fleet_agents`): create, update, get, list, show. */
+  readonly agents: AgentsApi;
   readonly #ctx: ClientContext;
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
@@ -87,6 +90,7 @@ export class FleetClient extends SessionCommands {
     this.partitions = ctx.partitions;
     this.schedules = new ScheduleClient(ctx.js, ctx.jsm);
     this.groups = ctx.groups;
+    this.agents = new AgentsApi(ctx.nc);
     this.#commandTimeoutMs = opts.commandTimeoutMs;
     this.#requestTimeoutMs = opts.requestTimeoutMs;
   }
@@ -417,6 +421,16 @@ export class FleetClient extends SessionCommands {
     return storeRequest(this.nc, "search_sessions", { q, ...opts }, this.#requestTimeoutMs, this.#ctx.blobs);
   }
   /** Pending tool approvals, oldest first: every session's, or one session's. */
+  /** Sessions per agent version (every agent's, or `name`'s), from the store's agents index. */
+  countAgentSessions(name?: string): Promise<StoreResult<"count_agent_sessions">> {
+    return storeRequest(
+      this.nc,
+      "count_agent_sessions",
+      name !== undefined ? { name } : {},
+      this.#requestTimeoutMs,
+      this.#ctx.blobs,
+    );
+  }
   listApprovals(opts: { sessionId?: string } = {}): Promise<StoreResult<"list_approvals">> {
     return storeRequest(this.nc, "list_approvals", opts, this.#requestTimeoutMs, this.#ctx.blobs);
   }

@@ -1,5 +1,6 @@
 // Public surface of @fleet/client: the TypeScript SDK for driving and reading Fleet sessions.
 
+export { type AgentDefinition, type AgentDetails, AgentsApi } from "./agents.js";
 export {
   type DeploymentReport,
   inspectDeployment,

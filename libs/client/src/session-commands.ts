@@ -34,7 +34,16 @@ export abstract class SessionCommands {
     const sessionId = opts.sessionId ?? newSessionId();
     const body: Omit<CommandOf<"create_session">, "id" | "sessionId" | "ts"> = { type: "create_session", config };
     if (opts.forkFrom) body.forkFrom = opts.forkFrom;
+    if (opts.agent !== undefined) body.agent = opts.agent;
     return this.send(sessionId, body, opts);
+  }
+
+  /**
+   * Moves the session to an agent's version (`name`: its latest now, or `name@version`) at its next
+   * turn boundary: `agent_change` is appended then (at once when idle). `not_found` when no such version.
+   */
+  setAgent(sessionId: string, agent: string, opts?: CommandOptions): Promise<CommandOutcome> {
+    return this.send(sessionId, { type: "set_agent", agent }, opts);
   }
 
   /** `create_session` with `forkFrom: {sessionId, entryId}`: a new session holding that branch. */

@@ -1,6 +1,8 @@
 // JSON Schemas of the wire formats, generated from the zod schemas (zod 4 `z.toJSONSchema`).
 // Pure: `buildJsonSchemas()` returns file name → file text; write-schemas.ts writes them to schemas/.
 import {
+  AgentLatest,
+  AgentVersion,
   FleetCommand,
   FleetEvent,
   RunnerPresence,
@@ -31,6 +33,8 @@ function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodTy
     { file: "session-config", title: "SessionConfig", schema: SessionConfig },
     { file: "schedule-event", title: "ScheduleEvent", schema: ScheduleEvent },
     { file: "schedule-definition", title: "ScheduleDefinition", schema: ScheduleDefinition },
+    { file: "agent-version", title: "AgentVersion", schema: AgentVersion },
+    { file: "agent-latest", title: "AgentLatest", schema: AgentLatest },
   ];
   for (const op of STORE_OPS) {
     const name = op.replace(/_/g, "-");

@@ -7,11 +7,11 @@ export type ApprovalAction = z.infer<typeof ApprovalAction>;
 
 /**
  * Where a rule is set, in precedence order: a session's rules (on its log, `set_approval_rules`),
+ * then those of the agent version the session runs (`agent_version`: on its log, `agent_change`),
  * then the tenant's (KV `fleet_config` key `approval_rules`), then the loop worker's default
- * (`FLEET_APPROVAL_TOOLS`: `ask` for each tool named). An agent version's rules, once agents exist,
- * go between `session` and `tenant` (`agent_version`); nothing else changes.
+ * (`FLEET_APPROVAL_TOOLS`: `ask` for each tool named).
  */
-export const ApprovalScope = z.enum(["session", "tenant", "worker"]);
+export const ApprovalScope = z.enum(["session", "agent_version", "tenant", "worker"]);
 export type ApprovalScope = z.infer<typeof ApprovalScope>;
 
 export const MAX_APPROVAL_RULES = 100;

@@ -131,6 +131,15 @@ function eventSamples(): Record<FleetEventType, FleetEvent> {
   add(log.add({ type: "budget_change", budget: { run: { outputTokens: 1000 }, session: { costUsd: 2.5 } } }));
   add(
     log.add({
+      type: "agent_change",
+      agent: { name: "support", version: 3 },
+      systemPrompt: "You answer support tickets.",
+      budget: { run: { costUsd: 1 } },
+      approvalRules: [{ tool: "bash", action: "ask" }],
+    }),
+  );
+  add(
+    log.add({
       type: "approval_rules_set",
       rules: [{ tool: "bash", args: { pointer: "/command", regex: "^rm " }, action: "ask", expiresInMs: 60_000 }],
     }),
@@ -246,6 +255,7 @@ const COMMAND_SAMPLES: Record<FleetCommandType, FleetCommand> = {
     ...envelope,
     rules: [{ tool: "bash", args: { pointer: "/command", regex: "^rm " }, action: "deny", reason: "no rm" }],
   },
+  set_agent: { type: "set_agent", id: "c-41", ...envelope, agent: "support@3" },
   delete_session: { type: "delete_session", id: "c-22", ...envelope, by: "ops@host" },
   archive_session: { type: "archive_session", id: "c-23", ...envelope },
   restore_session: { type: "restore_session", id: "c-24", ...envelope, by: "gateway acme/operate" },
@@ -390,7 +400,12 @@ describe("codec / round trips", () => {
     },
     list_running: {
       request: { limit: 20, cursor: "aXgtMQ" },
-      reply: { ok: true, sessions: [{ sessionId: "s-1", name: null, status: "running", updatedAt: 5, seq: 9 }] },
+      reply: {
+        ok: true,
+        sessions: [
+          { sessionId: "s-1", name: null, status: "running", updatedAt: 5, seq: 9, agent: { name: "a", version: 2 } },
+        ],
+      },
     },
     list_approvals: {
       request: { sessionId: "s-1" },
@@ -407,6 +422,16 @@ describe("codec / round trips", () => {
         ok: true,
         sessions: [{ sessionId: "s-1", name: "Release notes", status: "idle", updatedAt: 5, seq: 9 }],
         cursor: "abc",
+      },
+    },
+    count_agent_sessions: {
+      request: { name: "support" },
+      reply: {
+        ok: true,
+        counts: [
+          { name: "support", version: 1, sessions: 3 },
+          { name: "support", version: 2, sessions: 1 },
+        ],
       },
     },
   };

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AgentRef } from "./agents.js";
 import { ApprovalRules } from "./approval-rules.js";
 import { SessionBudget } from "./budget.js";
 import { CompactionSettings, ModelRef, SessionConfigPatch } from "./config.js";
@@ -38,9 +39,15 @@ const exactlyOneInput = (value: { text?: string | undefined; message?: unknown }
 const inputCmd = <T extends string>(type: T) =>
   cmd(type, messageInput).refine(exactlyOneInput, { message: "exactly one of `text` and `message` is required" });
 
+/**
+ * `agent` (Fleet addition, change 54): create the session from an agent's version, `name` (the latest,
+ * pinned now) or `name@version`; the version's settings are its config, and fields of `config` replace
+ * theirs. Not with `forkFrom`.
+ */
 export const CreateSessionCommand = cmd("create_session", {
   config: SessionConfigPatch.optional(),
   forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
+  agent: AgentRef.optional(),
 });
 /**
  * Fleet addition (change 51): creates session `sessionId` as a replay of `replayOf.sessionId`: a fork
@@ -90,6 +97,11 @@ export const ApproveToolCallCommand = cmd("approve_tool_call", {
   args: z.unknown().optional(),
 });
 export const DenyToolCallCommand = cmd("deny_tool_call", { toolCallId: ToolCallId, reason: z.string().optional() });
+/**
+ * Fleet addition (change 54): moves the session to another version of an agent (`name`: its latest
+ * now, or `name@version`), at the session's next turn boundary (`agent_change`).
+ */
+export const SetAgentCommand = cmd("set_agent", { agent: AgentRef });
 /** Fleet addition: replaces the session's approval rules (`approval_rules_set`), at once, even mid-run. */
 export const SetApprovalRulesCommand = cmd("set_approval_rules", { rules: ApprovalRules });
 /**
@@ -140,6 +152,7 @@ export const FleetCommand = z.discriminatedUnion("type", [
   ArchiveSessionCommand,
   RestoreSessionCommand,
   ReplayCommand,
+  SetAgentCommand,
 ]);
 export type FleetCommand = z.infer<typeof FleetCommand>;
 export type FleetCommandType = FleetCommand["type"];

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SessionAgent } from "./agents.js";
 import { ApprovalRules, ApprovalScope } from "./approval-rules.js";
 import { StreamDelta } from "./assistant-stream.js";
 import { BlobRef } from "./blob-ref.js";
@@ -90,6 +91,8 @@ export const SessionCreatedEvent = ev("session_created", {
    * the user messages to run again and the recorded tool results. The loop runs the turns itself.
    */
   replayOf: ReplayRecord.optional(),
+  /** The agent version the session was created from (change 54); absent: none. */
+  agent: SessionAgent.optional(),
 });
 export const CommandAcceptedEvent = ev("command_accepted", {
   commandId: z.string().min(1),
@@ -182,6 +185,22 @@ export const ToolApprovalResolvedEvent = ev("tool_approval_resolved", {
 /** Fleet addition: the session's approval rules from now on (`set_approval_rules`; replaces them whole). */
 export const ApprovalRulesSetEvent = ev("approval_rules_set", { rules: ApprovalRules });
 /**
+ * Fleet addition (change 54): the session runs `agent` from here on (after `session_created {agent}`
+ * when the version has approval rules; `set_agent`, carried out at a turn boundary). Fields present
+ * replace the session's: `systemPrompt` and `compaction` as `config_change`, `budget` as
+ * `budget_change`. `approvalRules` are the version's (scope `agent_version`; absent: none), apart
+ * from the session's own. The version's model, thinking level and active tools are their own entries
+ * just before it.
+ */
+const agentChange = {
+  agent: SessionAgent,
+  systemPrompt: z.string().optional(),
+  compaction: CompactionSettings.optional(),
+  budget: SessionBudget.optional(),
+  approvalRules: ApprovalRules.optional(),
+};
+export const AgentChangeEvent = ev("agent_change", agentChange);
+/**
  * A session write (settings, label, name, custom entry, message) that arrives while a run (or a
  * compaction) is in progress. pi defers such writes to the next flush point; Fleet records them at
  * acceptance, so a write accepted mid-run is in the log even if the worker dies before the flush.
@@ -195,6 +214,8 @@ export const SessionWrite = z.discriminatedUnion("type", [
   z.object({ type: z.literal("custom"), customType: z.string().min(1), data: z.unknown() }),
   /** A message appended to the transcript outside the queues: `message_start` + `message_end`. */
   z.object({ type: z.literal("message"), message: AgentMessage }),
+  /** A move to another agent version: one `agent_change`. */
+  z.object({ type: z.literal("agent_change"), ...agentChange }),
 ]);
 export type SessionWrite = z.infer<typeof SessionWrite>;
 
@@ -327,6 +348,7 @@ export const FleetEvent = z.discriminatedUnion("type", [
   SessionDeletingEvent,
   SessionRestoringEvent,
   SessionRestoredEvent,
+  AgentChangeEvent,
 ]);
 export type FleetEvent = z.infer<typeof FleetEvent>;
 export type FleetEventType = FleetEvent["type"];

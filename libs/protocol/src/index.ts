@@ -1,6 +1,21 @@
 // Public surface of @fleet/protocol: the executable form of PROTOCOL.md. No I/O.
 
 export {
+  AGENT_KEYS,
+  AgentLatest,
+  AgentName,
+  AgentRef,
+  AgentSettings,
+  AgentVersion,
+  AgentVersionNumber,
+  agentRefOf,
+  agentSessionConfig,
+  parseAgentRef,
+  SessionAgent,
+  versionOfKey,
+} from "./agents.js";
+
+export {
   ApprovalAction,
   type ApprovalLayer,
   ApprovalRule,

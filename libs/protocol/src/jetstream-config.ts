@@ -144,6 +144,11 @@ export const KV_BUCKETS = {
    * first part, `<sessionId>.<k>` → part k. Derived data: losing any of it costs a full load only.
    */
   snapshots: { name: "fleet_snapshots", history: 1, ttlMs: 0 },
+  /**
+   * Agents (change 54): `<name>.v<N>` → `AgentVersion` (written with create, never replaced) and
+   * `<name>.latest` → `AgentLatest` (moved forward by compare-and-set).
+   */
+  agents: { name: "fleet_agents", history: 1, ttlMs: 0 },
 } as const;
 
 export const OBJECT_STORES = {

@@ -34,6 +34,8 @@ describe("JSON Schemas", () => {
         "session-config",
         "schedule-event",
         "schedule-definition",
+        "agent-version",
+        "agent-latest",
         ...[
           "get-context",
           "get-tree",
@@ -45,6 +47,7 @@ describe("JSON Schemas", () => {
           "list-running",
           "list-approvals",
           "search-sessions",
+          "count-agent-sessions",
         ].flatMap((op) => [`store-${op}-request`, `store-${op}-reply`]),
       ]
         .map((n) => `${n}.json`)

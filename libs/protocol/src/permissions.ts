@@ -219,6 +219,8 @@ function readerPublish(groups: number): string[] {
     // Schedules and their slots' outcomes (change 55).
     ...jsApi.getMessage(SCHED),
     ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name].flatMap(jsApi.kvRead),
+    // Agents (change 54): read, and listed (stream info with a subjects filter, then gets).
+    ...jsApi.kvRead(KV.agents.name),
     "fleet.store.*",
     // Content by reference (`fleet_blobs`) and store replies by reference (`fleet_inputs`).
     ...jsApi.objRead(BLOBS),
@@ -285,6 +287,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           `${API}.STREAM.PURGE.${kvStream(KV.snapshots.name)}`,
           // The tenant's approval rules (key `approval_rules` of `fleet_config`).
           ...jsApi.kvWatch(KV.config.name),
+          // Agent versions a session is created from or moved to (change 54).
+          ...jsApi.kvRead(KV.agents.name),
           // Session lifecycle: purges a deleted session's events and tool results (by subject), deletes
           // its blobs, writes and reads archives, asks the store for idle sessions (retention).
           ...ev((s) => [`${API}.STREAM.PURGE.${s}`]),
@@ -366,6 +370,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
+          ...jsApi.kvWrite(KV.agents.name),
           ...jsApi.objWrite(INPUTS),
           ...scheduleWrites(),
         ],
@@ -378,6 +383,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           subjects.commandsAll,
           `$KV.${KV.budgets.name}.limits`,
           `$KV.${KV.config.name}.${CONFIG_KEYS.approvalRules}`,
+          ...jsApi.kvWrite(KV.agents.name),
           // Large inputs of the commands it sends, written before the command.
           ...jsApi.objWrite(INPUTS),
           ...scheduleWrites(),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AgentName, SessionAgent } from "./agents.js";
 import { ModelRef } from "./config.js";
 import { EventId, SessionId, ToolName } from "./ids.js";
 import { ContextMessage, ThinkingLevel } from "./messages.js";
@@ -16,6 +17,7 @@ export const STORE_OPS = [
   "list_running",
   "list_approvals",
   "search_sessions",
+  "count_agent_sessions",
 ] as const;
 export type StoreOp = (typeof STORE_OPS)[number];
 
@@ -68,6 +70,13 @@ export const SearchSessionsRequest = z.object({
   cursor: z.string().optional(),
 });
 
+/**
+ * How many sessions run each agent version (change 54): every agent's, or one agent's (`name`).
+ * Answered from the store's agents index, one counter per version: the cost is that of the
+ * versions, not of the sessions.
+ */
+export const CountAgentSessionsRequest = z.object({ name: AgentName.optional() });
+
 export const StoreRequest = {
   get_context: GetContextRequest,
   get_tree: GetTreeRequest,
@@ -79,6 +88,7 @@ export const StoreRequest = {
   list_running: ListRunningRequest,
   list_approvals: ListApprovalsRequest,
   search_sessions: SearchSessionsRequest,
+  count_agent_sessions: CountAgentSessionsRequest,
 } as const satisfies Record<StoreOp, z.ZodType>;
 
 /**
@@ -114,11 +124,19 @@ export const SessionSummary = z.object({
   status: z.enum(["idle", "running"]),
   updatedAt: z.number().int().nonnegative(),
   seq: z.number().int().nonnegative(),
+  /** The agent version the session runs (change 54); absent: none. */
+  agent: SessionAgent.optional(),
 });
 export type SessionSummary = z.infer<typeof SessionSummary>;
 export const ListSessionsReply = ok({ sessions: z.array(SessionSummary), cursor: z.string().optional() });
 export const ExportReply = ok({ jsonl: z.string() });
 export const ListApprovalsReply = ok({ approvals: z.array(PendingApproval) });
+/** Versions with at least one session, by name then version. */
+export const CountAgentSessionsReply = ok({
+  counts: z.array(
+    z.object({ name: AgentName, version: z.number().int().positive(), sessions: z.number().int().positive() }),
+  ),
+});
 
 export const StoreReply = {
   get_context: z.union([GetContextReply, StoreError]),
@@ -131,6 +149,7 @@ export const StoreReply = {
   list_running: z.union([ListSessionsReply, StoreError]),
   list_approvals: z.union([ListApprovalsReply, StoreError]),
   search_sessions: z.union([ListSessionsReply, StoreError]),
+  count_agent_sessions: z.union([CountAgentSessionsReply, StoreError]),
 } as const satisfies Record<StoreOp, z.ZodType>;
 
 export type StoreRequestOf<Op extends StoreOp> = z.infer<(typeof StoreRequest)[Op]>;

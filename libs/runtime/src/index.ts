@@ -1,5 +1,12 @@
 // Public surface of @fleet/runtime: the I/O adapters every Fleet service shares.
 
+export {
+  type AgentStore,
+  AgentStoreError,
+  type AgentSummary,
+  type AgentVersionInput,
+  createAgentStore,
+} from "./agent-store.js";
 export { ensureAuditMirror } from "./audit-feed.js";
 export { type BlobAccess, createBlobAccess, resolveBlobBlocks, type StoredObject } from "./blob-access.js";
 export {

@@ -87,6 +87,7 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     ...replicas,
   });
   await kvm.create(KV_BUCKETS.snapshots.name, { history: KV_BUCKETS.snapshots.history, ...replicas });
+  await kvm.create(KV_BUCKETS.agents.name, { history: KV_BUCKETS.agents.history, ...replicas });
   const objm = new Objm(nc);
   // nats.js deletes `replicas` and `ttl` from the options it is given: each call gets its own copy.
   await objm.create(OBJECT_STORES.blobs.name, { ...replicas });

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { gatewayBase, setGatewayBase, setToken, token } from "./api.js";
 import { linkTo, usePath } from "./router.js";
 import "./style.css";
+import { AgentsPage } from "./views/agents-page.js";
 import { ApprovalsPage } from "./views/approvals-page.js";
 import { DiffPage } from "./views/diff-page.js";
 import { HealthPage } from "./views/health-page.js";
@@ -25,6 +26,7 @@ function App() {
   } else if (diff) {
     page = <DiffPage a={decodeURIComponent(diff[1] as string)} b={decodeURIComponent(diff[2] as string)} />;
   } else if (path === "/approvals") page = <ApprovalsPage />;
+  else if (path === "/agents") page = <AgentsPage />;
   else if (path === "/health") page = <HealthPage />;
   else if (path === "/webhooks") page = <WebhooksPage />;
   else if (path === "/schedules") page = <SchedulesPage />;
@@ -36,6 +38,7 @@ function App() {
         {(
           [
             ["/", "Sessions"],
+            ["/agents", "Agents"],
             ["/approvals", "Approvals"],
             ["/schedules", "Schedules"],
             ["/webhooks", "Webhooks"],

@@ -1,5 +1,6 @@
 // Zod schemas of the HTTP API's inputs and answers, built from the protocol's own schemas.
 import {
+  AgentRef,
   EventId,
   FleetCommand,
   FleetEvent,
@@ -36,6 +37,11 @@ export const CreateSessionBody = z
     config: SessionConfigPatch.optional(),
     /** Start as a copy of another session's branch ending at `entryId`. */
     forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
+    /**
+     * Create it from an agent: `name` (its latest version, pinned now) or `name@version`; the
+     * version's settings are the config, and fields of `config` replace them. Not with `forkFrom`.
+     */
+    agent: AgentRef.optional(),
     /**
      * Restore this archived session (same id and history) instead of creating one; `sessionId`, when
      * given, must be the same, and `config` and `forkFrom` may not be given.

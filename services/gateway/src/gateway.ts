@@ -17,6 +17,7 @@ import { applySecurityHeaders } from "./http/security-headers.js";
 import type { TokenTable } from "./http/tokens-file.js";
 import { createMemoryRelease, majorCollection } from "./memory-release.js";
 import { createGatewayMetrics } from "./metrics.js";
+import { agentRoutes } from "./routes/agents.js";
 import { aguiRoutes } from "./routes/agui.js";
 import { approvalRuleRoutes } from "./routes/approval-rules.js";
 import { approvalRoutes } from "./routes/approvals.js";
@@ -210,6 +211,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
     ...aguiRoutes(ctx),
     ...mcpRoutes(ctx, GATEWAY_VERSION),
     ...approvalRuleRoutes(ctx),
+    ...agentRoutes(ctx),
     ...budgetRoutes(ctx),
     ...scheduleRoutes(ctx),
     ...fleetHealthRoutes(ctx),

@@ -1,6 +1,7 @@
 import { KV_BUCKETS, OBJECT_STORES, type SessionConfig } from "@fleet/protocol";
 import {
   applyTopology,
+  createAgentStore,
   createBlobAccess,
   createLeaseManager,
   createStreamPublisher,
@@ -218,6 +219,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   // Content by reference read for LLM calls is kept (objects never change): a session's image is
   // read once, not at every turn.
   const blobs = createBlobAccess(opts.nc, { cacheBytes: BLOB_CACHE_BYTES });
+  const agents = createAgentStore(await new Kvm(opts.nc).open(KV_BUCKETS.agents.name));
   const openWork = createOpenWorkIndex({ publisher, jsm, workerId: opts.workerId, now });
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();
@@ -251,6 +253,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         ...(hookServers ? { hookServers } : {}),
         tenantBudget,
         tenantApprovalRules,
+        agents,
         blobs,
         settings: opts.settings,
         logger: log,

@@ -1,4 +1,5 @@
 import {
+  type AgentVersion,
   type ApprovalLayer,
   type ApprovalRule,
   chatTraceparent,
@@ -27,6 +28,8 @@ import {
   workerApprovalLayer,
 } from "@fleet/protocol";
 import {
+  type AgentStore,
+  AgentStoreError,
   type BlobAccess,
   type Logger,
   type PublishFailure,
@@ -151,6 +154,8 @@ export interface ActorDeps {
   hookServers?: HookServers;
   /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
+  /** The tenant's agents (KV `fleet_agents`); absent: a command naming an agent finds none. */
+  agents?: AgentStore;
   /** The tenant's approval rules (KV `fleet_config` `approval_rules`); absent: none. */
   tenantApprovalRules?: { rules(): readonly ApprovalRule[] };
   /** The object stores: command inputs by reference, and content by reference for the LLM. */
@@ -497,6 +502,8 @@ export class SessionActor {
           ctx.lastLifecycle = this.deps.lifecycle
             ? await lastLifecycleRecord(this.deps.jsm, this.sessionId, this.deps.groups)
             : null;
+        } else if (decision.kind === "needs_agent_version") {
+          ctx.agentVersion = await this.readAgentVersion(decision.name, decision.version);
         } else if (decision.kind === "needs_fork_source") {
           const source = await this.readTree(decision.sessionId);
           ctx.forkSource = source.config ? source : null;
@@ -549,6 +556,23 @@ export class SessionActor {
       for (const draft of events) await this.appendDraft(draft);
     };
     await (this.indexEntry ? this.indexEntry.hold(append) : append());
+  }
+
+  /**
+   * The version a command names (`null`: none, or an invalid record). A KV that cannot be read is
+   * `InputUnavailableError`: the command is delivered again.
+   */
+  private async readAgentVersion(name: string, version: number | undefined): Promise<AgentVersion | null> {
+    if (!this.deps.agents) return null;
+    try {
+      return await this.deps.agents.get(name, version);
+    } catch (err) {
+      if (err instanceof AgentStoreError) {
+        this.log.warn({ evt: "agent_version_invalid", agent: name, version, err }, "agent version unreadable");
+        return null;
+      }
+      throw new InputUnavailableError(`cannot read agent ${name} (${(err as Error).message})`, { cause: err });
+    }
   }
 
   private decideContext(): DecideContext {
@@ -924,6 +948,7 @@ export class SessionActor {
     // The common case (no rule anywhere, no request logged) allocates nothing.
     if (
       state.approvalRules.length === 0 &&
+      state.agentApprovalRules.length === 0 &&
       tenant.length === 0 &&
       !this.deps.settings.approvalTools.has(toolName) &&
       !state.approvals.has(toolCallId)
@@ -931,6 +956,7 @@ export class SessionActor {
       return undefined;
     const layers: ApprovalLayer[] = [
       { scope: "session", rules: state.approvalRules },
+      { scope: "agent_version", rules: state.agentApprovalRules },
       { scope: "tenant", rules: tenant },
       this.workerApprovals,
     ];

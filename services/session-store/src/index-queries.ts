@@ -4,7 +4,7 @@
  * sessions of its answer, so its cost follows the size of the answer, never the number of sessions
  * in the store.
  */
-import { PendingApproval, type SessionSummary } from "@fleet/protocol";
+import { PendingApproval, parseAgentRef, type SessionSummary } from "@fleet/protocol";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { indexKeys, sessionKeys } from "./keys.js";
@@ -30,22 +30,56 @@ export async function summariesOf(
   if (sessionIds.length === 0) return [];
   const pipeline = redis.pipeline();
   for (const sid of sessionIds)
-    pipeline.hmget(sessionKeys(prefix, ns, sid).meta, "name", "status", "updatedAt", "lastSeq");
+    pipeline.hmget(sessionKeys(prefix, ns, sid).meta, "name", "status", "updatedAt", "lastSeq", "agent");
   const replies = (await pipeline.exec()) ?? [];
   const out: SessionSummary[] = [];
   sessionIds.forEach((sessionId, i) => {
     const [err, value] = replies[i] ?? [null, null];
-    const [name, status, updatedAt, lastSeq] = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
-    if (lastSeq === null || lastSeq === undefined) return;
-    out.push({
-      sessionId,
-      name: nameOf(name),
-      status: status === "running" ? "running" : "idle",
-      updatedAt: Number(updatedAt ?? 0),
-      seq: Number(lastSeq),
-    });
+    const fields = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
+    const summary = summaryOf(sessionId, fields, 0);
+    if (summary) out.push(summary);
   });
   return out;
+}
+
+/**
+ * A summary from the meta fields `name, status, updatedAt, lastSeq, agent` (in that order), or
+ * undefined when the session is gone (no lastSeq).
+ */
+export function summaryOf(
+  sessionId: string,
+  [name, status, updatedAt, lastSeq, agent]: ReadonlyArray<string | null | undefined>,
+  fallbackUpdatedAt: number,
+): SessionSummary | undefined {
+  if (lastSeq === null || lastSeq === undefined) return undefined;
+  const ref = agent ? parseAgentRef(agent) : undefined;
+  return {
+    sessionId,
+    name: nameOf(name),
+    status: status === "running" ? "running" : "idle",
+    updatedAt: Number(updatedAt ?? fallbackUpdatedAt),
+    seq: Number(lastSeq),
+    ...(ref?.version !== undefined ? { agent: { name: ref.name, version: ref.version } } : {}),
+  };
+}
+
+/** Sessions per agent version, from the agents index (every agent's, or `name`'s); by name, then version. */
+export async function countAgentSessions(
+  redis: Redis,
+  prefix: string,
+  ns: string,
+  name: string | undefined,
+): Promise<Array<{ name: string; version: number; sessions: number }>> {
+  const flat = await redis.hgetall(indexKeys(prefix, ns).agents);
+  const out: Array<{ name: string; version: number; sessions: number }> = [];
+  for (const [member, count] of Object.entries(flat)) {
+    const ref = parseAgentRef(member);
+    const sessions = Number(count);
+    if (!ref || ref.version === undefined || !(sessions > 0)) continue;
+    if (name !== undefined && ref.name !== name) continue;
+    out.push({ name: ref.name, version: ref.version, sessions });
+  }
+  return out.sort((a, b) => (a.name === b.name ? a.version - b.version : a.name < b.name ? -1 : 1));
 }
 
 const StoredName = z.string().nullable();

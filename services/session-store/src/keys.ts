@@ -6,7 +6,8 @@
  * - `<prefix>:ctl` (hash, global): `ns` = the active namespace, `startSeq` = the stream sequence from
  *   which projectors must (re)consume into it, `switchedAt`.
  * - `<prefix>:<ns>:{<sid>}:meta` (hash): lastSeq, updatedAt, createdAt, status, leaf, name, model,
- *   thinking, tools, config, forkedFrom, sid (JSON-encoded where nullable).
+ *   thinking, tools, config, forkedFrom, sid (JSON-encoded where nullable), agent (`name@version`
+ *   or empty).
  * - `…:{<sid>}:entries` (list): the entries in creation (log) order, one JSON string each.
  * - `…:{<sid>}:pos` (hash): entry id → index in `entries`.
  * - `…:{<sid>}:labels` (hash): target entry id → label.
@@ -21,6 +22,8 @@
  *   oldest request's `meta.ts`.
  * - `<prefix>:<ns>:idx:search` (zset, global, scores 0): `<text>\0<kind>\0<sid>` per searchable
  *   text of a session (lower-cased id and name, each from every word on; labels); read by lexicographic range.
+ * - `<prefix>:<ns>:idx:agents` (hash, global): `<agent>@<version>` → how many sessions run that
+ *   agent version (each session's meta `agent` field says which; PROTOCOL change 54).
  * - `<prefix>:<ns>:indexes` (string, global): the index layout version the namespace was built with.
  *   The three `idx:` keys and the per-session `approvals` and `terms` are written by the same Lua
  *   script as the session's other keys (PROTOCOL change 44).
@@ -62,16 +65,18 @@ export interface IndexKeys {
   running: string;
   approvals: string;
   search: string;
+  agents: string;
 }
 
 export const indexKeys = (prefix: string, ns: string): IndexKeys => ({
   running: `${prefix}:${ns}:idx:running`,
   approvals: `${prefix}:${ns}:idx:approvals`,
   search: `${prefix}:${ns}:idx:search`,
+  agents: `${prefix}:${ns}:idx:agents`,
 });
 export const indexVersionKey = (prefix: string, ns: string) => `${prefix}:${ns}:indexes`;
 /** The index layout this code writes; a namespace with another (or none) is rebuilt at start. */
-export const INDEX_VERSION = "1";
+export const INDEX_VERSION = "2";
 
 export const sessionsIndexKey = (prefix: string, ns: string) => `${prefix}:${ns}:sessions`;
 export const appliedKey = (prefix: string, ns: string) => `${prefix}:${ns}:applied`;

@@ -24,11 +24,13 @@ export function luaScript(source: string): LuaScript {
  * Applies one write plan to a session, atomically, guarded by the session's `lastSeq`, together with
  * the session's entries in the namespace's indexes (PROTOCOL change 44), so no crash can leave an
  * index out of step with the session.
- * KEYS: meta, entries, pos, labels, leafev, approvals, terms, idx:running, idx:approvals, idx:search.
+ * KEYS: meta, entries, pos, labels, leafev, approvals, terms, idx:running, idx:approvals, idx:search,
+ *       idx:agents.
  * ARGV: expectedLastSeq, firstIndex, nMeta, (field, value)…, nEntries, (id, json)…,
  *       nLabelSet, (target, label)…, nLabelDel, target…, nLeafEvents, id…,
  *       nApprovalSet, (toolCallId, json)…, nApprovalDel, toolCallId…, nTermAdd, member…,
- *       nTermDel, member…, sessionId, running ("1" or "0"), oldest approval's requestedAt ("" = none).
+ *       nTermDel, member…, sessionId, running ("1" or "0"), oldest approval's requestedAt ("" = none),
+ *       agent version before ("" = none), agent version after (`name@version`, "" = none).
  * Returns -1 when applied; otherwise the stored lastSeq (the plan was computed from a stale state,
  * or was applied already) and nothing is written. A plan whose firstIndex is not the stored entry
  * count is refused the same way (returns -2), so the entries list can never get a hole or a repeat.
@@ -100,15 +102,22 @@ singles_to('SREM', KEYS[7], n)
 local sid = ARGV[i]
 if ARGV[i + 1] == '1' then redis.call('ZADD', KEYS[8], 0, sid) else redis.call('ZREM', KEYS[8], sid) end
 if ARGV[i + 2] ~= '' then redis.call('ZADD', KEYS[9], tonumber(ARGV[i + 2]), sid) else redis.call('ZREM', KEYS[9], sid) end
+local before, after = ARGV[i + 3], ARGV[i + 4]
+if before ~= after then
+  if before ~= '' and redis.call('HINCRBY', KEYS[11], before, -1) <= 0 then redis.call('HDEL', KEYS[11], before) end
+  if after ~= '' then redis.call('HINCRBY', KEYS[11], after, 1) end
+end
 return -1
 `);
 
 /**
  * Removes a session: its keys, its entry in the sessions index and in every index of change 44, at
  * once. KEYS: meta, entries, pos, labels, leafev, approvals, terms, sessions, idx:running,
- * idx:approvals, idx:search. ARGV: sessionId.
+ * idx:approvals, idx:search, idx:agents. ARGV: sessionId.
  */
 export const REMOVE_SCRIPT = luaScript(`
+local agent = redis.call('HGET', KEYS[1], 'agent')
+if agent and agent ~= '' and redis.call('HINCRBY', KEYS[12], agent, -1) <= 0 then redis.call('HDEL', KEYS[12], agent) end
 local terms = redis.call('SMEMBERS', KEYS[7])
 for j = 1, #terms do redis.call('ZREM', KEYS[11], terms[j]) end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])

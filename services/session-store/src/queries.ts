@@ -11,7 +11,7 @@ import {
   StoreRequest,
   validate,
 } from "@fleet/protocol";
-import { listApprovals, listRunning, searchSessions } from "./index-queries.js";
+import { countAgentSessions, listApprovals, listRunning, searchSessions } from "./index-queries.js";
 import type { NamespaceControl } from "./namespace.js";
 import type { SessionCache } from "./session-cache.js";
 import { listIdleSessions, listSessions } from "./session-index.js";
@@ -205,6 +205,14 @@ export async function handleQuery(ctx: QueryContext, op: StoreOp, payload: Uint8
         cursor: req.value.cursor,
       });
       return page.ok ? page : fail("invalid", page.error);
+    }
+    case "count_agent_sessions": {
+      const req = validate(StoreRequest.count_agent_sessions, json.value);
+      if (!req.ok) return fail("invalid", req.error);
+      const active = await ctx.namespaces.peek();
+      if (!active) return rebuilding();
+      const counts = await countAgentSessions(ctx.repo.redis, ctx.repo.prefix, active.ns, req.value.name);
+      return { ok: true, counts };
     }
     case "search_sessions": {
       const req = validate(StoreRequest.search_sessions, json.value);

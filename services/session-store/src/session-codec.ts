@@ -1,7 +1,9 @@
 import {
+  agentRefOf,
   type ModelRef,
   ModelRef as ModelRefSchema,
   PendingApproval,
+  parseAgentRef,
   SessionConfig,
   SessionEntry,
   type SessionTree,
@@ -33,6 +35,7 @@ export function encodeMeta(s: ProjectedSession): MetaFields {
     tools: JSON.stringify(s.activeToolNames),
     config: JSON.stringify(s.tree.config),
     forkedFrom: JSON.stringify(s.tree.forkedFrom),
+    agent: agentRefOf(s.tree.agent),
   };
 }
 
@@ -55,6 +58,9 @@ export interface WritePlan {
   /** The index entries the session has after the write: open run, oldest pending approval's ts. */
   running: boolean;
   oldestApproval: number | null;
+  /** The session's agent version (`name@version`, "" = none) before and after: the agents index moves it. */
+  agentBefore: string;
+  agentAfter: string;
 }
 
 export function planWrite(prev: ProjectedSession, next: ProjectedSession): WritePlan {
@@ -76,6 +82,9 @@ export function planWrite(prev: ProjectedSession, next: ProjectedSession): Write
   json("tools", prev.activeToolNames, next.activeToolNames);
   json("config", prev.tree.config, next.tree.config);
   json("forkedFrom", prev.tree.forkedFrom, next.tree.forkedFrom);
+  const agentBefore = prev.lastSeq === 0 ? "" : agentRefOf(prev.tree.agent);
+  const agentAfter = agentRefOf(next.tree.agent);
+  if (prev.lastSeq === 0 || agentBefore !== agentAfter) meta.push(["agent", agentAfter]);
 
   const firstIndex = prev.tree.entries.length;
   const entries = next.tree.entries.slice(firstIndex).map((e) => ({ id: e.id, json: JSON.stringify(e) }));
@@ -123,6 +132,8 @@ export function planWrite(prev: ProjectedSession, next: ProjectedSession): Write
     termDel,
     running: next.status === "running",
     oldestApproval,
+    agentBefore,
+    agentAfter,
   };
 }
 
@@ -173,6 +184,8 @@ const MetaSchema = z.object({
   tools: jsonOf(z.array(z.string()).nullable()),
   config: jsonOf(SessionConfig.nullable()),
   forkedFrom: jsonOf(z.object({ sessionId: z.string(), entryId: z.string() }).nullable()),
+  /** Absent in sessions written before agents. */
+  agent: z.string().optional(),
 });
 type DecodedMeta = z.infer<typeof MetaSchema>;
 
@@ -212,6 +225,7 @@ export function decodeSession(sessionId: string, raw: RawSession, base?: Project
     sessionId: m.sid,
     config: m.config,
     forkedFrom: m.forkedFrom,
+    ...agentField(m.agent),
     entries,
     leafId: m.leaf,
     labels,
@@ -233,6 +247,12 @@ export function decodeSession(sessionId: string, raw: RawSession, base?: Project
       approvals: sameApprovals(base, approvals) ? (base as ProjectedSession).approvals : approvals,
     },
   };
+}
+
+/** The tree's `agent` from the stored `name@version` (none when empty or absent). */
+function agentField(stored: string | undefined): { agent?: { name: string; version: number } } {
+  const ref = stored ? parseAgentRef(stored) : undefined;
+  return ref?.version !== undefined ? { agent: { name: ref.name, version: ref.version } } : {};
 }
 
 /** Whether `base` has exactly these approvals (then its map is kept, so a write plans no change). */

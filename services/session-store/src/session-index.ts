@@ -1,6 +1,7 @@
 import type { SessionSummary } from "@fleet/protocol";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { summaryOf } from "./index-queries.js";
 import { sessionKeys, sessionsIndexKey } from "./keys.js";
 
 /**
@@ -55,22 +56,15 @@ export async function listSessions(
   const rows = picked.slice(0, opts.limit);
   const pipeline = redis.pipeline();
   for (const row of rows) {
-    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq");
+    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq", "agent");
   }
   const replies = rows.length > 0 ? ((await pipeline.exec()) ?? []) : [];
   const sessions: SessionSummary[] = [];
   rows.forEach((row, i) => {
     const [err, value] = replies[i] ?? [null, null];
     const fields = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
-    const [name, status, updatedAt, lastSeq] = fields;
-    if (lastSeq === null || lastSeq === undefined) return;
-    sessions.push({
-      sessionId: row.sessionId,
-      name: parseName(name),
-      status: status === "running" ? "running" : "idle",
-      updatedAt: Number(updatedAt ?? row.score),
-      seq: Number(lastSeq),
-    });
+    const summary = summaryOf(row.sessionId, fields, row.score);
+    if (summary) sessions.push(summary);
   });
   const last = rows.at(-1);
   return more && last
@@ -113,7 +107,7 @@ export async function listIdleSessions(
   const scanned = rows.slice(0, scan);
   const pipeline = redis.pipeline();
   for (const row of scanned) {
-    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq");
+    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq", "agent");
   }
   const replies = scanned.length > 0 ? ((await pipeline.exec()) ?? []) : [];
   const sessions: SessionSummary[] = [];
@@ -122,27 +116,15 @@ export async function listIdleSessions(
     if (sessions.length >= opts.limit) break;
     last = row;
     const [err, value] = replies[i] ?? [null, null];
-    const [name, status, updatedAt, lastSeq] = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
-    if (lastSeq === null || lastSeq === undefined || status === "running") continue;
-    sessions.push({
-      sessionId: row.sessionId,
-      name: parseName(name),
-      status: "idle",
-      updatedAt: Number(updatedAt ?? row.score),
-      seq: Number(lastSeq),
-    });
+    const summary = summaryOf(
+      row.sessionId,
+      !err && Array.isArray(value) ? (value as Array<string | null>) : [],
+      row.score,
+    );
+    if (summary && summary.status !== "running") sessions.push(summary);
   }
   const more = rows.length > scan || (last !== undefined && last !== scanned.at(-1));
   return more && last
     ? { ok: true, sessions, cursor: encodeCursor(last.score, last.sessionId) }
     : { ok: true, sessions };
-}
-
-function parseName(name: string | null | undefined): string | null {
-  try {
-    const n = JSON.parse(name ?? "null");
-    return typeof n === "string" ? n : null;
-  } catch {
-    return null;
-  }
 }

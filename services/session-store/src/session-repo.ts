@@ -87,9 +87,10 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
       args.push(plan.approvalDel.length, ...plan.approvalDel);
       args.push(plan.termAdd.length, ...plan.termAdd, plan.termDel.length, ...plan.termDel);
       args.push(sessionId, plan.running ? "1" : "0", plan.oldestApproval === null ? "" : plan.oldestApproval);
+      args.push(plan.agentBefore, plan.agentAfter);
       const idx = indexKeys(prefix, ns);
       const result = Number(
-        await APPLY_SCRIPT.run(redis, [...ownKeys(keys), idx.running, idx.approvals, idx.search], args),
+        await APPLY_SCRIPT.run(redis, [...ownKeys(keys), idx.running, idx.approvals, idx.search, idx.agents], args),
       );
       return result === -1 ? { applied: true } : { applied: false, storedLastSeq: result };
     },
@@ -104,7 +105,7 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
       const idx = indexKeys(prefix, ns);
       await REMOVE_SCRIPT.run(
         redis,
-        [...ownKeys(keys), sessionsIndexKey(prefix, ns), idx.running, idx.approvals, idx.search],
+        [...ownKeys(keys), sessionsIndexKey(prefix, ns), idx.running, idx.approvals, idx.search, idx.agents],
         [sessionId],
       );
     },

@@ -110,6 +110,26 @@ export async function orphanIndexEntries(redis: Redis, prefix: string, ns: strin
   return out;
 }
 
+/**
+ * Counters of the agents index that differ from the versions the namespace's sessions run (their
+ * meta `agent` fields), one line each.
+ */
+export async function agentCounterDrift(redis: Redis, prefix: string, ns: string): Promise<string[]> {
+  const tally = new Map<string, number>();
+  for (const sid of await sessionIdsOf(redis, prefix, ns)) {
+    const agent = await redis.hget(sessionKeys(prefix, ns, sid).meta, "agent");
+    if (agent) tally.set(agent, (tally.get(agent) ?? 0) + 1);
+  }
+  const stored = await redis.hgetall(indexKeys(prefix, ns).agents);
+  const out: string[] = [];
+  for (const ref of new Set([...tally.keys(), ...Object.keys(stored)])) {
+    const want = tally.get(ref) ?? 0;
+    const got = Number(stored[ref] ?? 0);
+    if (want !== got) out.push(`agents index: ${show(ref)} counts ${got} sessions, the sessions say ${want}`);
+  }
+  return out;
+}
+
 /** Session ids present in a namespace: from its meta keys and from its index. */
 export async function sessionIdsOf(redis: Redis, prefix: string, ns: string): Promise<Set<string>> {
   const ids = new Set<string>(await redis.zrange(sessionsIndexKey(prefix, ns), 0, -1));
@@ -227,7 +247,10 @@ export async function verify(deps: ReplayDeps, opts: { waitMs?: number } = {}): 
       }
       differences.push(...diffSnapshots(sessionId, live, rebuilt));
     }
-    if (liveNs) differences.push(...(await orphanIndexEntries(deps.redis, deps.prefix, liveNs)));
+    if (liveNs) {
+      differences.push(...(await orphanIndexEntries(deps.redis, deps.prefix, liveNs)));
+      differences.push(...(await agentCounterDrift(deps.redis, deps.prefix, liveNs)));
+    }
     return { liveNs: liveNs ?? null, scratchNs, lastSeq: built.lastSeq, sessions: ids.size, differences };
   } finally {
     await deleteNamespace(deps.redis, deps.prefix, scratchNs);

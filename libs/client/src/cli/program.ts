@@ -1,7 +1,15 @@
 // The `fleet` command line: argument parsing with commander; each action returns an exit code.
-import { isSessionId, UtcDay } from "@fleet/protocol";
+import { isSessionId, ThinkingLevel, UtcDay } from "@fleet/protocol";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { CliError, EXIT } from "./cli-error.js";
+import {
+  type AgentWriteOptions,
+  agentListCommand,
+  agentNewCommand,
+  agentSetCommand,
+  agentShowCommand,
+  agentWriteCommand,
+} from "./commands/agent-commands.js";
 import { approveCommand, denyCommand, rulesCommand, rulesSetCommand } from "./commands/approval-commands.js";
 import { auditFeedCommand } from "./commands/audit-feed.js";
 import {
@@ -278,6 +286,53 @@ export function buildProgram(
     .action(async (json: string, opts: { session?: string }) => setExit(await rulesSetCommand(io(), json, opts)));
 
   addScheduleCommands(program, io, setExit);
+  const agent = program
+    .command("agent")
+    .description("agents: named definitions whose versions are written once (create, update, show, list)");
+  const agentWrite = (op: "create" | "update", description: string) =>
+    agent
+      .command(op)
+      .description(description)
+      .argument("<name>", "agent name (A-Z a-z 0-9 _ -)")
+      .option(
+        "--settings <json>",
+        "the version's settings as JSON (inline or @file); the flags below replace its fields",
+      )
+      .option("--model <provider/modelId>", "model, e.g. anthropic/claude-sonnet-5")
+      .addOption(new Option("--thinking <level>", "thinking level").choices(ThinkingLevel.options))
+      .option("--system-prompt <text>", "system prompt (or @file)")
+      .option("--tools <a,b>", "active tools (`all`: every registered tool)")
+      .option("--description <text>", "what this version changes")
+      .option("--json", "print the version as JSON")
+      .action(async (name: string, opts: AgentWriteOptions) => setExit(await agentWriteCommand(io(), op, name, opts)));
+  agentWrite("create", "create an agent: writes its version 1");
+  agentWrite("update", "write an agent's next version (a version never changes)");
+  agent
+    .command("show")
+    .description("an agent's versions and how many sessions run each")
+    .argument("<name>", "agent name")
+    .option("--version <n>", "one version in full", positiveInt)
+    .option("--json", "print JSON")
+    .action(async (name: string, opts: { version?: number; json?: boolean }) =>
+      setExit(await agentShowCommand(io(), name, opts)),
+    );
+  agent
+    .command("list")
+    .description("every agent with its latest version and its sessions")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) => setExit(await agentListCommand(io(), opts)));
+  agent
+    .command("new")
+    .description("create a session from an agent (name: its latest version, or name@version); prints its id")
+    .argument("<agent>", "name or name@version")
+    .option("-s, --session <sessionId>", "id of the new session", sessionId)
+    .action(async (ref: string, opts: { session?: string }) => setExit(await agentNewCommand(io(), ref, opts)));
+  agent
+    .command("set")
+    .description("move a session to an agent version at its next turn boundary")
+    .argument("<sessionId>", "session", sessionId)
+    .argument("<agent>", "name (its latest version) or name@version")
+    .action(async (sid: string, ref: string) => setExit(await agentSetCommand(io(), sid, ref)));
 
   const budget = program
     .command("budget")

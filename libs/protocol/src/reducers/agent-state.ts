@@ -99,6 +99,7 @@ export const AGENT_STATUS_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Set
   "thinking_level_change",
   "active_tools_change",
   "config_change",
+  "agent_change",
   "queue_update",
 ]);
 
@@ -182,6 +183,10 @@ export function applyAgentStatus(status: AgentStatus, event: FleetEvent): boolea
       return true;
     case "active_tools_change":
       status.activeTools = event.toolNames;
+      return true;
+    case "agent_change":
+      if (event.systemPrompt === undefined) return false;
+      status.systemPrompt = event.systemPrompt;
       return true;
     case "config_change":
       if (event.systemPrompt !== undefined) status.systemPrompt = event.systemPrompt;

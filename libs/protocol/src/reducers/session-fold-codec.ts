@@ -24,7 +24,7 @@ import type { SessionTree } from "./session-tree.js";
  * folds into it changes, so a snapshot made by an older fold is never used (it is stale, and the
  * load folds the log instead).
  */
-export const SESSION_FOLD_FORMAT = 3;
+export const SESSION_FOLD_FORMAT = 4;
 
 /** An `ApprovalDecision` without its `undefined` fields. */
 interface EncodedDecision {
@@ -55,6 +55,8 @@ export interface EncodedSessionFold {
   approvalRules: ApprovalRule[];
   /** `[hookDecisionKey, record]`, in the Map's order. */
   hookDecisions: Array<[string, HookDecisionRecord]>;
+  /** The agent version's approval rules (the last `agent_change`). */
+  agentApprovalRules: ApprovalRule[];
   compaction: {
     id: string;
     reason: CompactionReason;
@@ -113,6 +115,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
     approvals: [...state.approvals].map(([id, r]) => [id, approvalRecord(r)]),
     approvalRules: state.approvalRules,
     hookDecisions: [...state.hookDecisions],
+    agentApprovalRules: state.agentApprovalRules,
     compaction: state.compaction,
     owner: state.owner,
     deleting: state.deleting,
@@ -155,6 +158,7 @@ const EncodedFold = z.object({
     sessionId: z.string().nullable(),
     config: z.looseObject({}).nullable(),
     forkedFrom: z.object({ sessionId: z.string(), entryId: z.string() }).nullable(),
+    agent: z.object({ name: z.string(), version: z.number() }).optional(),
     entries: z.array(Json),
     leafId: z.string().nullable(),
     labels: z.record(z.string(), z.string()),
@@ -202,6 +206,7 @@ const EncodedFold = z.object({
   hookDecisions: z.array(
     z.tuple([z.string(), z.object({ output: Json.optional(), outputRef: z.looseObject({}).optional() })]),
   ),
+  agentApprovalRules: z.array(Json),
   compaction: z
     .object({
       id: z.string(),
@@ -251,6 +256,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
       sessionId: tree.sessionId,
       config: tree.config,
       forkedFrom: tree.forkedFrom,
+      ...(tree.agent ? { agent: tree.agent } : {}),
       entries: tree.entries,
       leafId: tree.leafId,
       labels: tree.labels,
@@ -277,6 +283,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
     pendingWrites: e.pendingWrites,
     approvalRules: e.approvalRules,
     hookDecisions: new Map(e.hookDecisions),
+    agentApprovalRules: e.agentApprovalRules,
     approvals: new Map(
       e.approvals.map(([id, r]) => [
         id,

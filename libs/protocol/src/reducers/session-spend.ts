@@ -29,6 +29,7 @@ export function initialSessionSpend(): SessionSpend {
 export const SESSION_SPEND_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Set<FleetEvent["type"]>([
   "session_created",
   "budget_change",
+  "agent_change",
   "agent_start",
   "message_end",
   "compaction",
@@ -46,6 +47,9 @@ export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
       return;
     case "budget_change":
       spend.budget = event.budget;
+      return;
+    case "agent_change":
+      if (event.budget) spend.budget = event.budget;
       return;
     case "agent_start":
       spend.run = emptySpend();

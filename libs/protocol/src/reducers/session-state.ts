@@ -132,6 +132,8 @@ export interface SessionState {
    * holds one run's decisions at most.
    */
   hookDecisions: Map<string, HookDecisionRecord>;
+  /** The approval rules of the agent version the session runs (its last `agent_change`; empty: none). */
+  agentApprovalRules: ApprovalRule[];
   compaction: OpenCompaction | null;
   /** The last `owner_change`. */
   owner: { workerId: string; epoch: number } | null;
@@ -157,6 +159,7 @@ export function initialSessionState(): SessionState {
     approvals: new Map(),
     approvalRules: [],
     hookDecisions: new Map(),
+    agentApprovalRules: [],
     compaction: null,
     owner: null,
     deleting: null,
@@ -183,6 +186,7 @@ const RECORD_EVENT_TYPES: readonly FleetEvent["type"][] = [
   "approval_rules_set",
   "hook_decision",
   "agent_start",
+  "agent_change",
   "compaction_start",
   "compaction",
   "compaction_end",
@@ -301,6 +305,9 @@ function foldRecords(state: SessionState, event: FleetEvent): void {
       }
       break;
     }
+    case "agent_change":
+      state.agentApprovalRules = event.approvalRules ?? [];
+      break;
     case "compaction_start":
       state.compaction = {
         id: event.meta.id,

@@ -1,4 +1,5 @@
 // The session tree projection: entries, leaf, labels, name and config, folded from a session's events.
+import type { SessionAgent } from "../agents.js";
 import type { ModelRef, SessionConfig } from "../config.js";
 import { ENTRY_EVENT_TYPES, type EntryEvent, type EventOf, type FleetEvent } from "../events.js";
 import type { ContextMessage, ThinkingLevel } from "../messages.js";
@@ -21,6 +22,11 @@ export interface SessionTree {
   /** From `session_created`; `null` before it. */
   config: SessionConfig | null;
   forkedFrom: { sessionId: string; entryId: string } | null;
+  /**
+   * The agent version the session runs (`session_created.agent`, then each `agent_change`); absent
+   * (not `undefined`) when none, so trees of sessions without agents keep their bytes.
+   */
+  agent?: SessionAgent;
   /** Every entry, in creation (log) order. Never modified or removed. */
   entries: SessionEntry[];
   /** The last created entry, or the target of the last `leaf` event; `null` = before the first entry. */
@@ -105,6 +111,7 @@ const ENTRY_TYPES: ReadonlySet<FleetEvent["type"]> = new Set(ENTRY_EVENT_TYPES);
 export const SESSION_TREE_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Set<FleetEvent["type"]>([
   "session_created",
   "config_change",
+  "agent_change",
   "leaf",
   ...ENTRY_EVENT_TYPES,
 ]);
@@ -159,6 +166,12 @@ export function foldSessionTreeEvents(
 function changes(tree: SessionTree, event: FleetEvent): boolean {
   if (event.type === "session_created") return tree.config === null;
   if (event.type === "config_change") return tree.config !== null && configPatchChanges(tree.config, event);
+  if (event.type === "agent_change") {
+    return (
+      tree.config !== null &&
+      (configPatchChanges(tree.config, event) || JSON.stringify(tree.agent) !== JSON.stringify(event.agent))
+    );
+  }
   if (event.type === "leaf") return !tree.leafEventIds.includes(event.meta.id);
   return ENTRY_TYPES.has(event.type) && "entry" in event && positionOf(tree.entries, event.entry.id) === undefined;
 }
@@ -231,20 +244,26 @@ function cloneTree(tree: SessionTree): SessionTree {
 
 const CONFIG_CHANGE_FIELDS = ["systemPrompt", "steeringMode", "followUpMode", "toolExecution", "compaction"] as const;
 
-/** Merge rule of `config_change`: fields present replace the config's; nothing is merged deeply. */
-export function applyConfigChange(config: SessionConfig, event: EventOf<"config_change">): SessionConfig {
+/** A `config_change`, or an `agent_change` (its `systemPrompt` and `compaction`; a budget is the spend fold's). */
+type ConfigChanging = EventOf<"config_change"> | EventOf<"agent_change">;
+const fieldOf = (event: ConfigChanging, key: (typeof CONFIG_CHANGE_FIELDS)[number]): unknown =>
+  (event as Partial<Record<string, unknown>>)[key];
+
+/** Merge rule of `config_change` (and `agent_change`): fields present replace the config's; nothing is merged deeply. */
+export function applyConfigChange(config: SessionConfig, event: ConfigChanging): SessionConfig {
   const next = { ...config };
   for (const key of CONFIG_CHANGE_FIELDS) {
-    const value = event[key];
+    const value = fieldOf(event, key);
     if (value !== undefined) (next as Record<string, unknown>)[key] = value;
   }
   return next;
 }
 
-function configPatchChanges(config: SessionConfig, event: EventOf<"config_change">): boolean {
-  return CONFIG_CHANGE_FIELDS.some(
-    (key) => event[key] !== undefined && JSON.stringify(event[key]) !== JSON.stringify(config[key]),
-  );
+function configPatchChanges(config: SessionConfig, event: ConfigChanging): boolean {
+  return CONFIG_CHANGE_FIELDS.some((key) => {
+    const value = fieldOf(event, key);
+    return value !== undefined && JSON.stringify(value) !== JSON.stringify(config[key]);
+  });
 }
 
 function applyInPlace(tree: SessionTree, event: FleetEvent): void {
@@ -252,10 +271,12 @@ function applyInPlace(tree: SessionTree, event: FleetEvent): void {
     tree.sessionId = event.meta.sessionId;
     tree.config = event.config;
     tree.forkedFrom = event.forkedFrom ?? null;
+    if (event.agent) tree.agent = { name: event.agent.name, version: event.agent.version };
     return;
   }
-  if (event.type === "config_change") {
+  if (event.type === "config_change" || event.type === "agent_change") {
     if (tree.config) tree.config = applyConfigChange(tree.config, event);
+    if (event.type === "agent_change") tree.agent = { name: event.agent.name, version: event.agent.version };
     return;
   }
   if (event.type === "leaf") {

@@ -126,6 +126,12 @@ export function SessionPage({ sessionId, run }: { sessionId: string; run?: strin
         </span>
         <span class="muted">
           {s.status.model ? `${s.status.model.provider}/${s.status.model.modelId}` : "no model"} · seq {state.seq}
+          {s.tree.agent && (
+            <span data-testid="session-agent">
+              {" "}
+              · agent {s.tree.agent.name}@{s.tree.agent.version}
+            </span>
+          )}
           {s.tree.forkedFrom && (
             <>
               {" "}

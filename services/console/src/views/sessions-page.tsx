@@ -1,4 +1,4 @@
-// All sessions, paged by the store's cursor: live status, model, last activity, name; search by id,
+// All sessions, paged by the store's cursor: live status, model, agent version, last activity, name; search by id,
 // name or label prefix across all sessions (the gateway's `q`, the store's search index), paged the
 // same way. A page (one index query), the pending approvals (an index) and the rows' details are
 // loaded when the page, the search or the change feed (PROTOCOL change 49) says so: when the feed
@@ -19,6 +19,8 @@ interface SessionRow {
   /** Epoch ms of the session's last event. */
   updatedAt: number;
   seq: number;
+  /** The agent version the session runs (absent: none). */
+  agent?: { name: string; version: number };
 }
 interface Detail {
   model: { provider: string; modelId: string } | null;
@@ -132,6 +134,7 @@ export function SessionsPage() {
             <th>name</th>
             <th>status</th>
             <th>model</th>
+            <th>agent</th>
             <th>last activity</th>
             <th>events</th>
           </tr>
@@ -152,6 +155,7 @@ export function SessionsPage() {
                   <span class={`badge ${status.replace(/ /g, "-")}`}>{status}</span>
                 </td>
                 <td>{model ? `${model.provider}/${model.modelId}` : "—"}</td>
+                <td data-testid="session-agent">{s.agent ? `${s.agent.name}@${s.agent.version}` : "—"}</td>
                 <td>
                   <When ts={s.updatedAt} testId="last-activity" />
                 </td>

@@ -78,11 +78,16 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
           if (body.sessionId !== undefined && body.sessionId !== sessionId) {
             return apiError(400, "invalid", "a restored session keeps its id: sessionId must equal restoreFrom");
           }
-          if (body.config !== undefined || body.forkFrom !== undefined || body.replayOf !== undefined) {
+          if (
+            body.config !== undefined ||
+            body.forkFrom !== undefined ||
+            body.replayOf !== undefined ||
+            body.agent !== undefined
+          ) {
             return apiError(
               400,
               "invalid",
-              "restoreFrom takes no config, forkFrom or replayOf: the session comes back as it was",
+              "restoreFrom takes no config, forkFrom, replayOf or agent: the session comes back as it was",
             );
           }
           return lifecycleOutcome(
@@ -116,6 +121,7 @@ export function sessionRoutes(ctx: RouteContext): AnyRouteSpec[] {
             commandId,
             timeoutMs: ctx.commandTimeoutMs,
             ...(body.forkFrom ? { forkFrom: body.forkFrom } : {}),
+            ...(body.agent !== undefined ? { agent: body.agent } : {}),
           }),
         );
       },

@@ -72,6 +72,20 @@ describe("approvals / the gate", () => {
     });
   });
 
+  it("an agent version's rules come after the session's and before the tenant's", () => {
+    const version = (...list: unknown[]): ApprovalLayer => ({ scope: "agent_version", rules: rules(...list) });
+    const layers = [
+      session({ tool: "bash", args: { pointer: "/command", regex: "^ls" }, action: "allow" }),
+      version({ tool: "bash", action: "deny", reason: "no shell for this agent" }),
+      tenant({ tool: "bash", action: "allow" }),
+    ];
+    expect(gate(toolsStarted, layers, { command: "ls" }, "t2")).toEqual({ kind: "run" });
+    expect(gate(toolsStarted, layers)).toEqual({
+      kind: "refuse",
+      reason: APPROVAL_TEXT.policy("agent_version", 0, "no shell for this agent"),
+    });
+  });
+
   it("the worker default (FLEET_APPROVAL_TOOLS) asks without expiry when nothing else matches", () => {
     const step = gate(toolsStarted, [session(), tenant(), workerApprovalLayer(["bash"])]);
     expect(step).toMatchObject({ kind: "request", expiresAt: undefined });

@@ -29,6 +29,7 @@ import {
 import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
 import { approvalExpired, isAwaitingApproval } from "./approval-gate.js";
 import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
+import { decideCreateFromAgent, decideSetAgent } from "./decide-agent.js";
 import { decideLifecycle } from "./decide-lifecycle.js";
 import { replayDrafts } from "./decide-replay.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
@@ -171,6 +172,8 @@ export function decideCommand(
     case "approve_tool_call":
     case "deny_tool_call":
       return decideApproval(state, cmd, ctx);
+    case "set_agent":
+      return decideSetAgent(state, cmd, ctx);
     case "set_approval_rules":
       return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "approval_rules_set", rules: cmd.rules } }]);
     case "set_budget":
@@ -415,6 +418,7 @@ function decideCreate(
   ctx: OutcomeContext,
 ): Decision {
   if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
+  if (cmd.agent !== undefined) return decideCreateFromAgent(cmd, cmd.agent, ctx);
   if (!cmd.forkFrom) {
     const config = applyConfigPatch(ctx.defaults, cmd.config ?? {});
     return accepted(ctx, cmd, [{ id: ctx.newId(), body: { type: "session_created", config } }]);

@@ -1,6 +1,7 @@
 // A command whose id already has an outcome in the log (a redelivery after a crash, or a client
 // re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
 import type { FleetCommand, SessionState } from "@fleet/protocol";
+import { decideCreateFromAgent } from "./decide-agent.js";
 import {
   approvalDraft,
   commandWrites,
@@ -100,7 +101,20 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
       // Nothing of it appended yet: decide it again (a started compaction is the takeover's to
       // finish; a navigation that moved the leaf is done, a label it asked for aside).
       return done > 0 ? NOTHING : acceptanceAgain(state, cmd, ctx);
+    case "set_agent": {
+      const again = acceptanceAgain(state, cmd, ctx);
+      return again.kind === "decided" ? rest(again.events) : again;
+    }
     case "create_session": {
+      if (cmd.agent !== undefined) {
+        // The version the log already names, if `session_created` is in it: the same one again.
+        const pinned = state.tree.agent;
+        const ref = pinned ? `${pinned.name}@${pinned.version}` : cmd.agent;
+        const again = decideCreateFromAgent(cmd, ref, { ...ctx, outcomeId: "" });
+        if (again.kind !== "decided") return again;
+        if (again.events[0]?.body.type !== "command_accepted") return NOTHING;
+        return rest(again.events.slice(1));
+      }
       if (!cmd.forkFrom) {
         const config = { type: "session_created" as const, config: ctx.defaults };
         return state.tree.config ? NOTHING : rest([{ id: ctx.newId(), body: config }]);

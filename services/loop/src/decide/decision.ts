@@ -2,6 +2,7 @@
 // shell must fetch first. Plain data; the decider that makes it has no I/O.
 import type {
   AgentMessage,
+  AgentVersion,
   ArchiveHeader,
   ArchiveRef,
   BudgetLimits,
@@ -51,6 +52,11 @@ export type Decision =
    * `navigate {summarize}`: decide again with the summary of `messages` (`branchSummary`). The
    * summary is made before the outcome, so a failed one is a rejection.
    */
+  /**
+   * `create_session {agent}` / `set_agent`: decide again with the agent's version (`agentVersion`),
+   * `version` absent: the latest.
+   */
+  | { kind: "needs_agent_version"; name: string; version: number | undefined }
   /** A lifecycle command: decide again with what the archive holds of the session (`archive`). */
   | { kind: "needs_archive"; sessionId: string }
   /**
@@ -93,6 +99,8 @@ export interface DecideContext {
   archive?: { header: ArchiveHeader; ref: ArchiveRef } | null | undefined;
   /** The session's last lifecycle record (`null`: none), once the shell read it. */
   lastLifecycle?: LifecycleRecord | null | undefined;
+  /** The agent version a command names (`null`: no such agent or version), once the shell read it. */
+  agentVersion?: AgentVersion | null | undefined;
   /** The branch summary, once the shell made it. */
   branchSummary?: { ok: true; summary: string; usage?: Usage } | { ok: false; error: string } | undefined;
 }

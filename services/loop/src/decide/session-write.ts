@@ -12,6 +12,7 @@ export const affectsNextTurn = (write: SessionWrite): boolean =>
   write.type === "model_change" ||
   write.type === "thinking_level_change" ||
   write.type === "active_tools_change" ||
+  write.type === "agent_change" ||
   write.type === "message";
 
 /**
