@@ -497,6 +497,7 @@ export {
   foldSchedule,
   type OpenFire,
   type ScheduleState,
+  slotHasOutcome,
 } from "./schedules/schedule-state.js";
 export { checkScheduleSpec, nextSlotAfter, nextSlots, type SpecCheck } from "./schedules/schedule-times.js";
 export { describeScheduleEvent, projectScheduleView, type ScheduleView } from "./schedules/schedule-view.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decideScheduleCommand, decideScheduleStep, type ScheduleEventBody } from "./decide-schedule.js";
 import { ScheduleDefinition, type ScheduleDefinitionInput, type ScheduleEvent } from "./schedule-schemas.js";
-import { EMPTY_SCHEDULE_STATE, evolveSchedule, type ScheduleState } from "./schedule-state.js";
+import { EMPTY_SCHEDULE_STATE, evolveSchedule, type ScheduleState, slotHasOutcome } from "./schedule-state.js";
 
 const T0 = Date.UTC(2026, 11, 4, 12, 0, 0);
 const MIN = 60_000;
@@ -298,6 +298,23 @@ describe("schedules / a fire its session refused", () => {
 });
 
 describe("schedules / fold", () => {
+  it("a slot fired but not yet recorded has no outcome, also after a pause; once recorded it has", () => {
+    const before = tick(created(), T0 + MIN).state;
+    const slot = { at: T0 + 2 * MIN };
+    expect(slotHasOutcome(before, slot)).toBe(false);
+    const paused = evolveSchedule(before, withMeta({ type: "schedule_paused" }, T0 + 2 * MIN + 10));
+    expect(slotHasOutcome(paused, slot)).toBe(false);
+    const fired = evolveSchedule(
+      paused,
+      withMeta(
+        { type: "schedule_fired", slot, commandId: "c", commandType: "prompt", sessionId: "target", commandSeq: 9 },
+        T0 + 2 * MIN + 20,
+      ),
+    );
+    expect(slotHasOutcome(fired, slot)).toBe(true);
+    expect(fired.counts.fired).toBe(before.counts.fired + 1);
+  });
+
   it("a schedule deleted and created again under its id starts from its new creation", () => {
     const old = tick(created(), T0 + 3 * MIN).state;
     expect(old.counts).toMatchObject({ fired: 2, missed: 1 });

@@ -46,6 +46,16 @@ export const EMPTY_SCHEDULE_STATE: ScheduleState = {
 
 const sameSlot = (a: ScheduleSlot, b: ScheduleSlot) => a.at === b.at && a.trigger === b.trigger;
 
+/**
+ * Whether the log already gives `slot` an outcome: a trigger left the queue, a spec slot is at or
+ * before the cursor, and neither is the slot kept by `buffer_one`. Pure.
+ */
+export function slotHasOutcome(state: ScheduleState, slot: ScheduleSlot): boolean {
+  if (state.buffered && sameSlot(state.buffered.slot, slot)) return false;
+  if (slot.trigger !== undefined) return !state.triggers.some((t) => t.trigger === slot.trigger);
+  return state.cursor >= slot.at;
+}
+
 /** Marks a slot as having an outcome: a trigger leaves the queue, a spec slot moves the cursor. */
 function settle(state: ScheduleState, slot: ScheduleSlot): ScheduleState {
   const buffered = state.buffered && sameSlot(state.buffered.slot, slot) ? undefined : state.buffered;

@@ -14,6 +14,7 @@ import {
   type ScheduleEvent,
   type ScheduleEventBody,
   type ScheduleState,
+  slotHasOutcome,
   subjects,
 } from "@fleet/protocol";
 import {
@@ -36,6 +37,8 @@ export const SCHEDULER_LEASE_KEY = "loop.scheduler";
 
 /** Steps one schedule may take in one tick (the rest wait for the next). */
 const MAX_STEPS_PER_TICK = 50;
+/** Appends of one step's outcome tried against a log that others append to meanwhile. */
+const RECORD_ATTEMPTS = 5;
 
 export interface Scheduler {
   start(): Promise<void>;
@@ -167,14 +170,21 @@ export function startScheduler(opts: {
         ...body,
         meta: { v: 1, id: opts.newId(), scheduleId, ts: now, producer: opts.workerId },
       } as ScheduleEvent;
-      try {
-        lastSeq = await appendScheduleEvent(opts.js, event, lastSeq);
-      } catch (err) {
-        if (!isWrongLastSequence(err)) throw err;
-        // Someone appended first (a management command, or a deposed holder): read and decide again.
-        ({ state, lastSeq } = await refresh(scheduleId));
-        continue;
+      let recorded = false;
+      for (let attempt = 0; attempt < RECORD_ATTEMPTS && !recorded; attempt++) {
+        try {
+          lastSeq = await appendScheduleEvent(opts.js, event, lastSeq);
+          recorded = true;
+        } catch (err) {
+          if (!isWrongLastSequence(err)) throw err;
+          // Someone appended first (a management command, or a deposed holder): read and decide
+          // again; but a fire's commands are out, so its outcome is recorded after whatever came
+          // meanwhile (a pause, say), unless the log already gives its slot one.
+          ({ state, lastSeq } = await refresh(scheduleId));
+          if (event.type !== "schedule_fired" || slotHasOutcome(state, event.slot) || (await fenced())) break;
+        }
       }
+      if (!recorded) continue;
       state = evolveSchedule(state, event);
       cache.set(scheduleId, { state, lastSeq });
       const slot = "slot" in event ? event.slot : undefined;
