@@ -559,6 +559,20 @@ export {
   storeGroupLeaseKey,
 } from "./stream-groups.js";
 export {
+  AGENT_TOOL_NAME,
+  AgentToolArgs,
+  agentToolDefinition,
+  CHILD_CANCEL_TEXT,
+  ChildClosePolicy,
+  ChildProgress,
+  ChildResultDetails,
+  childCommandIds,
+  childSessionId,
+  childSpendOf,
+  finalAssistantText,
+  ParentLink,
+} from "./sub-agents.js";
+export {
   type PartitionedSubject,
   parseCommandSubject,
   parseEventSubject,
