@@ -40,6 +40,7 @@ import { describeError } from "./nats-failures.js";
 import type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord } from "./read-options.js";
 import { replaySession } from "./replay-session.js";
 import { ScheduleClient } from "./schedules.js";
+import { type SessionChild, sessionChildren } from "./session-children.js";
 import { SessionCommands } from "./session-commands.js";
 import { iterateSessionEvents, startSeqOf } from "./session-events.js";
 import { readSessionLog } from "./session-log.js";
@@ -251,6 +252,14 @@ export class FleetClient extends SessionCommands {
    */
   replay(sessionId: string, opts: { toSeq?: number; from?: ReplayResult } = {}): Promise<ReplayResult> {
     return replaySession(this.#ctx, sessionId, opts);
+  }
+
+  /**
+   * The child sessions the session's `agent` calls started (sub-agents, change 57), in call order,
+   * each with its status and spend; `depth` > 1 adds their own children. Reads the logs.
+   */
+  children(sessionId: string, opts: { depth?: number } = {}): Promise<SessionChild[]> {
+    return sessionChildren((id) => replaySession(this.#ctx, id, {}), sessionId, opts.depth ?? 1);
   }
 
   /**

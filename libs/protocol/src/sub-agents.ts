@@ -7,6 +7,7 @@ import { Spend } from "./budget.js";
 import { EventId, SessionId, ToolCallId } from "./ids.js";
 import type { AgentMessage } from "./messages.js";
 import { fnv1a32 } from "./partition.js";
+import type { SessionEntry } from "./session-entry.js";
 
 /** The built-in tool's name: the loop executes it, no runner. */
 export const AGENT_TOOL_NAME = "agent";
@@ -134,4 +135,34 @@ export function childSpendOf(toolName: string, details: unknown): Spend | undefi
   if (toolName !== AGENT_TOOL_NAME) return undefined;
   const parsed = ChildResultDetails.safeParse(details);
   return parsed.success ? parsed.data.spend : undefined;
+}
+
+/** One `agent` call of a session's transcript and the child it starts. */
+export interface ChildCall {
+  toolCallId: string;
+  childSessionId: string;
+  agent: string | undefined;
+  description: string | undefined;
+}
+
+/**
+ * The `agent` calls in a session's assistant messages, in order, each with its child's id (a call
+ * the run never started has no child session yet: its log is empty).
+ */
+export function childCallsOf(entries: readonly SessionEntry[], sessionId: string): ChildCall[] {
+  const out: ChildCall[] = [];
+  for (const entry of entries) {
+    if (entry.type !== "message" || entry.message.role !== "assistant") continue;
+    for (const block of entry.message.content) {
+      if (block.type !== "toolCall" || block.name !== AGENT_TOOL_NAME) continue;
+      const args = AgentToolArgs.partial().safeParse(block.arguments);
+      out.push({
+        toolCallId: block.id,
+        childSessionId: childSessionId(sessionId, block.id),
+        agent: args.success ? args.data.agent : undefined,
+        description: args.success ? args.data.description : undefined,
+      });
+    }
+  }
+  return out;
 }
