@@ -17,7 +17,7 @@ import {
 } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
 import type { ReplayResult } from "./read-options.js";
-import { sessionChildren } from "./session-children.js";
+import { approvalsWithDescendants, sessionChildren } from "./session-children.js";
 import { emptySessionView, foldSessionViewEvents } from "./session-view.js";
 
 function replayOf(events: FleetEvent[]): ReplayResult {
@@ -84,5 +84,29 @@ describe("sessionChildren", () => {
     expect(children[2]?.children).toBeUndefined();
     // Depth 1: no grandchildren read.
     expect((await sessionChildren(load, P))[0]?.children).toBeUndefined();
+
+    // The approvals of the parent and every created descendant, oldest first, each on its own session.
+    const asked = (sessionId: string, requestedAt: number) => ({
+      sessionId,
+      toolCallId: `t-${sessionId}`,
+      toolName: "bash",
+      args: {},
+      seq: 1,
+      requestedAt,
+    });
+    const pending = new Map([
+      [g1, [asked(g1, 5)]],
+      [c2, [asked(c2, 9)]],
+      [P, [asked(P, 7)]],
+    ]);
+    const listed: string[] = [];
+    const list = async (id: string) => {
+      listed.push(id);
+      return pending.get(id) ?? [];
+    };
+    const approvals = await approvalsWithDescendants(list, load, P);
+    expect(approvals.map((a) => a.sessionId)).toEqual([g1, P, c2]);
+    // The pending child c3 (no log) is not asked.
+    expect(listed.sort()).toEqual([P, c1, c2, g1].sort());
   });
 });

@@ -1,7 +1,7 @@
 // The child sessions of a session (sub-agents, PROTOCOL "Sub-agents", change 57): derived from the
 // parent's transcript (its `agent` calls name their children's ids) and each child's own log, so any
 // reader of the logs (the SDK, the CLI, the gateway) gets the same tree.
-import { childCallsOf, type Spend } from "@fleet/protocol";
+import { childCallsOf, type PendingApproval, type Spend } from "@fleet/protocol";
 import type { ReplayResult } from "./read-options.js";
 
 /** One child session as it stands now, with its own children when asked for. */
@@ -50,4 +50,39 @@ export async function sessionChildren(
       return out;
     }),
   );
+}
+
+/** How deep descendants are looked for (the loop's depth limit is at most this in practice). */
+export const MAX_DESCENDANT_DEPTH = 10;
+
+/** Every descendant's session id (children, then theirs), skipping children not created yet. */
+export async function descendantIds(
+  load: (sessionId: string) => Promise<ReplayResult>,
+  sessionId: string,
+  parentView?: ReplayResult,
+): Promise<string[]> {
+  const out: string[] = [];
+  const walk = (children: readonly SessionChild[]) => {
+    for (const child of children) {
+      if (child.status === "pending") continue;
+      out.push(child.sessionId);
+      if (child.children) walk(child.children);
+    }
+  };
+  walk(await sessionChildren(load, sessionId, MAX_DESCENDANT_DEPTH, parentView));
+  return out;
+}
+
+/**
+ * The pending approvals of a session and of its descendants (an approval asked inside a child is
+ * answered on the child: each item names its own `sessionId`), oldest first.
+ */
+export async function approvalsWithDescendants(
+  list: (sessionId: string) => Promise<PendingApproval[]>,
+  load: (sessionId: string) => Promise<ReplayResult>,
+  sessionId: string,
+): Promise<PendingApproval[]> {
+  const ids = [sessionId, ...(await descendantIds(load, sessionId))];
+  const all = (await Promise.all(ids.map(list))).flat();
+  return all.sort((a, b) => a.requestedAt - b.requestedAt || a.seq - b.seq);
 }

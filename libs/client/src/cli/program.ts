@@ -256,8 +256,11 @@ export function buildProgram(
       "pending tool approvals, oldest first (decide with fleet approve / fleet deny); rules: approvals rules",
     )
     .option("-s, --session <sessionId>", "only this session's", sessionId)
+    .option("--descendants", "with --session: its child sessions' (sub-agents) too")
     .option("--json", "print JSON")
-    .action(async (opts: { session?: string; json?: boolean }) => setExit(await approvalsCommand(io(), opts)));
+    .action(async (opts: { session?: string; json?: boolean; descendants?: boolean }) =>
+      setExit(await approvalsCommand(io(), opts)),
+    );
 
   program
     .command("approve")
