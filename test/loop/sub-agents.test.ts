@@ -178,7 +178,9 @@ describe("loop service / sub-agents as child sessions", () => {
     const SID = "sub-parent-abort";
     await cmd.send(SID, { type: "prompt", text: "fan out: p, q" });
     const children = ["p", "q"].map((t, i) => childSessionId(SID, `toolu_${t}_${i}`));
-    for (const child of children) await cmd.waitFor(child, (ev) => ev.some((e) => e.type === "message_start"), 20_000);
+    const streaming = (ev: FleetEvent[]) =>
+      ev.some((e) => e.type === "message_start" && e.message.role === "assistant");
+    for (const child of children) await cmd.waitFor(child, streaming, 20_000);
     await cmd.send(SID, { type: "abort" });
     const parent = await cmd.waitFor(SID, ended, 20_000);
     const ends = parent.filter((e) => e.type === "tool_execution_end");

@@ -50,7 +50,7 @@ import {
   type GateStep,
   stepOfDecision,
 } from "./decide/approval-gate.js";
-import { childrenToClose, decideChildCall } from "./decide/decide-child.js";
+import { childPromptRefusal, childrenToClose, decideChildCall } from "./decide/decide-child.js";
 import { decideCommand } from "./decide/decide-command.js";
 import { tombstoneDraft } from "./decide/decide-lifecycle.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
@@ -565,6 +565,10 @@ export class SessionActor {
       for (const draft of events) await this.appendDraft(draft);
     };
     await (this.indexEntry ? this.indexEntry.hold(append) : append());
+    const parent = this.state.parent;
+    const refused = parent && this.deps.subAgents ? childPromptRefusal(this.sessionId, events) : undefined;
+    // A child that refused its parent's task answers at once (the parent would wait out its timeout).
+    if (parent && refused) await this.deps.subAgents?.childRefused(this.sessionId, parent, refused);
   }
 
   /**
@@ -589,7 +593,8 @@ export class SessionActor {
       now: this.deps.now(),
       newId: this.deps.newId,
       defaults: this.deps.settings.defaults,
-      isKnownTool: (name) => this.deps.registry.get(name) !== undefined,
+      isKnownTool: (name) =>
+        this.deps.registry.get(name) !== undefined || (name === AGENT_TOOL_NAME && this.deps.subAgents !== undefined),
       validateToolArgs: (name, args) => {
         const tool = this.toolDefinitions().find((t) => t.name === name);
         if (!tool) return { ok: false, error: `Tool ${name} not found` };

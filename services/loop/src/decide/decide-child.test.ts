@@ -23,7 +23,14 @@ import {
 import { describe, expect, it } from "vitest";
 import { agentCallOrdinal } from "../sub-agents/agent-call-ordinal.js";
 import { command, given, SPEC_DEFAULTS } from "../testing/decider-spec.js";
-import { CHILD_TEXT, childrenToClose, decideChildCall, decideChildClose, type SubAgentLimits } from "./decide-child.js";
+import {
+  CHILD_TEXT,
+  childPromptRefusal,
+  childrenToClose,
+  decideChildCall,
+  decideChildClose,
+  type SubAgentLimits,
+} from "./decide-child.js";
 
 const LINK: ParentLink = {
   sessionId: "parent-1",
@@ -157,6 +164,35 @@ describe("sub-agents / an agent call", () => {
     expect(agentCallOrdinal(entries, "a1")).toBe(0);
     expect(agentCallOrdinal(entries, "a2")).toBe(1);
     expect(agentCallOrdinal(entries, "missing")).toBe(0);
+  });
+});
+
+describe("sub-agents / a child refuses its task", () => {
+  it("the rejection of the parent's prompt (and only that one) is the refusal the parent gets", () => {
+    const childId = childSessionId(SESSION_ID, "toolu_1");
+    const ids = childCommandIds(childId);
+    const over = given({
+      type: "session_created",
+      config: { ...CONFIG, budget: { session: { costUsd: 0 } } },
+      parent: LINK,
+    }).when(command("prompt", { text: "go", id: ids.prompt }));
+    const refusal = childPromptRefusal(
+      childId,
+      over.events.map((e) => ({ id: e.meta.id, body: e })),
+    );
+    expect(over.events[0]).toMatchObject({ type: "command_rejected", code: "budget_exceeded" });
+    expect(refusal).toMatch(/^budget_exceeded: /);
+    const other = given({
+      type: "session_created",
+      config: { ...CONFIG, budget: { session: { costUsd: 0 } } },
+      parent: LINK,
+    }).when(command("prompt", { text: "go", id: "someone-else" }));
+    expect(
+      childPromptRefusal(
+        childId,
+        other.events.map((e) => ({ id: e.meta.id, body: e })),
+      ),
+    ).toBeUndefined();
   });
 });
 

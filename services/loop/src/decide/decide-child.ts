@@ -14,6 +14,7 @@ import {
   type RunCursor,
 } from "@fleet/protocol";
 import type { Decision } from "./decision.js";
+import type { DraftEvent } from "./drafts.js";
 
 export const CHILD_TEXT = {
   withFork: "`parent` and `forkFrom` do not combine: a child session starts empty",
@@ -127,4 +128,13 @@ export function childrenToClose(cursor: RunCursor): string[] {
   return cursor.toolCalls
     .filter((c) => c.name === AGENT_TOOL_NAME && pending.has(c.id) && started.has(c.id))
     .map((c) => c.id);
+}
+
+/** The reason a child's decided events refuse its parent's prompt (`sub.<childId>.prompt`), if they do. */
+export function childPromptRefusal(childId: string, events: readonly DraftEvent[]): string | undefined {
+  const prompt = childCommandIds(childId).prompt;
+  for (const { body } of events) {
+    if (body.type === "command_rejected" && body.commandId === prompt) return `${body.code}: ${body.reason}`;
+  }
+  return undefined;
 }

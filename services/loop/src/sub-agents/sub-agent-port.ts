@@ -20,6 +20,7 @@ import {
   type Spend,
   STREAMS,
   subjects,
+  type ToolFinalRecord,
   toolErrorText,
 } from "@fleet/protocol";
 import type { AgentStore, StreamPublisher } from "@fleet/runtime";
@@ -53,6 +54,8 @@ export interface SubAgentPort {
   ): Promise<RemoteToolResult>;
   /** Parent side: the children of these `agent` calls get their close command (a resumed aborted run). */
   closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
+  /** Child side: the child refused its parent's prompt; the refusal is the call's error result. */
+  childRefused(childId: string, link: ParentLink, reason: string): Promise<void>;
   /** Child side: one appended event of a child session (progress, throttled). */
   childEvent(childId: string, link: ParentLink, event: FleetEvent): void;
   /** Child side: the child's run is about to end; its answer goes to the parent first. */
@@ -119,6 +122,18 @@ export function createSubAgentPort(opts: {
     const ref = parseAgentRef(command.agent);
     const found = ref ? await opts.agents.get(ref.name, ref.version) : null;
     return found ? undefined : `Sub-agent refused: agent ${command.agent} not found`;
+  }
+
+  /** Stores a child's answer as its parent's call's `result` record (retried through passing failures). */
+  async function storeResult(link: ParentLink, msgID: string, record: ToolFinalRecord): Promise<void> {
+    const encoded = encodeToolResultRecord(record);
+    if (!encoded.ok) throw new Error(`sub-agent result cannot be encoded: ${encoded.error}`);
+    const subject = subjects.toolResult(link.sessionId, link.toolCallId);
+    const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
+      msgID,
+      stream: STREAMS.toolResults.name,
+    });
+    if (!ack.ok) throw new Error(`sub-agent result not stored: ${ack.error}`);
   }
 
   return {
@@ -199,6 +214,14 @@ export function createSubAgentPort(opts: {
       // A core publish: progress is best effort, never waited for (the stream still stores it).
       if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
     },
+    async childRefused(childId, link, reason) {
+      await storeResult(link, `${childId}.refused`, {
+        kind: "result",
+        content: [{ type: "text", text: `Sub-agent ${childId} refused the task (${reason})` }],
+        details: { childSessionId: childId } satisfies ChildResultDetails,
+        isError: true,
+      });
+    },
     async childFinished(childId, link, end) {
       lastProgress.delete(childId);
       const spent = end.spent;
@@ -207,7 +230,9 @@ export function createSubAgentPort(opts: {
         childSessionId: childId,
         spend: { ...spent },
       };
-      const encoded = encodeToolResultRecord(
+      await storeResult(
+        link,
+        `${childId}.result.${end.runId}`,
         text === undefined
           ? {
               kind: "result",
@@ -219,16 +244,6 @@ export function createSubAgentPort(opts: {
             }
           : { kind: "result", content: [{ type: "text", text }], details, isError: false },
       );
-      if (!encoded.ok) throw new Error(`sub-agent result cannot be encoded: ${encoded.error}`);
-      const ack = await opts.publisher.publishDurably(
-        subjects.toolResult(link.sessionId, link.toolCallId),
-        encoded.bytes,
-        {
-          msgID: `${childId}.result.${end.runId}`,
-          stream: STREAMS.toolResults.name,
-        },
-      );
-      if (!ack.ok) throw new Error(`sub-agent result not stored: ${ack.error}`);
     },
   };
 }
