@@ -166,6 +166,8 @@ export function createSubAgentPort(opts: {
               const missing = await agentMissing(decision.commands[0] as FleetCommand);
               if (missing) return missing;
               for (const command of decision.commands) {
+                // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
+                if (signal.aborted) return toolErrorText.aborted;
                 const failed = await publishCommand(command);
                 if (failed) return failed;
               }
