@@ -102,7 +102,7 @@ describe("loop service / sub-agents as child sessions", () => {
     const a = spawnLoop(env(), "loop-sub-a");
     procs.push(a);
     await waitForLog(a, "loop_started");
-    fake.respondWith(respond({ childDelayMs: 150 }));
+    fake.respondWith(respond({ childDelayMs: 300 }));
     const cmd = commander(nc);
     const SID = "sub-parent-kill";
     await cmd.send(SID, { type: "prompt", text: "fan out: x, y, z" });
