@@ -123,10 +123,21 @@ describe("loop service / sub-agents as child sessions", () => {
       (e): e is Extract<FleetEvent, { type: "tool_execution_end" }> =>
         e.type === "tool_execution_end" && e.toolName === AGENT_TOOL_NAME,
     );
-    expect(ends.map((e) => [e.isError, e.result.content])).toEqual(
-      ["x", "y", "z"].map((t) => [false, [{ type: "text", text: `answer of task ${t}` }]]),
+    // `tool_execution_end`s come in completion order: by call.
+    const byCall = new Map(ends.map((e) => [e.toolCallId, e]));
+    expect(byCall.size).toBe(3);
+    for (const [i, t] of ["x", "y", "z"].entries()) {
+      const end = byCall.get(`toolu_${t}_${i}`);
+      expect([end?.isError, end?.result.content]).toEqual([false, [{ type: "text", text: `answer of task ${t}` }]]);
+      expect((end?.result.details as { childSessionId?: string } | undefined)?.childSessionId).toBe(children[i]);
+    }
+    // The toolResult messages the model got are in source order.
+    const results = parent.flatMap((e) =>
+      e.type === "message_end" && e.message.role === "toolResult" ? [JSON.stringify(e.message.content)] : [],
     );
-    expect(ends.map((e) => (e.result.details as { childSessionId: string }).childSessionId)).toEqual(children);
+    expect(results).toEqual(
+      ["x", "y", "z"].map((t) => JSON.stringify([{ type: "text", text: `answer of task ${t}` }])),
+    );
     expect(parent.some((e) => e.type === "run_resumed")).toBe(true);
     // The model's second call saw the three answers; the run ended with its text.
     const last = parent.filter((e) => e.type === "message_end").at(-1);
