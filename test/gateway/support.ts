@@ -78,6 +78,8 @@ export async function startGatewayStack(
     loopLogger?: import("@fleet/runtime").Logger;
     /** K, the event log's stream groups (default 1); every service takes it from the log. */
     groups?: number;
+    /** The loop worker's sub-agent settings (change 57); absent: no `agent` tool. */
+    subAgents?: import("@fleet/loop").SubAgentSettings;
   } = {},
 ): Promise<GatewayStack> {
   const nats = await startNats();
@@ -123,6 +125,7 @@ export async function startGatewayStack(
     ...(opts.approvalTools ? { approvalTools: opts.approvalTools } : {}),
     ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
     ...(opts.loopLogger ? { logger: opts.loopLogger } : {}),
+    ...(opts.subAgents ? { subAgents: opts.subAgents } : {}),
   });
   const client = await FleetClient.connect({ natsUrl: nats.url, name: "gateway-test-client" });
   const gateways: Gateway[] = [];

@@ -61,6 +61,8 @@ export async function startTestWorker(opts: {
   snapshotEvery?: number;
   /** `FLEET_SESSION_IDLE_MS` (default 60 s). */
   sessionIdleMs?: number;
+  /** Sub-agents (`FLEET_SUBAGENT_*`, change 57); absent: no `agent` tool. */
+  subAgents?: import("@fleet/loop").SubAgentSettings;
   /** Default: silent unless LOG_LEVEL says otherwise. */
   logger?: import("@fleet/runtime").Logger;
   /** Context window and prices per model (`ModelCatalog.info`); default the loop's Anthropic table. */
@@ -97,6 +99,7 @@ export async function startTestWorker(opts: {
     newId: () => newId(),
     ...(opts.lifecycle ? { lifecycle: opts.lifecycle } : {}),
     ...(opts.snapshotEvery !== undefined ? { snapshotEvery: opts.snapshotEvery } : {}),
+    ...(opts.subAgents ? { subAgents: opts.subAgents } : {}),
   });
   return { worker, nc };
 }

@@ -6,6 +6,7 @@ import {
   type BudgetLimits,
   type FleetCommand,
   type LifecycleRecord,
+  type PendingApproval,
   partitionOf,
   type ReplayRequest,
   type SessionDiff,
@@ -40,6 +41,7 @@ import { describeError } from "./nats-failures.js";
 import type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord } from "./read-options.js";
 import { replaySession } from "./replay-session.js";
 import { ScheduleClient } from "./schedules.js";
+import { approvalsWithDescendants, type SessionChild, sessionChildren } from "./session-children.js";
 import { SessionCommands } from "./session-commands.js";
 import { iterateSessionEvents, startSeqOf } from "./session-events.js";
 import { readSessionLog } from "./session-log.js";
@@ -251,6 +253,26 @@ export class FleetClient extends SessionCommands {
    */
   replay(sessionId: string, opts: { toSeq?: number; from?: ReplayResult } = {}): Promise<ReplayResult> {
     return replaySession(this.#ctx, sessionId, opts);
+  }
+
+  /**
+   * The child sessions the session's `agent` calls started (sub-agents, change 57), in call order,
+   * each with its status and spend; `depth` > 1 adds their own children. Reads the logs.
+   */
+  children(sessionId: string, opts: { depth?: number } = {}): Promise<SessionChild[]> {
+    return sessionChildren((id) => replaySession(this.#ctx, id, {}), sessionId, opts.depth ?? 1);
+  }
+
+  /**
+   * The pending approvals of a session and of every descendant it started (sub-agents): an
+   * approval asked inside a child is answered with `approve_tool_call` on the item's `sessionId`.
+   */
+  async approvalsWithDescendants(sessionId: string): Promise<PendingApproval[]> {
+    return approvalsWithDescendants(
+      async (id) => (await this.listApprovals({ sessionId: id })).approvals,
+      (id) => replaySession(this.#ctx, id, {}),
+      sessionId,
+    );
   }
 
   /**

@@ -31,6 +31,7 @@ export {
   type ScheduleHistoryItem,
   type ScheduleView,
 } from "./schedules.js";
+export { approvalsWithDescendants, descendantIds, type SessionChild, sessionChildren } from "./session-children.js";
 export { diffSessionLogs, type ReplayProgress, type ReplayRow, replayProgressOf } from "./session-replay.js";
 export { emptySessionView, foldSessionView, foldSessionViewEvents, type SessionView } from "./session-view.js";
 export type { StoreResult } from "./store-request.js";

@@ -9,6 +9,7 @@ import { Requester } from "./lifecycle.js";
 import { CustomMessage, ThinkingLevel, UserMessage } from "./messages.js";
 import { ReplayRequest } from "./replay/replay-record.js";
 import { SessionEntry } from "./session-entry.js";
+import { ParentLink } from "./sub-agents.js";
 import { Traceparent, Tracestate } from "./trace/trace-context.js";
 
 const envelope = {
@@ -48,6 +49,8 @@ export const CreateSessionCommand = cmd("create_session", {
   config: SessionConfigPatch.optional(),
   forkFrom: z.object({ sessionId: SessionId, entryId: EventId }).optional(),
   agent: AgentRef.optional(),
+  /** A child session started by a parent's `agent` call (change 57); copied to `session_created.parent`. */
+  parent: ParentLink.optional(),
 });
 /**
  * Fleet addition (change 51): creates session `sessionId` as a replay of `replayOf.sessionId`: a fork

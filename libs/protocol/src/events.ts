@@ -11,6 +11,7 @@ import { EventId, SessionId, ToolName } from "./ids.js";
 import { ArchiveRef, LifecycleOp, Requester } from "./lifecycle.js";
 import { AgentMessage, AssistantMessage, ThinkingLevel, ToolResultMessage, Usage } from "./messages.js";
 import { ReplayRecord } from "./replay/replay-record.js";
+import { ParentLink } from "./sub-agents.js";
 import { TraceContext } from "./trace/trace-context.js";
 
 /**
@@ -93,6 +94,8 @@ export const SessionCreatedEvent = ev("session_created", {
   replayOf: ReplayRecord.optional(),
   /** The agent version the session was created from (change 54); absent: none. */
   agent: SessionAgent.optional(),
+  /** A child session (change 57): the parent's session, run and `agent` call that started it. */
+  parent: ParentLink.optional(),
 });
 export const CommandAcceptedEvent = ev("command_accepted", {
   commandId: z.string().min(1),

@@ -560,6 +560,22 @@ export {
   storeGroupLeaseKey,
 } from "./stream-groups.js";
 export {
+  AGENT_TOOL_NAME,
+  AgentToolArgs,
+  agentToolDefinition,
+  CHILD_CANCEL_TEXT,
+  type ChildCall,
+  ChildClosePolicy,
+  ChildProgress,
+  ChildResultDetails,
+  childCallsOf,
+  childCommandIds,
+  childSessionId,
+  childSpendOf,
+  finalAssistantText,
+  ParentLink,
+} from "./sub-agents.js";
+export {
   type PartitionedSubject,
   parseCommandSubject,
   parseEventSubject,

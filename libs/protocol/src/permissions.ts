@@ -315,6 +315,9 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.getMessage(SCHED),
           subjects.commandsAll,
           `${API}.STREAM.MSG.GET.${CMD}`,
+          // Sub-agents (change 57): a child's owner stores its progress and answer as the parent's
+          // `agent` call's records (the parent's owner also starts children: `fleet.cmd.>` above).
+          subjects.toolResultsAll,
         ],
         [subjects.toolResultsAll],
       );

@@ -136,4 +136,8 @@ export const ImportQuery = z.object({
   commandId: CommandId.optional(),
 });
 
-export const ApprovalsQuery = z.object({ sessionId: SessionId.optional() });
+export const ApprovalsQuery = z.object({
+  sessionId: SessionId.optional(),
+  /** With `sessionId`: the approvals of the sessions it started (sub-agents, change 57) too. */
+  descendants: z.enum(["true", "false"]).optional(),
+});

@@ -24,6 +24,7 @@ import { approvalRoutes } from "./routes/approvals.js";
 import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
 import { changeRoutes } from "./routes/changes.js";
+import { childrenRoutes } from "./routes/children.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
@@ -200,6 +201,7 @@ export async function startGateway(opts: GatewayOptions): Promise<Gateway> {
   let openApi: Record<string, unknown> = {};
   const routes: AnyRouteSpec[] = [
     ...sessionRoutes(ctx),
+    ...childrenRoutes(ctx),
     ...commandRoutes(ctx),
     ...lifecycleRoutes(ctx),
     ...eventRoutes(ctx, connections),

@@ -73,6 +73,18 @@ export const LoopEnv = z.object({
   FLEET_SCHEDULER_TICK_MS: envInt(1_000, 100, 60_000),
   /** Fault injection for crash tests: `fire_published` stops the scheduler between a fire's publish and its outcome. */
   FLEET_SCHEDULER_HALT_AFTER: z.enum(["", "fire_published"]).default(""),
+  /** The built-in `agent` tool (sub-agents as child sessions, change 57); false: not offered. */
+  FLEET_SUBAGENTS: envBool(true),
+  /** Deepest child session: 1 lets root sessions start children, no grandchildren. */
+  FLEET_SUBAGENT_MAX_DEPTH: envInt(3, 1, 100),
+  /** Most `agent` calls started from one assistant message; later ones get an error result. */
+  FLEET_SUBAGENT_MAX_FANOUT: envInt(8, 1, 1_000),
+  /** What a parent's abort does to its children: `terminate` (abort them), `request_cancel` (steer them to stop), `abandon`. */
+  FLEET_SUBAGENT_CLOSE_POLICY: z.enum(["terminate", "request_cancel", "abandon"]).default("terminate"),
+  /** How long a parent waits for a child's answer; each progress record restarts the wait. */
+  FLEET_SUBAGENT_TIMEOUT_MS: envInt(3_600_000, 1_000, 7 * 86_400_000),
+  /** At most one progress update per child per this many ms (the parent's `tool_execution_update`). */
+  FLEET_SUBAGENT_PROGRESS_MS: envInt(1_000, 0, 600_000),
   /** Largest command body by reference (PROTOCOL "Large inputs") read from `fleet_inputs`. */
   FLEET_MAX_INPUT_BYTES: envInt(DEFAULT_MAX_INPUT_BYTES, MAX_MESSAGE_BYTES, 1024 * 1024 * 1024),
   /**

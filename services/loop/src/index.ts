@@ -32,4 +32,5 @@ export { type LoadedSession, loadSession, type SnapshotSettings } from "./snapsh
 export { createSnapshotMetrics, type SnapshotMetrics } from "./snapshots/snapshot-metrics.js";
 export { createSnapshotStore, type SnapshotStore } from "./snapshots/snapshot-store.js";
 export { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
+export type { SubAgentSettings } from "./sub-agents/sub-agent-port.js";
 export { DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";

@@ -35,6 +35,7 @@ import type { SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
 import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
+import { createSubAgentPort, type SubAgentSettings } from "./sub-agents/sub-agent-port.js";
 import { scanPartition } from "./takeover-scan.js";
 import { watchTenantApprovalRules } from "./tenant-approval-rules.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
@@ -80,6 +81,8 @@ export interface LoopWorkerOptions {
   schedulerTickMs?: number;
   /** `FLEET_SCHEDULER_HALT_AFTER=fire_published` (crash tests). */
   schedulerHaltAfterPublish?: boolean;
+  /** Sub-agents (change 57, `FLEET_SUBAGENT_*`): the `agent` tool and its limits; absent: no `agent` tool. */
+  subAgents?: SubAgentSettings;
 }
 
 export interface LoopLifecycleOptions {
@@ -221,6 +224,18 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   const blobs = createBlobAccess(opts.nc, { cacheBytes: BLOB_CACHE_BYTES });
   const agents = createAgentStore(await new Kvm(opts.nc).open(KV_BUCKETS.agents.name));
   const openWork = createOpenWorkIndex({ publisher, jsm, workerId: opts.workerId, now });
+  const subAgents = opts.subAgents
+    ? createSubAgentPort({
+        nc: opts.nc,
+        publisher,
+        dispatcher,
+        agents,
+        partitions,
+        settings: opts.subAgents,
+        now,
+        logger: log,
+      })
+    : undefined;
   const intakes = new Map<number, PartitionIntake>();
   const epochs = new Map<number, number>();
   let stopping = false;
@@ -254,6 +269,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         tenantBudget,
         tenantApprovalRules,
         agents,
+        ...(subAgents ? { subAgents } : {}),
         blobs,
         settings: opts.settings,
         logger: log,

@@ -186,6 +186,17 @@ async function main() {
       haltAfter: env.FLEET_LIFECYCLE_HALT_AFTER,
     },
     ...(traces ? { traces } : {}),
+    ...(env.FLEET_SUBAGENTS
+      ? {
+          subAgents: {
+            maxDepth: env.FLEET_SUBAGENT_MAX_DEPTH,
+            maxFanOut: env.FLEET_SUBAGENT_MAX_FANOUT,
+            closePolicy: env.FLEET_SUBAGENT_CLOSE_POLICY,
+            timeoutMs: env.FLEET_SUBAGENT_TIMEOUT_MS,
+            progressMs: env.FLEET_SUBAGENT_PROGRESS_MS,
+          },
+        }
+      : {}),
     schedulerTickMs: env.FLEET_SCHEDULER_TICK_MS,
     schedulerHaltAfterPublish: env.FLEET_SCHEDULER_HALT_AFTER === "fire_published",
   });

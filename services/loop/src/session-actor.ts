@@ -1,4 +1,5 @@
 import {
+  AGENT_TOOL_NAME,
   type AgentVersion,
   type ApprovalLayer,
   type ApprovalRule,
@@ -49,6 +50,7 @@ import {
   type GateStep,
   stepOfDecision,
 } from "./decide/approval-gate.js";
+import { childPromptRefusal, childrenToClose, decideChildCall } from "./decide/decide-child.js";
 import { decideCommand } from "./decide/decide-command.js";
 import { tombstoneDraft } from "./decide/decide-lifecycle.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
@@ -91,6 +93,8 @@ import type { RunTraceSink } from "./run-trace-sink.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
 import { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotWriter, type SnapshotWriter } from "./snapshots/snapshot-writer.js";
+import { agentCallOrdinal } from "./sub-agents/agent-call-ordinal.js";
+import type { SubAgentPort } from "./sub-agents/sub-agent-port.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
 import type { TenantBudgetView } from "./tenant-budget-view.js";
 import { timeToFirstDelta } from "./time-to-first-delta.js";
@@ -175,6 +179,8 @@ export interface ActorDeps {
   traces?: RunTraceSink;
   /** The partition's open-work index (change 41); absent: not kept (tests of the actor alone). */
   openWork?: OpenWorkIndex;
+  /** Sub-agents (change 57): the `agent` tool and a child's reports to its parent; absent: no `agent` tool. */
+  subAgents?: SubAgentPort;
 }
 
 const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
@@ -373,10 +379,13 @@ export class SessionActor {
       this.startCompaction(open.id);
       return;
     }
-    const point = resumePointFromCursor(runCursorOf(this.state), reason);
+    const cursor = runCursorOf(this.state);
+    const point = resumePointFromCursor(cursor, reason);
     if (point) {
       this.log.info({ evt: "run_resume", runId: point.runId, at: point.at }, "resuming interrupted run");
       await this.announceOwner();
+      const closing = this.deps.subAgents ? childrenToClose(cursor) : [];
+      if (closing.length > 0) await this.deps.subAgents?.closeChildren(this.sessionId, closing);
       // Not awaited past the start: a resumed run may wait at an approval gate for a command.
       void this.startRun(() => this.engine.resume(point));
       return;
@@ -556,6 +565,10 @@ export class SessionActor {
       for (const draft of events) await this.appendDraft(draft);
     };
     await (this.indexEntry ? this.indexEntry.hold(append) : append());
+    const parent = this.state.parent;
+    const refused = parent && this.deps.subAgents ? childPromptRefusal(this.sessionId, events) : undefined;
+    // A child that refused its parent's task answers at once (the parent would wait out its timeout).
+    if (parent && refused) await this.deps.subAgents?.childRefused(this.sessionId, parent, refused);
   }
 
   /**
@@ -580,7 +593,8 @@ export class SessionActor {
       now: this.deps.now(),
       newId: this.deps.newId,
       defaults: this.deps.settings.defaults,
-      isKnownTool: (name) => this.deps.registry.get(name) !== undefined,
+      isKnownTool: (name) =>
+        this.deps.registry.get(name) !== undefined || (name === AGENT_TOOL_NAME && this.deps.subAgents !== undefined),
       validateToolArgs: (name, args) => {
         const tool = this.toolDefinitions().find((t) => t.name === name);
         if (!tool) return { ok: false, error: `Tool ${name} not found` };
@@ -853,15 +867,11 @@ export class SessionActor {
     const deps = this.deps;
     const recorded = recordedToolResult(this.state, call);
     if (recorded) return recorded;
+    if (call.toolName === AGENT_TOOL_NAME && deps.subAgents)
+      return this.executeChildCall(call, signal, onUpdate, deps.subAgents);
     const started = deps.now();
-    const cancel = new AbortController();
-    const onAbort = () => {
-      if (!this.detached) cancel.abort();
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    if (signal?.aborted) onAbort();
-    try {
-      const result = await deps.dispatcher.execute(
+    const result = await this.cancellable(signal, (cancel) =>
+      deps.dispatcher.execute(
         {
           sessionId: this.sessionId,
           runId: this.engine.state.runId ?? "",
@@ -872,16 +882,60 @@ export class SessionActor {
           fresh: this.freshToolCalls.delete(call.toolCallId),
           ...this.toolTrace(call.toolCallId),
         },
-        cancel.signal,
+        cancel,
         onUpdate,
         this.detachedSignal.signal,
-      );
+      ),
+    );
+    deps.metrics.toolLatency.observe({ tool: call.toolName }, (deps.now() - started) / 1000);
+    return result;
+  }
+
+  /**
+   * Runs a call with a signal the run's abort aborts, unless this actor was detached meanwhile (a
+   * detach only stops waiting: the call is the next owner's). Throws when detached.
+   */
+  private async cancellable<T>(signal: AbortSignal | undefined, run: (cancel: AbortSignal) => Promise<T>): Promise<T> {
+    const cancel = new AbortController();
+    const onAbort = () => {
+      if (!this.detached) cancel.abort();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    try {
+      const result = await run(cancel.signal);
       if (this.detached) throw new Error("actor detached");
-      deps.metrics.toolLatency.observe({ tool: call.toolName }, (deps.now() - started) / 1000);
       return result;
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /**
+   * An `agent` call (change 57): decided from the fold (`decideChildCall`: a refusal is its error
+   * result), then its child started and awaited. The child's id derives from the call, so a new owner
+   * resuming the run awaits the same child, and finds its stored answer.
+   */
+  private async executeChildCall(
+    call: { toolCallId: string; toolName: string; args: unknown },
+    signal: AbortSignal | undefined,
+    onUpdate: (partial: unknown) => void,
+    port: SubAgentPort,
+  ) {
+    const decision = decideChildCall({
+      parentSessionId: this.sessionId,
+      parentLink: this.state.parent,
+      runId: this.engine.state.runId ?? "",
+      toolCallId: call.toolCallId,
+      args: call.args,
+      ordinal: agentCallOrdinal(this.state.tree.entries, call.toolCallId),
+      limits: port.settings,
+    });
+    if (decision.kind === "refuse") return { content: [{ type: "text" as const, text: decision.text }], isError: true };
+    const fresh = this.freshToolCalls.delete(call.toolCallId);
+    return this.cancellable(signal, (cancel) =>
+      port.run(this.sessionId, call.toolCallId, decision, cancel, onUpdate, this.detachedSignal.signal, fresh),
+    );
   }
 
   /** `options` with the trace context of the LLM call about to be sent (its `chat` span). */
@@ -922,12 +976,15 @@ export class SessionActor {
   }
 
   private toolDefinitions(): ToolDefinition[] {
-    return this.deps.registry.all().map((t) => ({
+    const tools: ToolDefinition[] = this.deps.registry.all().map((t) => ({
       name: t.name,
       description: t.description,
       parameters: t.parameters,
       executionMode: t.executionMode,
     }));
+    const sub = this.deps.subAgents;
+    if (sub && !tools.some((t) => t.name === AGENT_TOOL_NAME)) tools.push(sub.tool());
+    return tools;
   }
 
   /**
@@ -1111,7 +1168,17 @@ export class SessionActor {
     }
     await this.coalescer.drain();
     const body = event.body;
-    await this.appendEvent(this.stamp({ id: event.id, body }, event.runId));
+    const parent = this.state.parent;
+    const sub = parent ? this.deps.subAgents : undefined;
+    // A child's answer is stored for its parent before its `agent_end`: a crash between the two
+    // resumes the run, which ends again and stores the same answer (same msgID).
+    if (sub && parent && body.type === "agent_end") {
+      const runId = event.runId ?? event.id;
+      await sub.childFinished(this.sessionId, parent, { runId, messages: body.messages, spent: this.state.spend.run });
+    }
+    const stamped = this.stamp({ id: event.id, body }, event.runId);
+    await this.appendEvent(stamped);
+    if (sub && parent) sub.childEvent(this.sessionId, parent, stamped);
     if (body.type === "message_end" && body.message.role === "assistant") {
       for (const c of body.message.content) if (c.type === "toolCall") this.freshToolCalls.add(c.id);
     }

@@ -26,6 +26,12 @@ export interface RemoteToolCall {
   /** W3C trace context of the call's `execute_tool` span, passed on to the runner (change 46). */
   traceparent?: string;
   tracestate?: string;
+  /**
+   * Starts the call instead of dispatching it to a runner (a sub-agent's commands, change 57):
+   * resolves with an error text when it could not. No runner is looked for and no pickup time
+   * applies; the result is awaited on the same subject, stored and live, as a runner's.
+   */
+  start?: () => Promise<string | undefined>;
 }
 
 export interface RemoteToolResult {
@@ -201,33 +207,38 @@ export function createToolDispatcher(opts: {
           if (existing) return existing;
         }
         if (signal.aborted) return errorResult(toolErrorText.aborted);
-        if (opts.runnerAvailable && !opts.runnerAvailable(call.toolName)) {
+        if (call.start) {
+          const failed = await call.start();
+          if (failed !== undefined) return errorResult(failed);
+        } else if (opts.runnerAvailable && !opts.runnerAvailable(call.toolName)) {
           const grace = opts.runnerGraceMs ?? 0;
           const appeared = grace > 0 && opts.awaitRunner ? await opts.awaitRunner(call.toolName, grace) : false;
           if (!appeared) return errorResult(toolErrorText.noLiveRunner(call.toolName));
           if (signal.aborted) return errorResult(toolErrorText.aborted);
         }
-        const deadline = opts.now() + call.timeoutMs;
-        const encoded = encodeToolCallRequest({
-          sessionId: call.sessionId,
-          runId: call.runId,
-          toolCallId: call.toolCallId,
-          toolName: call.toolName,
-          args: call.args,
-          deadline,
-          ...(call.traceparent ? { traceparent: call.traceparent } : {}),
-          ...(call.tracestate ? { tracestate: call.tracestate } : {}),
-        });
-        if (!encoded.ok) return errorResult(`Tool call could not be dispatched: ${encoded.error}`);
-        // Retried through a leader election or a NATS restart; the msgID keeps it to one stored call.
-        const ack = await opts.publisher.publishDurably(subjects.toolCall(call.toolName), encoded.bytes, {
-          msgID: toolCallMsgId(call.sessionId, call.toolCallId),
-          stream: STREAMS.toolCalls.name,
-          retryForMs: Math.min(call.timeoutMs, DISPATCH_RETRY_MS),
-        });
-        if (!ack.ok) return errorResult(`Tool call could not be dispatched: ${ack.error}`);
+        if (!call.start) {
+          const deadline = opts.now() + call.timeoutMs;
+          const encoded = encodeToolCallRequest({
+            sessionId: call.sessionId,
+            runId: call.runId,
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            args: call.args,
+            deadline,
+            ...(call.traceparent ? { traceparent: call.traceparent } : {}),
+            ...(call.tracestate ? { tracestate: call.tracestate } : {}),
+          });
+          if (!encoded.ok) return errorResult(`Tool call could not be dispatched: ${encoded.error}`);
+          // Retried through a leader election or a NATS restart; the msgID keeps it to one stored call.
+          const ack = await opts.publisher.publishDurably(subjects.toolCall(call.toolName), encoded.bytes, {
+            msgID: toolCallMsgId(call.sessionId, call.toolCallId),
+            stream: STREAMS.toolCalls.name,
+            retryForMs: Math.min(call.timeoutMs, DISPATCH_RETRY_MS),
+          });
+          if (!ack.ok) return errorResult(`Tool call could not be dispatched: ${ack.error}`);
+        }
         signal.addEventListener("abort", onAbort, { once: true });
-        if (pickupTimeout < call.timeoutMs) {
+        if (!call.start && pickupTimeout < call.timeoutMs) {
           timers.push(
             setTimeout(async () => {
               if (picked || done) return;

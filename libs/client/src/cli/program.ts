@@ -19,6 +19,7 @@ import {
   budgetSetCommand,
 } from "./commands/budget-commands.js";
 import { chatCommand } from "./commands/chat.js";
+import { childrenTreeCommand } from "./commands/children-command.js";
 import { doctorCommand } from "./commands/doctor.js";
 import { type LifecycleCommandOptions, lifecycleCommand } from "./commands/lifecycle-commands.js";
 import {
@@ -233,7 +234,11 @@ export function buildProgram(
     .description("draw the session tree with the leaf marked")
     .argument("<sessionId>", "session", sessionId)
     .option("--json", "print JSON")
-    .action(async (sid: string, opts: { json?: boolean }) => setExit(await treeCommand(io(), sid, opts)));
+    .option("--children", "the session's child sessions (sub-agents) with status and spend, instead of its entries")
+    .option("--depth <n>", "with --children: levels of children (default 3)", (v) => Number(v))
+    .action(async (sid: string, opts: { json?: boolean; children?: boolean; depth?: number }) =>
+      setExit(await (opts.children ? childrenTreeCommand(io(), sid, opts) : treeCommand(io(), sid, opts))),
+    );
 
   program
     .command("sessions")
@@ -251,8 +256,11 @@ export function buildProgram(
       "pending tool approvals, oldest first (decide with fleet approve / fleet deny); rules: approvals rules",
     )
     .option("-s, --session <sessionId>", "only this session's", sessionId)
+    .option("--descendants", "with --session: its child sessions' (sub-agents) too")
     .option("--json", "print JSON")
-    .action(async (opts: { session?: string; json?: boolean }) => setExit(await approvalsCommand(io(), opts)));
+    .action(async (opts: { session?: string; json?: boolean; descendants?: boolean }) =>
+      setExit(await approvalsCommand(io(), opts)),
+    );
 
   program
     .command("approve")

@@ -8,6 +8,7 @@ import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AgentMessage } from "../messages.js";
 import { ReplayRecord } from "../replay/replay-record.js";
+import { ParentLink } from "../sub-agents.js";
 import type { AgentStatus } from "./agent-state.js";
 import type { RunCursor } from "./run-cursor.js";
 import type {
@@ -76,6 +77,8 @@ export interface EncodedSessionFold {
   };
   /** Absent when the session is no replay. */
   replay?: ReplayRecord;
+  /** Absent when the session is no child. */
+  parent?: ParentLink;
   events: number;
 }
 
@@ -127,6 +130,7 @@ export function encodeSessionFold(state: SessionState): EncodedSessionFold {
       days: [...state.spend.days],
     },
     ...(state.replay ? { replay: state.replay } : {}),
+    ...(state.parent ? { parent: state.parent } : {}),
     events: state.events,
   };
 }
@@ -227,6 +231,7 @@ const EncodedFold = z.object({
     days: z.array(z.tuple([z.string(), Spend])),
   }),
   replay: ReplayRecord.optional(),
+  parent: ParentLink.optional(),
   events: z.number().int().nonnegative(),
 });
 
@@ -317,6 +322,7 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
       days: new Map(e.spend.days),
     },
     replay: e.replay ?? null,
+    parent: e.parent ?? null,
     events: e.events,
   };
   return { ok: true, value: state };

@@ -2,13 +2,15 @@
 import { addSpend, emptySpend, type SessionBudget, type Spend, spendOfUsage, utcDayOf } from "../budget.js";
 import type { FleetEvent } from "../events.js";
 import type { AssistantMessage } from "../messages.js";
+import { childSpendOf } from "../sub-agents.js";
 
 /**
  * Spend and budget of one session. Every assistant `message_end` adds its `usage`, and so does a
  * `compaction` or `branch_summary` that carries one (its summary's LLM calls). A message that
  * did not finish (stopReason `error` or `aborted`: cut by an abort, a budget or a crash) counts at
  * least chars/4 of the content it streamed as output, since a provider that was cut off never
- * reported its count; so what streamed before a worker died is spent for the next owner too.
+ * reported its count; so what streamed before a worker died is spent for the next owner too. An
+ * `agent` call's `tool_execution_end` adds its child's spend to the run and session (change 57).
  */
 export interface SessionSpend {
   /** The budget in force: `session_created.config.budget`, then each `budget_change`. */
@@ -34,6 +36,7 @@ export const SESSION_SPEND_EVENT_TYPES: ReadonlySet<FleetEvent["type"]> = new Se
   "message_end",
   "compaction",
   "branch_summary",
+  "tool_execution_end",
 ]);
 
 /**
@@ -54,6 +57,15 @@ export function foldSessionSpend(spend: SessionSpend, event: FleetEvent): void {
     case "agent_start":
       spend.run = emptySpend();
       return;
+    case "tool_execution_end": {
+      // A child's spend (change 57): the parent's budget counts it; the tenant's day counts the child.
+      const child = childSpendOf(event.toolName, event.result.details);
+      if (child) {
+        addInto(spend.session, child);
+        addInto(spend.run, child);
+      }
+      return;
+    }
     default: {
       const used = spendOfEvent(event);
       if (used) add(spend, used, event.meta.ts);

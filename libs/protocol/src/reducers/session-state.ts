@@ -9,6 +9,7 @@ import { hookDecisionKey } from "../hook-decision.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AssistantMessage } from "../messages.js";
 import type { ReplayRecord } from "../replay/replay-record.js";
+import type { ParentLink } from "../sub-agents.js";
 import { AGENT_STATUS_EVENT_TYPES, type AgentStatus, applyAgentStatus, initialAgentStatus } from "./agent-state.js";
 import { applyDeltas } from "./apply-deltas.js";
 import {
@@ -145,6 +146,8 @@ export interface SessionState {
   spend: SessionSpend;
   /** What the session replays (the first `session_created`'s `replayOf`; change 51); `null`: no replay. */
   replay: ReplayRecord | null;
+  /** The parent that started this session (the first `session_created`'s `parent`; change 57); `null`: none. */
+  parent: ParentLink | null;
   /** Events folded. */
   events: number;
 }
@@ -166,6 +169,7 @@ export function initialSessionState(): SessionState {
     streamDeltas: [],
     spend: initialSessionSpend(),
     replay: null,
+    parent: null,
     events: 0,
   };
 }
@@ -232,7 +236,10 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
     else settleStream(state);
   }
   const parts = PARTS_OF.get(type) ?? 0;
-  if (type === "session_created" && !state.tree.config && event.replayOf) state.replay = event.replayOf;
+  if (type === "session_created" && !state.tree.config) {
+    if (event.replayOf) state.replay = event.replayOf;
+    if (event.parent) state.parent = event.parent;
+  }
   if (parts & TREE) foldSessionTreeInPlace(state.tree, event);
   if (parts & STATUS) applyAgentStatus(state.status, event);
   if (parts & CURSOR) state.cursor = advanceRunCursor(state.cursor, event);

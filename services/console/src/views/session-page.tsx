@@ -15,6 +15,7 @@ import type { Folded } from "../replay.js";
 import { linkTo, navigate } from "../router.js";
 import { RunIndex } from "../run-index.js";
 import { useSessionLog } from "../use-session-log.js";
+import { ChildrenPanel } from "./children-panel.js";
 import { LifecycleButtons, RestoreButton } from "./lifecycle-buttons.js";
 import { ReplayButton } from "./replay-button.js";
 import { RunsView } from "./run-waterfall.js";
@@ -22,7 +23,7 @@ import { SessionSettings } from "./session-settings.js";
 import { contentText, Transcript } from "./transcript.js";
 import { TreeView } from "./tree-view.js";
 
-type Tab = "transcript" | "tree" | "runs" | "settings";
+type Tab = "transcript" | "tree" | "children" | "runs" | "settings";
 
 /** `run`: the page is `/sessions/<id>/runs[/<run>]` (`""`: the latest run). */
 export function SessionPage({ sessionId, run }: { sessionId: string; run?: string | undefined }) {
@@ -183,6 +184,14 @@ export function SessionPage({ sessionId, run }: { sessionId: string; run?: strin
         <button type="button" data-testid="tree-tab" class={tab === "tree" ? "on" : ""} onClick={() => showTab("tree")}>
           Tree ({s.tree.entries.length})
         </button>
+        <button
+          type="button"
+          data-testid="children-tab"
+          class={tab === "children" ? "on" : ""}
+          onClick={() => showTab("children")}
+        >
+          Children
+        </button>
         <button type="button" data-testid="runs-tab" class={tab === "runs" ? "on" : ""} onClick={() => showTab("runs")}>
           Runs
         </button>
@@ -197,6 +206,8 @@ export function SessionPage({ sessionId, run }: { sessionId: string; run?: strin
       </div>
       {tab === "runs" ? (
         <RunsView sessionId={sessionId} log={log.events} upTo={current} runId={run || undefined} />
+      ) : tab === "children" ? (
+        <ChildrenPanel sessionId={sessionId} version={version + log.length} />
       ) : tab === "settings" ? (
         <SessionSettings sessionId={sessionId} status={s.status} config={s.tree.config} live={live} />
       ) : tab === "transcript" ? (

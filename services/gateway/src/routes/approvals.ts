@@ -1,4 +1,5 @@
 // `GET /v1/approvals`: tool calls waiting for a person's decision (decided through the commands route).
+import { approvalsWithDescendants } from "@fleet/client";
 import { PendingApproval } from "@fleet/protocol";
 import { z } from "zod";
 import { ApprovalsQuery } from "../api-schemas.js";
@@ -21,7 +22,7 @@ export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
       operationId: "listApprovals",
       summary: "Pending tool approvals, oldest first",
       description:
-        "Tool calls with a `tool_approval_requested` event and no decision yet (or those of `sessionId`), from the session store's approvals index: the cost follows the number of pending approvals, not of sessions. Decide with the commands route: `approve_tool_call` or `deny_tool_call`.",
+        "Tool calls with a `tool_approval_requested` event and no decision yet (or those of `sessionId`), from the session store's approvals index: the cost follows the number of pending approvals, not of sessions. Decide with the commands route: `approve_tool_call` or `deny_tool_call`. With `sessionId` and `descendants=true`, the approvals of the child sessions it started (sub-agents) too, each naming the session to decide it on.",
       tag: "approvals",
       access: "read",
       usesNats: true,
@@ -29,7 +30,16 @@ export function approvalRoutes(ctx: RouteContext): AnyRouteSpec[] {
       responses: { 200: { description: "The pending approvals", schema: Approvals } },
       async handler({ query, principal }) {
         const link = await ctx.links.forTenant(principal.tenant);
-        return { status: 200, json: { approvals: await pendingApprovals(link, query.sessionId) } };
+        const root = query.sessionId;
+        if (root !== undefined && query.descendants === "true") {
+          const approvals = await approvalsWithDescendants(
+            (id) => pendingApprovals(link, id),
+            (id) => link.views.current(id),
+            root,
+          );
+          return { status: 200, json: { approvals } };
+        }
+        return { status: 200, json: { approvals: await pendingApprovals(link, root) } };
       },
     }),
   ];

@@ -30,6 +30,7 @@ import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js"
 import { approvalExpired, isAwaitingApproval } from "./approval-gate.js";
 import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
 import { decideCreateFromAgent, decideSetAgent } from "./decide-agent.js";
+import { CHILD_TEXT, withParent } from "./decide-child.js";
 import { decideLifecycle } from "./decide-lifecycle.js";
 import { replayDrafts } from "./decide-replay.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
@@ -418,6 +419,11 @@ function decideCreate(
   ctx: OutcomeContext,
 ): Decision {
   if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
+  if (cmd.parent) {
+    if (cmd.forkFrom) return rejected(ctx, cmd.id, cmd.type, "invalid", CHILD_TEXT.withFork);
+    const { parent, ...orphan } = cmd;
+    return withParent(decideCreate(state, sessionId, orphan, ctx), parent);
+  }
   if (cmd.agent !== undefined) return decideCreateFromAgent(cmd, cmd.agent, ctx);
   if (!cmd.forkFrom) {
     const config = applyConfigPatch(ctx.defaults, cmd.config ?? {});

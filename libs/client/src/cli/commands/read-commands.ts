@@ -242,9 +242,16 @@ export async function sessionsCommand(io: CliIo, opts: SessionsOptions): Promise
 }
 
 /** Pending tool approvals, oldest first (the store's `list_approvals`): every session's or one's. */
-export async function approvalsCommand(io: CliIo, opts: { session?: string; json?: boolean }): Promise<number> {
+export async function approvalsCommand(
+  io: CliIo,
+  opts: { session?: string; json?: boolean; descendants?: boolean },
+): Promise<number> {
+  if (opts.descendants && opts.session === undefined) throw new CliError("--descendants needs --session");
   return withClient(io, async (client) => {
-    const { approvals } = await client.listApprovals(opts.session !== undefined ? { sessionId: opts.session } : {});
+    const approvals =
+      opts.session !== undefined && opts.descendants
+        ? await client.approvalsWithDescendants(opts.session)
+        : (await client.listApprovals(opts.session !== undefined ? { sessionId: opts.session } : {})).approvals;
     if (opts.json) {
       io.stdout.write(`${JSON.stringify({ approvals })}\n`);
       return 0;

@@ -1,0 +1,260 @@
+// The shell of sub-agents (PROTOCOL "Sub-agents", change 57). Parent side: an `agent` call publishes
+// its child's commands and waits for the result on the call's own result subject, like a runner's
+// call (stored, so a new owner of the parent finds it). Child side: the child's owner publishes its
+// progress (throttled) and, before its run's `agent_end`, its final answer to that subject.
+import {
+  AGENT_TOOL_NAME,
+  type AgentMessage,
+  agentToolDefinition,
+  type ChildProgress,
+  type ChildResultDetails,
+  childSessionId,
+  encodeCommand,
+  encodeToolResultRecord,
+  type FleetCommand,
+  type FleetEvent,
+  finalAssistantText,
+  type ParentLink,
+  parseAgentRef,
+  partitionOf,
+  type Spend,
+  STREAMS,
+  subjects,
+  type ToolFinalRecord,
+  toolErrorText,
+} from "@fleet/protocol";
+import type { AgentStore, StreamPublisher } from "@fleet/runtime";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import type { ChildCallDecision, SubAgentLimits } from "../decide/decide-child.js";
+import { decideChildClose } from "../decide/decide-child.js";
+import type { ToolDefinition } from "../engine/types.js";
+import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
+
+export interface SubAgentSettings extends SubAgentLimits {
+  /** How long a parent's call waits for its child's answer (each progress record restarts it). */
+  timeoutMs: number;
+  /** At most one progress record per child per this many ms. */
+  progressMs: number;
+}
+
+export interface SubAgentPort {
+  readonly settings: SubAgentSettings;
+  /** The `agent` tool, its description naming the tenant's agents (refreshed in the background). */
+  tool(): ToolDefinition;
+  /** Parent side: starts the decided child (once, whoever asks) and waits for its answer. Never rejects. */
+  run(
+    parentSessionId: string,
+    toolCallId: string,
+    decision: ChildCallDecision & { kind: "start" },
+    signal: AbortSignal,
+    onUpdate: (partial: unknown) => void,
+    detach: AbortSignal,
+    fresh: boolean,
+  ): Promise<RemoteToolResult>;
+  /** Parent side: the children of these `agent` calls get their close command (a resumed aborted run). */
+  closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
+  /** Child side: the child refused its parent's prompt; the refusal is the call's error result. */
+  childRefused(childId: string, link: ParentLink, reason: string): Promise<void>;
+  /** Child side: one appended event of a child session (progress, throttled). */
+  childEvent(childId: string, link: ParentLink, event: FleetEvent): void;
+  /** Child side: the child's run is about to end; its answer goes to the parent first. */
+  childFinished(childId: string, link: ParentLink, end: ChildRunEnd): Promise<void>;
+}
+
+/** A child's run as it ends: `agent_end`'s messages and run id, and what the run spent. */
+export interface ChildRunEnd {
+  runId: string;
+  messages: readonly AgentMessage[];
+  spent: Spend;
+}
+
+/** How long the tenant's agent list is reused for the tool description. */
+const CATALOG_TTL_MS = 30_000;
+
+export function createSubAgentPort(opts: {
+  nc: NatsConnection;
+  publisher: StreamPublisher;
+  dispatcher: ToolDispatcher;
+  agents: AgentStore | undefined;
+  partitions: number;
+  settings: SubAgentSettings;
+  now: () => number;
+  logger: Logger;
+}): SubAgentPort {
+  const { settings } = opts;
+  let catalog: { name: string; description?: string | undefined }[] = [];
+  let catalogAt = Number.NEGATIVE_INFINITY;
+  let refreshing = false;
+  const refresh = () => {
+    if (refreshing || !opts.agents || opts.now() - catalogAt < CATALOG_TTL_MS) return;
+    refreshing = true;
+    const store = opts.agents;
+    void (async () => {
+      const listed = await store.list();
+      const latest = await Promise.all(listed.map((a) => store.get(a.name, a.latest)));
+      catalog = latest.flatMap((v) => (v ? [{ name: v.name, description: v.description }] : []));
+      catalogAt = opts.now();
+    })()
+      .catch((err) => opts.logger.warn({ err }, "agent list for the agent tool could not be read"))
+      .finally(() => {
+        refreshing = false;
+      });
+  };
+  refresh();
+
+  const lastProgress = new Map<string, number>();
+
+  async function publishCommand(command: FleetCommand): Promise<string | undefined> {
+    const encoded = encodeCommand(command);
+    if (!encoded.ok) return `Sub-agent could not be started: ${encoded.error}`;
+    const ack = await opts.publisher.publishDurably(
+      subjects.command(partitionOf(command.sessionId, opts.partitions), command.sessionId),
+      encoded.bytes,
+      { msgID: command.id, stream: STREAMS.commands.name },
+    );
+    return ack.ok ? undefined : `Sub-agent could not be started: ${ack.error}`;
+  }
+
+  /** The named agent (or version) exists: a refused `create_session` would leave the prompt alone. */
+  async function agentMissing(command: FleetCommand): Promise<string | undefined> {
+    if (command.type !== "create_session" || command.agent === undefined || !opts.agents) return undefined;
+    const ref = parseAgentRef(command.agent);
+    const found = ref ? await opts.agents.get(ref.name, ref.version) : null;
+    return found ? undefined : `Sub-agent refused: agent ${command.agent} not found`;
+  }
+
+  /** Stores a child's answer as its parent's call's `result` record (retried through passing failures). */
+  async function storeResult(link: ParentLink, msgID: string, record: ToolFinalRecord): Promise<void> {
+    const encoded = encodeToolResultRecord(record);
+    if (!encoded.ok) throw new Error(`sub-agent result cannot be encoded: ${encoded.error}`);
+    const subject = subjects.toolResult(link.sessionId, link.toolCallId);
+    const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
+      msgID,
+      stream: STREAMS.toolResults.name,
+    });
+    if (!ack.ok) throw new Error(`sub-agent result not stored: ${ack.error}`);
+  }
+
+  return {
+    settings,
+    tool() {
+      refresh();
+      return agentToolDefinition(catalog);
+    },
+    async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh) {
+      const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
+      const close = () => {
+        if (detach.aborted) return;
+        const command = decideChildClose(decision.childId, decision.link.closePolicy);
+        log.info({ evt: "child_close", policy: decision.link.closePolicy }, "parent aborted: closing child");
+        if (command)
+          void publishCommand(command).then((failed) => failed && log.warn({ failed }, "child close not sent"));
+      };
+      signal.addEventListener("abort", close, { once: true });
+      try {
+        return await opts.dispatcher.execute(
+          {
+            sessionId: parentSessionId,
+            runId: decision.link.runId,
+            toolCallId,
+            toolName: AGENT_TOOL_NAME,
+            args: undefined,
+            timeoutMs: settings.timeoutMs,
+            fresh,
+            start: async () => {
+              const missing = await agentMissing(decision.commands[0] as FleetCommand);
+              if (missing) return missing;
+              for (const command of decision.commands) {
+                // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
+                if (signal.aborted) return toolErrorText.aborted;
+                const failed = await publishCommand(command);
+                if (failed) return failed;
+              }
+              log.info({ evt: "child_started" }, "sub-agent started");
+              return undefined;
+            },
+          },
+          signal,
+          onUpdate,
+          detach,
+        );
+      } finally {
+        signal.removeEventListener("abort", close);
+      }
+    },
+    async closeChildren(parentSessionId, toolCallIds) {
+      for (const toolCallId of toolCallIds) {
+        const childId = childSessionId(parentSessionId, toolCallId);
+        const command = decideChildClose(childId, settings.closePolicy);
+        const failed = command ? await publishCommand(command) : undefined;
+        opts.logger.info(
+          {
+            evt: "child_close",
+            sessionId: parentSessionId,
+            toolCallId,
+            childSessionId: childId,
+            policy: settings.closePolicy,
+            failed,
+          },
+          "resumed aborted run: closing child",
+        );
+      }
+    },
+    childEvent(childId, link, event) {
+      if (event.type === "agent_end" || event.type === "message_update") return;
+      const now = opts.now();
+      if (now - (lastProgress.get(childId) ?? Number.NEGATIVE_INFINITY) < settings.progressMs) return;
+      lastProgress.set(childId, now);
+      const progress: ChildProgress = { childSessionId: childId, event: event.type };
+      if (event.type === "tool_execution_start") progress.toolName = event.toolName;
+      if (event.type === "message_end" && event.message.role === "assistant") {
+        const text = finalAssistantText([event.message]);
+        if (text) progress.text = text.slice(0, 500);
+      }
+      const encoded = encodeToolResultRecord({ kind: "update", partialResult: progress });
+      // A core publish: progress is best effort, never waited for (the stream still stores it).
+      if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
+    },
+    async childRefused(childId, link, reason) {
+      await storeResult(link, `${childId}.refused`, {
+        kind: "result",
+        content: [{ type: "text", text: `Sub-agent ${childId} refused the task (${reason})` }],
+        details: { childSessionId: childId } satisfies ChildResultDetails,
+        isError: true,
+      });
+    },
+    async childFinished(childId, link, end) {
+      lastProgress.delete(childId);
+      const spent = end.spent;
+      const text = finalAssistantText(end.messages);
+      const details: ChildResultDetails = {
+        childSessionId: childId,
+        spend: { ...spent },
+      };
+      await storeResult(
+        link,
+        `${childId}.result.${end.runId}`,
+        text === undefined
+          ? {
+              kind: "result",
+              content: [
+                { type: "text", text: `Sub-agent ${childId} ended without an answer (${stopOf(end.messages)})` },
+              ],
+              details,
+              isError: true,
+            }
+          : { kind: "result", content: [{ type: "text", text }], details, isError: false },
+      );
+    },
+  };
+}
+
+function stopOf(messages: readonly AgentMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m?.role === "assistant")
+      return m.stopReason === "aborted" ? toolErrorText.aborted : (m.errorMessage ?? m.stopReason);
+  }
+  return "no assistant message";
+}

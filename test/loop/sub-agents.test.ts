@@ -1,0 +1,210 @@
+// The Done-when of change 57 (sub-agents as child sessions), on real processes: loop workers (the
+// service's entry point), nats-server, the Anthropic SDK on the fake. A parent with three parallel
+// children survives a SIGKILL of its worker (each child ran once, the parent got all three answers,
+// its spend holds theirs); a parent's abort stops its children.
+import { AGENT_TOOL_NAME, childCommandIds, childSessionId, type FleetEvent, foldSessionEvents } from "@fleet/protocol";
+import { connectNats } from "@fleet/runtime";
+import {
+  type FakeAnthropic,
+  fakeReply,
+  fakeText,
+  fakeToolUse,
+  type NatsServer,
+  type RecordedRequest,
+  startFakeAnthropic,
+  startNats,
+} from "@fleet/testkit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { commander } from "../support/loop-harness.js";
+import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
+
+const TTL = 1_000;
+let server: NatsServer;
+let fake: FakeAnthropic;
+let nc: NatsConnection;
+const procs: LoopProcess[] = [];
+
+const CHILD_USAGE = { input_tokens: 1_000, output_tokens: 200 };
+
+/** The first user text of a request (a session's task) and whether it carries tool results. */
+function firstUserText(r: RecordedRequest): string {
+  const first = r.body?.messages[0] as { content?: unknown } | undefined;
+  if (typeof first?.content === "string") return first.content;
+  const blocks = Array.isArray(first?.content) ? (first.content as { type: string; text?: string }[]) : [];
+  return blocks.map((b) => b.text ?? "").join("");
+}
+const hasToolResults = (r: RecordedRequest) =>
+  (r.body?.messages as { content?: unknown }[] | undefined)?.some(
+    (m) => Array.isArray(m.content) && (m.content as { type: string }[]).some((b) => b.type === "tool_result"),
+  ) === true;
+
+/**
+ * A parent (`fan out: …`) calls `agent` once per task, in one message, then answers with what it got;
+ * a child (`task …`) answers `answer of <task>`, slowly (`childDelayMs` per SSE event), or never
+ * (`stall`: for the abort test).
+ */
+function respond(opts: { childDelayMs: number; stall?: boolean }) {
+  return (r: RecordedRequest) => {
+    const task = firstUserText(r);
+    if (task.startsWith("fan out:")) {
+      if (hasToolResults(r))
+        return fakeReply("all children answered", { usage: { input_tokens: 50, output_tokens: 5 } });
+      const tasks = task
+        .slice("fan out:".length)
+        .split(",")
+        .map((t) => t.trim());
+      return fakeReply(
+        tasks.map((t, i) =>
+          fakeToolUse(AGENT_TOOL_NAME, { prompt: `task ${t}`, description: t }, { id: `toolu_${t}_${i}` }),
+        ),
+        { usage: { input_tokens: 100, output_tokens: 30 } },
+      );
+    }
+    const text = `answer of ${task}`;
+    return fakeReply([fakeText(text, text.split(/(?= )/))], {
+      usage: CHILD_USAGE,
+      eventDelayMs: opts.childDelayMs,
+      ...(opts.stall ? { stallAfterEvents: 4 } : {}),
+    });
+  };
+}
+
+beforeAll(async () => {
+  server = await startNats();
+  fake = await startFakeAnthropic();
+  nc = await connectNats({ url: server.url, name: "sub-agents-test" });
+});
+afterAll(async () => {
+  for (const p of procs) await p.kill("SIGKILL");
+  await nc?.close();
+  await fake?.stop();
+  await server?.stop();
+});
+
+const env = (): Record<string, string> => ({
+  NATS_URL: server.url,
+  FLEET_PROVIDER: "anthropic",
+  ANTHROPIC_API_KEY: "sk-test",
+  ANTHROPIC_BASE_URL: fake.url,
+  FLEET_LEASE_TTL_MS: String(TTL),
+  FLEET_COALESCE_MS: "10",
+  FLEET_SHUTDOWN_GRACE_MS: "200",
+  FLEET_OPS_PORT: "0",
+  FLEET_SUBAGENT_PROGRESS_MS: "200",
+});
+
+const count = (events: FleetEvent[], type: FleetEvent["type"]) => events.filter((e) => e.type === type).length;
+const ended = (events: FleetEvent[]) => events.some((e) => e.type === "agent_end");
+
+describe("loop service / sub-agents as child sessions", () => {
+  it("three parallel children: the parent's worker is SIGKILLed mid-run; each child ran once, the parent got all three answers and their spend", async () => {
+    const a = spawnLoop(env(), "loop-sub-a");
+    procs.push(a);
+    await waitForLog(a, "loop_started");
+    fake.respondWith(respond({ childDelayMs: 300 }));
+    const cmd = commander(nc);
+    const SID = "sub-parent-kill";
+    await cmd.send(SID, { type: "prompt", text: "fan out: x, y, z" });
+    const children = ["x", "y", "z"].map((t, i) => childSessionId(SID, `toolu_${t}_${i}`));
+    // Every child's LLM call has begun, none has ended: A dies with the parent waiting and the children streaming.
+    for (let i = 0; i < 400; i++) {
+      if (fake.requests.filter((r) => firstUserText(r).startsWith("task ")).length >= 3) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const before = await Promise.all(children.map((c) => cmd.events(c)));
+    for (const log of before) expect(ended(log)).toBe(false);
+    await a.kill("SIGKILL");
+
+    const b = spawnLoop(env(), "loop-sub-b");
+    procs.push(b);
+    const parent = await cmd.waitFor(SID, ended, 40_000);
+    const ends = parent.filter(
+      (e): e is Extract<FleetEvent, { type: "tool_execution_end" }> =>
+        e.type === "tool_execution_end" && e.toolName === AGENT_TOOL_NAME,
+    );
+    // `tool_execution_end`s come in completion order: by call.
+    const byCall = new Map(ends.map((e) => [e.toolCallId, e]));
+    expect(byCall.size).toBe(3);
+    for (const [i, t] of ["x", "y", "z"].entries()) {
+      const end = byCall.get(`toolu_${t}_${i}`);
+      expect([end?.isError, end?.result.content]).toEqual([false, [{ type: "text", text: `answer of task ${t}` }]]);
+      expect((end?.result.details as { childSessionId?: string } | undefined)?.childSessionId).toBe(children[i]);
+    }
+    // The toolResult messages the model got are in source order.
+    const results = parent.flatMap((e) =>
+      e.type === "message_end" && e.message.role === "toolResult" ? [JSON.stringify(e.message.content)] : [],
+    );
+    expect(results).toEqual(
+      ["x", "y", "z"].map((t) => JSON.stringify([{ type: "text", text: `answer of task ${t}` }])),
+    );
+    expect(parent.some((e) => e.type === "run_resumed")).toBe(true);
+    // The model's second call saw the three answers; the run ended with its text.
+    const last = parent.filter((e) => e.type === "message_end").at(-1);
+    expect(last?.type === "message_end" && JSON.stringify(last.message.content)).toContain("all children answered");
+
+    let childSpend = 0;
+    for (const [i, child] of children.entries()) {
+      const log = await cmd.events(child);
+      const created = log.find((e) => e.type === "session_created");
+      expect(created?.type === "session_created" && created.parent).toMatchObject({
+        sessionId: SID,
+        toolCallId: `toolu_${["x", "y", "z"][i]}_${i}`,
+        depth: 1,
+        closePolicy: "terminate",
+      });
+      // Ran once: one creation, one acceptance of the parent's prompt, one run.
+      expect(count(log, "session_created")).toBe(1);
+      const ids = childCommandIds(child);
+      expect(log.filter((e) => e.type === "command_accepted" && e.commandId === ids.prompt)).toHaveLength(1);
+      expect(count(log, "agent_start")).toBe(1);
+      expect(count(log, "agent_end")).toBe(1);
+      childSpend += foldSessionEvents(log).spend.session.totalTokens;
+    }
+    // The parent's spend holds its own calls and its children's.
+    const own = 100 + 30 + 50 + 5;
+    const state = foldSessionEvents(parent);
+    expect(childSpend).toBeGreaterThanOrEqual(3 * (CHILD_USAGE.input_tokens + CHILD_USAGE.output_tokens));
+    expect(state.spend.session.totalTokens).toBeGreaterThanOrEqual(own + childSpend);
+    // … while its day record (the tenant's count of it) holds its own calls only.
+    const day = [...state.spend.days.values()].reduce((n, s) => n + s.totalTokens, 0);
+    expect(state.spend.session.totalTokens - day).toBe(childSpend);
+    // Progress reached the parent as tool_execution_update events naming the child.
+    const updates = parent.filter((e) => e.type === "tool_execution_update");
+    expect(updates.length).toBeGreaterThan(0);
+    for (const u of updates) {
+      expect(children).toContain(
+        (u.type === "tool_execution_update" && (u.partialResult as { childSessionId: string }).childSessionId) || "",
+      );
+    }
+    await b.kill("SIGTERM");
+  }, 90_000);
+
+  it("aborting the parent aborts its children (terminate)", async () => {
+    const c = spawnLoop(env(), "loop-sub-c");
+    procs.push(c);
+    await waitForLog(c, "loop_started");
+    fake.respondWith(respond({ childDelayMs: 20, stall: true }));
+    const cmd = commander(nc);
+    const SID = "sub-parent-abort";
+    await cmd.send(SID, { type: "prompt", text: "fan out: p, q" });
+    const children = ["p", "q"].map((t, i) => childSessionId(SID, `toolu_${t}_${i}`));
+    const streaming = (ev: FleetEvent[]) =>
+      ev.some((e) => e.type === "message_start" && e.message.role === "assistant");
+    for (const child of children) await cmd.waitFor(child, streaming, 20_000);
+    await cmd.send(SID, { type: "abort" });
+    const parent = await cmd.waitFor(SID, ended, 20_000);
+    const ends = parent.filter((e) => e.type === "tool_execution_end");
+    expect(ends.every((e) => e.type === "tool_execution_end" && e.isError)).toBe(true);
+    for (const child of children) {
+      const log = await cmd.waitFor(child, ended, 20_000);
+      const ids = childCommandIds(child);
+      expect(log.some((e) => e.type === "command_accepted" && e.commandId === ids.abort)).toBe(true);
+      const end = log.find((e) => e.type === "agent_end");
+      const lastAssistant =
+        end?.type === "agent_end" ? end.messages.filter((m) => m.role === "assistant").at(-1) : undefined;
+      expect(lastAssistant?.role === "assistant" && lastAssistant.stopReason).toBe("aborted");
+    }
+    await c.kill("SIGTERM");
+  }, 60_000);
+});
