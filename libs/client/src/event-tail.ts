@@ -1,5 +1,4 @@
 // A resumable tail of one subject of a stream: the transport under `events()` and command outcomes.
-import { sleep } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type HistoryConnection, readHistory } from "./history-read.js";
 import { type FeedSignal, joinFeed } from "./live-feed.js";
@@ -87,7 +86,8 @@ export function tailSubject(
       reconnected = true;
       scheduleRechecks();
       readToEnd();
-    } else if (!s.msgId) readToEnd();
+    } else if (s.kind === "closed") ring();
+    else if (!s.msgId) readToEnd();
     else {
       if (heard.size < HEARD_MAX) heard.set(s.msgId, Date.now());
       ring();
@@ -157,7 +157,8 @@ export function tailSubject(
         failures++;
         toEnd = true;
         opts.onResume?.(next, err);
-        await sleep(Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6)), signal);
+        // Backoff while the server is away; a reconnect or a live message ends it at once.
+        await waitFor(Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6)));
         continue;
       }
       if (done()) return;

@@ -4,9 +4,9 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 /**
  * What a tail hears from the live path: `live` when a message was published on the subject (its
  * `Nats-Msg-Id`, `""` when it has none), `reconnect` when the connection came back (messages
- * published meanwhile were not heard).
+ * published meanwhile were not heard), `closed` when the connection closed.
  */
-export type FeedSignal = { kind: "live"; msgId: string } | { kind: "reconnect" };
+export type FeedSignal = { kind: "live"; msgId: string } | { kind: "reconnect" } | { kind: "closed" };
 export type FeedListener = (signal: FeedSignal) => void;
 
 interface Feed {
@@ -75,6 +75,9 @@ function connectionFeeds(nc: NatsConnection): ConnectionFeeds {
       for (const l of created.listeners) l({ kind: "reconnect" });
     }
   })().catch(() => undefined);
+  void nc.closed().then(() => {
+    for (const l of created.listeners) l({ kind: "closed" });
+  });
   conn = created;
   return conn;
 }
