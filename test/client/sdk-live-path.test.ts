@@ -87,6 +87,31 @@ describe("client / live path", () => {
     expect(seen.length).toBeGreaterThanOrEqual(N);
   }, 60_000);
 
+  it("a history read takes a short range by direct gets and a long one with one ordered read", async () => {
+    const sid = `s-history-${newId().slice(-8)}`;
+    await client.createSession({}, { sessionId: sid });
+    await Promise.all(
+      Array.from({ length: 40 }, (_, n) =>
+        client.send(sid, { type: "append_custom", customType: "mark", data: { n } }),
+      ),
+    );
+    const last = await client.lastSeq(sid);
+    const read = async (fromSeq: number) => {
+      const seqs: number[] = [];
+      for await (const r of client.history(sid, { fromSeq, toSeq: last })) seqs.push(r.seq);
+      return seqs;
+    };
+    let short: number[] = [];
+    expect(await consumersCreatedDuring(async () => void (short = await read(last - 10)))).toEqual([]);
+    expect(short.at(-1)).toBe(last);
+    let long: number[] = [];
+    // The advisories are counted: the long read's one consumer is seen.
+    expect(await consumersCreatedDuring(async () => void (long = await read(1)))).toHaveLength(1);
+    expect(long).toEqual([...new Set(long)].sort((x, y) => x - y));
+    expect(long).toHaveLength(42); // session_created and 41 outcomes
+    expect(long.at(-1)).toBe(last);
+  }, 60_000);
+
   it("an outcome appended while the client reconnects after a nats-server restart reaches the sender", async () => {
     const sid = `s-restart-${newId().slice(-8)}`;
     await client.createSession({}, { sessionId: sid });
