@@ -306,6 +306,7 @@ async function main() {
   const appended = (await eventsInStream(nc)) - appendedBefore;
   await consumers.settle();
   const loadConsumers = consumers.created;
+  const loadStreams = [...consumers.byStream()].map(([stream, n]) => `${stream} ${n}`).join(", ") || "none";
   subscriber.stdin?.write("dump\n");
   await new Promise((r) => subscriber.once("close", r));
   const dump = JSON.parse(dumpLine) as { events: number; arrived: Array<number | null> };
@@ -382,7 +383,7 @@ async function main() {
   );
   console.log(`leases lost: ${leasesLost}`);
   console.log(
-    `consumers created by loads of new sessions: ${loadConsumers} for ${SESSIONS} sessions (${SESSIONS * PROMPTS_PER_SESSION} prompts, commands published raw)`,
+    `consumers created by loads of new sessions: ${loadConsumers} for ${SESSIONS} sessions (${SESSIONS * PROMPTS_PER_SESSION} prompts, commands published raw; by stream: ${loadStreams})`,
   );
   console.log(`consumers created per 100 prompts: ${Math.round((steadyConsumers * 100) / STEADY_PROMPTS)}`);
 
