@@ -102,11 +102,19 @@ describe("client / live path", () => {
       return seqs;
     };
     let short: number[] = [];
-    expect(await consumersCreatedDuring(async () => void (short = await read(last - 10)))).toEqual([]);
+    expect(
+      await consumersCreatedDuring(async () => {
+        short = await read(last - 10);
+      }),
+    ).toEqual([]);
     expect(short.at(-1)).toBe(last);
     let long: number[] = [];
     // The advisories are counted: the long read's one consumer is seen.
-    expect(await consumersCreatedDuring(async () => void (long = await read(1)))).toHaveLength(1);
+    expect(
+      await consumersCreatedDuring(async () => {
+        long = await read(1);
+      }),
+    ).toHaveLength(1);
     expect(long).toEqual([...new Set(long)].sort((x, y) => x - y));
     expect(long).toHaveLength(42); // session_created and 41 outcomes
     expect(long.at(-1)).toBe(last);
