@@ -1,7 +1,7 @@
 // A resumable tail of one subject of a stream: the transport under `events()` and command outcomes.
-import { sleep } from "@fleet/runtime";
-import { type Consumer, type ConsumerMessages, DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { type HistoryConnection, readHistory } from "./history-read.js";
+import { type FeedSignal, joinFeed } from "./live-feed.js";
 
 /** One stored message of the tailed subject. */
 export interface TailRecord {
@@ -11,86 +11,191 @@ export interface TailRecord {
 }
 
 export interface TailOptions {
-  /** First stream sequence to deliver (inclusive, at least 1). */
-  fromSeq: number;
+  /**
+   * First stream sequence to deliver (inclusive, at least 1); a function is called when the
+   * iteration starts (the caller may learn it after listening started).
+   */
+  fromSeq: number | (() => number);
   /** Stops the tail; the iterator then returns normally. */
   signal?: AbortSignal;
-  /** Called when the consumer had to be recreated (server restart, reconnect, heartbeat loss). */
+  /** Called when the tail read the stream again after a reconnect or a failed read. */
   onResume?: (nextSeq: number, cause: unknown) => void;
 }
 
+/** What a tail reads with. */
+export interface TailConnection extends HistoryConnection {
+  readonly nc: NatsConnection;
+}
+
 const MAX_BACKOFF_MS = 5_000;
-/** Pull expiry and idle heartbeat: a silent stall is detected within about two heartbeats. */
-const CONSUME_OPTIONS = { max_messages: 256, expires: 10_000, idle_heartbeat: 5_000 } as const;
+/** After the tail starts and after each reconnect, the subject is read to its end again at these delays. */
+const RECHECK_MS = [100, 1_000] as const;
+/** An idle tail reads to the subject's end this often (a safety net; the live path normally wakes it). */
+const IDLE_RECHECK_MS = 30_000;
+/** A message heard live but not stored after this long was refused by the stream (fenced or duplicate). */
+const HEARD_GIVE_UP_MS = 3_000;
+const HEARD_MAX = 1_024;
 
 /**
- * Yields every message of `subject` from `fromSeq` on, forever (until `signal` aborts, the caller
+ * Every message of `subject` from `opts.fromSeq` on, forever (until `signal` aborts, the caller
  * stops iterating, or the connection is closed).
  * Contract: stream sequences are strictly increasing; no message of the subject is skipped and none
- * is delivered twice, across reconnects and server restarts. Built on an ordered consumer (one
- * filter subject, nats-server 2.9); whenever it fails or ends, a new one is created at the sequence
- * after the last one delivered, with backoff while the server is unreachable. A reconnect of the
- * connection recreates the consumer at once (the server may have lost it), without waiting for
- * missed heartbeats.
+ * is delivered twice, across reconnects and server restarts. The live path is a core subscription on
+ * `subject` (shared per connection, see `joinFeed`), made when this is called, before it returns:
+ * whatever is published on the subject afterwards wakes the tail. Messages themselves are always
+ * read from the stream, by direct get `next_by_subj` from the sequence after the last one delivered
+ * (a long history: see `readHistory`). So no JetStream consumer exists while the tail waits or follows live messages. A reconnect
+ * (messages may have been published while away) makes it read to the subject's end again.
  */
-export async function* tailSubject(
-  nc: NatsConnection,
-  js: JetStreamClient,
+export function tailSubject(
+  conn: TailConnection,
   stream: string,
   subject: string,
   opts: TailOptions,
 ): AsyncGenerator<TailRecord> {
-  let next = Math.max(1, opts.fromSeq);
-  let failures = 0;
+  const { nc, jsm } = conn;
   const signal = opts.signal;
-  const isClosed = () => nc.isClosed();
-  let messages: ConsumerMessages | undefined;
-  const stop = () => void messages?.close().catch(() => undefined);
-  const status = nc.status();
-  void (async () => {
-    for await (const s of status) if (s.type === "reconnect") stop();
-  })().catch(() => undefined);
-  try {
-    yield* follow();
-  } finally {
-    (status as { stop?: () => void }).stop?.();
-  }
+  let next = 1;
+  /** `Nats-Msg-Id`s heard live and not read yet, with when they were first heard. */
+  const heard = new Map<string, number>();
+  /** Read to the subject's end (set at start, after a reconnect or an id-less live message). */
+  let toEnd = true;
+  let toEndGeneration = 0;
+  const rechecks: NodeJS.Timeout[] = [];
+  let wake: (() => void) | undefined;
+  const ring = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const readToEnd = () => {
+    toEnd = true;
+    toEndGeneration++;
+    ring();
+  };
+  const scheduleRechecks = () => {
+    for (const ms of RECHECK_MS) {
+      const timer = setTimeout(readToEnd, ms);
+      timer.unref();
+      rechecks.push(timer);
+    }
+  };
+  let reconnected = false;
+  const onSignal = (s: FeedSignal) => {
+    if (s.kind === "reconnect") {
+      reconnected = true;
+      scheduleRechecks();
+      readToEnd();
+    } else if (s.kind === "closed") ring();
+    else if (!s.msgId) readToEnd();
+    else {
+      if (heard.size < HEARD_MAX) heard.set(s.msgId, Date.now());
+      ring();
+    }
+  };
+  const leave = joinFeed(nc, subject, onSignal);
+  const stop = () => {
+    leave();
+    for (const t of rechecks) clearTimeout(t);
+    ring();
+  };
+  signal?.addEventListener("abort", stop, { once: true });
+  scheduleRechecks();
+  const done = () => signal?.aborted === true || nc.isClosed();
+
+  /** The next stored message at or after `next`, or null at the subject's end. */
+  const directNext = () => jsm.direct.getMessage(stream, { seq: next, next_by_subj: subject });
+
+  /** Waits for a live signal, `ms`, or the end of the tail. */
+  const waitFor = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        wake = undefined;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (done()) ring();
+    });
 
   async function* follow(): AsyncGenerator<TailRecord> {
-    while (!signal?.aborted && !isClosed()) {
-      let consumer: Consumer | undefined;
+    next = Math.max(1, typeof opts.fromSeq === "function" ? opts.fromSeq() : opts.fromSeq);
+    let failures = 0;
+    let retryMs = 2;
+    while (!done()) {
       try {
-        consumer = await js.consumers.get(stream, {
-          filter_subjects: subject,
-          deliver_policy: DeliverPolicy.StartSequence,
-          opt_start_seq: next,
-        });
-        messages = await consumer.consume(CONSUME_OPTIONS);
-        signal?.addEventListener("abort", stop, { once: true });
-        // Aborted meanwhile: close, and still run the iterator, which then ends at once
-        // (closing consumer messages that were never iterated does not settle).
-        if (signal?.aborted) stop();
-        for await (const m of messages) {
-          if (signal?.aborted) break;
-          failures = 0;
-          if (m.seq < next) continue;
-          next = m.seq + 1;
-          yield { seq: m.seq, subject: m.subject, data: m.data };
+        if (reconnected) {
+          reconnected = false;
+          opts.onResume?.(next, new Error("reconnected"));
         }
-        if (signal?.aborted || isClosed()) return;
-        opts.onResume?.(next, new Error("consumer ended"));
+        while (!done() && (toEnd || heard.size > 0)) {
+          if (toEnd) {
+            const generation = toEndGeneration;
+            for await (const r of readHistory(conn, stream, subject, { fromSeq: next })) {
+              next = r.seq + 1;
+              if (r.msgId) heard.delete(r.msgId);
+              yield { seq: r.seq, subject: r.subject, data: r.data };
+              if (done()) return;
+            }
+            failures = 0;
+            if (generation === toEndGeneration) toEnd = false;
+            continue;
+          }
+          // Heard live: read what the stream stored since (normally one message).
+          const msg = await directNext();
+          if (!msg) break;
+          failures = 0;
+          next = msg.seq + 1;
+          const msgId = msg.header?.get("Nats-Msg-Id");
+          if (msgId) heard.delete(msgId);
+          yield { seq: msg.seq, subject: msg.subject, data: msg.data };
+        }
       } catch (err) {
-        if (signal?.aborted || isClosed()) return;
+        if (done()) return;
         failures++;
+        toEnd = true;
         opts.onResume?.(next, err);
-        await sleep(Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6)), signal);
-      } finally {
-        signal?.removeEventListener("abort", stop);
-        await messages?.close().catch(() => undefined);
-        messages = undefined;
-        // Ordered consumers are ephemeral but linger for their inactive threshold: delete it now.
-        if (consumer && !isClosed()) void consumer.delete().catch(() => undefined);
+        // Backoff while the server is away; a reconnect or a live message ends it at once.
+        await waitFor(Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6)));
+        continue;
       }
+      if (done()) return;
+      if (toEnd) continue;
+      if (heard.size > 0) {
+        // Heard, not stored yet (the stream stores after the core delivery), or refused: retry a while.
+        const now = Date.now();
+        for (const [id, at] of heard) if (now - at > HEARD_GIVE_UP_MS) heard.delete(id);
+        await waitFor(retryMs);
+        retryMs = Math.min(200, retryMs * 2);
+        continue;
+      }
+      retryMs = 2;
+      let timedOut = true;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          wake = undefined;
+          resolve();
+        }, IDLE_RECHECK_MS);
+        timer.unref();
+        wake = () => {
+          timedOut = false;
+          clearTimeout(timer);
+          resolve();
+        };
+        if (done()) ring();
+      });
+      if (timedOut) toEnd = true;
     }
   }
+
+  return (async function* () {
+    try {
+      yield* follow();
+    } finally {
+      signal?.removeEventListener("abort", stop);
+      stop();
+    }
+  })();
 }

@@ -24,6 +24,7 @@ import {
   eventSubjectOf,
   lastEventSeq,
   lifecycleStreamOf,
+  streamUnavailable,
 } from "./client-context.js";
 import type {
   CommandBody,
@@ -33,6 +34,7 @@ import type {
   OutcomeRecord,
 } from "./command-options.js";
 import { FleetError } from "./errors.js";
+import { type HistoryRange, type HistoryRecord, readHistory } from "./history-read.js";
 import { newId } from "./ids.js";
 import { type LifecycleCommandType, lifecycleRecordOf, runLifecycleCommand } from "./lifecycle-command.js";
 import type { LiveSession } from "./live-session.js";
@@ -235,6 +237,20 @@ export class FleetClient extends SessionCommands {
   eventRecords(sessionId: string, opts: EventsOptions = {}): AsyncIterable<SessionEventRecord> {
     const start = startSeqOf(this.#ctx, sessionId, opts);
     return iterateSessionEvents(this.#ctx, sessionId, start, opts, (seq, event, data) => ({ seq, event, data }));
+  }
+
+  /**
+   * The session's stored events with `fromSeq <= seq <= toSeq`, as stored (undecoded), in order.
+   * A short range is read by direct gets, a long one with one bounded ordered read (`readHistory`):
+   * what a reader needs before it switches to the live path. Rejects `unavailable` when the log
+   * cannot be read.
+   */
+  async *history(sessionId: string, range: HistoryRange): AsyncGenerator<HistoryRecord> {
+    try {
+      yield* readHistory(this.#ctx, eventStreamOf(this.#ctx, sessionId), eventSubjectOf(this.#ctx, sessionId), range);
+    } catch (err) {
+      throw streamUnavailable(err);
+    }
   }
 
   /**

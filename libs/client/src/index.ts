@@ -21,6 +21,7 @@ export type {
 } from "./command-options.js";
 export { CommandRejectedError, FleetError, type FleetErrorKind, isFleetError, StoreQueryError } from "./errors.js";
 export { FleetClient } from "./fleet-client.js";
+export type { HistoryRange, HistoryRecord } from "./history-read.js";
 export { newId, newSessionId } from "./ids.js";
 export { LiveSession, type SessionChangeListener } from "./live-session.js";
 export type { MessageInput } from "./message-input.js";

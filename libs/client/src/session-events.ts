@@ -34,7 +34,7 @@ export async function* iterateSessionEvents<T>(
   item: (seq: number, event: FleetEvent, data: Uint8Array) => T,
 ): AsyncGenerator<T> {
   const fromSeq = await start;
-  const tail = tailSubject(ctx.nc, ctx.js, eventStreamOf(ctx, sessionId), eventSubjectOf(ctx, sessionId), {
+  const tail = tailSubject(ctx, eventStreamOf(ctx, sessionId), eventSubjectOf(ctx, sessionId), {
     fromSeq,
     ...(opts.signal ? { signal: opts.signal } : {}),
     onResume: (next) => opts.onResume?.(next),

@@ -54,6 +54,11 @@ export async function submitCommand(
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   signal?.addEventListener("abort", () => abort.abort(), { once: true });
+  // Listening starts before the publish: the outcome is appended after it, so it cannot be missed.
+  const tail = tailSubject(ctx, eventStreamOfPartition(partition, ctx.groups), eventSubject, {
+    fromSeq: () => fromSeq,
+    signal: abort.signal,
+  });
   try {
     try {
       const ack = await ctx.js.publish(commandSubject, encoded.bytes, { msgID: command.id });
@@ -71,10 +76,6 @@ export async function submitCommand(
         { cause: err },
       );
     }
-    const tail = tailSubject(ctx.nc, ctx.js, eventStreamOfPartition(partition, ctx.groups), eventSubject, {
-      fromSeq,
-      signal: abort.signal,
-    });
     for await (const record of tail) {
       const decoded = decodeEvent(record.data);
       if (!decoded.ok) continue;

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FleetClient } from "@fleet/client";
 import {
   type AssistantStreamEvent,
   encodeCommand,
@@ -28,6 +29,7 @@ import {
   type StreamFn,
 } from "../src/engine/index.js";
 import { startLoopWorker } from "../src/loop-worker.js";
+import { countConsumersCreated } from "./consumer-count.js";
 import { C63FC6E_FLOOR, measureFloorParts } from "./floor-baselines.js";
 import { inMemorySession } from "./in-memory-session.js";
 import { LOOP_CHUNK_CHARS, LOOP_DELTAS, loopTurn, lsResult, lsTool } from "./workloads.js";
@@ -35,6 +37,8 @@ import { LOOP_CHUNK_CHARS, LOOP_DELTAS, loopTurn, lsResult, lsTool } from "./wor
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const PROMPTS_PER_SESSION = Number(process.env.BENCH_PROMPTS ?? 10);
 const COALESCE_MS = Number(process.env.BENCH_COALESCE_MS ?? 25);
+/** Prompts of the steady-state phase (through the SDK, to sessions already loaded). */
+const STEADY_PROMPTS = 100;
 const DELTAS = LOOP_DELTAS;
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const BENCH_CONFIG: SessionConfig = sessionConfigWith({
@@ -270,6 +274,8 @@ async function main() {
     subscriber: cpuSecondsOf(subscriber.pid),
     nats: cpuSecondsOf(server.pid),
   });
+  // Every consumer the server creates from here on (its advisories), during the runs and after.
+  const consumers = await countConsumersCreated(nc);
   const cpu0 = cpuOf();
   const profiler = await startProfile();
   const t0 = performance.now();
@@ -298,6 +304,9 @@ async function main() {
   clearInterval(progress);
   clearInterval(rssTimer);
   const appended = (await eventsInStream(nc)) - appendedBefore;
+  await consumers.settle();
+  const loadConsumers = consumers.created;
+  const loadStreams = [...consumers.byStream()].map(([stream, n]) => `${stream} ${n}`).join(", ") || "none";
   subscriber.stdin?.write("dump\n");
   await new Promise((r) => subscriber.once("close", r));
   const dump = JSON.parse(dumpLine) as { events: number; arrived: Array<number | null> };
@@ -308,6 +317,7 @@ async function main() {
   });
   const runs = SESSIONS * PROMPTS_PER_SESSION;
   const turns = runs * 2;
+  const steadyConsumers = await steadyStatePrompts(server.url, consumers);
 
   console.log(
     `\nFleet loop benchmark — nats-server ${nc.info?.version}, ${SESSIONS} concurrent sessions × ${PROMPTS_PER_SESSION} prompts,`,
@@ -372,6 +382,10 @@ async function main() {
     `  delta p50 ≤ window + 2 ms   ${fmt(p50, 2)} ms vs ${COALESCE_MS + 2} ms  ${p50 <= COALESCE_MS + 2 ? "MET" : "NOT MET"}`,
   );
   console.log(`leases lost: ${leasesLost}`);
+  console.log(
+    `consumers created by loads of new sessions: ${loadConsumers} for ${SESSIONS} sessions (${SESSIONS * PROMPTS_PER_SESSION} prompts, commands published raw; by stream: ${loadStreams})`,
+  );
+  console.log(`consumers created per 100 prompts: ${Math.round((steadyConsumers * 100) / STEADY_PROMPTS)}`);
 
   await worker.stop();
   await nc.close();
@@ -379,6 +393,38 @@ async function main() {
   await new Promise((r) => runner.once("exit", r));
   await server.stop();
   rmSync(workspace, { recursive: true, force: true });
+}
+
+/**
+ * The steady state through the SDK: one prompt to each of the first STEADY_PROMPTS sessions (all
+ * loaded by the runs), each sent with `prompt()` (which waits for its outcome) while `events()`
+ * watches the session until its `agent_end`. Returns the consumers the server created meanwhile.
+ */
+async function steadyStatePrompts(
+  url: string,
+  consumers: Awaited<ReturnType<typeof countConsumersCreated>>,
+): Promise<number> {
+  const client = await FleetClient.connect({ natsUrl: url, name: "bench-sdk", commandTimeoutMs: 60_000 });
+  const before = consumers.created;
+  try {
+    await Promise.all(
+      Array.from({ length: STEADY_PROMPTS }, async (_, k) => {
+        const sid = `bench-${k % SESSIONS}`;
+        const stop = new AbortController();
+        const events = client.events(sid, { from: "new", signal: stop.signal });
+        const ended = (async () => {
+          for await (const { event } of events) if (event.type === "agent_end") return;
+        })();
+        await client.prompt(sid, { text: `steady ${k}` });
+        await ended;
+        stop.abort();
+      }),
+    );
+    await consumers.settle();
+    return consumers.created - before;
+  } finally {
+    await client.close();
+  }
 }
 
 /**

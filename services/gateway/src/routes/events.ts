@@ -1,6 +1,5 @@
 // `GET /v1/sessions/{id}/events`: the session's events as Server-Sent Events, resumable by sequence.
 import { decodeEvent } from "@fleet/protocol";
-import { readSubject } from "@fleet/runtime";
 import { EventsQuery, SessionParams } from "../api-schemas.js";
 import { apiError } from "../http/api-error.js";
 import { corsHeadersOf } from "../http/cors.js";
@@ -109,10 +108,10 @@ export function eventRoutes(ctx: RouteContext, connections: Set<SseConnection>):
   ];
 }
 
+/** Messages per pull when a long history is read (a 10,000-event log reads in 5 pulls, not 20). */
+const HISTORY_PULL = 2048;
 /** History frames are written in batches of about this many bytes (one socket write each). */
 const HISTORY_BATCH_BYTES = 64 * 1024;
-/** Messages per pull when reading history (a 10,000-event log reads in 5 pulls, not 20). */
-const HISTORY_PULL = 2048;
 
 /**
  * Writes the session's events `from`..`to` (inclusive) with backpressure; stops when the client left.
@@ -126,13 +125,7 @@ async function writeHistory(
   to: number,
 ): Promise<void> {
   if (from > to) return;
-  const records = readSubject(
-    link.client.js,
-    link.client.jsm,
-    link.client.eventStream(sessionId),
-    link.client.eventSubject(sessionId),
-    { fromSeq: from, toSeq: to, batch: HISTORY_PULL },
-  );
+  const records = link.client.history(sessionId, { fromSeq: from, toSeq: to, batch: HISTORY_PULL });
   let batch: Array<string | Uint8Array> = [];
   let batchBytes = 0;
   let batchSeq = 0;
