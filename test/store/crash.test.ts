@@ -1,5 +1,5 @@
 import type { FleetEvent } from "@fleet/protocol";
-import { syntheticEvents } from "@fleet/session-store/testing";
+import { sessionKeysPattern, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   canonicalTree,
@@ -31,7 +31,7 @@ async function appliedTotal(): Promise<number> {
   const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
   if (!ns) return 0;
   let n = 0;
-  for (const key of await f.redis.keys(`${f.prefix}:${ns}:{*}:meta`))
+  for (const key of (await f.redis.keys(sessionKeysPattern(f.prefix, ns))).filter((k) => k.endsWith(":meta")))
     n += Number(await f.redis.hget(key, "lastSeq")) > 0 ? 1 : 0;
   return n;
 }

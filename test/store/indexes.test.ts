@@ -10,7 +10,7 @@ import {
   type PendingApprovals,
   partitionOf,
 } from "@fleet/protocol";
-import { prng, SYNTHETIC_CONFIG } from "@fleet/session-store/testing";
+import { ALL_SHARDS, indexKeys, indexKeysOf, prng, SYNTHETIC_CONFIG } from "@fleet/session-store/testing";
 import { describe, expect, it } from "vitest";
 import { Publisher, query, runCli, spawnStore, useStoreFixture, waitFor } from "./support.js";
 
@@ -236,7 +236,10 @@ describe("store indexes (PROTOCOL change 44)", () => {
     const publishing = publisher.publishInterleaved([...logs.values()]);
     await waitFor("the projection to start", async () => {
       const ns = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
-      return ns !== null && (await fixture.f.redis.zcard(`${fixture.f.prefix}:${ns}:idx:search`)) >= 20;
+      if (ns === null) return false;
+      let terms = 0;
+      for (const k of ALL_SHARDS) terms += await fixture.f.redis.zcard(indexKeys(fixture.f.prefix, ns, k).search);
+      return terms >= 20;
     });
     await first.kill("SIGKILL");
     const second = await spawnStore(fixture.f, { env: { FLEET_WORKER_ID: "idx-b" } });
@@ -275,9 +278,13 @@ describe("store indexes (PROTOCOL change 44)", () => {
     // A running entry lost and a search entry of no session: verify names both.
     const ns = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
     const lost = expected.running[0] as string;
-    await fixture.f.redis.zrem(`${fixture.f.prefix}:${ns}:idx:running`, lost);
-    await fixture.f.redis.zadd(`${fixture.f.prefix}:${ns}:idx:search`, 0, "ghost\u0000name\u0000ix-ghost");
-    await fixture.f.redis.hincrby(`${fixture.f.prefix}:${ns}:idx:agents`, "ag-z@9", 2);
+    await fixture.f.redis.zrem(indexKeysOf(fixture.f.prefix, ns as string, lost).running, lost);
+    await fixture.f.redis.zadd(
+      indexKeysOf(fixture.f.prefix, ns as string, "ix-ghost").search,
+      0,
+      "ghost\u0000name\u0000ix-ghost",
+    );
+    await fixture.f.redis.hincrby(indexKeys(fixture.f.prefix, ns as string, 0).agents, "ag-z@9", 2);
     const broken = await runCli(fixture.f, ["verify", "--wait-ms", "5000"]);
     expect(broken.output).toContain(`${lost}: indexes[running]: live (absent) != rebuilt 0`);
     expect(broken.output).toMatch(/search index: .*ghost.* is not a term of ix-ghost/);

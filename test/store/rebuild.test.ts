@@ -1,6 +1,6 @@
 import type { FleetEvent } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
-import { syntheticEvents } from "@fleet/session-store/testing";
+import { sessionKeys, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   canonicalTree,
@@ -106,7 +106,7 @@ describe("rebuild", () => {
 
   it("verify prints every difference and exits non-zero when a key is corrupted", async () => {
     const ns = await activeNs();
-    await f.redis.hset(`${f.prefix}:${ns}:{rb-3}:meta`, "name", JSON.stringify("tampered"));
+    await f.redis.hset(sessionKeys(f.prefix, ns as string, "rb-3").meta, "name", JSON.stringify("tampered"));
     const entry = await f.redis.lindex(`${f.prefix}:${ns}:{rb-5}:entries`, 2);
     await f.redis.lset(
       `${f.prefix}:${ns}:{rb-5}:entries`,

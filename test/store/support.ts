@@ -13,7 +13,7 @@ import {
 } from "@fleet/protocol";
 import { applyTopology, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
-import { createNamespaceControl, createSessionRepo, newNamespaceId } from "@fleet/session-store/testing";
+import { createNamespaceControl, createSessionRepo, newNamespaceId, sessionKeys } from "@fleet/session-store/testing";
 import { type NatsServer, type RedisServer, startNats, startRedis } from "@fleet/testkit";
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -194,7 +194,7 @@ export async function waitProjected(f: Fixture, publisher: Publisher, timeoutMs 
       const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
       if (!ns) return false;
       for (const [sid, seq] of publisher.lastSeq) {
-        const stored = await f.redis.hget(`${f.prefix}:${ns}:{${sid}}:meta`, "lastSeq");
+        const stored = await f.redis.hget(sessionKeys(f.prefix, ns, sid).meta, "lastSeq");
         if (Number(stored ?? 0) < seq) return false;
       }
       return true;

@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import { eventStreamName, partitionsOfGroup } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import type { Redis } from "ioredis";
-import { appliedKey, namespacePattern, rebuildLockKey } from "./keys.js";
+import { appliedKey, bornKey, namespacePattern, rebuildLockKey } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
 import { createNamespaceControl, NamespaceLostError, newNamespaceId } from "./namespace.js";
 import { createProjector, type Projector } from "./projector.js";
+import { type RedisClient, scanKeys, unlinkOn } from "./redis-client.js";
 import { replayStream, streamGapReader, streamLastSeq } from "./replay.js";
 import { createSessionCache } from "./session-cache.js";
 import { createSessionRepo } from "./session-repo.js";
@@ -14,7 +14,7 @@ import { createSessionRepo } from "./session-repo.js";
 export interface ReplayDeps {
   js: JetStreamClient;
   jsm: JetStreamManager;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   partitions: number;
   /** K: the log's stream groups, each replayed from its own stream. */
@@ -205,14 +205,11 @@ export async function buildIfMissing(deps: ReplayDeps, lockMs: number): Promise<
   });
 }
 
-/** Deletes every key of a namespace (SCAN + UNLINK); returns how many. */
-export async function deleteNamespace(redis: Redis, prefix: string, ns: string): Promise<number> {
-  let cursor = "0";
+/** Deletes every key of a namespace (SCAN on every master + UNLINK) and its birth marker; returns how many. */
+export async function deleteNamespace(redis: RedisClient, prefix: string, ns: string): Promise<number> {
   let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", namespacePattern(prefix, ns), "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== "0");
-  return deleted;
+  await scanKeys(redis, namespacePattern(prefix, ns), async (node, keys) => {
+    deleted += await unlinkOn(node, keys);
+  });
+  return deleted + (await redis.unlink(bornKey(prefix, ns)));
 }
