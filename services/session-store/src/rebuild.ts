@@ -36,8 +36,9 @@ export interface BuildResult {
 }
 
 /**
- * Replays every group's stream into namespace `ns` (fresh), each catching up with its stream until
- * the remaining tail is small, and records its group's `lastSeq` as every partition's applied position.
+ * Replays every group's stream into namespace `ns` (fresh), the K groups concurrently, each catching
+ * up with its stream until the remaining tail is small, and records its group's `lastSeq` as every
+ * partition's applied position.
  */
 export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<BuildResult> {
   const started = performance.now();
@@ -54,21 +55,23 @@ export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<Buil
       ),
   });
   await createNamespaceControl(deps.redis, deps.prefix).markBorn(ns);
-  const lastSeqs: number[] = [];
   let events = 0;
   const topo = { partitions: deps.partitions, groups: deps.groups };
-  for (let group = 0; group < deps.groups; group++) {
-    const stream = eventStreamName(group, deps.groups);
-    const replayed = await replayGroup(deps, projector, ns, stream, (size) => {
-      events += size;
-    });
-    lastSeqs.push(replayed);
-    if (replayed > 0) {
-      const fields: string[] = [];
-      for (const p of partitionsOfGroup(group, topo)) fields.push(String(p), String(replayed));
-      await deps.redis.hset(appliedKey(deps.prefix, ns), ...fields);
-    }
-  }
+  // The groups' streams hold disjoint sessions: they replay at once, each on its own ordered consumer.
+  const lastSeqs = await Promise.all(
+    Array.from({ length: deps.groups }, async (_, group) => {
+      const stream = eventStreamName(group, deps.groups);
+      const replayed = await replayGroup(deps, projector, ns, stream, (size) => {
+        events += size;
+      });
+      if (replayed > 0) {
+        const fields: string[] = [];
+        for (const p of partitionsOfGroup(group, topo)) fields.push(String(p), String(replayed));
+        await deps.redis.hset(appliedKey(deps.prefix, ns), ...fields);
+      }
+      return replayed;
+    }),
+  );
   return { ns, lastSeqs, lastSeq: lastSeqs[0] ?? 0, events, ms: performance.now() - started, projector };
 }
 
