@@ -43,6 +43,10 @@ export interface SessionKeys {
 
 export const controlKey = (prefix: string) => `${prefix}:ctl`;
 export const rebuildLockKey = (prefix: string) => `${prefix}:lock:rebuild`;
+/** A shared rebuild (group-build.ts): the namespace being built, group g's build lease, the groups built. */
+export const buildKey = (prefix: string) => `${prefix}:build`;
+export const groupBuildLockKey = (prefix: string, group: number) => `${prefix}:lock:rebuild:g${group}`;
+export const builtKey = (prefix: string, ns: string) => `${prefix}:${ns}:built`;
 export const namespaceBase = (prefix: string, ns: string) => `${prefix}:${ns}`;
 
 /** Shards of a namespace. Part of the layout: changing it needs a new `INDEX_VERSION`. */

@@ -155,3 +155,9 @@ local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
 if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
 return 0
 `);
+
+/** Deletes a lock (KEYS[1]) only while it holds this holder's token (ARGV[1]). */
+export const RELEASE_LOCK = luaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`);

@@ -1,15 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { eventStreamName, partitionsOfGroup } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appliedKey, bornKey, namespacePattern, rebuildLockKey } from "./keys.js";
-import { luaScript } from "./lua-scripts.js";
+import { buildShared, replayGroupInto, replayProjector } from "./group-build.js";
+import { bornKey, namespacePattern, rebuildLockKey } from "./keys.js";
+import { RELEASE_LOCK } from "./lua-scripts.js";
 import { createNamespaceControl, NamespaceLostError, newNamespaceId } from "./namespace.js";
-import { createProjector, type Projector } from "./projector.js";
+import type { Projector } from "./projector.js";
 import { type RedisClient, scanKeys, unlinkOn } from "./redis-client.js";
-import { replayStream, streamGapReader, streamLastSeq } from "./replay.js";
-import { createSessionCache } from "./session-cache.js";
-import { createSessionRepo } from "./session-repo.js";
 
 export interface ReplayDeps {
   js: JetStreamClient;
@@ -30,87 +27,36 @@ export interface BuildResult {
   lastSeqs: number[];
   /** Group 0's (the whole log's with K = 1). */
   lastSeq: number;
+  /** Events this process replayed (in a shared build, other instances replay groups too). */
   events: number;
   ms: number;
   projector: Projector;
 }
 
 /**
- * Replays every group's stream into namespace `ns` (fresh), the K groups concurrently, each catching
- * up with its stream until the remaining tail is small, and records its group's `lastSeq` as every
- * partition's applied position.
+ * Replays every group's stream into namespace `ns` (fresh), each catching up with its stream until
+ * the remaining tail is small, and records its group's `lastSeq` as every partition's applied
+ * position. `shared`: the groups are offered to every store instance (`group-build.ts`), each taking
+ * one at a time under its group lease; otherwise this process replays the K groups concurrently.
  */
-export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<BuildResult> {
+export async function buildNamespace(
+  deps: ReplayDeps,
+  ns: string,
+  opts: { shared?: boolean } = {},
+): Promise<BuildResult> {
   const started = performance.now();
-  const repo = createSessionRepo(deps.redis, deps.prefix);
-  const projector = createProjector({
-    repo,
-    cache: createSessionCache(deps.cacheEntries ?? 2_000_000),
-    partitions: deps.partitions,
-    readGap: streamGapReader(deps.js, deps.jsm, deps.groups),
-    onInvalid: (record, error) =>
-      deps.logger.warn(
-        { evt: "store_invalid_event", seq: record.seq, subject: record.subject, error },
-        "invalid event",
-      ),
-  });
+  const projector = replayProjector(deps);
   await createNamespaceControl(deps.redis, deps.prefix).markBorn(ns);
   let events = 0;
-  const topo = { partitions: deps.partitions, groups: deps.groups };
-  // The groups' streams hold disjoint sessions: they replay at once, each on its own ordered consumer.
-  const lastSeqs = await Promise.all(
-    Array.from({ length: deps.groups }, async (_, group) => {
-      const stream = eventStreamName(group, deps.groups);
-      const replayed = await replayGroup(deps, projector, ns, stream, (size) => {
-        events += size;
-      });
-      if (replayed > 0) {
-        const fields: string[] = [];
-        for (const p of partitionsOfGroup(group, topo)) fields.push(String(p), String(replayed));
-        await deps.redis.hset(appliedKey(deps.prefix, ns), ...fields);
-      }
-      return replayed;
-    }),
-  );
+  const count = (size: number) => {
+    events += size;
+  };
+  const lastSeqs = opts.shared
+    ? await buildShared(deps, ns, projector, count)
+    : await Promise.all(
+        Array.from({ length: deps.groups }, (_, group) => replayGroupInto(deps, projector, ns, group, count)),
+      );
   return { ns, lastSeqs, lastSeq: lastSeqs[0] ?? 0, events, ms: performance.now() - started, projector };
-}
-
-/** Replays one group's stream into `ns` until its remaining tail is small; returns its last applied seq. */
-async function replayGroup(
-  deps: ReplayDeps,
-  projector: Projector,
-  ns: string,
-  stream: string,
-  onEvents: (size: number) => void,
-): Promise<number> {
-  let last = 0;
-  let events = 0;
-  let lastLog = 0;
-  for (let round = 0; round < 10; round++) {
-    const target = await streamLastSeq(deps.jsm, stream);
-    if (target <= last) break;
-    const tail = target - last;
-    last = await replayStream({
-      js: deps.js,
-      stream,
-      projector,
-      ns,
-      fromSeq: last + 1,
-      toSeq: target,
-      ...(deps.maxBatch ? { maxBatch: deps.maxBatch } : {}),
-      onBatch: (seq, size) => {
-        events += size;
-        onEvents(size);
-        if (performance.now() - lastLog > 2_000) {
-          lastLog = performance.now();
-          deps.logger.info({ evt: "store_replay_progress", ns, stream, seq, target, events }, "replaying");
-        }
-      },
-    });
-    // Stop catching up once the tail left is small: the projectors deliver the rest from startSeq.
-    if (tail < 1_000 && round > 0) break;
-  }
-  return last;
 }
 
 export interface RebuildResult {
@@ -129,11 +75,6 @@ export class RebuildLockedError extends Error {
     this.name = "RebuildLockedError";
   }
 }
-
-const RELEASE_LOCK = luaScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`);
 
 /** Runs `work` while holding `<prefix>:lock:rebuild` (refreshed); throws RebuildLockedError when taken. */
 async function withRebuildLock<T>(deps: ReplayDeps, lockMs: number, work: () => Promise<T>): Promise<T> {
@@ -155,7 +96,7 @@ async function withRebuildLock<T>(deps: ReplayDeps, lockMs: number, work: () => 
 async function buildAndSwitch(deps: ReplayDeps): Promise<BuildResult & { oldNs: string | null }> {
   const ns = newNamespaceId();
   deps.logger.info({ evt: "store_rebuild_started", ns }, "rebuild started");
-  const built = await buildNamespace(deps, ns);
+  const built = await buildNamespace(deps, ns, { shared: true });
   let oldNs: string | null;
   try {
     oldNs = await createNamespaceControl(deps.redis, deps.prefix).switchTo(
