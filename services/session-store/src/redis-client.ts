@@ -55,6 +55,8 @@ export function connectRedis(url: string): RedisClient {
   }
   return new Cluster(target.nodes, {
     enableAutoPipelining: true,
+    // Auto-pipelining groups commands by the slot of their first argument: a script's is its sha.
+    autoPipeliningIgnoredCommands: ["eval", "evalsha"],
     clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 300,
