@@ -1,5 +1,5 @@
 import type { FleetEvent } from "@fleet/protocol";
-import { sessionKeysPattern, syntheticEvents } from "@fleet/session-store/testing";
+import { sessionKeys, sessionKeysPattern, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   canonicalTree,
@@ -70,7 +70,9 @@ describe("a store process SIGKILLed mid-stream", () => {
       expect(canonicalTree(stored?.tree as never)).toEqual(expectedTree(events));
       expect(stored?.lastSeq).toBe(publisher.lastSeq.get(sid));
       const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
-      expect(await f.redis.llen(`${f.prefix}:${ns}:{${sid}}:entries`)).toBe(expectedTree(events).entries.length);
+      expect(await f.redis.llen(sessionKeys(f.prefix, ns as string, sid).entries)).toBe(
+        expectedTree(events).entries.length,
+      );
     }
     const verified = await runCli(f, ["verify", "--wait-ms", "5000"]);
     expect(verified.output).toMatch(/verify: 30 sessions through seq \d+, 0 difference\(s\)/);
