@@ -1,5 +1,5 @@
 import type { FleetEvent } from "@fleet/protocol";
-import { syntheticEvents } from "@fleet/session-store/testing";
+import { sessionKeys, sessionKeysPattern, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   canonicalTree,
@@ -31,7 +31,7 @@ async function appliedTotal(): Promise<number> {
   const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
   if (!ns) return 0;
   let n = 0;
-  for (const key of await f.redis.keys(`${f.prefix}:${ns}:{*}:meta`))
+  for (const key of (await f.redis.keys(sessionKeysPattern(f.prefix, ns))).filter((k) => k.endsWith(":meta")))
     n += Number(await f.redis.hget(key, "lastSeq")) > 0 ? 1 : 0;
   return n;
 }
@@ -70,7 +70,9 @@ describe("a store process SIGKILLed mid-stream", () => {
       expect(canonicalTree(stored?.tree as never)).toEqual(expectedTree(events));
       expect(stored?.lastSeq).toBe(publisher.lastSeq.get(sid));
       const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
-      expect(await f.redis.llen(`${f.prefix}:${ns}:{${sid}}:entries`)).toBe(expectedTree(events).entries.length);
+      expect(await f.redis.llen(sessionKeys(f.prefix, ns as string, sid).entries)).toBe(
+        expectedTree(events).entries.length,
+      );
     }
     const verified = await runCli(f, ["verify", "--wait-ms", "5000"]);
     expect(verified.output).toMatch(/verify: 30 sessions through seq \d+, 0 difference\(s\)/);

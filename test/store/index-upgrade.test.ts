@@ -1,7 +1,7 @@
 // A namespace built by a store from before the indexes (no `<ns>:indexes` marker) is rebuilt once
 // at start, in the background, and then answers the index queries (PROTOCOL change 44).
 import type { EventBody, FleetEvent } from "@fleet/protocol";
-import { SYNTHETIC_CONFIG } from "@fleet/session-store/testing";
+import { ALL_SHARDS, INDEX_VERSION, indexKeys, indexVersionKey, SYNTHETIC_CONFIG } from "@fleet/session-store/testing";
 import { describe, expect, it } from "vitest";
 import {
   activateNamespaceFromStart,
@@ -34,18 +34,18 @@ describe("store index upgrade", () => {
     await waitProjected(fixture.f, publisher);
     await first.kill("SIGTERM");
     // What an older store leaves: the sessions, no indexes, no marker.
-    await fixture.f.redis.del(
-      `${fixture.f.prefix}:${ns}:indexes`,
-      `${fixture.f.prefix}:${ns}:idx:running`,
-      `${fixture.f.prefix}:${ns}:idx:search`,
-    );
+    await fixture.f.redis.del(indexVersionKey(fixture.f.prefix, ns));
+    for (const k of ALL_SHARDS) {
+      const idx = indexKeys(fixture.f.prefix, ns, k);
+      await fixture.f.redis.del(idx.running, idx.search);
+    }
     const second = await spawnStore(fixture.f, { env: { FLEET_WORKER_ID: "up-b" } });
     fixture.procs.push(second);
     const rebuiltNs = await waitFor("the upgrade rebuild", async () => {
       const active = await fixture.f.redis.hget(`${fixture.f.prefix}:ctl`, "ns");
       return active !== ns && active !== null ? active : undefined;
     });
-    expect(await fixture.f.redis.get(`${fixture.f.prefix}:${rebuiltNs}:indexes`)).toBe("2");
+    expect(await fixture.f.redis.get(indexVersionKey(fixture.f.prefix, rebuiltNs))).toBe(INDEX_VERSION);
     expect(second.output()).toContain('"evt":"store_index_upgrade_started"');
     const running = await query(fixture.f.nc, "list_running", {});
     expect((running.sessions as Array<{ sessionId: string }>).map((s) => s.sessionId)).toEqual(["up-1", "up-2"]);

@@ -1,6 +1,6 @@
 import { buildContext, type FleetEvent, foldSessionTreeEvents, getBranch, StoreReply } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
-import { syntheticEvents } from "@fleet/session-store/testing";
+import { shardOf, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   canonicalTree,
@@ -117,13 +117,15 @@ describe("projection", () => {
     expect(seen).toEqual(expected);
   });
 
-  it("indexes sessions by updatedAt in Redis with the {sessionId} hash tag on every session key", async () => {
+  it("indexes sessions by updatedAt in Redis with its shard's {s<k>} hash tag on every session key", async () => {
     const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
     const keys = await f.redis.keys(`${f.prefix}:${ns}:*`);
-    const sessionKeys = keys.filter((k) => !/:(sessions|applied|reset|born|indexes|idx:[a-z]+)$/.test(k));
+    const sessionKeys = keys.filter((k) => !/:(sessions|applied|reset|indexes|built|idx:[a-z]+)$/.test(k));
     expect(sessionKeys.length).toBeGreaterThanOrEqual(SESSIONS * 3);
     for (const k of sessionKeys) {
-      expect(k).toMatch(/^fleet:store:[^:]+:\{proj-\d+\}:(meta|entries|pos|labels|leafev|approvals|terms)$/);
+      const m = /^fleet:store:[^:]+:\{s(\d+)\}:s:(proj-\d+):(meta|entries|pos|labels|leafev|approvals|terms)$/.exec(k);
+      expect(m, k).not.toBeNull();
+      expect(Number(m?.[1])).toBe(shardOf(m?.[2] as string));
     }
   });
 });

@@ -1,6 +1,6 @@
 import type { FleetEvent } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
-import { syntheticEvents } from "@fleet/session-store/testing";
+import { indexKeysOf, sessionKeys, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   canonicalTree,
@@ -106,14 +106,11 @@ describe("rebuild", () => {
 
   it("verify prints every difference and exits non-zero when a key is corrupted", async () => {
     const ns = await activeNs();
-    await f.redis.hset(`${f.prefix}:${ns}:{rb-3}:meta`, "name", JSON.stringify("tampered"));
-    const entry = await f.redis.lindex(`${f.prefix}:${ns}:{rb-5}:entries`, 2);
-    await f.redis.lset(
-      `${f.prefix}:${ns}:{rb-5}:entries`,
-      2,
-      (entry as string).replace('"timestamp":', '"timestamp":1'),
-    );
-    await f.redis.zrem(`${f.prefix}:${ns}:sessions`, "rb-7");
+    await f.redis.hset(sessionKeys(f.prefix, ns as string, "rb-3").meta, "name", JSON.stringify("tampered"));
+    const entries = sessionKeys(f.prefix, ns as string, "rb-5").entries;
+    const entry = await f.redis.lindex(entries, 2);
+    await f.redis.lset(entries, 2, (entry as string).replace('"timestamp":', '"timestamp":1'));
+    await f.redis.zrem(indexKeysOf(f.prefix, ns as string, "rb-7").sessions, "rb-7");
     const verified = await runCli(f, ["verify"]);
     expect(verified.code).toBe(1);
     const diffs = verified.output.split("\n").filter((l) => l.startsWith("DIFF "));

@@ -13,11 +13,23 @@ import {
 } from "@fleet/protocol";
 import { applyTopology, createLogger } from "@fleet/runtime";
 import { type StoreService, startStoreService } from "@fleet/session-store";
-import { createNamespaceControl, createSessionRepo, newNamespaceId } from "@fleet/session-store/testing";
-import { type NatsServer, type RedisServer, startNats, startRedis } from "@fleet/testkit";
+import {
+  connectRedis,
+  createNamespaceControl,
+  createSessionRepo,
+  newNamespaceId,
+  sessionKeys,
+} from "@fleet/session-store/testing";
+import {
+  type NatsServer,
+  type RedisCluster,
+  type RedisServer,
+  startNats,
+  startRedis,
+  startRedisCluster,
+} from "@fleet/testkit";
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll } from "vitest";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -25,11 +37,16 @@ export const silent = createLogger("store-test", { level: "silent" });
 
 export interface Fixture {
   nats: NatsServer;
+  /** The Redis, or the cluster's first node. */
   redisServer: RedisServer;
+  /** Set when the store runs against a Redis Cluster (`startFixture({ redisCluster: true })`). */
+  redisCluster: RedisCluster | undefined;
+  /** The store's `REDIS_URL`: the Redis's, or the cluster's `redis+cluster://` form. */
+  redisUrl: string;
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
-  redis: Redis;
+  redis: ReturnType<typeof connectRedis>;
   partitions: number;
   /** K, the stream groups of the log. */
   groups: number;
@@ -39,17 +56,21 @@ export interface Fixture {
 }
 
 export async function startFixture(
-  opts: { partitions?: number; groups?: number; leaseTtlMs?: number } = {},
+  opts: { partitions?: number; groups?: number; leaseTtlMs?: number; redisCluster?: boolean } = {},
 ): Promise<Fixture> {
   const nats = await startNats();
-  const redisServer = await startRedis();
+  const redisCluster = opts.redisCluster ? await startRedisCluster() : undefined;
+  const redisServer = redisCluster ? (redisCluster.nodes[0] as RedisServer) : await startRedis();
+  const redisUrl = redisCluster ? redisCluster.url : redisServer.url;
   const nc = await connect({ servers: nats.url });
   const leaseTtlMs = opts.leaseTtlMs ?? 1_500;
   const topology = await applyTopology(nc, { partitions: opts.partitions ?? 4, groups: opts.groups, leaseTtlMs });
-  const redis = new Redis(redisServer.url);
+  const redis = connectRedis(redisUrl);
   return {
     nats,
     redisServer,
+    redisCluster,
+    redisUrl,
     nc,
     js: jetstream(nc),
     jsm: topology.jsm,
@@ -61,7 +82,7 @@ export async function startFixture(
     async stop() {
       await nc.close().catch(() => undefined);
       redis.disconnect();
-      await redisServer.stop();
+      await (redisCluster ?? redisServer).stop();
       await nats.stop();
     },
   };
@@ -97,7 +118,7 @@ export function useStoreFixture(opts: Parameters<typeof startFixture>[0] = {}): 
  * Makes a fresh namespace active from stream sequence 1, so the projectors deliver the whole stream
  * into it live (without it, a store on a non-empty stream first rebuilds by replay). Returns its id.
  */
-export async function activateNamespaceFromStart(redis: Redis, prefix: string): Promise<string> {
+export async function activateNamespaceFromStart(redis: Fixture["redis"], prefix: string): Promise<string> {
   const control = createNamespaceControl(redis, prefix);
   const ns = newNamespaceId();
   await control.markBorn(ns);
@@ -145,7 +166,7 @@ export class Publisher {
 
 export const storeOptions = (f: Fixture, workerId: string) => ({
   natsUrl: f.nats.url,
-  redisUrl: f.redisServer.url,
+  redisUrl: f.redisUrl,
   prefix: f.prefix,
   workerId,
   partitions: f.partitions,
@@ -194,7 +215,7 @@ export async function waitProjected(f: Fixture, publisher: Publisher, timeoutMs 
       const ns = await f.redis.hget(`${f.prefix}:ctl`, "ns");
       if (!ns) return false;
       for (const [sid, seq] of publisher.lastSeq) {
-        const stored = await f.redis.hget(`${f.prefix}:${ns}:{${sid}}:meta`, "lastSeq");
+        const stored = await f.redis.hget(sessionKeys(f.prefix, ns, sid).meta, "lastSeq");
         if (Number(stored ?? 0) < seq) return false;
       }
       return true;
@@ -244,7 +265,7 @@ export async function spawnStore(
     env: {
       ...process.env,
       NATS_URL: f.nats.url,
-      REDIS_URL: f.redisServer.url,
+      REDIS_URL: f.redisUrl,
       FLEET_STORE_PREFIX: f.prefix,
       FLEET_LEASE_TTL_MS: String(f.leaseTtlMs),
       FLEET_PARTITIONS: String(f.partitions),

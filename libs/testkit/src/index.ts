@@ -67,6 +67,7 @@ export type { JetStreamLimits } from "./nats-config.js";
 export { type NatsServer, type NatsServerOptions, startNats } from "./nats-server.js";
 export { isPidAlive } from "./process-alive.js";
 export { cpuSecondsOf } from "./process-cpu.js";
+export { type RedisCluster, type RedisClusterOptions, startRedisCluster } from "./redis-cluster.js";
 export { type RedisReply, sendRedisCommand } from "./redis-command.js";
 export { type RedisServer, type RedisServerOptions, startRedis } from "./redis-server.js";
 export {

@@ -63,6 +63,7 @@ async function withConnections<T>(common: Common, run: (deps: ReplayDeps) => Pro
       groups: topology.groups,
       logger,
       cacheEntries: env.FLEET_STORE_CACHE_ENTRIES,
+      maxBatch: env.FLEET_STORE_BATCH,
     });
   } finally {
     await nc.close().catch(() => undefined);

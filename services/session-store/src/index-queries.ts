@@ -1,13 +1,14 @@
 /**
  * Queries answered from the namespace's indexes (PROTOCOL change 44): `list_running`,
- * `list_approvals`, `search_sessions`. Each reads the index range it answers with and then the
- * sessions of its answer, so its cost follows the size of the answer, never the number of sessions
- * in the store.
+ * `list_approvals`, `search_sessions`. Each index is split in `STORE_SHARDS` shards (keys.ts): a
+ * query reads the range it answers with from every shard (in parallel) and merges, then reads the
+ * sessions of its answer, so its cost follows shards × page size plus the answer, never the number
+ * of sessions in the store.
  */
 import { PendingApproval, parseAgentRef, type SessionSummary } from "@fleet/protocol";
-import type { Redis } from "ioredis";
 import { z } from "zod";
-import { indexKeys, sessionKeys } from "./keys.js";
+import { ALL_SHARDS, indexKeys, sessionKeys } from "./keys.js";
+import type { RedisClient } from "./redis-client.js";
 import { normalizeSearchText, sessionOfMember } from "./search-terms.js";
 import type { ListResult } from "./session-index.js";
 
@@ -22,25 +23,42 @@ const decodeMember = (cursor: string): string | null => {
 
 /** Summaries of these sessions in this order; a session gone meanwhile is left out. */
 export async function summariesOf(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   sessionIds: readonly string[],
 ): Promise<SessionSummary[]> {
-  if (sessionIds.length === 0) return [];
-  const pipeline = redis.pipeline();
-  for (const sid of sessionIds)
-    pipeline.hmget(sessionKeys(prefix, ns, sid).meta, "name", "status", "updatedAt", "lastSeq", "agent");
-  const replies = (await pipeline.exec()) ?? [];
+  const metas = await metaFieldsOf(redis, prefix, ns, sessionIds);
   const out: SessionSummary[] = [];
   sessionIds.forEach((sessionId, i) => {
-    const [err, value] = replies[i] ?? [null, null];
-    const fields = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
-    const summary = summaryOf(sessionId, fields, 0);
+    const summary = summaryOf(sessionId, metas[i] ?? [], 0);
     if (summary) out.push(summary);
   });
   return out;
 }
+
+/**
+ * The meta fields `name, status, updatedAt, lastSeq, agent` of each session, in order ([] for one
+ * that could not be read). One command per session, sent together (the client pipelines them, per
+ * node in a cluster).
+ */
+export function metaFieldsOf(
+  redis: RedisClient,
+  prefix: string,
+  ns: string,
+  sessionIds: readonly string[],
+): Promise<Array<Array<string | null>>> {
+  return Promise.all(
+    sessionIds.map((sid) =>
+      redis
+        .hmget(sessionKeys(prefix, ns, sid).meta, "name", "status", "updatedAt", "lastSeq", "agent")
+        .catch(() => [] as Array<string | null>),
+    ),
+  );
+}
+
+/** Orders index members as Redis does (bytewise), for merging shards' lexicographic ranges. */
+export const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /**
  * A summary from the meta fields `name, status, updatedAt, lastSeq, agent` (in that order), or
@@ -65,16 +83,19 @@ export function summaryOf(
 
 /** Sessions per agent version, from the agents index (every agent's, or `name`'s); by name, then version. */
 export async function countAgentSessions(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   name: string | undefined,
 ): Promise<Array<{ name: string; version: number; sessions: number }>> {
-  const flat = await redis.hgetall(indexKeys(prefix, ns).agents);
+  const shards = await Promise.all(ALL_SHARDS.map((k) => redis.hgetall(indexKeys(prefix, ns, k).agents)));
+  const totals = new Map<string, number>();
+  for (const flat of shards) {
+    for (const [member, count] of Object.entries(flat)) totals.set(member, (totals.get(member) ?? 0) + Number(count));
+  }
   const out: Array<{ name: string; version: number; sessions: number }> = [];
-  for (const [member, count] of Object.entries(flat)) {
+  for (const [member, sessions] of totals) {
     const ref = parseAgentRef(member);
-    const sessions = Number(count);
     if (!ref || ref.version === undefined || !(sessions > 0)) continue;
     if (name !== undefined && ref.name !== name) continue;
     out.push({ name: ref.name, version: ref.version, sessions });
@@ -94,22 +115,30 @@ function nameOf(text: string | null | undefined): string | null {
 
 /** One page of the sessions with an open run, by session id. */
 export async function listRunning(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   opts: { limit: number; cursor?: string | undefined },
 ): Promise<ListResult> {
   const after = opts.cursor === undefined ? null : decodeMember(opts.cursor);
   if (opts.cursor !== undefined && after === null) return { ok: false, error: "invalid cursor" };
-  const ids = await redis.zrange(
-    indexKeys(prefix, ns).running,
-    after === null ? "-" : `(${after}`,
-    "+",
-    "BYLEX",
-    "LIMIT",
-    0,
-    opts.limit + 1,
+  const perShard = await Promise.all(
+    ALL_SHARDS.map((k) =>
+      redis.zrange(
+        indexKeys(prefix, ns, k).running,
+        after === null ? "-" : `(${after}`,
+        "+",
+        "BYLEX",
+        "LIMIT",
+        0,
+        opts.limit + 1,
+      ),
+    ),
   );
+  const ids = perShard
+    .flat()
+    .sort(byteOrder)
+    .slice(0, opts.limit + 1);
   const page = ids.slice(0, opts.limit);
   const sessions = await summariesOf(redis, prefix, ns, page);
   const last = page.at(-1);
@@ -120,21 +149,28 @@ export async function listRunning(
 
 /** Pending approvals of one session, or of every session with one; oldest request first. */
 export async function listApprovals(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   opts: { sessionId?: string | undefined },
 ): Promise<ApprovalsResult> {
   const ids =
-    opts.sessionId !== undefined ? [opts.sessionId] : await redis.zrange(indexKeys(prefix, ns).approvals, 0, -1);
+    opts.sessionId !== undefined
+      ? [opts.sessionId]
+      : (await Promise.all(ALL_SHARDS.map((k) => redis.zrange(indexKeys(prefix, ns, k).approvals, 0, -1)))).flat();
   if (ids.length === 0) return { ok: true, approvals: [] };
-  const pipeline = redis.pipeline();
-  for (const sid of ids) pipeline.hvals(sessionKeys(prefix, ns, sid).approvals);
-  const replies = (await pipeline.exec()) ?? [];
+  const replies = await Promise.all(
+    ids.map((sid) =>
+      redis.hvals(sessionKeys(prefix, ns, sid).approvals).then(
+        (values) => ({ values }),
+        (err: Error) => ({ error: err.message }),
+      ),
+    ),
+  );
   const approvals: PendingApproval[] = [];
-  for (const [err, values] of replies) {
-    if (err) return { ok: false, error: err.message };
-    for (const text of values as string[]) {
+  for (const reply of replies) {
+    if ("error" in reply) return { ok: false, error: reply.error };
+    for (const text of reply.values) {
       let parsed: ReturnType<typeof PendingApproval.safeParse>;
       try {
         parsed = PendingApproval.safeParse(JSON.parse(text));
@@ -154,12 +190,14 @@ export async function listApprovals(
 const SEARCH_READ_FACTOR = 2;
 
 /**
- * Sessions with an id, name word or label starting with `q`, by matched text. Reads the index in
- * chunks of `2 × limit` members until `limit` distinct sessions are found or the range ends; the
- * cursor is the last member taken, so the next page starts right after it.
+ * Sessions with an id, name word or label starting with `q`, by matched text. Each shard's index is
+ * read from the cursor on, in chunks of `2 × limit` members, until it yields `limit + 1` distinct
+ * sessions or its range ends (a session's members all live in its shard); the shards' members are
+ * merged in index order and walked until `limit` distinct sessions are found. The cursor is the
+ * last member taken, so the next page starts right after it.
  */
 export async function searchSessions(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   opts: { q: string; limit: number; cursor?: string | undefined },
@@ -170,31 +208,51 @@ export async function searchSessions(
   if (opts.cursor !== undefined && (after === null || !after.startsWith(needle))) {
     return { ok: false, error: "invalid cursor" };
   }
-  // UTF-8 never holds byte 0xff, so every member starting with the needle sorts below needle + 0xff.
-  const max = Buffer.concat([Buffer.from(`(${needle}`, "utf8"), Buffer.from([0xff])]);
-  const key = indexKeys(prefix, ns).search;
+  const range = { needle, after, sessions: opts.limit + 1, chunk: opts.limit * SEARCH_READ_FACTOR };
+  const members = (await Promise.all(ALL_SHARDS.map((k) => searchShard(redis, indexKeys(prefix, ns, k).search, range))))
+    .flat()
+    .sort(byteOrder);
   const picked: string[] = [];
   const seen = new Set<string>();
-  let from = after === null ? `[${needle}` : `(${after}`;
   let lastTaken: string | null = null;
   let more = false;
-  const chunk = opts.limit * SEARCH_READ_FACTOR;
-  for (;;) {
-    const members = await redis.zrange(key, from, max, "BYLEX", "LIMIT", 0, chunk);
-    for (const member of members) {
-      if (picked.length >= opts.limit) {
-        more = true;
-        break;
-      }
-      lastTaken = member;
-      const sid = sessionOfMember(member);
-      if (sid === null || seen.has(sid)) continue;
-      seen.add(sid);
-      picked.push(sid);
+  for (const member of members) {
+    if (picked.length >= opts.limit) {
+      more = true;
+      break;
     }
-    if (more || members.length < chunk) break;
-    from = `(${members.at(-1) as string}`;
+    lastTaken = member;
+    const sid = sessionOfMember(member);
+    if (sid === null || seen.has(sid)) continue;
+    seen.add(sid);
+    picked.push(sid);
   }
   const sessions = await summariesOf(redis, prefix, ns, picked);
   return more && lastTaken !== null ? { ok: true, sessions, cursor: encodeMember(lastTaken) } : { ok: true, sessions };
+}
+
+/** One shard's members after `after` starting with `needle`, until `sessions` distinct sessions or the end. */
+async function searchShard(
+  redis: RedisClient,
+  key: string,
+  range: { needle: string; after: string | null; sessions: number; chunk: number },
+): Promise<string[]> {
+  // UTF-8 never holds byte 0xff, so every member starting with the needle sorts below needle + 0xff.
+  const max = Buffer.concat([Buffer.from(`(${range.needle}`, "utf8"), Buffer.from([0xff])]);
+  const out: string[] = [];
+  const seen = new Set<string>();
+  let from = range.after === null ? `[${range.needle}` : `(${range.after}`;
+  for (;;) {
+    const members = await redis.zrange(key, from, max, "BYLEX", "LIMIT", 0, range.chunk);
+    for (const member of members) {
+      const sid = sessionOfMember(member);
+      if (sid !== null && !seen.has(sid)) {
+        if (seen.size >= range.sessions) return out;
+        seen.add(sid);
+      }
+      out.push(member);
+    }
+    if (members.length < range.chunk) return out;
+    from = `(${members.at(-1) as string}`;
+  }
 }

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-client.js";
 
 /** A Lua script run with EVALSHA, loaded with EVAL on NOSCRIPT (after a restart or FLUSHALL). */
 export interface LuaScript {
-  run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>;
+  run(redis: RedisClient, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>;
 }
 
 export function luaScript(source: string): LuaScript {
@@ -22,8 +22,8 @@ export function luaScript(source: string): LuaScript {
 
 /**
  * Applies one write plan to a session, atomically, guarded by the session's `lastSeq`, together with
- * the session's entries in the namespace's indexes (PROTOCOL change 44), so no crash can leave an
- * index out of step with the session.
+ * the session's entries in its shard's indexes (PROTOCOL change 44), so no crash can leave an
+ * index out of step with the session. Every key shares the shard's hash tag (keys.ts).
  * KEYS: meta, entries, pos, labels, leafev, approvals, terms, idx:running, idx:approvals, idx:search,
  *       idx:agents.
  * ARGV: expectedLastSeq, firstIndex, nMeta, (field, value)…, nEntries, (id, json)…,
@@ -111,8 +111,8 @@ return -1
 `);
 
 /**
- * Removes a session: its keys, its entry in the sessions index and in every index of change 44, at
- * once. KEYS: meta, entries, pos, labels, leafev, approvals, terms, sessions, idx:running,
+ * Removes a session: its keys, its entry in its shard's sessions index and in every index of change
+ * 44, at once. KEYS: meta, entries, pos, labels, leafev, approvals, terms, sessions, idx:running,
  * idx:approvals, idx:search, idx:agents. ARGV: sessionId.
  */
 export const REMOVE_SCRIPT = luaScript(`
@@ -153,5 +153,11 @@ return {
 export const RAISE_SCRIPT = luaScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
 if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 0
+`);
+
+/** Deletes a lock (KEYS[1]) only while it holds this holder's token (ARGV[1]). */
+export const RELEASE_LOCK = luaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `);

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
 import { z } from "zod";
 import { bornKey, controlKey, INDEX_VERSION, indexVersionKey, resetKey } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
+import type { RedisClient } from "./redis-client.js";
 
 /**
  * The active key namespace. Projectors write into it and queries read from it. `startSeqs[g]` is
@@ -35,7 +35,8 @@ const Control = z.object({
 });
 
 /**
- * Sets the control record, only while the new namespace's birth marker (KEYS[2]) still exists: a
+ * Sets the control record, only while the new namespace's birth marker (KEYS[2], in the control
+ * key's slot) still exists: a
  * FLUSHALL during its build removed the marker, and a namespace missing part of its keys must never
  * become active. Returns {1, previous namespace or false}, or {0} when the marker is gone.
  */
@@ -78,7 +79,7 @@ export interface NamespaceControl {
   markReset(ns: string, group: number): Promise<void>;
 }
 
-export function createNamespaceControl(redis: Redis, prefix: string): NamespaceControl {
+export function createNamespaceControl(redis: RedisClient, prefix: string): NamespaceControl {
   const key = controlKey(prefix);
   const parse = (ns: unknown, startSeq: unknown, startSeqs: unknown): ActiveNamespace => {
     const checked = Control.safeParse({ ns, startSeq, startSeqs });
@@ -93,7 +94,9 @@ export function createNamespaceControl(redis: Redis, prefix: string): NamespaceC
     },
     async markBorn(ns) {
       // A namespace is built from its first write with the indexes of this version (change 44).
-      await redis.mset(bornKey(prefix, ns), String(Date.now()), indexVersionKey(prefix, ns), INDEX_VERSION);
+      // Two slots in a cluster: two commands. The marker comes last, so a born namespace has its version.
+      await redis.set(indexVersionKey(prefix, ns), INDEX_VERSION);
+      await redis.set(bornKey(prefix, ns), String(Date.now()));
     },
     async switchTo(ns, startSeq) {
       const list = typeof startSeq === "number" ? [startSeq] : [...startSeq];

@@ -1,20 +1,17 @@
 import { randomUUID } from "node:crypto";
-import { eventStreamName, partitionsOfGroup } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import type { Redis } from "ioredis";
-import { appliedKey, namespacePattern, rebuildLockKey } from "./keys.js";
-import { luaScript } from "./lua-scripts.js";
+import { buildShared, replayGroupInto, replayProjector } from "./group-build.js";
+import { bornKey, namespacePattern, rebuildLockKey } from "./keys.js";
+import { RELEASE_LOCK } from "./lua-scripts.js";
 import { createNamespaceControl, NamespaceLostError, newNamespaceId } from "./namespace.js";
-import { createProjector, type Projector } from "./projector.js";
-import { replayStream, streamGapReader, streamLastSeq } from "./replay.js";
-import { createSessionCache } from "./session-cache.js";
-import { createSessionRepo } from "./session-repo.js";
+import type { Projector } from "./projector.js";
+import { type RedisClient, scanKeys, unlinkOn } from "./redis-client.js";
 
 export interface ReplayDeps {
   js: JetStreamClient;
   jsm: JetStreamManager;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   partitions: number;
   /** K: the log's stream groups, each replayed from its own stream. */
@@ -30,6 +27,7 @@ export interface BuildResult {
   lastSeqs: number[];
   /** Group 0's (the whole log's with K = 1). */
   lastSeq: number;
+  /** Events this process replayed (in a shared build, other instances replay groups too). */
   events: number;
   ms: number;
   projector: Projector;
@@ -37,77 +35,28 @@ export interface BuildResult {
 
 /**
  * Replays every group's stream into namespace `ns` (fresh), each catching up with its stream until
- * the remaining tail is small, and records its group's `lastSeq` as every partition's applied position.
+ * the remaining tail is small, and records its group's `lastSeq` as every partition's applied
+ * position. `shared`: the groups are offered to every store instance (`group-build.ts`), each taking
+ * one at a time under its group lease; otherwise this process replays the K groups concurrently.
  */
-export async function buildNamespace(deps: ReplayDeps, ns: string): Promise<BuildResult> {
-  const started = performance.now();
-  const repo = createSessionRepo(deps.redis, deps.prefix);
-  const projector = createProjector({
-    repo,
-    cache: createSessionCache(deps.cacheEntries ?? 2_000_000),
-    partitions: deps.partitions,
-    readGap: streamGapReader(deps.js, deps.jsm, deps.groups),
-    onInvalid: (record, error) =>
-      deps.logger.warn(
-        { evt: "store_invalid_event", seq: record.seq, subject: record.subject, error },
-        "invalid event",
-      ),
-  });
-  await createNamespaceControl(deps.redis, deps.prefix).markBorn(ns);
-  const lastSeqs: number[] = [];
-  let events = 0;
-  const topo = { partitions: deps.partitions, groups: deps.groups };
-  for (let group = 0; group < deps.groups; group++) {
-    const stream = eventStreamName(group, deps.groups);
-    const replayed = await replayGroup(deps, projector, ns, stream, (size) => {
-      events += size;
-    });
-    lastSeqs.push(replayed);
-    if (replayed > 0) {
-      const fields: string[] = [];
-      for (const p of partitionsOfGroup(group, topo)) fields.push(String(p), String(replayed));
-      await deps.redis.hset(appliedKey(deps.prefix, ns), ...fields);
-    }
-  }
-  return { ns, lastSeqs, lastSeq: lastSeqs[0] ?? 0, events, ms: performance.now() - started, projector };
-}
-
-/** Replays one group's stream into `ns` until its remaining tail is small; returns its last applied seq. */
-async function replayGroup(
+export async function buildNamespace(
   deps: ReplayDeps,
-  projector: Projector,
   ns: string,
-  stream: string,
-  onEvents: (size: number) => void,
-): Promise<number> {
-  let last = 0;
+  opts: { shared?: boolean } = {},
+): Promise<BuildResult> {
+  const started = performance.now();
+  const projector = replayProjector(deps);
+  await createNamespaceControl(deps.redis, deps.prefix).markBorn(ns);
   let events = 0;
-  let lastLog = 0;
-  for (let round = 0; round < 10; round++) {
-    const target = await streamLastSeq(deps.jsm, stream);
-    if (target <= last) break;
-    const tail = target - last;
-    last = await replayStream({
-      js: deps.js,
-      stream,
-      projector,
-      ns,
-      fromSeq: last + 1,
-      toSeq: target,
-      ...(deps.maxBatch ? { maxBatch: deps.maxBatch } : {}),
-      onBatch: (seq, size) => {
-        events += size;
-        onEvents(size);
-        if (performance.now() - lastLog > 2_000) {
-          lastLog = performance.now();
-          deps.logger.info({ evt: "store_replay_progress", ns, stream, seq, target, events }, "replaying");
-        }
-      },
-    });
-    // Stop catching up once the tail left is small: the projectors deliver the rest from startSeq.
-    if (tail < 1_000 && round > 0) break;
-  }
-  return last;
+  const count = (size: number) => {
+    events += size;
+  };
+  const lastSeqs = opts.shared
+    ? await buildShared(deps, ns, projector, count)
+    : await Promise.all(
+        Array.from({ length: deps.groups }, (_, group) => replayGroupInto(deps, projector, ns, group, count)),
+      );
+  return { ns, lastSeqs, lastSeq: lastSeqs[0] ?? 0, events, ms: performance.now() - started, projector };
 }
 
 export interface RebuildResult {
@@ -126,11 +75,6 @@ export class RebuildLockedError extends Error {
     this.name = "RebuildLockedError";
   }
 }
-
-const RELEASE_LOCK = luaScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`);
 
 /** Runs `work` while holding `<prefix>:lock:rebuild` (refreshed); throws RebuildLockedError when taken. */
 async function withRebuildLock<T>(deps: ReplayDeps, lockMs: number, work: () => Promise<T>): Promise<T> {
@@ -152,7 +96,7 @@ async function withRebuildLock<T>(deps: ReplayDeps, lockMs: number, work: () => 
 async function buildAndSwitch(deps: ReplayDeps): Promise<BuildResult & { oldNs: string | null }> {
   const ns = newNamespaceId();
   deps.logger.info({ evt: "store_rebuild_started", ns }, "rebuild started");
-  const built = await buildNamespace(deps, ns);
+  const built = await buildNamespace(deps, ns, { shared: true });
   let oldNs: string | null;
   try {
     oldNs = await createNamespaceControl(deps.redis, deps.prefix).switchTo(
@@ -205,14 +149,11 @@ export async function buildIfMissing(deps: ReplayDeps, lockMs: number): Promise<
   });
 }
 
-/** Deletes every key of a namespace (SCAN + UNLINK); returns how many. */
-export async function deleteNamespace(redis: Redis, prefix: string, ns: string): Promise<number> {
-  let cursor = "0";
+/** Deletes every key of a namespace (SCAN on every master + UNLINK) and its birth marker; returns how many. */
+export async function deleteNamespace(redis: RedisClient, prefix: string, ns: string): Promise<number> {
   let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", namespacePattern(prefix, ns), "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== "0");
-  return deleted;
+  await scanKeys(redis, namespacePattern(prefix, ns), async (node, keys) => {
+    deleted += await unlinkOn(node, keys);
+  });
+  return deleted + (await redis.unlink(bornKey(prefix, ns)));
 }

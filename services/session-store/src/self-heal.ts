@@ -1,4 +1,5 @@
 import type { Logger } from "@fleet/runtime";
+import { helpBuild } from "./group-build.js";
 import { type NamespaceControl, NamespaceLostError } from "./namespace.js";
 import { buildIfMissing, deleteNamespace, RebuildLockedError, type ReplayDeps } from "./rebuild.js";
 
@@ -38,7 +39,14 @@ export function startSelfHealer(opts: SelfHealOptions): SelfHealer {
   let stopped = false;
   let failures = 0;
 
+  /** Heals if needed, then takes open groups of a rebuild that another instance offers. */
   async function check() {
+    await heal();
+    const groups = await helpBuild(opts.deps);
+    if (groups > 0) logger.info({ evt: "store_rebuild_helped", groups }, "replayed stream groups of a rebuild");
+  }
+
+  async function heal() {
     const active = await opts.namespaces.peek();
     if (active) {
       lastSeenNs = active.ns;

@@ -1,8 +1,8 @@
 import type { SessionSummary } from "@fleet/protocol";
-import type { Redis } from "ioredis";
 import { z } from "zod";
-import { summaryOf } from "./index-queries.js";
-import { sessionKeys, sessionsIndexKey } from "./keys.js";
+import { metaFieldsOf, summaryOf } from "./index-queries.js";
+import { ALL_SHARDS, indexKeys } from "./keys.js";
+import type { RedisClient } from "./redis-client.js";
 
 /**
  * Cursor of `list_sessions`: the (updatedAt, sessionId) of the last session returned, base64url JSON.
@@ -25,18 +25,59 @@ export function decodeCursor(cursor: string): { updatedAt: number; sessionId: st
 
 export type ListResult = { ok: true; sessions: SessionSummary[]; cursor?: string } | { ok: false; error: string };
 
-/** One page of the global index, most recently updated first. */
+interface Row {
+  sessionId: string;
+  score: number;
+}
+
+/** Most recently updated first; equal scores by sessionId descending (bytewise, as Redis orders them). */
+const newestFirst = (a: Row, b: Row) =>
+  b.score - a.score || Buffer.compare(Buffer.from(b.sessionId), Buffer.from(a.sessionId));
+
+/**
+ * One page of the sessions index, most recently updated first: the first `limit + 1` rows after the
+ * cursor of every shard, merged.
+ */
 export async function listSessions(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   opts: { limit: number; cursor?: string | undefined },
 ): Promise<ListResult> {
   const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
   if (opts.cursor !== undefined && !after) return { ok: false, error: "invalid cursor" };
-  const key = sessionsIndexKey(prefix, ns);
-  const picked: Array<{ sessionId: string; score: number }> = [];
   const page = opts.limit + 1;
+  const perShard = await Promise.all(
+    ALL_SHARDS.map((k) => newestAfter(redis, indexKeys(prefix, ns, k).sessions, after, page)),
+  );
+  const picked = perShard.flat().sort(newestFirst).slice(0, page);
+  const more = picked.length > opts.limit;
+  const rows = picked.slice(0, opts.limit);
+  const metas = await metaFieldsOf(
+    redis,
+    prefix,
+    ns,
+    rows.map((row) => row.sessionId),
+  );
+  const sessions: SessionSummary[] = [];
+  rows.forEach((row, i) => {
+    const summary = summaryOf(row.sessionId, metas[i] ?? [], row.score);
+    if (summary) sessions.push(summary);
+  });
+  const last = rows.at(-1);
+  return more && last
+    ? { ok: true, sessions, cursor: encodeCursor(last.score, last.sessionId) }
+    : { ok: true, sessions };
+}
+
+/** The first `page` rows of one shard's index after the cursor, newest first. */
+async function newestAfter(
+  redis: RedisClient,
+  key: string,
+  after: { updatedAt: number; sessionId: string } | null,
+  page: number,
+): Promise<Row[]> {
+  const picked: Row[] = [];
   let offset = 0;
   // Ties with the cursor's score are skipped member by member; everything else is one range read.
   while (picked.length < page) {
@@ -52,24 +93,7 @@ export async function listSessions(
     }
     if (flat.length / 2 < page * 2) break;
   }
-  const more = picked.length > opts.limit;
-  const rows = picked.slice(0, opts.limit);
-  const pipeline = redis.pipeline();
-  for (const row of rows) {
-    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq", "agent");
-  }
-  const replies = rows.length > 0 ? ((await pipeline.exec()) ?? []) : [];
-  const sessions: SessionSummary[] = [];
-  rows.forEach((row, i) => {
-    const [err, value] = replies[i] ?? [null, null];
-    const fields = !err && Array.isArray(value) ? (value as Array<string | null>) : [];
-    const summary = summaryOf(row.sessionId, fields, row.score);
-    if (summary) sessions.push(summary);
-  });
-  const last = rows.at(-1);
-  return more && last
-    ? { ok: true, sessions, cursor: encodeCursor(last.score, last.sessionId) }
-    : { ok: true, sessions };
+  return picked;
 }
 
 /**
@@ -78,7 +102,7 @@ export async function listSessions(
  * run of running sessions costs a short page with a cursor, never a long scan.
  */
 export async function listIdleSessions(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   opts: { before: number; limit: number; cursor?: string | undefined },
@@ -87,40 +111,45 @@ export async function listIdleSessions(
   if (opts.cursor !== undefined && !after) return { ok: false, error: "invalid cursor" };
   const scan = opts.limit * 4;
   const min = after ? String(after.updatedAt) : "-inf";
-  const flat = await redis.zrange(
-    sessionsIndexKey(prefix, ns),
-    min,
-    `(${opts.before}`,
-    "BYSCORE",
-    "LIMIT",
-    0,
-    scan + 1,
-    "WITHSCORES",
+  const perShard = await Promise.all(
+    ALL_SHARDS.map(async (k) => {
+      const flat = await redis.zrange(
+        indexKeys(prefix, ns, k).sessions,
+        min,
+        `(${opts.before}`,
+        "BYSCORE",
+        "LIMIT",
+        0,
+        scan + 1,
+        "WITHSCORES",
+      );
+      const shardRows: Row[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const sessionId = flat[i] as string;
+        const score = Number(flat[i + 1]);
+        if (after && score === after.updatedAt && sessionId <= after.sessionId) continue;
+        shardRows.push({ sessionId, score });
+      }
+      return shardRows;
+    }),
   );
-  const rows: Array<{ sessionId: string; score: number }> = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    const sessionId = flat[i] as string;
-    const score = Number(flat[i + 1]);
-    if (after && score === after.updatedAt && sessionId <= after.sessionId) continue;
-    rows.push({ sessionId, score });
-  }
+  const rows = perShard
+    .flat()
+    .sort((a, b) => newestFirst(b, a))
+    .slice(0, scan + 1);
   const scanned = rows.slice(0, scan);
-  const pipeline = redis.pipeline();
-  for (const row of scanned) {
-    pipeline.hmget(sessionKeys(prefix, ns, row.sessionId).meta, "name", "status", "updatedAt", "lastSeq", "agent");
-  }
-  const replies = scanned.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+  const metas = await metaFieldsOf(
+    redis,
+    prefix,
+    ns,
+    scanned.map((row) => row.sessionId),
+  );
   const sessions: SessionSummary[] = [];
-  let last: { sessionId: string; score: number } | undefined;
+  let last: Row | undefined;
   for (const [i, row] of scanned.entries()) {
     if (sessions.length >= opts.limit) break;
     last = row;
-    const [err, value] = replies[i] ?? [null, null];
-    const summary = summaryOf(
-      row.sessionId,
-      !err && Array.isArray(value) ? (value as Array<string | null>) : [],
-      row.score,
-    );
+    const summary = summaryOf(row.sessionId, metas[i] ?? [], row.score);
     if (summary && summary.status !== "running") sessions.push(summary);
   }
   const more = rows.length > scan || (last !== undefined && last !== scanned.at(-1));

@@ -1,6 +1,6 @@
-import type { Redis } from "ioredis";
-import { appliedKey, indexKeys, type SessionKeys, sessionKeys, sessionsIndexKey } from "./keys.js";
+import { appliedKey, indexKeys, indexKeysOf, type SessionKeys, sessionKeys, shardOf } from "./keys.js";
 import { APPLY_SCRIPT, RAISE_SCRIPT, READ_SCRIPT, REMOVE_SCRIPT } from "./lua-scripts.js";
+import type { RedisClient } from "./redis-client.js";
 import { decodeSession, type RawSession, type WritePlan } from "./session-codec.js";
 import type { ProjectedSession } from "./session-state.js";
 
@@ -15,7 +15,7 @@ export type WriteResult = { applied: true } | { applied: false; storedLastSeq: n
 
 /** Redis access for sessions of one key prefix; every call names its namespace. */
 export interface SessionRepo {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   /**
    * Reads a session. With `known` (the same session, same namespace, earlier or equal lastSeq) only
@@ -25,7 +25,7 @@ export interface SessionRepo {
   load(ns: string, sessionId: string, known?: ProjectedSession): Promise<LoadResult>;
   write(ns: string, sessionId: string, plan: WritePlan): Promise<WriteResult>;
   /**
-   * Index entries of sessions (one ZADD GT for all): idempotent and monotonic, so it may run after
+   * Index entries of sessions (one ZADD GT per shard): idempotent and monotonic, so it may run after
    * the sessions' writes and again after a redelivery.
    */
   touchIndex(ns: string, sessions: ReadonlyArray<{ sessionId: string; updatedAt: number }>): Promise<void>;
@@ -40,7 +40,7 @@ interface RawRead extends RawSession {
   leafEventCount: number;
 }
 
-export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
+export function createSessionRepo(redis: RedisClient, prefix: string): SessionRepo {
   async function loadOnce(ns: string, sessionId: string, known?: ProjectedSession): Promise<LoadResult | "reload"> {
     const keys = sessionKeys(prefix, ns, sessionId);
     const reply = await READ_SCRIPT.run(
@@ -88,7 +88,7 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
       args.push(plan.termAdd.length, ...plan.termAdd, plan.termDel.length, ...plan.termDel);
       args.push(sessionId, plan.running ? "1" : "0", plan.oldestApproval === null ? "" : plan.oldestApproval);
       args.push(plan.agentBefore, plan.agentAfter);
-      const idx = indexKeys(prefix, ns);
+      const idx = indexKeysOf(prefix, ns, sessionId);
       const result = Number(
         await APPLY_SCRIPT.run(redis, [...ownKeys(keys), idx.running, idx.approvals, idx.search, idx.agents], args),
       );
@@ -96,16 +96,23 @@ export function createSessionRepo(redis: Redis, prefix: string): SessionRepo {
     },
     async touchIndex(ns, sessions) {
       if (sessions.length === 0) return;
-      const args: Array<string | number> = [];
-      for (const s of sessions) args.push(s.updatedAt, s.sessionId);
-      await redis.zadd(sessionsIndexKey(prefix, ns), "GT", ...args);
+      const byShard = new Map<number, Array<string | number>>();
+      for (const s of sessions) {
+        const shard = shardOf(s.sessionId);
+        const args = byShard.get(shard) ?? [];
+        if (args.length === 0) byShard.set(shard, args);
+        args.push(s.updatedAt, s.sessionId);
+      }
+      await Promise.all(
+        [...byShard].map(([shard, args]) => redis.zadd(indexKeys(prefix, ns, shard).sessions, "GT", ...args)),
+      );
     },
     async remove(ns, sessionId) {
       const keys = sessionKeys(prefix, ns, sessionId);
-      const idx = indexKeys(prefix, ns);
+      const idx = indexKeysOf(prefix, ns, sessionId);
       await REMOVE_SCRIPT.run(
         redis,
-        [...ownKeys(keys), sessionsIndexKey(prefix, ns), idx.running, idx.approvals, idx.search, idx.agents],
+        [...ownKeys(keys), idx.sessions, idx.running, idx.approvals, idx.search, idx.agents],
         [sessionId],
       );
     },

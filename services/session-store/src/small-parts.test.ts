@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { decodeForProjection } from "./event-decoder.js";
 import { createInbox } from "./inbox.js";
-import { sessionKeys } from "./keys.js";
+import { bornKey, indexKeysOf, STORE_SHARDS, sessionKeys, shardOf } from "./keys.js";
+import { parseRedisTarget } from "./redis-client.js";
 import { createSessionCache } from "./session-cache.js";
 import { decodeCursor, encodeCursor } from "./session-index.js";
 import { emptyProjectedSession, projectEvents } from "./session-state.js";
@@ -81,16 +82,44 @@ describe("session cache", () => {
 });
 
 describe("keys and cursors", () => {
-  it("tags every session key with {sessionId}", () => {
-    expect(Object.values(sessionKeys("fleet:store", "n1", "s-1"))).toEqual([
-      "fleet:store:n1:{s-1}:meta",
-      "fleet:store:n1:{s-1}:entries",
-      "fleet:store:n1:{s-1}:pos",
-      "fleet:store:n1:{s-1}:labels",
-      "fleet:store:n1:{s-1}:leafev",
-      "fleet:store:n1:{s-1}:approvals",
-      "fleet:store:n1:{s-1}:terms",
-    ]);
+  it("tags every session key and its shard's index keys with {s<shard>}", () => {
+    const k = shardOf("s-1");
+    expect(Object.values(sessionKeys("fleet:store", "n1", "s-1"))).toEqual(
+      ["meta", "entries", "pos", "labels", "leafev", "approvals", "terms"].map(
+        (f) => `fleet:store:n1:{s${k}}:s:s-1:${f}`,
+      ),
+    );
+    expect(Object.values(indexKeysOf("fleet:store", "n1", "s-1"))).toEqual(
+      ["sessions", "idx:running", "idx:approvals", "idx:search", "idx:agents"].map(
+        (f) => `fleet:store:n1:{s${k}}:${f}`,
+      ),
+    );
+    expect(bornKey("fleet:store", "n1")).toBe("{fleet:store:ctl}:born:n1");
+  });
+
+  it("spreads sessions over every shard, the same way every time", () => {
+    const counts = new Array<number>(STORE_SHARDS).fill(0);
+    for (let i = 0; i < 1600; i++) counts[shardOf(`sess-${i}`)] = (counts[shardOf(`sess-${i}`)] ?? 0) + 1;
+    expect(Math.min(...counts)).toBeGreaterThan(60);
+    expect(Math.max(...counts)).toBeLessThan(140);
+    expect(shardOf("s-1")).toBe(shardOf("s-1"));
+  });
+
+  it("reads REDIS_URL as one Redis or a cluster", () => {
+    expect(parseRedisTarget("redis://127.0.0.1:7000")).toEqual({ kind: "single", url: "redis://127.0.0.1:7000" });
+    expect(parseRedisTarget("redis+cluster://u:p%40w@h1:7000,h2:7001")).toEqual({
+      kind: "cluster",
+      nodes: [
+        { host: "h1", port: 7000 },
+        { host: "h2", port: 7001 },
+      ],
+      username: "u",
+      password: "p@w",
+      tls: false,
+    });
+    expect(parseRedisTarget("rediss+cluster://h1:7000")).toMatchObject({ kind: "cluster", tls: true });
+    expect(() => parseRedisTarget("redis+cluster://h1:notaport")).toThrow(/bad cluster node/);
+    expect(() => parseRedisTarget("redis+cluster:h1")).toThrow(/expected redis\+cluster/);
   });
 
   it("round-trips list cursors and rejects foreign ones", () => {

@@ -16,13 +16,13 @@ import {
 } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Redis } from "ioredis";
 import { type GroupWorker, startGroupWorker } from "./group-worker.js";
 import { upgradeIndexes } from "./index-upgrade.js";
 import { createStoreMetrics } from "./metrics.js";
 import { createNamespaceControl } from "./namespace.js";
 import { createProjector } from "./projector.js";
 import { startQueryServer } from "./query-server.js";
+import { connectRedis } from "./redis-client.js";
 import { streamGapReader, streamLastSeq } from "./replay.js";
 import { startSelfHealer } from "./self-heal.js";
 import { createSessionCache } from "./session-cache.js";
@@ -61,10 +61,7 @@ export interface StoreService {
   stop(): Promise<void>;
 }
 
-/** Connects a Redis client the store's way: pipelined automatically, retrying while Redis is down. */
-export function connectRedis(url: string): Redis {
-  return new Redis(url, { enableAutoPipelining: true, maxRetriesPerRequest: 20, lazyConnect: false });
-}
+export { connectRedis };
 
 /**
  * One store process: claims `store.g.<g>` leases, projects the held stream groups into Redis (one

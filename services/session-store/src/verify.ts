@@ -1,9 +1,9 @@
 import { isSessionId, partitionOf, subjects } from "@fleet/protocol";
-import type { Redis } from "ioredis";
-import { indexKeys, namespaceBase, sessionKeys, sessionsIndexKey } from "./keys.js";
+import { ALL_SHARDS, indexKeys, indexKeysOf, namespaceBase, sessionKeys, sessionKeysPattern } from "./keys.js";
 import { luaScript } from "./lua-scripts.js";
 import { createNamespaceControl, newNamespaceId } from "./namespace.js";
 import { buildNamespace, deleteNamespace, type ReplayDeps } from "./rebuild.js";
+import { type RedisClient, scanKeys } from "./redis-client.js";
 import { streamGapReader } from "./replay.js";
 import { sessionOfMember } from "./search-terms.js";
 import { pairsToRecord } from "./session-repo.js";
@@ -36,7 +36,7 @@ return {
 `);
 
 export async function snapshotSession(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   sessionId: string,
@@ -47,7 +47,7 @@ export async function snapshotSession(
     [k.meta, k.entries, k.pos, k.labels, k.leafEvents, k.approvals, k.terms],
     [],
   )) as string[][];
-  const indexScore = await redis.zscore(sessionsIndexKey(prefix, ns), sessionId);
+  const indexScore = await redis.zscore(indexKeysOf(prefix, ns, sessionId).sessions, sessionId);
   const [meta, entries, pos, labels, leafEvents, approvals, terms] = reply;
   const indexes = await indexEntriesOf(redis, prefix, ns, sessionId, terms ?? []);
   const empty = (x: unknown[] | undefined) => (x ?? []).length === 0;
@@ -66,13 +66,13 @@ export async function snapshotSession(
 }
 
 async function indexEntriesOf(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ns: string,
   sessionId: string,
   terms: readonly string[],
 ): Promise<Record<string, string>> {
-  const keys = indexKeys(prefix, ns);
+  const keys = indexKeysOf(prefix, ns, sessionId);
   const out: Record<string, string> = {};
   const running = await redis.zscore(keys.running, sessionId);
   const approvals = await redis.zscore(keys.approvals, sessionId);
@@ -89,22 +89,24 @@ async function indexEntriesOf(
  * Index entries of a namespace whose session does not hold them: a search member missing from its
  * session's `terms`, a running or approvals entry of a session without keys. One line each.
  */
-export async function orphanIndexEntries(redis: Redis, prefix: string, ns: string): Promise<string[]> {
-  const keys = indexKeys(prefix, ns);
+export async function orphanIndexEntries(redis: RedisClient, prefix: string, ns: string): Promise<string[]> {
   const out: string[] = [];
-  for (const member of await redis.zrange(keys.search, 0, -1)) {
-    const sid = sessionOfMember(member);
-    if (sid === null || (await redis.sismember(sessionKeys(prefix, ns, sid).terms, member)) === 0) {
-      out.push(`search index: ${show(member)} is not a term of ${sid ?? "any session"}`);
+  for (const shard of ALL_SHARDS) {
+    const keys = indexKeys(prefix, ns, shard);
+    for (const member of await redis.zrange(keys.search, 0, -1)) {
+      const sid = sessionOfMember(member);
+      if (sid === null || (await redis.sismember(sessionKeys(prefix, ns, sid).terms, member)) === 0) {
+        out.push(`search index: ${show(member)} is not a term of ${sid ?? "any session"}`);
+      }
     }
-  }
-  for (const [what, key] of [
-    ["running", keys.running],
-    ["approvals", keys.approvals],
-  ] as const) {
-    for (const sid of await redis.zrange(key, 0, -1)) {
-      if ((await redis.exists(sessionKeys(prefix, ns, sid).meta)) === 0)
-        out.push(`${what} index: ${sid} has no session`);
+    for (const [what, key] of [
+      ["running", keys.running],
+      ["approvals", keys.approvals],
+    ] as const) {
+      for (const sid of await redis.zrange(key, 0, -1)) {
+        if ((await redis.exists(sessionKeys(prefix, ns, sid).meta)) === 0)
+          out.push(`${what} index: ${sid} has no session`);
+      }
     }
   }
   return out;
@@ -114,42 +116,40 @@ export async function orphanIndexEntries(redis: Redis, prefix: string, ns: strin
  * Counters of the agents index that differ from the versions the namespace's sessions run (their
  * meta `agent` fields), one line each.
  */
-export async function agentCounterDrift(redis: Redis, prefix: string, ns: string): Promise<string[]> {
+export async function agentCounterDrift(redis: RedisClient, prefix: string, ns: string): Promise<string[]> {
   const tally = new Map<string, number>();
   for (const sid of await sessionIdsOf(redis, prefix, ns)) {
     const agent = await redis.hget(sessionKeys(prefix, ns, sid).meta, "agent");
     if (agent) tally.set(agent, (tally.get(agent) ?? 0) + 1);
   }
-  const stored = await redis.hgetall(indexKeys(prefix, ns).agents);
+  const stored = new Map<string, number>();
+  for (const shard of ALL_SHARDS) {
+    for (const [ref, n] of Object.entries(await redis.hgetall(indexKeys(prefix, ns, shard).agents)))
+      stored.set(ref, (stored.get(ref) ?? 0) + Number(n));
+  }
   const out: string[] = [];
-  for (const ref of new Set([...tally.keys(), ...Object.keys(stored)])) {
+  for (const ref of new Set([...tally.keys(), ...stored.keys()])) {
     const want = tally.get(ref) ?? 0;
-    const got = Number(stored[ref] ?? 0);
+    const got = stored.get(ref) ?? 0;
     if (want !== got) out.push(`agents index: ${show(ref)} counts ${got} sessions, the sessions say ${want}`);
   }
   return out;
 }
 
-/** Session ids present in a namespace: from its meta keys and from its index. */
-export async function sessionIdsOf(redis: Redis, prefix: string, ns: string): Promise<Set<string>> {
-  const ids = new Set<string>(await redis.zrange(sessionsIndexKey(prefix, ns), 0, -1));
-  const base = namespaceBase(prefix, ns);
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(
-      cursor,
-      "MATCH",
-      `${base.replace(/[*?[\]\\]/g, "\\$&")}:{*}:*`,
-      "COUNT",
-      1000,
-    );
-    cursor = next;
+/** Session ids present in a namespace: from its meta keys (every master) and from its index. */
+export async function sessionIdsOf(redis: RedisClient, prefix: string, ns: string): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for (const shard of ALL_SHARDS)
+    for (const id of await redis.zrange(indexKeys(prefix, ns, shard).sessions, 0, -1)) ids.add(id);
+  // `<base>:{s<k>}:s:<sid>:<field>`; session ids hold no `:`.
+  const sessionKey = /^\{s\d+\}:s:([^:]+):[a-z]+$/;
+  const from = namespaceBase(prefix, ns).length + 1;
+  await scanKeys(redis, sessionKeysPattern(prefix, ns), (_node, keys) => {
     for (const key of keys) {
-      const rest = key.slice(base.length + 1);
-      const close = rest.lastIndexOf("}:");
-      if (rest.startsWith("{") && close > 0) ids.add(rest.slice(1, close));
+      const m = sessionKey.exec(key.slice(from));
+      if (m) ids.add(m[1] as string);
     }
-  } while (cursor !== "0");
+  });
   return ids;
 }
 

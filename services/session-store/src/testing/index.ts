@@ -4,9 +4,21 @@
 export { deleteLegacyPartitionConsumers, prepareStoreConsumer, storeConsumerDrift } from "../consumer-control.js";
 export { ackReplyOf, pendingOf, prevSeqOf, streamSeqOf, toEventRecord } from "../delivered-message.js";
 export { startGroupWorker } from "../group-worker.js";
+export {
+  ALL_SHARDS,
+  INDEX_VERSION,
+  indexKeys,
+  indexKeysOf,
+  indexVersionKey,
+  STORE_SHARDS,
+  sessionKeys,
+  sessionKeysPattern,
+  shardOf,
+} from "../keys.js";
 export { createNamespaceControl, newNamespaceId } from "../namespace.js";
 export { createProjector, type EventRecord, type Projector } from "../projector.js";
 export { handleQuery, type QueryContext } from "../queries.js";
+export { connectRedis, parseRedisTarget } from "../redis-client.js";
 export { streamGapReader } from "../replay.js";
 export { createSessionCache } from "../session-cache.js";
 export { createSessionRepo } from "../session-repo.js";
