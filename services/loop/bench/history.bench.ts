@@ -77,9 +77,19 @@ function startSteps(from: number) {
   const steps: string[] = [];
   let scans = 0;
   let scanMs = 0;
+  /** BENCH_VERBOSE: the session whose logged steps are printed, in ms from when its prompt was sent. */
+  let traced: { sessionId: string; from: number } | undefined;
   return {
+    trace(sessionId: string, sentAt: number) {
+      traced = { sessionId, from: sentAt };
+    },
     write(line: string) {
       const evt = /"evt":"([a-z_]+)"/.exec(line)?.[1];
+      if (traced && line.includes(`"sessionId":"${traced.sessionId}"`)) {
+        process.stdout.write(
+          `    ${traced.sessionId} ${evt ?? /"msg":"([^"]*)"/.exec(line)?.[1]} +${Math.round(performance.now() - traced.from)}\n`,
+        );
+      }
       if (evt === "takeover_scanned") {
         scans++;
         scanMs = Math.max(scanMs, Number(/"ms":(\d+)/.exec(line)?.[1] ?? 0));
@@ -119,7 +129,10 @@ async function replacement(url: string, workerId: string, steps: { write(line: s
       approvalTools: new Set(),
       defaults: sessionConfigWith({ model: { provider: "scripted", modelId: "scripted" } }),
     },
-    logger: pino({ level: "info" }, { write: (line: string) => steps.write(line) }),
+    logger: pino(
+      { level: process.env.BENCH_VERBOSE ? "debug" : "info" },
+      { write: (line: string) => steps.write(line) },
+    ),
     registry: new Registry(),
     newId: () => newId(),
   });
@@ -297,7 +310,10 @@ async function measure(history: number): Promise<Figures> {
       const heir = await replacement(nats.url, `hist-heir${round}`, steps);
       const takeovers = await Promise.all(live.map((id) => prompt(nc, id, killedAt)));
       rounds.push(Math.max(...takeovers));
-      firsts.push(await prompt(nc, `new-${newId().slice(-6)}`, performance.now()));
+      const first = `new-${newId().slice(-6)}`;
+      const sentAt = performance.now();
+      steps.trace(first, sentAt);
+      firsts.push(await prompt(nc, first, sentAt));
       process.stdout.write(`  takeover ${Math.round(rounds.at(-1) as number)} ms; new holder: ${steps}\n`);
       await heir.stop();
     }
