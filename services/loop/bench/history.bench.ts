@@ -13,6 +13,10 @@
 // `npm run bench:history` then runs bench:snapshot-load for the `load 50000 events` line.
 // Measured on this machine (2 shared cores), 4 Dec 2026: with spend records, takeover 3.05x
 // (the heir's budget view: 7.3 s of 7.9 s; its index scan: 2 ms); without, 0.90x.
+// With the totals in fleet_spend_totals (change 60), two runs (load average 3 to 28): takeover 0.66x
+// and 1.67x, first prompt 0.21x and 0.96x, approvals 2.91x and 0.25x, search 2.33x and 0.67x; the
+// heir's views were ready 28-246 ms after the kill (the budget view had taken 299-676 ms). Takeovers
+// of either H fall near 2 s or near 4 s (a lease pass more), so one round moves the ratio by ~2x.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
