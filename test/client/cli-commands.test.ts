@@ -192,7 +192,8 @@ describe("fleet budget", () => {
     const spendKv = await new Kvm(nc).open(KV_BUCKETS.spend.name);
     await spendKv.put(SPEND_KEYS.session(day, "s-cli-spend"), JSON.stringify(record));
     const spent = { inputTokens: 120, outputTokens: 42, totalTokens: 162, costUsd: 0.0123 };
-    await spendKv.put(SPEND_KEYS.total(day, 3), JSON.stringify({ day, partition: 3, ...spent, pending: [] }));
+    const totalsKv = await new Kvm(nc).open(KV_BUCKETS.spendTotals.name);
+    await totalsKv.put(SPEND_KEYS.total(day, 3), JSON.stringify({ day, partition: 3, ...spent, pending: [] }));
 
     const set = await run(["budget", "set", "--output-tokens", "1000", "--cost", "2.5"]);
     expect([set.code, set.stdout, set.stderr]).toEqual([0, "tenant daily limits: out ≤ 1000, $ ≤ 2.5000\n", ""]);
@@ -224,7 +225,7 @@ describe("fleet budget", () => {
     expect((await kv.get(BUDGET_KEYS.limits))?.operation).toBe("DEL");
     expect(JSON.parse((await run(["budget", "--json"])).stdout).limits).toBeNull();
     await spendKv.delete(SPEND_KEYS.session(day, "s-cli-spend"));
-    await spendKv.delete(SPEND_KEYS.total(day, 3));
+    await totalsKv.delete(SPEND_KEYS.total(day, 3));
   });
 
   it("refuses a set without limits, a bad amount and a bad day, with exit code 2", async () => {

@@ -104,7 +104,7 @@ async function prompt(sessionId: string, text = "go") {
 
 describe("loop service / budgets, reached while streaming and at the start", () => {
   // First: the tenant's day spend counts every session of this server.
-  it("a tenant's daily output tokens over all its sessions (limits in KV fleet_budgets, totals and records in fleet_spend)", async () => {
+  it("a tenant's daily output tokens over all its sessions (limits in KV fleet_budgets, totals in fleet_spend_totals, records in fleet_spend)", async () => {
     const kv = await new Kvm(nc).open(KV_BUCKETS.budgets.name);
     await kv.put(BUDGET_KEYS.limits, JSON.stringify({ outputTokens: 80 }));
     try {
@@ -122,8 +122,9 @@ describe("loop service / budgets, reached while streaming and at the start", () 
       expect(record).toMatchObject({ sessionId: "bud-tenant-1", day, inputTokens: 20, outputTokens: 50 });
       // The session's partition's total of the day counts it, and nothing is pending once the record is written.
       const totalKey = SPEND_KEYS.total(day, partitionOf("bud-tenant-1", 16));
-      await waitUntil(async () => PartitionDayTotal.parse((await spendKv.get(totalKey))?.json()).pending.length === 0);
-      expect(PartitionDayTotal.parse((await spendKv.get(totalKey))?.json())).toMatchObject({ outputTokens: 50 });
+      const totalsKv = await new Kvm(nc).open(KV_BUCKETS.spendTotals.name);
+      await waitUntil(async () => PartitionDayTotal.parse((await totalsKv.get(totalKey))?.json()).pending.length === 0);
+      expect(PartitionDayTotal.parse((await totalsKv.get(totalKey))?.json())).toMatchObject({ outputTokens: 50 });
 
       const two = await prompt("bud-tenant-2");
       expect(two.message?.errorMessage).toBe("Budget exceeded: tenant output tokens 80/80");

@@ -92,23 +92,34 @@ describe("loop service / the tenant's spend at a worker's start", () => {
     await nc.flush();
     sniffer.unsubscribe();
 
+    // The totals were in `fleet_spend` (a deployment from before change 60): this start moves them,
+    // reading them once (a key each), and never a session's record.
+    const on = (stream: string) => (s: string) => s.endsWith(`.${stream}`) || s.includes(`.${stream}.`);
     const spendStream = `KV_${KV_BUCKETS.spend.name}`;
+    const totalsStream = `KV_${KV_BUCKETS.spendTotals.name}`;
     const budgetsStream = `KV_${KV_BUCKETS.budgets.name}`;
-    const onSpend = requests.filter((s) => s.includes(spendStream));
-    const directGets = onSpend.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${spendStream}`));
+    const onSpend = requests.filter(on(spendStream));
+    const directGets = onSpend.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${spendStream}.`));
     expect(onSpend.filter((s) => s.includes(".session."))).toEqual([]);
     expect(directGets.length).toBeLessThanOrEqual(PARTITIONS);
     expect(directGets.every((s) => s.includes(`.total.${day}.`))).toBe(true);
+    const onTotals = requests.filter(on(totalsStream));
     // `limits`: a watch and a get; the legacy records: one purge.
-    const onBudgets = requests.filter((s) => s.includes(budgetsStream) && !s.startsWith("$JS.API.STREAM.PURGE"));
+    const onBudgets = requests.filter((s) => on(budgetsStream)(s) && !s.startsWith("$JS.API.STREAM.PURGE"));
     expect(onBudgets.filter((s) => s.startsWith("$JS.API.DIRECT.GET")).length).toBeLessThanOrEqual(1);
-    expect(onSpend.length + onBudgets.length).toBeLessThan(2 * PARTITIONS + 12);
+    expect(onSpend.length + onTotals.length + onBudgets.length).toBeLessThan(2 * PARTITIONS + 16);
     console.log(
-      `worker start: ${onSpend.length} requests on ${spendStream} (${directGets.length} key reads), ${onBudgets.length} on ${budgetsStream}, with ${SESSIONS} session records and ${LEGACY} legacy ones`,
+      `worker start: ${onSpend.length} requests on ${spendStream} (${directGets.length} key reads), ${onTotals.length} on ${totalsStream}, ${onBudgets.length} on ${budgetsStream}, with ${SESSIONS} session records and ${LEGACY} legacy ones`,
     );
 
-    // The legacy records are gone (one purge), and a prompt is refused at the tenant's limit.
+    // The legacy records are gone (one purge), so are the old totals (moved), and a prompt is
+    // refused at the tenant's limit.
     const jsm = await jetstreamManager(nc);
+    const oldTotals = await jsm.streams.info(spendStream, {
+      subjects_filter: `$KV.${KV_BUCKETS.spend.name}.${SPEND_KEYS.totalsAll}`,
+    });
+    expect(oldTotals.state.subjects ?? {}).toEqual({});
+    expect((await topology.kv.spendTotals.get(SPEND_KEYS.migrated))?.operation).toBe("PUT");
     await expect
       .poll(async () => {
         const info = await jsm.streams.info(budgetsStream, {
@@ -137,7 +148,7 @@ describe("loop service / the tenant's spend at a worker's start", () => {
       if (last !== "accepted") await new Promise((r) => setTimeout(r, 200));
     }
     expect(last).toBe("accepted");
-    const kv = await new Kvm(nc).open(KV_BUCKETS.spend.name);
+    const kv = await new Kvm(nc).open(KV_BUCKETS.spendTotals.name);
     await expect
       .poll(async () => PartitionDayTotal.parse((await kv.get(SPEND_KEYS.total(day, p)))?.json()).outputTokens)
       .toBe(before + 7);

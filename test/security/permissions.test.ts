@@ -300,10 +300,11 @@ describe("security / refused subjects", () => {
     const record = await spend.get(SPEND_KEYS.session(utcDayOf(Date.now()), SESSION));
     expect(TenantSpendRecord.parse(record?.json()).outputTokens).toBeGreaterThan(0);
     // Every client reads the day's totals; only the loop writes them.
-    const totals = await readKvEntries(spend, SPEND_KEYS.totalsAll);
+    const totalsKv = await operatorKvm.open(KV_BUCKETS.spendTotals.name);
+    const totals = await readKvEntries(totalsKv, SPEND_KEYS.totalsAll);
     expect(totals.length).toBeGreaterThan(0);
-    const total = `$KV.${KV_BUCKETS.spend.name}.${totals[0]?.key}`;
-    expect(await refusal(spend.put(totals[0]?.key ?? "", "{}"))).toBe(
+    const total = `$KV.${KV_BUCKETS.spendTotals.name}.${totals[0]?.key}`;
+    expect(await refusal(totalsKv.put(totals[0]?.key ?? "", "{}"))).toBe(
       `RequestError: Permissions Violation for Publish to "${total}"`,
     );
     await asOperator.put(BUDGET_KEYS.limits, JSON.stringify({ costUsd: 100 }));

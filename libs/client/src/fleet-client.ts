@@ -354,7 +354,7 @@ export class FleetClient extends SessionCommands {
     return readSessionTrace(this.#ctx, sessionId, opts);
   }
 
-  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets` and `fleet_spend`. */
+  /** The tenant's daily limits and what its sessions spent on `day` (default today, UTC), from KV `fleet_budgets`, `fleet_spend_totals` and `fleet_spend`. */
   tenantBudget(day?: string): Promise<TenantBudgetReport> {
     return tenantBudgetOf(this.nc, day);
   }

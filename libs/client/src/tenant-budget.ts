@@ -1,5 +1,6 @@
 // The tenant's daily budget: its limits (KV `fleet_budgets`, read and written), the day's totals and
-// sessions' records (KV `fleet_spend`, change 43) and the day's ledger of deleted sessions.
+// sessions' records (KV `fleet_spend_totals` and `fleet_spend`, changes 43 and 60) and the day's
+// ledger of deleted sessions.
 import {
   addSpend,
   BUDGET_KEYS,
@@ -49,6 +50,7 @@ export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.n
   const kvm = new Kvm(nc);
   const kv = await kvm.open(KV_BUCKETS.budgets.name);
   const spendKv = await kvm.open(KV_BUCKETS.spend.name);
+  const totalsKv = await kvm.open(KV_BUCKETS.spendTotals.name);
   const limitsEntry = await kv.get(BUDGET_KEYS.limits);
   const limits = limitsEntry?.operation === "PUT" ? BudgetLimits.safeParse(limitsEntry.json()) : undefined;
   const sessions = new Map<string, Spend>();
@@ -62,7 +64,7 @@ export async function readTenantBudget(nc: NatsConnection, day = utcDayOf(Date.n
     recorded = addSpend(recorded, spend);
   }
   const totals: Spend[] = [];
-  for (const entry of await readKvEntries(spendKv, SPEND_KEYS.totalsOfDay(day))) {
+  for (const entry of await readKvEntries(totalsKv, SPEND_KEYS.totalsOfDay(day))) {
     const total = PartitionDayTotal.safeParse(entry.json());
     if (total.success) totals.push(total.data);
   }

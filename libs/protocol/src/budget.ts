@@ -126,9 +126,9 @@ export const UtcDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC day, YYYY-M
 /**
  * Keys of KV `fleet_budgets`: `limits` holds the tenant's daily `BudgetLimits` (written by an
  * operator); `ledger.<YYYY-MM-DD>` holds what deleted and archived sessions spent on that day
- * (`LedgerRecord`, written by the loop). The day's spend itself is in KV `fleet_spend` (`SPEND_KEYS`,
- * change 43); `spend.<YYYY-MM-DD>.<sessionId>` keys (`legacySpend`) are from before it, and a loop
- * worker purges them when it starts.
+ * (`LedgerRecord`, written by the loop). The day's spend itself is in KV `fleet_spend_totals` and
+ * `fleet_spend` (`SPEND_KEYS`, changes 43 and 60); `spend.<YYYY-MM-DD>.<sessionId>` keys
+ * (`legacySpend`) are from before it, and a loop worker purges them when it starts.
  */
 export const BUDGET_KEYS = {
   limits: "limits",

@@ -137,8 +137,14 @@ export const KV_BUCKETS = {
   webhooks: { name: "fleet_webhooks", history: 1, ttlMs: 0 },
   /** Tenant budget: `limits`, and the ledger of deleted sessions' spend per UTC day (`BUDGET_KEYS`). */
   budgets: { name: "fleet_budgets", history: 1, ttlMs: 0 },
-  /** The tenant's spend per UTC day: partitions' totals and sessions' records (`SPEND_KEYS`); keys age out. */
+  /** The tenant's spend per UTC day: sessions' records (`SPEND_KEYS.session`); keys age out. */
   spend: { name: "fleet_spend", history: 1, ttlMs: 2 * 86_400_000 },
+  /**
+   * The tenant's spend per UTC day: partitions' totals (`SPEND_KEYS.total`) and the `migrated` mark
+   * (change 60), apart from the sessions' records so that reading every total costs P keys per day,
+   * never one per session; keys age out.
+   */
+  spendTotals: { name: "fleet_spend_totals", history: 1, ttlMs: 2 * 86_400_000 },
   /**
    * The loop's snapshots of session folds (change 42): `<sessionId>` → header line and the body's
    * first part, `<sessionId>.<k>` → part k. Derived data: losing any of it costs a full load only.

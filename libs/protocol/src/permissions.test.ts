@@ -86,7 +86,8 @@ describe("permissions / rolePermissions", () => {
     expect(mayPublish("gateway", "$KV.fleet_budgets.limits")).toBe(true);
     expect(mayPublish("gateway", "$KV.fleet_spend.session.2026-01-01.s-1")).toBe(false);
     expect(mayPublish("gateway", "$KV.fleet_spend.total.2026-01-01.0")).toBe(false);
-    expect(mayPublish("loop", "$KV.fleet_spend.total.2026-01-01.0")).toBe(true);
+    expect(mayPublish("gateway", "$KV.fleet_spend_totals.total.2026-01-01.0")).toBe(false);
+    expect(mayPublish("loop", "$KV.fleet_spend_totals.total.2026-01-01.0")).toBe(true);
     expect(mayPublish("gateway", "$KV.fleet_webhooks.wh-1")).toBe(true);
     expect(mayPublish("gateway", "$JS.API.STREAM.CREATE.KV_fleet_webhooks")).toBe(true);
     expect(mayPublish("gateway", "$JS.API.CONSUMER.MSG.NEXT.FLEET_EVENTS.webhook-wh-1")).toBe(true);

@@ -218,7 +218,9 @@ function readerPublish(groups: number): string[] {
     ...eachEventStream(groups, jsApi.consume),
     // Schedules and their slots' outcomes (change 55).
     ...jsApi.getMessage(SCHED),
-    ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name].flatMap(jsApi.kvRead),
+    ...[KV.config.name, KV.leases.name, KV.tools.name, KV.budgets.name, KV.spend.name, KV.spendTotals.name].flatMap(
+      jsApi.kvRead,
+    ),
     // Agents (change 54): read, and listed (stream info with a subjects filter, then gets).
     ...jsApi.kvRead(KV.agents.name),
     "fleet.store.*",
@@ -274,13 +276,17 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.kvRead(KV.tools.name),
           ...jsApi.kvWatch(KV.tools.name),
           // The tenant's budget: reads its limits, writes only the ledger of deleted sessions' spend;
-          // the day's spend (partitions' totals, sessions' records) in `fleet_spend` (change 43).
+          // the day's spend: partitions' totals in `fleet_spend_totals` (change 60), sessions' records
+          // in `fleet_spend` (change 43), whose old totals it moves once.
           ...jsApi.kvRead(KV.budgets.name),
           ...jsApi.kvWrite(KV.budgets.name, "ledger"),
           ...jsApi.kvWatch(KV.budgets.name),
           ...jsApi.kvRead(KV.spend.name),
           ...jsApi.kvWrite(KV.spend.name),
           ...jsApi.kvWatch(KV.spend.name),
+          ...jsApi.kvRead(KV.spendTotals.name),
+          ...jsApi.kvWrite(KV.spendTotals.name),
+          ...jsApi.kvWatch(KV.spendTotals.name),
           // Snapshots of its sessions' folds (change 42): read, written, purged with their session.
           ...jsApi.kvRead(KV.snapshots.name),
           ...jsApi.kvWrite(KV.snapshots.name),

@@ -1,14 +1,16 @@
-// The tenant's day spend as per-partition totals in KV `fleet_spend` (PROTOCOL change 43): the keys,
+// The tenant's day spend as per-partition totals in KV `fleet_spend_totals` (PROTOCOL changes 43, 60): the keys,
 // the records, and the pure plan of one revision-checked update of a partition's total.
 import { z } from "zod";
 import { addSpend, emptySpend, Spend, type TenantSpendRecord, UtcDay } from "./budget.js";
 
 /**
- * Keys of KV `fleet_spend` (every key ages out with the bucket's max age, `KV_BUCKETS.spend.ttlMs`:
+ * Keys of KV `fleet_spend_totals` and `fleet_spend` (every key ages out with its bucket's max age,
  * two days, so a day's figures stay readable through the next UTC day and are gone a day later):
- * `total.<YYYY-MM-DD>.<partition>` holds what the sessions of one partition spent on that UTC day
- * (`PartitionDayTotal`, written by the partition's owner); `session.<YYYY-MM-DD>.<sessionId>` holds
- * one session's spend of the day as counted in its partition's total (`TenantSpendRecord`).
+ * `total.<YYYY-MM-DD>.<partition>` of `fleet_spend_totals` holds what the sessions of one partition
+ * spent on that UTC day (`PartitionDayTotal`, written by the partition's owner);
+ * `session.<YYYY-MM-DD>.<sessionId>` of `fleet_spend` holds one session's spend of the day as counted
+ * in its partition's total (`TenantSpendRecord`). `migrated` of `fleet_spend_totals` marks that the
+ * totals kept in `fleet_spend` before change 60 were moved (a loop worker rewrites it at start).
  */
 export const SPEND_KEYS = {
   total: (day: string, partition: number) => `total.${day}.${partition}`,
@@ -16,6 +18,7 @@ export const SPEND_KEYS = {
   totalsAll: "total.>",
   session: (day: string, sessionId: string) => `session.${day}.${sessionId}`,
   sessionsOfDay: (day: string) => `session.${day}.>`,
+  migrated: "migrated",
 } as const;
 
 /**

@@ -27,7 +27,7 @@ export interface Topology {
   leaseTtlMs: number;
   /** One line per setting whose live value differs from Fleet's spec. */
   drift: string[];
-  kv: { config: KV; leases: KV; tools: KV; budgets: KV; spend: KV };
+  kv: { config: KV; leases: KV; tools: KV; budgets: KV; spend: KV; spendTotals: KV };
   jsm: JetStreamManager;
 }
 
@@ -86,6 +86,11 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     ttl: KV_BUCKETS.spend.ttlMs,
     ...replicas,
   });
+  const spendTotals = await kvm.create(KV_BUCKETS.spendTotals.name, {
+    history: KV_BUCKETS.spendTotals.history,
+    ttl: KV_BUCKETS.spendTotals.ttlMs,
+    ...replicas,
+  });
   await kvm.create(KV_BUCKETS.snapshots.name, { history: KV_BUCKETS.snapshots.history, ...replicas });
   await kvm.create(KV_BUCKETS.agents.name, { history: KV_BUCKETS.agents.history, ...replicas });
   const objm = new Objm(nc);
@@ -112,7 +117,7 @@ export async function applyTopology(nc: NatsConnection, opts: ApplyTopologyOptio
     log,
     leaseTtlMs,
     drift,
-    kv: { config, leases, tools, budgets, spend },
+    kv: { config, leases, tools, budgets, spend, spendTotals },
     jsm,
   };
 }

@@ -13,6 +13,10 @@
 // `npm run bench:history` then runs bench:snapshot-load for the `load 50000 events` line.
 // Measured on this machine (2 shared cores), 4 Dec 2026: with spend records, takeover 3.05x
 // (the heir's budget view: 7.3 s of 7.9 s; its index scan: 2 ms); without, 0.90x.
+// With the totals in fleet_spend_totals (change 60), two runs (load average 3 to 28): takeover 0.66x
+// and 1.67x, first prompt 0.21x and 0.96x, approvals 2.91x and 0.25x, search 2.33x and 0.67x; the
+// heir's views were ready 28-246 ms after the kill (the budget view had taken 299-676 ms). Takeovers
+// of either H fall near 2 s or near 4 s (a lease pass more), so one round moves the ratio by ~2x.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -77,9 +81,19 @@ function startSteps(from: number) {
   const steps: string[] = [];
   let scans = 0;
   let scanMs = 0;
+  /** BENCH_VERBOSE: the session whose logged steps are printed, in ms from when its prompt was sent. */
+  let traced: { sessionId: string; from: number } | undefined;
   return {
+    trace(sessionId: string, sentAt: number) {
+      traced = { sessionId, from: sentAt };
+    },
     write(line: string) {
       const evt = /"evt":"([a-z_]+)"/.exec(line)?.[1];
+      if (traced && line.includes(`"sessionId":"${traced.sessionId}"`)) {
+        process.stdout.write(
+          `    ${traced.sessionId} ${evt ?? /"msg":"([^"]*)"/.exec(line)?.[1]} +${Math.round(performance.now() - traced.from)}\n`,
+        );
+      }
       if (evt === "takeover_scanned") {
         scans++;
         scanMs = Math.max(scanMs, Number(/"ms":(\d+)/.exec(line)?.[1] ?? 0));
@@ -119,7 +133,10 @@ async function replacement(url: string, workerId: string, steps: { write(line: s
       approvalTools: new Set(),
       defaults: sessionConfigWith({ model: { provider: "scripted", modelId: "scripted" } }),
     },
-    logger: pino({ level: "info" }, { write: (line: string) => steps.write(line) }),
+    logger: pino(
+      { level: process.env.BENCH_VERBOSE ? "debug" : "info" },
+      { write: (line: string) => steps.write(line) },
+    ),
     registry: new Registry(),
     newId: () => newId(),
   });
@@ -297,7 +314,10 @@ async function measure(history: number): Promise<Figures> {
       const heir = await replacement(nats.url, `hist-heir${round}`, steps);
       const takeovers = await Promise.all(live.map((id) => prompt(nc, id, killedAt)));
       rounds.push(Math.max(...takeovers));
-      firsts.push(await prompt(nc, `new-${newId().slice(-6)}`, performance.now()));
+      const first = `new-${newId().slice(-6)}`;
+      const sentAt = performance.now();
+      steps.trace(first, sentAt);
+      firsts.push(await prompt(nc, first, sentAt));
       process.stdout.write(`  takeover ${Math.round(rounds.at(-1) as number)} ms; new holder: ${steps}\n`);
       await heir.stop();
     }

@@ -35,6 +35,7 @@ import type { SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
 import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
+import { migrateSpendTotals } from "./spend-totals-migration.js";
 import { createSubAgentPort, type SubAgentSettings } from "./sub-agents/sub-agent-port.js";
 import { scanPartition } from "./takeover-scan.js";
 import { watchTenantApprovalRules } from "./tenant-approval-rules.js";
@@ -149,9 +150,12 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     now,
     follow: { ...follow, resyncMs: Math.max(1_000, Math.floor(presenceTtlMs / 3)) },
   });
+  // Before the view reads the totals: those of a deployment from before change 60 are in `fleet_spend`.
+  await migrateSpendTotals(topology.kv.spend, topology.kv.spendTotals, jsm, log);
   const tenantBudget = watchTenantBudget({
     budgets: topology.kv.budgets,
     spend: topology.kv.spend,
+    totals: topology.kv.spendTotals,
     jsm,
     logger: log,
     now,

@@ -156,7 +156,7 @@ export interface ActorDeps {
   remoteHooks: RemoteHookClient;
   /** Named hook servers (`FLEET_HOOK_SERVERS`, change 53); absent: none, and no cost. */
   hookServers?: HookServers;
-  /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend`); absent: no tenant budget. */
+  /** The tenant's daily limits and spend (KV `fleet_budgets`, `fleet_spend_totals`); absent: no tenant budget. */
   tenantBudget?: TenantBudgetView;
   /** The tenant's agents (KV `fleet_agents`); absent: a command naming an agent finds none. */
   agents?: AgentStore;

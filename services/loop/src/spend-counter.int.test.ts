@@ -20,8 +20,8 @@ beforeAll(async () => {
   // Two workers: each its own connection, topology and counter.
   const a = await applyTopology(ncA, { partitions: 4 });
   const b = await applyTopology(ncB, { partitions: 4 });
-  counterA = createSpendCounter(a.kv.spend, a.jsm, { retryMs: 20 });
-  counterB = createSpendCounter(b.kv.spend, b.jsm, { retryMs: 20 });
+  counterA = createSpendCounter({ totals: a.kv.spendTotals, records: a.kv.spend }, a.jsm, { retryMs: 20 });
+  counterB = createSpendCounter({ totals: b.kv.spendTotals, records: b.kv.spend }, b.jsm, { retryMs: 20 });
 });
 afterAll(async () => {
   await ncA?.close();
@@ -36,7 +36,7 @@ const spend = (outputTokens: number): Spend => ({
   costUsd: outputTokens / 1024,
 });
 const read = async <T>(key: string, schema: { parse(v: unknown): T }): Promise<T | undefined> => {
-  const kv = await new Kvm(ncA).open("fleet_spend");
+  const kv = await new Kvm(ncA).open(key.startsWith("total.") ? "fleet_spend_totals" : "fleet_spend");
   const entry = await kv.get(key);
   return entry?.operation === "PUT" ? schema.parse(entry.json()) : undefined;
 };
@@ -78,10 +78,11 @@ describe("spend counter / one partition's day total on a real nats-server", () =
   it("a worker that died between the total and the record: the next one counts nothing twice", async () => {
     const day = "2026-01-11";
     const kv = await new Kvm(ncA).open("fleet_spend");
+    const totals = await new Kvm(ncA).open("fleet_spend_totals");
     // What a worker leaves when it dies right after its update of the total: the session's count
     // (9 events, 80 tokens) pending in the total, its record still at 5 events.
     await kv.put(SPEND_KEYS.session(day, "s-1"), JSON.stringify({ sessionId: "s-1", day, events: 5, ...spend(50) }));
-    await kv.put(
+    await totals.put(
       SPEND_KEYS.total(day, 2),
       JSON.stringify({ day, partition: 2, ...spend(300), pending: [{ sessionId: "s-1", events: 9, ...spend(80) }] }),
     );
@@ -109,8 +110,10 @@ describe("spend counter / one partition's day total on a real nats-server", () =
     expect(await read(SPEND_KEYS.total(day, 3), PartitionDayTotal)).toMatchObject({ outputTokens: 40, pending: [] });
   });
 
-  it("the bucket's keys age out two days after their last write", async () => {
-    const kv = await new Kvm(ncA).open("fleet_spend");
-    expect((await kv.status()).ttl).toBe(2 * 86_400_000);
+  it("the buckets' keys age out two days after their last write", async () => {
+    for (const bucket of ["fleet_spend", "fleet_spend_totals"]) {
+      const kv = await new Kvm(ncA).open(bucket);
+      expect((await kv.status()).ttl).toBe(2 * 86_400_000);
+    }
   });
 });

@@ -1,5 +1,6 @@
-// Counts sessions' spend into their partition's day total in KV `fleet_spend` (PROTOCOL change 43):
-// revision-checked updates of `total.<day>.<p>`, then the sessions' `session.<day>.<sid>` records.
+// Counts sessions' spend into their partition's day total (PROTOCOL changes 43, 60): revision-checked
+// updates of `total.<day>.<p>` in KV `fleet_spend_totals`, then the sessions' `session.<day>.<sid>`
+// records in KV `fleet_spend`.
 import {
   KV_BUCKETS,
   PartitionDayTotal,
@@ -75,7 +76,18 @@ interface KvEntryLike {
 const CAS_ATTEMPTS = 50;
 const FLUSH_ATTEMPTS = 5;
 
-export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCounterOptions = {}): SpendCounter {
+/** The buckets of the day's spend: the partitions' totals, and the sessions' records. */
+export interface SpendBuckets {
+  totals: KV;
+  records: KV;
+}
+
+export function createSpendCounter(
+  buckets: SpendBuckets,
+  jsm: JetStreamManager,
+  opts: SpendCounterOptions = {},
+): SpendCounter {
+  const { totals, records: kv } = buckets;
   const queues = new Map<string, TotalQueue>();
   const retryMs = opts.retryMs ?? 200;
   const settleDelayMs = opts.settleDelayMs ?? 200;
@@ -93,7 +105,7 @@ export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCou
       const cached = attempt === 0 && queue.known !== undefined;
       if (queue.known && cached) ({ entry, total: current } = queue.known);
       else {
-        const read = await kv.get(key);
+        const read = await totals.get(key);
         entry = read;
         current = read?.operation === "PUT" ? decodeTotal(read.value) : undefined;
       }
@@ -123,7 +135,7 @@ export function createSpendCounter(kv: KV, jsm: JetStreamManager, opts: SpendCou
         const data = JSON.stringify(plan.total);
         let revision: number;
         try {
-          revision = entry ? await kv.update(key, data, entry.revision) : await kv.create(key, data);
+          revision = entry ? await totals.update(key, data, entry.revision) : await totals.create(key, data);
         } catch (err) {
           queue.known = undefined;
           if (isConflict(err)) continue;

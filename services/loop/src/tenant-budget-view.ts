@@ -1,5 +1,6 @@
 // The tenant's daily budget on a loop worker: its limits (KV `fleet_budgets`) and its day spend as
-// the partitions' totals say (KV `fleet_spend`, PROTOCOL change 43), and the counting of spend.
+// the partitions' totals say (KV `fleet_spend_totals`, PROTOCOL changes 43 and 60), and the counting
+// of spend.
 import {
   BUDGET_KEYS,
   BudgetLimits,
@@ -19,8 +20,9 @@ import { type CountRequest, createSpendCounter, decodeTotal } from "./spend-coun
 
 /**
  * Watches two things only: key `limits`, and the keys `total.<day>.<p>` (one per partition and day,
- * and they age out after two days), so what a worker reads at start and holds does not grow with the
- * sessions of the tenant. A session's owner adds what the totals do not count yet of its own fold.
+ * and they age out after two days) of a bucket that holds nothing else, so what a worker reads at
+ * start, what the server scans to answer it, and what the worker holds do not grow with the sessions
+ * of the tenant. A session's owner adds what the totals do not count yet of its own fold.
  */
 export interface TenantBudgetView {
   /** Resolves once the limits and totals written before now are known. */
@@ -43,7 +45,10 @@ export interface TenantBudgetView {
 
 export interface TenantBudgetViewOptions {
   budgets: KV;
+  /** `fleet_spend`: the sessions' records (written, never watched). */
   spend: KV;
+  /** `fleet_spend_totals`: the partitions' totals (watched). */
+  totals: KV;
   jsm: JetStreamManager;
   logger?: Logger;
   now?: () => number;
@@ -94,12 +99,12 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
     opts.follow,
   );
   const totalsFollower = followKv(
-    opts.spend,
+    opts.totals,
     "total.>",
     (key, operation, value, revision) => put(key, revision, operation === "PUT" ? decodeTotal(value) : undefined),
     opts.follow,
   );
-  const counter = createSpendCounter(opts.spend, opts.jsm, {
+  const counter = createSpendCounter({ totals: opts.totals, records: opts.spend }, opts.jsm, {
     onTotal: (key, revision, total) => put(key, revision, total),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });

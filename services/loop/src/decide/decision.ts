@@ -89,7 +89,7 @@ export interface DecideContext {
   /** The fork source's tree (`null`: no such session), once the shell fetched it. */
   forkSource?: SessionTree | null | undefined;
   /**
-   * The tenant's daily limits and what all its sessions spent today (the day totals of KV `fleet_spend`), for the
+   * The tenant's daily limits and what all its sessions spent today (the day totals of KV `fleet_spend_totals`), for the
    * commands that start a run; absent: no tenant budget.
    */
   tenantBudget?: { limits: BudgetLimits | undefined; spent: Spend } | undefined;

@@ -1,5 +1,5 @@
 // The tenant's ledger of deleted sessions' spend (`ledger.<day>` of KV `fleet_budgets`), and a
-// deleted session's part of the day totals (KV `fleet_spend`, change 43).
+// deleted session's part of the day totals (KV `fleet_spend_totals`, changes 43 and 60).
 import {
   applyToLedger,
   BUDGET_KEYS,
