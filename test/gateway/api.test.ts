@@ -631,6 +631,17 @@ describe("gateway / API", () => {
     expect((await api("DELETE", "/v1/schedules/api-daily")).status).toBe(404);
   });
 
+  it("children (change 57): a session without agent calls has none; an unknown one is 404", async () => {
+    expect((await api("POST", "/v1/sessions", { body: { sessionId: "s-api-kids" } })).status).toBe(201);
+    await expect
+      .poll(async () => (await api("GET", "/v1/sessions/s-api-kids/children", { token: READ })).status)
+      .toBe(200);
+    const none = await api("GET", "/v1/sessions/s-api-kids/children?depth=2", { token: READ });
+    expect(none.body).toEqual({ sessionId: "s-api-kids", children: [] });
+    const unknown = await api("GET", "/v1/sessions/s-api-nobody/children", { token: READ });
+    expect([unknown.status, unknown.body.error.code]).toEqual([404, "not_found"]);
+  });
+
   it("agents (change 54): versions written and read, a session from one, its count", async () => {
     const created = await api("POST", "/v1/agents", { body: { name: "api-agent", settings: { systemPrompt: "api" } } });
     expect([created.status, created.body.version]).toEqual([201, 1]);

@@ -24,7 +24,7 @@ import { approvalRoutes } from "./routes/approvals.js";
 import { blobRoutes } from "./routes/blobs.js";
 import { budgetRoutes } from "./routes/budget.js";
 import { changeRoutes } from "./routes/changes.js";
-import { childrenRoutes } from "./routes/children.js";
+import { ChildNode, childrenRoutes } from "./routes/children.js";
 import { commandRoutes } from "./routes/commands.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportImportRoutes } from "./routes/export-import.js";
@@ -108,7 +108,15 @@ const REQUEST_TIMEOUT_MS = 300_000;
 const MEMORY_RELEASE = { minClosed: 256, quietMs: 1_000, quietCloses: 16, minIntervalMs: 10_000, followUpMs: 2_000 };
 
 /** Shared schemas of the OpenAPI document, by component name. */
-const COMPONENTS = { FleetEvent, FleetCommand, SessionEntry, SessionConfig, AgentMessage, ContextMessage };
+const COMPONENTS = {
+  FleetEvent,
+  FleetCommand,
+  SessionEntry,
+  SessionConfig,
+  AgentMessage,
+  ContextMessage,
+  SessionChild: ChildNode,
+};
 
 /** Settings that cannot work (a tenant without NATS identity, an unreadable creds file): one line. */
 export class GatewayConfigError extends Error {

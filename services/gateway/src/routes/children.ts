@@ -7,7 +7,8 @@ import { apiError } from "../http/api-error.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
 import type { RouteContext } from "./route-context.js";
 
-const ChildNode: z.ZodType<SessionChild> = z.lazy(() =>
+/** A child session and, with `depth`, its own children: recursive, so a named OpenAPI component. */
+export const ChildNode: z.ZodType<SessionChild> = z.lazy(() =>
   z.object({
     sessionId: SessionId,
     toolCallId: z.string(),
