@@ -38,9 +38,24 @@ export async function runFaults(
   // A fault's recovery (restart, SIGCONT) runs in the background so the schedule keeps its times; the
   // next fault on the same process waits for it.
   const recovering = new Map<string, Promise<void>>();
-  for (const fault of schedule) {
-    const wait = opts.startedAt + fault.atMs - Date.now();
+  let holderKilled = false;
+  for (const planned of schedule) {
+    const wait = opts.startedAt + planned.atMs - Date.now();
     if (wait > 0) await sleep(wait);
+    // The first loop kill strikes whichever worker holds the scheduler lease, so that every run with
+    // a loop kill kills the scheduler at least once.
+    let fault = planned;
+    if (fault.kind === "kill_loop" && !holderKilled) {
+      const holder = await leaseHolder(nc, SCHEDULER_LEASE_KEY);
+      const held = system.loops.findIndex((l) => l.workerId() === holder);
+      if (held >= 0) {
+        holderKilled = true;
+        if (held !== fault.target) {
+          opts.log(`  kill_loop[${fault.target}] retargeted to loop-${held}, the scheduler's holder`);
+          fault = { ...fault, target: held };
+        }
+      }
+    }
     const key = targetOf(fault);
     await recovering.get(key);
     const applied: AppliedFault = { fault, startedMs: Date.now() - opts.startedAt };
