@@ -1,7 +1,7 @@
 // After the run: each session's log, its tools' side effects and the store's answers, as plain records.
 import { join } from "node:path";
 import type { FleetClient } from "@fleet/client";
-import { decodeEvent, type FleetEvent, STREAMS } from "@fleet/protocol";
+import { decodeEvent, type FleetEvent } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
 import type { SessionLog, StoreAnswer } from "./checks/types.js";
 import { countExecutions } from "./workload-plan.js";
@@ -34,8 +34,9 @@ async function readLog(client: FleetClient, sessionId: string): Promise<SessionL
   const seqs: number[] = [];
   let invalid = 0;
   let lastSeq = 0;
+  // The session's stream group's stream (FLEET_EVENTS when K = 1).
   const subject = client.eventSubject(sessionId);
-  for await (const record of readSubject(client.js, client.jsm, STREAMS.events.name, subject)) {
+  for await (const record of readSubject(client.js, client.jsm, client.eventStream(sessionId), subject)) {
     lastSeq = record.seq;
     const decoded = decodeEvent(record.data);
     if (decoded.ok) {

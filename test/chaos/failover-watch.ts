@@ -39,3 +39,24 @@ export async function measureFailover(
   }
   return undefined;
 }
+
+/**
+ * The worker holding `key` in KV `fleet_leases` now, or undefined (none, or NATS did not answer
+ * within a second: a fault must not wait for a paused server).
+ */
+export function leaseHolder(nc: NatsConnection, key: string): Promise<string | undefined> {
+  const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 1_000).unref());
+  return Promise.race([readHolder(nc, key), timeout]);
+}
+
+async function readHolder(nc: NatsConnection, key: string): Promise<string | undefined> {
+  try {
+    const kv = await new Kvm(nc).open(KV_BUCKETS.leases.name);
+    const entry = await kv.get(key);
+    if (entry?.operation !== "PUT") return undefined;
+    const v = LeaseValue.safeParse(entry.json());
+    return v.success ? v.data.workerId : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -2,7 +2,7 @@
 import { sendRedisCommand } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { fillStorage } from "../support/storage-filler.js";
-import { measureFailover } from "./failover-watch.js";
+import { leaseHolder, measureFailover } from "./failover-watch.js";
 import { type Fault, formatFault } from "./fault-schedule.js";
 import type { ServiceSlot } from "./service-slot.js";
 import type { System } from "./system.js";
@@ -12,6 +12,8 @@ export interface AppliedFault {
   /** Milliseconds after the run started. */
   startedMs: number;
   error?: string;
+  /** A loop fault struck the worker that held the scheduler lease `loop.scheduler`. */
+  schedulerHolder?: boolean;
 }
 
 export interface FailoverSample {
@@ -30,15 +32,30 @@ export async function runFaults(
   system: System,
   nc: NatsConnection,
   schedule: readonly Fault[],
-  opts: { startedAt: number; partitions: number; log: (line: string) => void },
+  opts: { startedAt: number; partitions: number; groups: number; log: (line: string) => void },
 ): Promise<FaultRun> {
   const run: FaultRun = { applied: [], failovers: [] };
   // A fault's recovery (restart, SIGCONT) runs in the background so the schedule keeps its times; the
   // next fault on the same process waits for it.
   const recovering = new Map<string, Promise<void>>();
-  for (const fault of schedule) {
-    const wait = opts.startedAt + fault.atMs - Date.now();
+  let holderKilled = false;
+  for (const planned of schedule) {
+    const wait = opts.startedAt + planned.atMs - Date.now();
     if (wait > 0) await sleep(wait);
+    // The first loop kill strikes whichever worker holds the scheduler lease, so that every run with
+    // a loop kill kills the scheduler at least once.
+    let fault = planned;
+    if (fault.kind === "kill_loop" && !holderKilled) {
+      const holder = await leaseHolder(nc, SCHEDULER_LEASE_KEY);
+      const held = system.loops.findIndex((l) => l.workerId() === holder);
+      if (held >= 0) {
+        holderKilled = true;
+        if (held !== fault.target) {
+          opts.log(`  kill_loop[${fault.target}] retargeted to loop-${held}, the scheduler's holder`);
+          fault = { ...fault, target: held };
+        }
+      }
+    }
     const key = targetOf(fault);
     await recovering.get(key);
     const applied: AppliedFault = { fault, startedMs: Date.now() - opts.startedAt };
@@ -49,7 +66,12 @@ export async function runFaults(
       opts.log(`! fault ${fault.kind} failed: ${String(err).slice(0, 300)}`);
     };
     try {
-      const { recovery } = await apply(system, nc, fault, opts.partitions, run.failovers, opts.log);
+      if (fault.kind === "kill_loop" || fault.kind === "pause_loop") {
+        const holder = await leaseHolder(nc, SCHEDULER_LEASE_KEY);
+        applied.schedulerHolder = holder !== undefined && holder === system.loops[fault.target]?.workerId();
+        if (applied.schedulerHolder) opts.log(`  ${holder} holds ${SCHEDULER_LEASE_KEY}`);
+      }
+      const { recovery } = await apply(system, nc, fault, opts, run.failovers, opts.log);
       recovering.set(key, recovery.catch(failed));
     } catch (err) {
       failed(err);
@@ -58,6 +80,9 @@ export async function runFaults(
   await Promise.all(recovering.values());
   return run;
 }
+
+/** The loop workers' scheduler lease in KV `fleet_leases` (PROTOCOL "Leases and presence"). */
+const SCHEDULER_LEASE_KEY = "loop.scheduler";
 
 /** The process a fault acts on. */
 function targetOf(f: Fault): string {
@@ -75,7 +100,7 @@ async function apply(
   system: System,
   nc: NatsConnection,
   fault: Fault,
-  partitions: number,
+  topology: { partitions: number; groups: number },
   failovers: Promise<FailoverSample>[],
   log: (line: string) => void,
 ): Promise<{ recovery: Promise<void> }> {
@@ -87,8 +112,9 @@ async function apply(
   ) => {
     const since = Date.now();
     const id = slot.workerId();
-    // The chaos system's log is one stream group: the store has one lease.
-    const measured = measureFailover(nc, role, id, role === "loop" ? partitions : 1, since, 60_000, until);
+    // The loop leases each partition, the store each stream group.
+    const leases = role === "loop" ? topology.partitions : topology.groups;
+    const measured = measureFailover(nc, role, id, leases, since, 60_000, until);
     failovers.push(measured.then((ms) => ({ role, cause, ms })));
   };
   const later = (then: () => Promise<void> | void) => ({

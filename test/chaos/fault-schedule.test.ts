@@ -38,7 +38,13 @@ describe("chaos / options and report", () => {
       durationMs: 30_000,
       sessions: 24,
       cluster: true,
+      groups: 3,
       kinds: ["kill_loop"],
+    });
+    expect(parseOptions(["--cluster", "--groups", "1"], 9)).toMatchObject({ cluster: true, groups: 1 });
+    expect(parseOptions([], 9)).toMatchObject({ seed: 9, cluster: false, groups: 1 });
+    expect(parseOptions(["--groups", "17"], 9)).toEqual({
+      error: "--groups needs an integer from 1 to 16 (the partitions), got 17",
     });
     expect(parseOptions(["--faults", "kill_everything"], 9)).toEqual({
       error: "--faults: unknown kind(s) kill_everything",

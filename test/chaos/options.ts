@@ -1,30 +1,37 @@
 // Command-line options of `npm run chaos`.
 import { FAULT_KINDS, type FaultKind } from "./fault-schedule.js";
 
+/** The event log's partitions in every chaos run (FLEET_PARTITIONS); stream groups may not exceed them. */
+export const CHAOS_PARTITIONS = 16;
+
 export interface ChaosOptions {
   seed: number;
   durationMs: number;
   sessions: number;
   cluster: boolean;
+  /** Stream groups K of the event log (FLEET_STREAM_GROUPS); 3 under `--cluster`, else 1, unless given. */
+  groups: number;
   kinds: FaultKind[];
 }
 
-export const USAGE = `usage: npm run chaos -- [--seed N] [--duration SECONDS] [--sessions N] [--cluster] [--faults kind,kind]
+export const USAGE = `usage: npm run chaos -- [--seed N] [--duration SECONDS] [--sessions N] [--cluster] [--groups K] [--faults kind,kind]
   --seed       seed of the fault schedule (default: random, printed)
   --duration   seconds of faults and load (default 120)
   --sessions   sessions sending prompts (default 24)
   --cluster    run on a 3-node NATS cluster with FLEET_STREAM_REPLICAS=3
+  --groups     stream groups of the event log, FLEET_STREAM_GROUPS (default 3 with --cluster, else 1)
   --faults     fault kinds to draw from (default all): ${FAULT_KINDS.join(",")}`;
 
 /** Parses argv (without node and the script); an error names the bad option. */
 export function parseOptions(argv: readonly string[], randomSeed: number): ChaosOptions | { error: string } {
-  const o: ChaosOptions = {
+  const o: Omit<ChaosOptions, "groups"> = {
     seed: randomSeed,
     durationMs: 120_000,
     sessions: 24,
     cluster: false,
     kinds: [...FAULT_KINDS],
   };
+  let groups: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = argv[i + 1];
@@ -46,6 +53,11 @@ export function parseOptions(argv: readonly string[], randomSeed: number): Chaos
       const n = int(1);
       if (n === undefined) return { error: `--sessions needs a positive integer, got ${value}` };
       o.sessions = n;
+    } else if (arg === "--groups") {
+      const n = int(1);
+      if (n === undefined || n > CHAOS_PARTITIONS)
+        return { error: `--groups needs an integer from 1 to ${CHAOS_PARTITIONS} (the partitions), got ${value}` };
+      groups = n;
     } else if (arg === "--faults") {
       i++;
       const kinds = (value ?? "").split(",").filter(Boolean);
@@ -55,5 +67,5 @@ export function parseOptions(argv: readonly string[], randomSeed: number): Chaos
       o.kinds = kinds as FaultKind[];
     } else return { error: `unknown option ${arg}` };
   }
-  return o;
+  return { ...o, groups: groups ?? (o.cluster ? 3 : 1) };
 }

@@ -1,5 +1,6 @@
 // The chaos report: what was done to the system, how it behaved, and every violation found.
 
+import type { ScheduleSummary } from "./checks/check-schedule.js";
 import type { RunnerSettle } from "./checks/measure-runner-settle.js";
 import { INVARIANTS, type Invariant, type SentPrompt, type Violation } from "./checks/types.js";
 import type { AppliedFault, FailoverSample } from "./fault-runner.js";
@@ -26,6 +27,11 @@ export interface ReportInput {
   webhook?: { matching: number; requests: number; repeated: number; failed: number; slow: number; catchUpMs: number };
   /** Tool error results by their text (first 80 characters). */
   toolErrors: ReadonlyMap<string, number>;
+  /**
+   * The run's schedule: its slots and outcomes, slots still unsettled when the suite stopped waiting,
+   * and the loop faults that struck the scheduler lease's holder.
+   */
+  schedule?: ScheduleSummary & { unsettled: number; holderFaults: readonly string[] };
   violations: readonly Violation[];
 }
 
@@ -81,6 +87,15 @@ export function formatReport(r: ReportInput): string[] {
     const w = r.webhook;
     lines.push(
       `webhook: ${w.matching} matching events, ${w.requests} POSTs (${w.repeated} of an event already POSTed; the receiver answered ${w.failed} with 500 and ${w.slow} after 1 s); done ${Math.round(w.catchUpMs / 1000)} s after the logs were read`,
+    );
+  }
+  if (r.schedule) {
+    const s = r.schedule;
+    const holder = s.holderFaults.length
+      ? `; the scheduler's holder struck by ${s.holderFaults.length} (${s.holderFaults.join(", ")})`
+      : "; no fault struck the scheduler's holder";
+    lines.push(
+      `schedule ${s.scheduleId}: ${s.slots} slots, ${s.fired} fired, ${s.buffered} buffered, ${s.skipped} skipped, ${s.missed} missed, ${s.failed} failed${s.unsettled ? `, ${s.unsettled} unsettled` : ""}${holder}`,
     );
   }
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);

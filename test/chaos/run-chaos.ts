@@ -4,9 +4,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
+import { CHAOS_SCHEDULE_EVERY_MS, createChaosSchedule, readChaosSchedule } from "./chaos-schedule.js";
 import { checkCommands } from "./checks/check-commands.js";
 import { checkLiveness } from "./checks/check-liveness.js";
 import { checkLogShape } from "./checks/check-log-shape.js";
+import { checkFiredSessions, checkSchedule, summarizeSchedule } from "./checks/check-schedule.js";
 import { checkSse } from "./checks/check-sse.js";
 import { checkStore } from "./checks/check-store.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
@@ -17,13 +19,13 @@ import { collectSession } from "./collect.js";
 import { diagnoseCommands } from "./command-diagnosis.js";
 import { runFaults } from "./fault-runner.js";
 import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
-import type { ChaosOptions } from "./options.js";
+import { CHAOS_PARTITIONS, type ChaosOptions } from "./options.js";
 import { formatReport } from "./report.js";
 import { type SseWatch, watchSession } from "./sse-watch.js";
 import { CHAOS_MAX_FILE_STORE, type System, startSystem } from "./system.js";
 import {
   CHAOS_WEBHOOK_TYPES,
-  registerChaosWebhook,
+  registerChaosWebhooks,
   startWebhookReceiver,
   type WebhookReceiver,
 } from "./webhook-receiver.js";
@@ -31,7 +33,7 @@ import { startWorkload } from "./workload.js";
 import { CHAOS_TOOL_POLICIES } from "./workload-plan.js";
 
 const LEASE_TTL_MS = 3_000;
-const PARTITIONS = 16;
+const PARTITIONS = CHAOS_PARTITIONS;
 const COMMAND_TIMEOUT_MS = 10_000;
 const PROMPT_TIMEOUT_MS = 90_000;
 /** How long an SSE client may take, after the logs were read, to have received all of its log. */
@@ -65,7 +67,9 @@ export async function runChaos(
   });
   log(`chaos: seed ${o.seed} (repeat with --seed ${o.seed}), ${schedule.length} faults planned:`);
   for (const f of schedule) log(`  ${formatFault(f)}`);
-  log(`starting nats${o.cluster ? " cluster" : ""}, redis, fake anthropic, 2 loops, 2 runners, 2 stores, 2 gateways`);
+  log(
+    `starting nats${o.cluster ? " cluster" : ""}, redis, fake anthropic, 2 loops, 2 runners, 2 stores, 2 gateways; ${PARTITIONS} partitions in ${o.groups} stream group${o.groups === 1 ? "" : "s"}`,
+  );
   // Kept only when the run finds a violation: every service's output and the failing sessions' logs.
   const artifacts = mkdtempSync(join(tmpdir(), `fleet-chaos-${o.seed}-`));
   const logDir = join(artifacts, "services");
@@ -75,6 +79,7 @@ export async function runChaos(
     cluster: o.cluster,
     leaseTtlMs: LEASE_TTL_MS,
     partitions: PARTITIONS,
+    groups: o.groups,
     log,
     logDir,
   }).catch((err) => {
@@ -87,16 +92,24 @@ export async function runChaos(
   let watches: SseWatch[] = [];
   let receiver: WebhookReceiver | undefined;
   try {
-    // One webhook for every session, delivered by the gateways through every fault.
+    const sessionIds = Array.from({ length: o.sessions }, (_, i) => `chaos-${o.seed}-${i}`);
+    // Webhooks delivered by the gateways through every fault: one for every session (K = 1), or one
+    // per workload session (a webhook for every session needs K = 1).
     receiver = await startWebhookReceiver(o.seed);
-    const webhook = await registerChaosWebhook(system.gatewayUrls, receiver);
-    log(`webhook ${webhook.id} registered from stream sequence ${webhook.startSeq}: ${CHAOS_WEBHOOK_TYPES.join(", ")}`);
+    const webhooks = await registerChaosWebhooks(system.gatewayUrls, receiver, o.groups, sessionIds);
+    log(
+      `${webhooks.ids.length === 1 ? `webhook ${webhooks.ids[0]} for every session` : `${webhooks.ids.length} webhooks, one per workload session`}: ${CHAOS_WEBHOOK_TYPES.join(", ")}`,
+    );
     client = await FleetClient.connect({
       natsUrl: system.natsUrl,
       name: "chaos",
       commandTimeoutMs: COMMAND_TIMEOUT_MS,
     });
-    const sessionIds = Array.from({ length: o.sessions }, (_, i) => `chaos-${o.seed}-${i}`);
+    // The schedule fires through the faults and stops at their end.
+    const scheduled = await createChaosSchedule(client, o.seed, Date.now() + o.durationMs);
+    log(
+      `schedule ${scheduled.scheduleId}: every ${CHAOS_SCHEDULE_EVERY_MS / 1000} s a new session, overlap ${scheduled.definition.overlap}, catch-up ${scheduled.definition.catchupWindowMs / 1000} s`,
+    );
     const startedAt = Date.now();
     log(`running ${o.sessions} sessions for ${o.durationMs / 1000} s`);
     const workload = startWorkload({
@@ -111,6 +124,7 @@ export async function runChaos(
     const faults = await runFaults(system, client.nc, schedule, {
       startedAt,
       partitions: PARTITIONS,
+      groups: o.groups,
       log,
     });
     const rest = startedAt + o.durationMs - Date.now();
@@ -125,6 +139,8 @@ export async function runChaos(
     if (account) log(`JetStream file storage used: ${mb(account.storage)} of ${mb(CHAOS_MAX_FILE_STORE)} per server`);
     log("collecting logs, tool side effects and store answers");
     const records = await Promise.all(sessionIds.map((id) => collectSession(c, system.workspace, id)));
+    log(`waiting for the schedule's slots to settle, then reading its log and sessions`);
+    const slots = await readChaosSchedule(c, system.workspace, scheduled.scheduleId, log);
     log("waiting for every SSE client to have received its session's log");
     const sseReceived = await Promise.all(
       watches.map(async (w, i) => {
@@ -139,7 +155,11 @@ export async function runChaos(
     log("waiting for the webhook to have delivered every matching event");
     const hookTypes = new Set(CHAOS_WEBHOOK_TYPES);
     const hooked = receiver;
-    const expected = records.flatMap((r) => webhookExpected(r.log, hookTypes, webhook.startSeq));
+    const hookedRecords = [...records, ...slots.fired].flatMap((r) => {
+      const startSeq = webhooks.startSeqOf(r.log.sessionId);
+      return startSeq === undefined ? [] : [{ r, startSeq }];
+    });
+    const expected = hookedRecords.flatMap(({ r, startSeq }) => webhookExpected(r.log, hookTypes, startSeq));
     const deliveredAll = () => {
       const ok = new Set(hooked.received.filter((d) => d.accepted).map((d) => d.seq));
       return expected.every((seq) => ok.has(seq));
@@ -168,13 +188,20 @@ export async function runChaos(
         ...checkToolEffects(r.log, r.executions, CHAOS_TOOL_POLICIES, 0),
         ...checkStore(r.log, r.store),
         ...checkLiveness(r.log, workload.prompts),
+      );
+    }
+    violations.push(...checkSchedule(slots.run), ...checkFiredSessions(slots.run, slots.fired, CHAOS_TOOL_POLICIES));
+    for (const { r, startSeq } of hookedRecords) {
+      violations.push(
         ...checkWebhooks(
           r.log,
           deliveries.filter((d) => d.sessionId === r.log.sessionId),
           hookTypes,
-          webhook.startSeq,
+          startSeq,
         ),
       );
+    }
+    for (const r of [...records, ...slots.fired]) {
       for (const e of r.log.events) {
         if (e.type === "run_resumed") runsResumed++;
         if (e.type === "tool_execution_end" && e.isError) {
@@ -195,7 +222,7 @@ export async function runChaos(
       .filter((a) => a.fault.kind === "kill_runner")
       .map((a) => startedAt + a.startedMs);
     const runnerSettle = measureRunnerSettle(
-      records.map((r) => r.log),
+      [...records, ...slots.fired].map((r) => r.log),
       runnerKills,
     );
     const failing = new Set(violations.flatMap((v) => (v.sessionId === undefined ? [] : [v.sessionId])));
@@ -203,10 +230,12 @@ export async function runChaos(
       keepArtifacts = true;
       const sessionsDir = join(artifacts, "sessions");
       mkdirSync(sessionsDir);
-      for (const r of records.filter((r) => failing.has(r.log.sessionId))) {
+      for (const r of [...records, ...slots.fired].filter((r) => failing.has(r.log.sessionId))) {
         const jsonl = r.log.events.map((e) => JSON.stringify(e)).join("\n");
         writeFileSync(join(sessionsDir, `${r.log.sessionId}.jsonl`), `${jsonl}\n`);
       }
+      const scheduleLog = slots.run.events.map((e) => JSON.stringify(e)).join("\n");
+      writeFileSync(join(artifacts, `schedule-${scheduled.scheduleId}.jsonl`), `${scheduleLog}\n`);
       const lost = violations.flatMap((v) => {
         const commandId = /^command (\S+) /.exec(v.detail)?.[1];
         return v.kind === "no_outcome" && v.sessionId !== undefined && commandId !== undefined
@@ -240,6 +269,11 @@ export async function runChaos(
         catchUpMs,
       },
       toolErrors,
+      schedule: {
+        ...summarizeSchedule(slots.run),
+        unsettled: slots.unsettled,
+        holderFaults: faults.applied.filter((a) => a.schedulerHolder).map((a) => a.fault.kind),
+      },
       violations,
     });
     return { lines, violations: violations.length };

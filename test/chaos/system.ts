@@ -30,6 +30,8 @@ export interface SystemSettings {
   cluster: boolean;
   leaseTtlMs: number;
   partitions: number;
+  /** Stream groups K of the event log (FLEET_STREAM_GROUPS). */
+  groups: number;
   log: (line: string) => void;
   /** Where each service incarnation's output is kept as `<label>-<n>.log`; it outlives the run. */
   logDir?: string;
@@ -102,6 +104,7 @@ export async function startSystem(s: SystemSettings): Promise<System> {
     const common = {
       NATS_URL: natsUrl,
       FLEET_PARTITIONS: String(s.partitions),
+      FLEET_STREAM_GROUPS: String(s.groups),
       FLEET_STREAM_REPLICAS: s.cluster ? "3" : "1",
       FLEET_OPS_PORT: "0",
       FLEET_SHUTDOWN_GRACE_MS: "2000",

@@ -1,5 +1,6 @@
 // The chaos run's webhook receiver: an HTTP server on 127.0.0.1 that records every delivery and
 // answers a seeded share of them badly (500, or late), so retries happen under the faults too.
+import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { verifySignature } from "@fleet/gateway";
@@ -23,7 +24,7 @@ export interface WebhookReceiver {
   readonly received: WebhookReceived[];
   readonly failed: () => number;
   readonly slow: () => number;
-  /** The secret to verify signatures with (known once registered). */
+  /** The secret to verify signatures with (every chaos webhook is registered with it). */
   setSecret(secret: string): void;
   close(): Promise<void>;
 }
@@ -87,10 +88,48 @@ export async function startWebhookReceiver(seed: number): Promise<WebhookReceive
   };
 }
 
-/** Registers the chaos webhook on one of the gateways (retried while they start); its id and start sequence. */
-export async function registerChaosWebhook(
+export interface ChaosWebhooks {
+  /** Registration ids, in order. */
+  ids: string[];
+  /**
+   * The stream sequence from which the session's webhook delivers (its group's stream), or undefined
+   * when no webhook covers the session.
+   */
+  startSeqOf(sessionId: string): number | undefined;
+}
+
+/**
+ * Registers the chaos webhooks on the gateways (retried while they start), all with one secret: one
+ * for every session when the log is one stream group, else one per session of `sessionIds` (a webhook
+ * for every session needs K = 1, PROTOCOL "Webhooks").
+ */
+export async function registerChaosWebhooks(
   gatewayUrls: readonly string[],
   receiver: WebhookReceiver,
+  groups: number,
+  sessionIds: readonly string[],
+): Promise<ChaosWebhooks> {
+  const secret = randomBytes(24).toString("hex");
+  receiver.setSecret(secret);
+  if (groups === 1) {
+    const hook = await registerOne(gatewayUrls, receiver, secret, undefined);
+    return { ids: [hook.id], startSeqOf: () => hook.startSeq };
+  }
+  const startSeqs = new Map<string, number>();
+  const ids: string[] = [];
+  for (const sessionId of sessionIds) {
+    const hook = await registerOne(gatewayUrls, receiver, secret, sessionId);
+    ids.push(hook.id);
+    startSeqs.set(sessionId, hook.startSeq);
+  }
+  return { ids, startSeqOf: (sessionId) => startSeqs.get(sessionId) };
+}
+
+async function registerOne(
+  gatewayUrls: readonly string[],
+  receiver: WebhookReceiver,
+  secret: string,
+  sessionId: string | undefined,
 ): Promise<{ id: string; startSeq: number }> {
   let last = "";
   for (let attempt = 0; attempt < 60; attempt++) {
@@ -99,18 +138,15 @@ export async function registerChaosWebhook(
       const res = await fetch(`${base}/v1/webhooks`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ url: receiver.url, events: CHAOS_WEBHOOK_TYPES }),
+        body: JSON.stringify({ url: receiver.url, events: CHAOS_WEBHOOK_TYPES, secret, sessionId }),
       });
-      const body = (await res.json()) as { id?: string; secret?: string; startSeq?: number; error?: unknown };
-      if (res.status === 201 && body.id && body.secret && body.startSeq) {
-        receiver.setSecret(body.secret);
-        return { id: body.id, startSeq: body.startSeq };
-      }
+      const body = (await res.json()) as { id?: string; startSeq?: number; error?: unknown };
+      if (res.status === 201 && body.id && body.startSeq) return { id: body.id, startSeq: body.startSeq };
       last = `${res.status} ${JSON.stringify(body)}`;
     } catch (err) {
       last = String(err);
     }
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new Error(`could not register the chaos webhook: ${last}`);
+  throw new Error(`could not register the chaos webhook${sessionId ? ` of ${sessionId}` : ""}: ${last}`);
 }

@@ -460,8 +460,10 @@ export {
 export {
   decideScheduleCommand,
   decideScheduleStep,
+  fire as scheduleFireStep,
   MAX_MISSED_PER_EVENT,
   type ScheduleEventBody,
+  type ScheduleFireStep,
   type ScheduleRejection,
   type ScheduleStep,
   type TickInput,

@@ -10,6 +10,7 @@ export const INVARIANTS = {
   stuck: "5 nothing stuck",
   sse: "6 SSE = log",
   webhooks: "7 webhooks = log",
+  schedule: "8 schedule slots",
   processes: "processes",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;

@@ -12,6 +12,8 @@ export type ScheduleEventBody<T extends ScheduleEvent["type"] = ScheduleEvent["t
   ? Omit<Extract<ScheduleEvent, { type: T }>, "meta">
   : never;
 
+export type ScheduleFireStep = Extract<ScheduleStep, { kind: "fire" }>;
+
 export type ScheduleStep =
   /**
    * Publish `commands` in order (msgID = each command's id), then append `schedule_fired` with the
@@ -113,7 +115,11 @@ function missed(state: ScheduleState, first: number, now: number): ScheduleStep 
   };
 }
 
-function fire(state: ScheduleState, slot: ScheduleSlot, overlapping: boolean): ScheduleStep {
+/**
+ * The fire step of `slot`: its commands (a new session's `create_session` then `prompt`, or the
+ * target session's `prompt`, `follow_up` when `overlapping`), the same for every call.
+ */
+export function fire(state: ScheduleState, slot: ScheduleSlot, overlapping: boolean): ScheduleFireStep {
   const def = state.definition!;
   const commandId = fireCommandId(def.scheduleId, slot);
   const target = def.target;

@@ -5,6 +5,8 @@ import type { ScheduleDefinition, ScheduleEvent, ScheduleSlot } from "./schedule
 export interface OpenFire {
   slot: ScheduleSlot;
   commandId: string;
+  /** `follow_up` when it fired into an open run of its session (`allow_all`). */
+  commandType: "prompt" | "follow_up";
   sessionId: string;
   commandSeq: number;
   /** The session's last sequence before the fire (absent on fires logged without it). */
@@ -96,6 +98,7 @@ export function evolveSchedule(state: ScheduleState, event: ScheduleEvent): Sche
           lastFire: {
             slot: event.slot,
             commandId: event.commandId,
+            commandType: event.commandType,
             sessionId: event.sessionId,
             commandSeq: event.commandSeq,
             afterSeq: event.afterSeq,

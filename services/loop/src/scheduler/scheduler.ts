@@ -14,6 +14,7 @@ import {
   type ScheduleEvent,
   type ScheduleEventBody,
   type ScheduleState,
+  scheduleFireStep,
   slotHasOutcome,
   subjects,
 } from "@fleet/protocol";
@@ -34,6 +35,14 @@ import { isFireOpen } from "./fire-probe.js";
 
 /** The scheduler's lease key in `fleet_leases` (one holder per tenant, among the loop workers). */
 export const SCHEDULER_LEASE_KEY = "loop.scheduler";
+
+/**
+ * A fire found dropped (its commands gone from FLEET_COMMANDS, no open work, no outcome in the
+ * session's log: a loop worker failed to decide them and acked them, as it does when its lease or
+ * the storage went mid-command) is re-sent at most this often and this many times per holder.
+ */
+const RESEND_EVERY_MS = 5_000;
+const MAX_RESENDS = 10;
 
 /** Steps one schedule may take in one tick (the rest wait for the next). */
 const MAX_STEPS_PER_TICK = 50;
@@ -77,6 +86,8 @@ export function startScheduler(opts: {
   const cache = new Map<string, Cached>();
   /** Fires whose outcome this holder has looked up (bounded: one per schedule is kept). */
   const settled = new Set<string>();
+  /** Re-sends of dropped fires by this holder: how many, and when the last was. */
+  const resent = new Map<string, { count: number; at: number }>();
   let held: { epoch: number } | undefined;
   let stopped = false;
   let running: Promise<void> | undefined;
@@ -93,12 +104,33 @@ export function startScheduler(opts: {
     return next;
   }
 
-  async function publishCommand(command: FleetCommand): Promise<number> {
+  /** Publishes with msgID = the command's id, or `<id>#<seq>` for a re-send (PROTOCOL "Re-sending"). */
+  async function publishCommand(command: FleetCommand, resendOf?: number): Promise<number> {
     const encoded = encodeCommand(command);
     if (!encoded.ok) throw new TerminalFireError(`the ${command.type} command cannot be sent: ${encoded.error}`);
     const subject = subjects.command(partitionOf(command.sessionId, opts.partitions), command.sessionId);
-    const ack = await opts.js.publish(subject, encoded.bytes, { msgID: command.id });
+    const msgID = resendOf === undefined ? command.id : `${command.id}#${resendOf}`;
+    const ack = await opts.js.publish(subject, encoded.bytes, { msgID });
     return ack.seq;
+  }
+
+  /**
+   * Re-sends a dropped fire's commands (deduplicated among re-sends by `<id>#<commandSeq>`; the loop
+   * decides such a copy once, as the command itself). False once this holder gave up on it.
+   */
+  async function resendFire(state: ScheduleState, fire: NonNullable<ScheduleState["lastFire"]>, slog: Logger) {
+    const seen = resent.get(fire.commandId) ?? { count: 0, at: 0 };
+    if (seen.count >= MAX_RESENDS) return false;
+    if (opts.now() - seen.at < RESEND_EVERY_MS) return true;
+    if (!state.definition || (await fenced())) return true;
+    const step = scheduleFireStep(state, fire.slot, fire.commandType === "follow_up");
+    for (const command of step.commands) await publishCommand(command, fire.commandSeq);
+    resent.set(fire.commandId, { count: seen.count + 1, at: opts.now() });
+    slog.warn(
+      { evt: "schedule_fire_resent", commandId: fire.commandId, sessionId: fire.sessionId, resends: seen.count + 1 },
+      "a fire's commands were dropped without an outcome; re-sent",
+    );
+    return true;
   }
 
   /** Whether this worker may still write: the lease is held and renewed (its write fence). */
@@ -112,17 +144,21 @@ export function startScheduler(opts: {
     const slog = log.child({ scheduleId });
     for (let i = 0; i < MAX_STEPS_PER_TICK; i++) {
       const last = state.lastFire;
-      const open = last ? await isFireOpen(opts.jsm, opts.partitions, last) : false;
+      let open = last ? await isFireOpen(opts.jsm, opts.partitions, last) : false;
       let rejected: { code: string; reason: string } | undefined;
       if (last && !open && !last.failed && !settled.has(last.commandId)) {
-        // Once per fire and holder: was its command refused by the session?
+        // Once per fire and holder: was its command refused by the session, or dropped undecided?
         const outcome = await findFireOutcome(
           opts.jsm,
           { partitions: opts.partitions, groups: opts.groups ?? 1 },
           last,
         );
-        settled.add(last.commandId);
-        if (outcome && !outcome.accepted) rejected = { code: outcome.code, reason: outcome.reason };
+        if (outcome === undefined && (await resendFire(state, last, slog))) open = true;
+        else {
+          settled.add(last.commandId);
+          resent.delete(last.commandId);
+          if (outcome && !outcome.accepted) rejected = { code: outcome.code, reason: outcome.reason };
+        }
       }
       const now = opts.now();
       const step = decideScheduleStep(state, {
@@ -206,6 +242,7 @@ export function startScheduler(opts: {
     for (const id of cache.keys()) if (!ids.includes(id)) cache.delete(id);
     const current = new Set([...cache.values()].flatMap((c) => (c.state.lastFire ? [c.state.lastFire.commandId] : [])));
     for (const id of settled) if (!current.has(id)) settled.delete(id);
+    for (const id of resent.keys()) if (!current.has(id)) resent.delete(id);
     for (const id of ids) {
       if (!held || stopped) return;
       try {
