@@ -410,9 +410,12 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
         [subjects.eventsAll],
       );
     case "auditor":
+      // The SDK's live path subscribes to a session's subject before it reads the stream (change 58).
+      // Nothing publishes on it in an audit account (the mirror is fed by JetStream), so the auditor
+      // hears nothing there and its reads wake on the live path's periodic read instead.
       return result(
         [...jsApi.account(), ...jsApi.streamInfo(EV), ...jsApi.getMessage(EV), ...jsApi.consume(EV)],
-        [],
+        [subjects.eventsAll],
         false,
         [],
       );
