@@ -90,7 +90,10 @@ describe("a log of 3 stream groups", () => {
     const rebuilt = await runCli(f, ["rebuild", "--grace-ms", "0"]);
     expect(rebuilt.code, rebuilt.output).toBe(0);
     const total = [...logs.values()].reduce((n, evs) => n + evs.length, 0);
-    expect(rebuilt.output).toMatch(new RegExp(`rebuild: namespace \\S+ replaces \\S+; ${total} events`));
+    // The running store may replay some groups for the rebuild (change 59): the CLI counts its own.
+    const replayed = Number(/rebuild: namespace \S+ replaces \S+; (\d+) events/.exec(rebuilt.output)?.[1]);
+    expect(replayed).toBeGreaterThan(0);
+    expect(replayed).toBeLessThanOrEqual(total);
     await waitProjected(f, publisher);
     const verified = await runCli(f, ["verify", "--wait-ms", "5000"]);
     expect(verified.code, verified.output).toBe(0);
