@@ -1,15 +1,18 @@
-// The SDK's live path (decision 0058): commands and watchers create no JetStream consumer, counted
-// from the server's consumer-created advisories, and an outcome appended while the client is away
-// (a nats-server restart) still reaches the sender.
+// The SDK's live path (decisions 0058, 0067): commands and watchers create no JetStream consumer,
+// counted from the server's consumer-created advisories; on a stream that republishes, a watcher
+// reads no event by direct get (counted from the requests themselves); a stream made before change
+// 67 (no republish) keeps working by doorbells; and an outcome appended while the client is away (a
+// nats-server restart) still reaches the sender.
 import { FleetClient, newId, type SessionEventItem } from "@fleet/client";
 import { encodeEvent, type FleetEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
 import { connectNats } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { type Msg, type NatsConnection, headers as natsHeaders, type Subscription } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeLoop, type FakeLoopServer, startFakeLoopServer } from "./support/fake-loop.js";
 
 const CONSUMER_CREATED = "$JS.EVENT.ADVISORY.CONSUMER.CREATED.>";
+const DIRECT_GETS = "$JS.API.DIRECT.GET.>";
 
 let stack: FakeLoopServer;
 let loop: FakeLoop;
@@ -27,12 +30,22 @@ afterAll(async () => {
 });
 
 /** Counts consumers created on the server (one advisory each) while `work` runs. */
-async function consumersCreatedDuring(work: () => Promise<void>): Promise<string[]> {
-  const nc = await connectNats({ url: stack.server.url, name: "advisory-counter" });
-  const created: string[] = [];
-  const sub: Subscription = nc.subscribe(CONSUMER_CREATED, {
+function consumersCreatedDuring(work: () => Promise<void>): Promise<string[]> {
+  return heardDuring(stack, CONSUMER_CREATED, (msg) => (msg.json() as { consumer: string }).consumer, work);
+}
+
+/** What a core subscriber of `subject` on `on`'s server hears while `work` runs, mapped by `item`. */
+async function heardDuring<T>(
+  on: FakeLoopServer,
+  subject: string,
+  item: (msg: Msg) => T,
+  work: () => Promise<void>,
+): Promise<T[]> {
+  const nc = await connectNats({ url: on.server.url, name: "counter" });
+  const created: T[] = [];
+  const sub: Subscription = nc.subscribe(subject, {
     callback: (_err, msg) => {
-      created.push((msg.json() as { consumer: string }).consumer);
+      created.push(item(msg));
     },
   });
   try {
@@ -48,7 +61,127 @@ async function consumersCreatedDuring(work: () => Promise<void>): Promise<string
   }
 }
 
+/** Appends a `command_accepted` of `commandId` to the session, as the loop would; returns its sequence. */
+async function appendAccepted(nc: NatsConnection, sid: string, commandId = newId()): Promise<number> {
+  const id = newId();
+  const event = {
+    type: "command_accepted",
+    commandId,
+    commandType: "prompt",
+    meta: { v: 1, id, sessionId: sid, ts: Date.now(), producer: "test" },
+  } as FleetEvent;
+  const encoded = encodeEvent(event);
+  if (!encoded.ok) throw new Error(encoded.error);
+  const subject = subjects.event(partitionOf(sid, client.partitions), sid);
+  const ack = await jetstream(nc).publish(subject, encoded.bytes, {
+    msgID: id,
+    expect: { streamName: STREAMS.events.name },
+  });
+  return ack.seq;
+}
+
+/**
+ * Watches `sid` from its end on `watcher` while `count` events are appended to it one at a time,
+ * once the watcher's start reads (at its start, 100 ms and 1 s after) are over. Returns the
+ * appended and the watched sequences, and the direct gets the server was sent meanwhile.
+ */
+async function watchAppends(on: FakeLoopServer, watcher: FleetClient, sid: string, count: number) {
+  const abort = new AbortController();
+  const watched: number[] = [];
+  let all: () => void = () => undefined;
+  const allSeen = new Promise<void>((resolve) => (all = resolve));
+  const watching = (async () => {
+    for await (const item of watcher.events(sid, { from: "new", signal: abort.signal })) {
+      watched.push(item.seq);
+      if (watched.length === count) all();
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 1_300));
+  const nc = await connectNats({ url: on.server.url, name: "appender" });
+  const appended: number[] = [];
+  try {
+    const gets = await heardDuring(
+      on,
+      DIRECT_GETS,
+      (msg) => msg.subject,
+      async () => {
+        for (let n = 0; n < count; n++) appended.push(await appendAccepted(nc, sid));
+        await allSeen;
+      },
+    );
+    return { appended, watched, gets };
+  } finally {
+    abort.abort();
+    await watching;
+    await nc.close();
+  }
+}
+
 describe("client / live path", () => {
+  it("on a stream that republishes, a watcher gets each event from the live path, with no direct get", async () => {
+    expect(stack.drift).toEqual([]);
+    const sid = `s-rp-${newId().slice(-8)}`;
+    await client.createSession({}, { sessionId: sid });
+    const { appended, watched, gets } = await watchAppends(stack, client, sid, 30);
+    expect(watched).toEqual(appended);
+    expect(gets).toEqual([]);
+  }, 60_000);
+
+  it("a stream made before change 67 (no republish) keeps the live path by doorbells and direct gets", async () => {
+    const old = await startFakeLoopServer({ republish: false });
+    const oldClient = await FleetClient.connect({ natsUrl: old.server.url, commandTimeoutMs: 20_000 });
+    try {
+      expect(old.drift).toEqual([
+        "stream FLEET_EVENTS: made without republish to fleet.live.> (before change 67; fixed at creation): live readers use direct gets",
+      ]);
+      const sid = `s-old-${newId().slice(-8)}`;
+      await oldClient.createSession({}, { sessionId: sid });
+      const outcome = await oldClient.send(sid, { type: "append_custom", customType: "mark", data: {} });
+      expect(outcome.seq).toBeGreaterThan(0);
+      const { appended, watched, gets } = await watchAppends(old, oldClient, sid, 10);
+      expect(watched).toEqual(appended);
+      // Each event is read by direct get after its doorbell (retried while not stored yet).
+      expect(gets.length).toBeGreaterThanOrEqual(10);
+    } finally {
+      await oldClient.close();
+      await old.stop();
+    }
+  }, 60_000);
+
+  it("a live copy that shows a message was not heard makes the watcher read the stream; none twice", async () => {
+    const sid = `s-gap-${newId().slice(-8)}`;
+    await client.createSession({}, { sessionId: sid });
+    const abort = new AbortController();
+    const watched: number[] = [];
+    const watching = (async () => {
+      for await (const item of client.events(sid, { from: "new", signal: abort.signal })) watched.push(item.seq);
+    })();
+    const nc = await connectNats({ url: stack.server.url, name: "gap" });
+    try {
+      await new Promise((r) => setTimeout(r, 1_300));
+      const first = await appendAccepted(nc, sid);
+      // A copy claiming sequences the stream does not hold (as one whose gap was purged): the
+      // watcher reads the stream behind it, finds nothing, and after a while drops the copy.
+      const headers = natsHeaders();
+      headers.set("Nats-Sequence", String(first + 1_000));
+      headers.set("Nats-Last-Sequence", String(first + 999));
+      headers.set("Nats-Subject", subjects.event(partitionOf(sid, client.partitions), sid));
+      nc.publish(subjects.live(partitionOf(sid, client.partitions), sid), new Uint8Array(), { headers });
+      await nc.flush();
+      const second = await appendAccepted(nc, sid);
+      const deadline = Date.now() + 10_000;
+      while (watched.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const third = await appendAccepted(nc, sid);
+      while (watched.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(watched).toEqual([first, second, third]);
+    } finally {
+      abort.abort();
+      await watching;
+      await nc.close();
+    }
+  }, 60_000);
+
   it("N commands and a live watcher of their session create no consumer", async () => {
     const sid = `s-live-${newId().slice(-8)}`;
     await client.createSession({}, { sessionId: sid });
@@ -137,22 +270,9 @@ describe("client / live path", () => {
     const nc: NatsConnection = await connectNats({ url: stack.server.url, name: "late-outcome" });
     let appendedSeq = 0;
     try {
-      const subject = subjects.event(partitionOf(sid, client.partitions), sid);
-      const id = newId();
-      const event = {
-        type: "command_accepted",
-        commandId,
-        commandType: "prompt",
-        meta: { v: 1, id, sessionId: sid, ts: Date.now(), producer: "test" },
-      } as FleetEvent;
-      const encoded = encodeEvent(event);
-      if (!encoded.ok) throw new Error(encoded.error);
-      const js = jetstream(nc);
       for (let attempt = 0; appendedSeq === 0; attempt++) {
         try {
-          appendedSeq = (
-            await js.publish(subject, encoded.bytes, { msgID: id, expect: { streamName: STREAMS.events.name } })
-          ).seq;
+          appendedSeq = await appendAccepted(nc, sid, commandId);
         } catch (err) {
           // JetStream may need a moment after the restart.
           if (attempt > 100) throw err;

@@ -13,6 +13,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ClientContext } from "./client-context.js";
 import { FleetError, isFleetError } from "./errors.js";
+import { republishingStreams } from "./live-streams.js";
 import { describeError, isPermissionDenied } from "./nats-failures.js";
 
 export interface FleetClientOptions {
@@ -102,7 +103,15 @@ export async function openClient(nc: NatsConnection, opts: ConnectionOptions): P
     const partitions = opts.partitions ?? (await readPartitions(nc, url));
     const groups = opts.groups ?? (opts.partitions !== undefined ? 1 : await readGroups(nc));
     return {
-      ctx: { nc, js: jetstream(nc), jsm, partitions, groups, blobs: createBlobAccess(nc) },
+      ctx: {
+        nc,
+        js: jetstream(nc),
+        jsm,
+        partitions,
+        groups,
+        liveStreams: await republishingStreams(jsm, groups),
+        blobs: createBlobAccess(nc),
+      },
       commandTimeoutMs: opts.commandTimeoutMs ?? 30_000,
       requestTimeoutMs: opts.requestTimeoutMs ?? 10_000,
     };

@@ -15,6 +15,8 @@ export interface ClientContext {
   readonly partitions: number;
   /** K, the number of event streams (stream groups). */
   readonly groups: number;
+  /** The event streams that republish stored events on `fleet.live.>` (change 67), read at connect. */
+  readonly liveStreams: ReadonlySet<string>;
   readonly blobs: BlobAccess;
 }
 

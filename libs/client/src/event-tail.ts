@@ -1,7 +1,7 @@
 // A resumable tail of one subject of a stream: the transport under `events()` and command outcomes.
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type HistoryConnection, readHistory } from "./history-read.js";
-import { type FeedSignal, joinFeed } from "./live-feed.js";
+import { type FeedSignal, joinFeed, type LiveRecord } from "./live-feed.js";
 
 /** One stored message of the tailed subject. */
 export interface TailRecord {
@@ -25,6 +25,8 @@ export interface TailOptions {
 /** What a tail reads with. */
 export interface TailConnection extends HistoryConnection {
   readonly nc: NatsConnection;
+  /** Streams that republish stored messages whole on the live path (change 67); default none. */
+  readonly liveStreams?: ReadonlySet<string>;
 }
 
 const MAX_BACKOFF_MS = 5_000;
@@ -35,17 +37,26 @@ const IDLE_RECHECK_MS = 30_000;
 /** A message heard live but not stored after this long was refused by the stream (fenced or duplicate). */
 const HEARD_GIVE_UP_MS = 3_000;
 const HEARD_MAX = 1_024;
+/** Republished records held for a tail that is not reading; past this they are dropped and read again. */
+const PENDING_MAX = 1_024;
 
 /**
  * Every message of `subject` from `opts.fromSeq` on, forever (until `signal` aborts, the caller
  * stops iterating, or the connection is closed).
  * Contract: stream sequences are strictly increasing; no message of the subject is skipped and none
- * is delivered twice, across reconnects and server restarts. The live path is a core subscription on
- * `subject` (shared per connection, see `joinFeed`), made when this is called, before it returns:
- * whatever is published on the subject afterwards wakes the tail. Messages themselves are always
- * read from the stream, by direct get `next_by_subj` from the sequence after the last one delivered
- * (a long history: see `readHistory`). So no JetStream consumer exists while the tail waits or follows live messages. A reconnect
- * (messages may have been published while away) makes it read to the subject's end again.
+ * is delivered twice, across reconnects and server restarts. The live path is a core subscription
+ * (shared per connection, see `joinFeed`), made when this is called, before it returns.
+ * - A stream that republishes (`conn.liveStreams`, change 67): the subscription hears each stored
+ *   message of the subject whole, with its sequence and the subject's previous sequence. One whose
+ *   previous sequence was delivered (or is below the start) is delivered as it is, with no read;
+ *   one that shows a message was not heard (a reconnect, a core message lost) makes the tail read
+ *   the stream from the sequence after the last one delivered first.
+ * - Any other stream: the subscription on `subject` is a doorbell, and messages are read from the
+ *   stream by direct get `next_by_subj` from the sequence after the last one delivered.
+ * Reading the stream (the start, a gap, a long history: see `readHistory`) takes direct gets or one
+ * bounded ordered read, so no JetStream consumer exists while the tail waits or follows live
+ * messages. A reconnect (messages may have been published while away) makes it read to the
+ * subject's end again, as do reads 100 ms and 1 s after the start and after 30 s without a message.
  */
 export function tailSubject(
   conn: TailConnection,
@@ -58,6 +69,8 @@ export function tailSubject(
   let next = 1;
   /** `Nats-Msg-Id`s heard live and not read yet, with when they were first heard. */
   const heard = new Map<string, number>();
+  /** Stored messages heard on the live path and not delivered yet, in stream order. */
+  const pending: LiveRecord[] = [];
   /** Read to the subject's end (set at start, after a reconnect or an id-less live message). */
   let toEnd = true;
   let toEndGeneration = 0;
@@ -87,13 +100,21 @@ export function tailSubject(
       scheduleRechecks();
       readToEnd();
     } else if (s.kind === "closed") ring();
-    else if (!s.msgId) readToEnd();
+    else if (s.kind === "record") {
+      if (pending.length >= PENDING_MAX) {
+        pending.length = 0;
+        readToEnd();
+      } else {
+        pending.push(s.record);
+        ring();
+      }
+    } else if (!s.msgId) readToEnd();
     else {
       if (heard.size < HEARD_MAX) heard.set(s.msgId, Date.now());
       ring();
     }
   };
-  const leave = joinFeed(nc, subject, onSignal);
+  const leave = joinFeed(nc, subject, onSignal, conn.liveStreams?.has(stream) === true);
   const stop = () => {
     leave();
     for (const t of rechecks) clearTimeout(t);
@@ -124,13 +145,17 @@ export function tailSubject(
     next = Math.max(1, typeof opts.fromSeq === "function" ? opts.fromSeq() : opts.fromSeq);
     let failures = 0;
     let retryMs = 2;
+    /** `next` when a gap before a pending record last made the tail read to the end (0: none). */
+    let gapReadAt = 0;
+    /** The pending record whose gap the stream could not fill yet, and since when. */
+    let unfilled: { record: LiveRecord; since: number } | undefined;
     while (!done()) {
       try {
         if (reconnected) {
           reconnected = false;
           opts.onResume?.(next, new Error("reconnected"));
         }
-        while (!done() && (toEnd || heard.size > 0)) {
+        while (!done() && (toEnd || heard.size > 0 || pending.length > 0)) {
           if (toEnd) {
             const generation = toEndGeneration;
             for await (const r of readHistory(conn, stream, subject, { fromSeq: next })) {
@@ -141,6 +166,32 @@ export function tailSubject(
             }
             failures = 0;
             if (generation === toEndGeneration) toEnd = false;
+            continue;
+          }
+          const record = pending[0];
+          if (record) {
+            if (record.seq < next) {
+              pending.shift();
+              continue;
+            }
+            if (record.lastSeq < next) {
+              pending.shift();
+              next = record.seq + 1;
+              if (record.msgId) heard.delete(record.msgId);
+              yield { seq: record.seq, subject: record.subject, data: record.data };
+              continue;
+            }
+            // The subject's message before it was not heard: read the stream up to it first. Read
+            // to the end from here already (a replica behind answered): wait a little, then again;
+            // after HEARD_GIVE_UP_MS the stream no longer has it (a purged subject): drop the record.
+            if (gapReadAt === next) {
+              if (unfilled?.record !== record) unfilled = { record, since: Date.now() };
+              if (Date.now() - unfilled.since <= HEARD_GIVE_UP_MS) break;
+              pending.shift();
+              continue;
+            }
+            gapReadAt = next;
+            toEnd = true;
             continue;
           }
           // Heard live: read what the stream stored since (normally one message).
@@ -163,6 +214,12 @@ export function tailSubject(
       }
       if (done()) return;
       if (toEnd) continue;
+      if (pending.length > 0) {
+        gapReadAt = 0;
+        await waitFor(retryMs);
+        retryMs = Math.min(200, retryMs * 2);
+        continue;
+      }
       if (heard.size > 0) {
         // Heard, not stored yet (the stream stores after the core delivery), or refused: retry a while.
         const now = Date.now();

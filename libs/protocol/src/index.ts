@@ -578,6 +578,7 @@ export {
   ParentLink,
 } from "./sub-agents.js";
 export {
+  liveSubjectOf,
   type PartitionedSubject,
   parseCommandSubject,
   parseEventSubject,

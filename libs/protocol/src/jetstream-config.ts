@@ -17,6 +17,14 @@ export const STREAMS = {
     allow_direct: true,
     duplicate_window: ms(120_000),
     max_msg_size: 1024 * 1024,
+    /**
+     * The live path (change 67): every stored event is also published, whole (body and headers,
+     * plus `Nats-Stream`, `Nats-Subject`, `Nats-Sequence` and `Nats-Last-Sequence`, the subject's
+     * previous sequence), on `fleet.live.<p>.<sessionId>`. nats-server 2.9 sets this only when the
+     * stream is created: a stream made before change 67 has none, and readers then fall back to the
+     * doorbell path (change 58).
+     */
+    republish: { src: "fleet.evt.>", dest: "fleet.live.>" },
   },
   commands: {
     name: "FLEET_COMMANDS",

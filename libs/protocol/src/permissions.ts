@@ -368,7 +368,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       // Publishes nothing but its replies (an empty allow list would allow everything).
       return result([], ["fleet.hook.>"], true, [">"]);
     case "reader":
-      return result(readerPublish(groups), [subjects.eventsAll]);
+      return result(readerPublish(groups), [subjects.eventsAll, subjects.liveAll]);
     case "operator":
       // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`) and
       // approval rules (key `approval_rules` of `fleet_config`).
@@ -383,7 +383,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.objWrite(INPUTS),
           ...scheduleWrites(),
         ],
-        [subjects.eventsAll],
+        [subjects.eventsAll, subjects.liveAll],
       );
     case "gateway":
       return result(
@@ -407,12 +407,14 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
         ],
         // Events and lifecycle records arrive live: a deleted or restored session's SSE hub is
         // dropped at once, and the change feed (`GET /v1/changes`) tells views what changed.
-        [subjects.eventsAll],
+        // Stored events' copies on the live path (change 67) feed its SSE hubs.
+        [subjects.eventsAll, subjects.liveAll],
       );
     case "auditor":
       // The SDK's live path subscribes to a session's subject before it reads the stream (change 58).
       // Nothing publishes on it in an audit account (the mirror is fed by JetStream), so the auditor
-      // hears nothing there and its reads wake on the live path's periodic read instead.
+      // hears nothing there and its reads wake on the live path's periodic read instead. The mirror
+      // does not republish (change 67), so its readers stay on that path.
       return result(
         [...jsApi.account(), ...jsApi.streamInfo(EV), ...jsApi.getMessage(EV), ...jsApi.consume(EV)],
         [subjects.eventsAll],

@@ -9,6 +9,12 @@ export const subjects = {
   eventsOfPartition: (partition: number) => `fleet.evt.${part(partition)}.*`,
   eventsAll: "fleet.evt.>" as const,
   eventsOfSession: (sessionId: string) => `fleet.evt.*.${token(sessionId, isSessionId)}`,
+  /**
+   * A stored event's copy on the live path (change 67): the event stream republishes each message
+   * of `fleet.evt.<rest>` on `fleet.live.<rest>` once it is stored.
+   */
+  live: (partition: number, sessionId: string) => `fleet.live.${part(partition)}.${token(sessionId, isSessionId)}`,
+  liveAll: "fleet.live.>" as const,
   command: (partition: number, sessionId: string) => `fleet.cmd.${part(partition)}.${token(sessionId, isSessionId)}`,
   commandsOfPartition: (partition: number) => `fleet.cmd.${part(partition)}.*`,
   commandsAll: "fleet.cmd.>" as const,
@@ -73,6 +79,17 @@ function parsePartitioned(prefix: "evt" | "cmd", subject: string): PartitionedSu
 }
 
 export const parseEventSubject = (subject: string) => parsePartitioned("evt", subject);
+
+/**
+ * The live-path subject (change 67) of a subject of the event streams: `fleet.evt.<rest>` →
+ * `fleet.live.<rest>`; `null` for any other subject.
+ */
+export function liveSubjectOf(eventSubject: string): string | null {
+  const prefix = "fleet.evt.";
+  return eventSubject.startsWith(prefix) && eventSubject.length > prefix.length
+    ? `fleet.live.${eventSubject.slice(prefix.length)}`
+    : null;
+}
 
 /** The session of an open-work entry's subject `fleet.openwork.<p>.<sessionId>`, or `null`. */
 export function parseOpenWorkSubject(subject: string): PartitionedSubject | null {

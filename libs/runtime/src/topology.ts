@@ -192,6 +192,15 @@ async function ensureStream(jsm: JetStreamManager, spec: StreamSpec & { num_repl
       live = (await jsm.streams.info(spec.name).catch(() => Promise.reject(err))).config;
     }
   }
+  if (wanted.republish !== undefined && live.republish === undefined) {
+    // nats-server 2.9 sets `republish` only at creation: a log made before change 67 keeps working,
+    // its readers on the doorbell path (a direct get per stored event and watching connection).
+    const { republish: _, ...rest } = wanted;
+    return [
+      `stream ${spec.name}: made without republish to ${wanted.republish.dest} (before change 67; fixed at creation): live readers use direct gets`,
+      ...diffConfig(`stream ${spec.name}`, rest as Record<string, unknown>, live as unknown as Record<string, unknown>),
+    ];
+  }
   return diffConfig(
     `stream ${spec.name}`,
     wanted as Record<string, unknown>,

@@ -7,14 +7,15 @@
 // - the same run's baseline: one unfiltered reader (an ordered consumer without a filter) while as
 //   many new sessions append as many events.
 // Server CPU per event = the nats-server process's CPU time (/proc, as `/varz` reports it) over the
-// phase, divided by the events appended in it. Prints one line per P and then
+// phase, divided by the events appended in it; beside it, the messages the server received per event
+// (`/varz` in_msgs: the append, acks, pulls and every direct get). Prints one line per P and then
 // `server cpu per event at P=1024 with 1000 watchers vs one reader: X.XXx` (target <= 1.5x).
 import { setMaxListeners } from "node:events";
 import { FleetClient } from "@fleet/client";
-import { type FleetEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { eventStreamSpec, type FleetEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
 import { applyTopology, createStreamPublisher, type StreamPublisher } from "@fleet/runtime";
 import { cpuSecondsOf, startNats, startRedis } from "@fleet/testkit";
-import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { appliedKey, controlKey } from "../src/keys.js";
@@ -29,6 +30,11 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const PER_SESSION = Number(process.env.BENCH_PER_SESSION ?? 20);
 const PARTITION_COUNTS = (process.env.BENCH_PARTITIONS ?? "16,256,1024").split(",").map(Number);
 const PREFIX = "bench:scale";
+/**
+ * BENCH_REPUBLISH=0 makes the event stream as a log from before change 67 has it (no republish), so
+ * the watchers take the doorbell path: a direct get per event and watching connection.
+ */
+const REPUBLISH = process.env.BENCH_REPUBLISH !== "0";
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const encoder = new TextEncoder();
@@ -93,19 +99,37 @@ async function until(cond: () => Promise<boolean> | boolean, timeoutMs: number, 
 interface PhaseResult {
   events: number;
   natsCpuSeconds: number;
+  /** Messages the server received during the phase (`/varz` in_msgs). */
+  inMsgs: number;
   ms: number;
 }
+
+/** The server's count of messages received (`/varz` in_msgs). */
+async function inMsgsOf(monitorUrl: string | undefined): Promise<number> {
+  const varz = (await (await fetch(`${monitorUrl}/varz`)).json()) as { in_msgs: number };
+  return varz.in_msgs;
+}
+
+const describe = (r: PhaseResult) =>
+  `${usPerEvent(r).toFixed(1)} µs server CPU and ${(r.inMsgs / r.events).toFixed(2)} messages in per event (${(r.ms / 1000).toFixed(1)} s)`;
 
 const usPerEvent = (r: PhaseResult) => (r.natsCpuSeconds * 1e6) / r.events;
 
 async function measureP(partitions: number): Promise<{ readers: PhaseResult; baseline: PhaseResult }> {
-  const nats = await startNats({ jetstream: { maxFileStore: 20 * 1024 ** 3, maxMemoryStore: 1024 ** 3 } });
+  const nats = await startNats({
+    monitor: true,
+    jetstream: { maxFileStore: 20 * 1024 ** 3, maxMemoryStore: 1024 ** 3 },
+  });
   const redisServer = await startRedis();
   const nc: NatsConnection = await connect({ servers: nats.url, noAsyncTraces: true });
   const redis = new Redis(redisServer.url, { enableAutoPipelining: true });
   const store: Array<ReturnType<typeof runStoreProcess>> = [];
   let client: FleetClient | undefined;
   try {
+    if (!REPUBLISH) {
+      const { republish: _, ...old } = eventStreamSpec(0, { partitions, groups: 1 });
+      await (await jetstreamManager(nc)).streams.add(old as unknown as StreamConfig);
+    }
     const topology = await applyTopology(nc, { partitions, leaseTtlMs: 5_000 });
     const publisher = createStreamPublisher(nc);
     // 1. History: FILL events of ended sessions.
@@ -150,7 +174,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
       }
     });
     // The store's consumers exist before anything is appended; watchers need none since the live
-    // path (change 58): each reads the subject's end when it starts, so a few seconds settle them.
+    // path (changes 58, 67): each reads the subject's end when it starts, so a few seconds settle them.
     await until(
       async () => (await topology.jsm.streams.info(STREAMS.events.name)).state.consumer_count >= 1,
       900_000,
@@ -160,6 +184,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
     await new Promise((r) => setTimeout(r, 3_000));
     await new Promise((r) => setTimeout(r, 2_000));
     let cpu = cpuSecondsOf(nats.pid);
+    let inMsgs = await inMsgsOf(nats.monitorUrl);
     t = performance.now();
     const last = await append(publisher, roundRobin(readerIds, PER_SESSION, 20), partitions, 512);
     const partitionLast = new Map<number, number>();
@@ -183,6 +208,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
     const readers: PhaseResult = {
       events: SESSIONS * PER_SESSION,
       natsCpuSeconds: cpuSecondsOf(nats.pid) - cpu,
+      inMsgs: (await inMsgsOf(nats.monitorUrl)) - inMsgs,
       ms: performance.now() - t,
     };
     stopWatching.abort();
@@ -202,12 +228,14 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
     })();
     const baselineIds = Array.from({ length: SESSIONS }, (_, i) => `base-${partitions}-${i}`);
     cpu = cpuSecondsOf(nats.pid);
+    inMsgs = await inMsgsOf(nats.monitorUrl);
     t = performance.now();
     await append(publisher, roundRobin(baselineIds, PER_SESSION, 20), partitions, 512);
     await until(() => read >= SESSIONS * PER_SESSION, 600_000, "the one reader read every event");
     const baseline: PhaseResult = {
       events: SESSIONS * PER_SESSION,
       natsCpuSeconds: cpuSecondsOf(nats.pid) - cpu,
+      inMsgs: (await inMsgsOf(nats.monitorUrl)) - inMsgs,
       ms: performance.now() - t,
     };
     await messages.close();
@@ -226,14 +254,14 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
 
 async function main() {
   out(
-    `scale bench: ${FILL} stored events, ${WATCHERS} watchers, ${SESSIONS} sessions × ${PER_SESSION} events measured per phase, P = ${PARTITION_COUNTS.join(", ")}`,
+    `scale bench: ${FILL} stored events, ${WATCHERS} watchers, ${SESSIONS} sessions × ${PER_SESSION} events measured per phase, P = ${PARTITION_COUNTS.join(", ")}, ${REPUBLISH ? "the stream republishes stored events (change 67)" : "a stream without republish (the doorbell path)"}`,
   );
   const results = new Map<number, { readers: PhaseResult; baseline: PhaseResult }>();
   for (const p of PARTITION_COUNTS) {
     const r = await measureP(p);
     results.set(p, r);
     out(
-      `  P=${p}: store + ${WATCHERS} watchers ${usPerEvent(r.readers).toFixed(1)} µs server CPU per event (${(r.readers.ms / 1000).toFixed(1)} s); one unfiltered reader ${usPerEvent(r.baseline).toFixed(1)} µs (${(r.baseline.ms / 1000).toFixed(1)} s); ${(usPerEvent(r.readers) / usPerEvent(r.baseline)).toFixed(2)}x`,
+      `  P=${p}: store + ${WATCHERS} watchers ${describe(r.readers)}; one unfiltered reader ${describe(r.baseline)}; ${(usPerEvent(r.readers) / usPerEvent(r.baseline)).toFixed(2)}x`,
     );
   }
   const largest = Math.max(...PARTITION_COUNTS);

@@ -18,7 +18,7 @@ import {
 } from "@fleet/protocol";
 import { applyTopology, connectNats, lastSubjectSeq } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
-import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** An event body before `meta`, with `entry` left to the appender. */
@@ -49,20 +49,31 @@ export const FAKE_RUN_TYPES = [
 export interface FakeLoopServer {
   server: NatsServer;
   loop: FakeLoop;
+  /** `applyTopology`'s drift lines. */
+  drift: string[];
   /** Stops the fake loop, its connection and the server. */
   stop(): Promise<void>;
 }
 
-/** A fresh nats-server with Fleet's topology (4 partitions) and a fake loop consuming its commands. */
-export async function startFakeLoopServer(): Promise<FakeLoopServer> {
+/**
+ * A fresh nats-server with Fleet's topology (4 partitions) and a fake loop consuming its commands.
+ * `republish: false` makes FLEET_EVENTS as a log from before change 67 has it (no republish).
+ */
+export async function startFakeLoopServer(opts: { republish?: boolean } = {}): Promise<FakeLoopServer> {
   const server = await startNats();
   try {
     const nc = await connectNats({ url: server.url, name: "fake-loop" });
-    await applyTopology(nc, { partitions: 4 });
+    if (opts.republish === false) {
+      const { republish: _, ...before67 } = STREAMS.events;
+      const config = { ...before67, subjects: [...before67.subjects] } as unknown as StreamConfig;
+      await (await jetstreamManager(nc)).streams.add(config);
+    }
+    const { drift } = await applyTopology(nc, { partitions: 4 });
     const loop = await startFakeLoop(nc, 4);
     return {
       server,
       loop,
+      drift,
       async stop() {
         await loop.stop();
         await nc.close();
