@@ -12,15 +12,15 @@
 // `server cpu per event at P=1024 with 1000 watchers vs one reader: X.XXx` (target <= 1.5x).
 import { setMaxListeners } from "node:events";
 import { FleetClient } from "@fleet/client";
-import { eventStreamSpec, type FleetEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
-import { applyTopology, createStreamPublisher, type StreamPublisher } from "@fleet/runtime";
+import { eventStreamSpec, partitionOf, STREAMS } from "@fleet/protocol";
+import { applyTopology, createStreamPublisher } from "@fleet/runtime";
 import { cpuSecondsOf, startNats, startRedis } from "@fleet/testkit";
 import { DeliverPolicy, jetstream, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { appliedKey, controlKey } from "../src/keys.js";
 import { createNamespaceControl, newNamespaceId } from "../src/namespace.js";
-import { syntheticSession } from "../src/testing/synthetic-session.js";
+import { append, roundRobin } from "./appends.js";
 import { runStoreProcess } from "./store-process.js";
 
 const FILL = Number(process.env.BENCH_FILL ?? 1_000_000);
@@ -37,56 +37,6 @@ const PREFIX = "bench:scale";
 const REPUBLISH = process.env.BENCH_REPUBLISH !== "0";
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
-const encoder = new TextEncoder();
-
-/** `count` events of `sessions` sessions, round-robin (every session's events in its own order). */
-function* roundRobin(sessionIds: string[], perSession: number, textChars: number): Generator<FleetEvent> {
-  const gens = sessionIds.map((sid, i) =>
-    syntheticSession({ sessionId: sid, seed: i + 1, runs: 1_000_000, streaming: true, textChars }),
-  );
-  for (let k = 0; k < perSession; k++) {
-    for (const g of gens) {
-      const next = g.next();
-      if (!next.done) yield next.value;
-    }
-  }
-}
-
-/**
- * Appends events pipelined (`window` in flight), each with its session's expected last sequence as
- * the loop does; resolves with every session's last sequence.
- */
-async function append(
-  publisher: StreamPublisher,
-  events: Iterable<FleetEvent>,
-  partitions: number,
-  window: number,
-): Promise<Map<string, number>> {
-  const last = new Map<string, number>();
-  const chains = new Map<string, Promise<void>>();
-  const inFlight = new Set<Promise<void>>();
-  for (const e of events) {
-    const sid = e.meta.sessionId;
-    const run = (chains.get(sid) ?? Promise.resolve()).then(async () => {
-      const ack = await publisher.publish(
-        subjects.event(partitionOf(sid, partitions), sid),
-        encoder.encode(JSON.stringify(e)),
-        {
-          expectLastSubjectSequence: last.get(sid) ?? 0,
-          timeoutMs: 30_000,
-        },
-      );
-      if (!ack.ok) throw new Error(`append to ${sid}: ${ack.error}`);
-      last.set(sid, ack.seq);
-    });
-    chains.set(sid, run);
-    inFlight.add(run);
-    void run.finally(() => inFlight.delete(run));
-    if (inFlight.size >= window) await Promise.race(inFlight);
-  }
-  await Promise.all(inFlight);
-  return last;
-}
 
 async function until(cond: () => Promise<boolean> | boolean, timeoutMs: number, what: string) {
   const end = Date.now() + timeoutMs;
