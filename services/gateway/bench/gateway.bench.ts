@@ -4,16 +4,19 @@
 // latency p50/p99 and the gateway's memory per client, next to a direct core-NATS subscriber
 // (another process) measured in the same run on the same deltas, and every process's CPU.
 // Knobs: BENCH_CLIENTS, BENCH_SESSIONS, BENCH_PROMPTS, BENCH_COALESCE_MS, BENCH_TOKENS_PER_SECOND;
-// BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the gateway's node.
+// BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the gateway's node;
+// BENCH_REPUBLISH=0 makes FLEET_EVENTS as a log from before change 67 has it (no republish: the
+// gateway's hubs then follow sessions by doorbells and direct gets).
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
 import { createScriptedProvider, type StreamFn, startLoopWorker } from "@fleet/loop";
-import { type AssistantStreamEvent, type SessionConfig, sessionConfigWith } from "@fleet/protocol";
+import { type AssistantStreamEvent, eventStreamSpec, type SessionConfig, sessionConfigWith } from "@fleet/protocol";
 import { applyTopology, connectNats, createLogger, newId, sleep } from "@fleet/runtime";
 import { cpuSecondsOf, getFreePort, startNats } from "@fleet/testkit";
+import { jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { Registry } from "prom-client";
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 1_000);
@@ -82,6 +85,10 @@ async function waitUntil(what: string, check: () => boolean | Promise<boolean>, 
 async function main() {
   const server = await startNats();
   const setup = await connectNats({ url: server.url, name: "bench-setup" });
+  if (process.env.BENCH_REPUBLISH === "0") {
+    const { republish: _, ...before67 } = eventStreamSpec(0, { partitions: 16, groups: 1 });
+    await (await jetstreamManager(setup)).streams.add(before67 as unknown as StreamConfig);
+  }
   await applyTopology(setup, { partitions: 16 });
   await setup.close();
 

@@ -16,7 +16,7 @@ import { append, roundRobin } from "./appends.js";
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 600);
 const PER_SESSION = Number(process.env.BENCH_PER_SESSION ?? 50);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 512);
-const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 12);
+const PARTITIONS = Number(process.env.BENCH_CLUSTER_PARTITIONS ?? 12);
 const GROUP_COUNTS = (process.env.BENCH_GROUPS ?? "1,3").split(",").map(Number);
 
 const out = (line: string) => process.stdout.write(`${line}\n`);

@@ -52,6 +52,16 @@ interface PhaseResult {
   /** Messages the server received during the phase (`/varz` in_msgs). */
   inMsgs: number;
   ms: number;
+  /** The server's CPU seconds per second with the phase's readers attached, before anything is appended. */
+  idle: number;
+}
+
+/** The server's CPU seconds per second over `ms` in which nothing is appended. */
+async function idleCpuRate(pid: number | undefined, ms: number): Promise<number> {
+  const cpu = cpuSecondsOf(pid);
+  const t = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  return ((cpuSecondsOf(pid) - cpu) * 1000) / (performance.now() - t);
 }
 
 /** The server's count of messages received (`/varz` in_msgs). */
@@ -61,7 +71,7 @@ async function inMsgsOf(monitorUrl: string | undefined): Promise<number> {
 }
 
 const describe = (r: PhaseResult) =>
-  `${usPerEvent(r).toFixed(1)} µs server CPU and ${(r.inMsgs / r.events).toFixed(2)} messages in per event (${(r.ms / 1000).toFixed(1)} s)`;
+  `${usPerEvent(r).toFixed(1)} µs server CPU and ${(r.inMsgs / r.events).toFixed(2)} messages in per event (${(r.ms / 1000).toFixed(1)} s; idle before it ${(r.idle * 1000).toFixed(1)} ms CPU/s)`;
 
 const usPerEvent = (r: PhaseResult) => (r.natsCpuSeconds * 1e6) / r.events;
 
@@ -132,7 +142,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
     );
     const consumersWhileReading = (await topology.jsm.streams.info(STREAMS.events.name)).state.consumer_count;
     await new Promise((r) => setTimeout(r, 3_000));
-    await new Promise((r) => setTimeout(r, 2_000));
+    const readersIdle = await idleCpuRate(nats.pid, 2_000);
     let cpu = cpuSecondsOf(nats.pid);
     let inMsgs = await inMsgsOf(nats.monitorUrl);
     t = performance.now();
@@ -160,6 +170,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
       natsCpuSeconds: cpuSecondsOf(nats.pid) - cpu,
       inMsgs: (await inMsgsOf(nats.monitorUrl)) - inMsgs,
       ms: performance.now() - t,
+      idle: readersIdle,
     };
     stopWatching.abort();
     await Promise.allSettled(watching);
@@ -177,6 +188,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
       for await (const _ of messages) read++;
     })();
     const baselineIds = Array.from({ length: SESSIONS }, (_, i) => `base-${partitions}-${i}`);
+    const baselineIdle = await idleCpuRate(nats.pid, 2_000);
     cpu = cpuSecondsOf(nats.pid);
     inMsgs = await inMsgsOf(nats.monitorUrl);
     t = performance.now();
@@ -187,6 +199,7 @@ async function measureP(partitions: number): Promise<{ readers: PhaseResult; bas
       natsCpuSeconds: cpuSecondsOf(nats.pid) - cpu,
       inMsgs: (await inMsgsOf(nats.monitorUrl)) - inMsgs,
       ms: performance.now() - t,
+      idle: baselineIdle,
     };
     await messages.close();
     await reading;
