@@ -124,8 +124,25 @@ export function tailSubject(
   scheduleRechecks();
   const done = () => signal?.aborted === true || nc.isClosed();
 
-  /** The next stored message at or after `next`, or null at the subject's end. */
-  const directNext = () => jsm.direct.getMessage(stream, { seq: next, next_by_subj: subject });
+  /**
+   * The subject's last stored message, or null when it has none. An index lookup, where a direct
+   * get `next_by_subj` from `next` makes nats-server 2.9 scan every message stored after `next`.
+   */
+  const directLast = () => jsm.direct.getMessage(stream, { last_by_subj: subject });
+
+  /**
+   * The next stored message at or after `next`, or null at the subject's end. The subject's last
+   * message is the next one when its writer fenced it on a sequence below `next` (the stream stores
+   * a message with `Nats-Expected-Last-Subject-Sequence: E` only when the subject's last was E);
+   * otherwise it is read by `next_by_subj`.
+   */
+  const directNext = async () => {
+    const last = await directLast();
+    if (!last || last.seq < next) return null;
+    const expected = Number(last.header?.get("Nats-Expected-Last-Subject-Sequence") || Number.NaN);
+    if (Number.isSafeInteger(expected) && expected < next) return last;
+    return jsm.direct.getMessage(stream, { seq: next, next_by_subj: subject });
+  };
 
   /** Waits for a live signal, `ms`, or the end of the tail. */
   const waitFor = (ms: number) =>
@@ -158,7 +175,10 @@ export function tailSubject(
         while (!done() && (toEnd || heard.size > 0 || pending.length > 0)) {
           if (toEnd) {
             const generation = toEndGeneration;
-            for await (const r of readHistory(conn, stream, subject, { fromSeq: next })) {
+            // Nothing at or after `next` (the subject's last is below it): nothing to read.
+            const last = await directLast();
+            const reading = last && last.seq >= next ? readHistory(conn, stream, subject, { fromSeq: next }) : [];
+            for await (const r of reading) {
               next = r.seq + 1;
               if (r.msgId) heard.delete(r.msgId);
               yield { seq: r.seq, subject: r.subject, data: r.data };
