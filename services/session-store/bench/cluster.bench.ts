@@ -20,11 +20,14 @@ const PARTITIONS = Number(process.env.BENCH_CLUSTER_PARTITIONS ?? 12);
 const GROUP_COUNTS = (process.env.BENCH_GROUPS ?? "1,3").split(",").map(Number);
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+const perAppend = (cpuSeconds: number, appends: number) => ((cpuSeconds * 1e6) / appends).toFixed(1);
 
 interface Result {
   appends: number;
   seconds: number;
   cpuSeconds: number;
+  /** Each node's CPU seconds over the run, by node name. */
+  nodeCpuSeconds: Map<string, number>;
   leaders: string[];
 }
 
@@ -49,8 +52,7 @@ async function measureK(groups: number): Promise<Result> {
         return append(publisher, roundRobin(warm, 2, 20), PARTITIONS, WINDOW);
       }),
     );
-    const pids = cluster.nodes.map((n) => n.pid);
-    const cpu0 = pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+    const cpu0 = cluster.nodes.map((n) => cpuSecondsOf(n.pid));
     const t0 = performance.now();
     // Each connection appends the events of its share of the sessions.
     await Promise.all(
@@ -62,9 +64,10 @@ async function measureK(groups: number): Promise<Result> {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
-    const cpuSeconds = pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0) - cpu0;
+    const nodeCpuSeconds = new Map(cluster.nodes.map((n, i) => [n.name, cpuSecondsOf(n.pid) - (cpu0[i] ?? 0)]));
+    const cpuSeconds = [...nodeCpuSeconds.values()].reduce((sum, c) => sum + c, 0);
     for (const p of publishers) p.close();
-    return { appends: SESSIONS * PER_SESSION, seconds, cpuSeconds, leaders };
+    return { appends: SESSIONS * PER_SESSION, seconds, cpuSeconds, nodeCpuSeconds, leaders };
   } finally {
     await Promise.all(connections.map((nc) => nc.close().catch(() => undefined)));
     await cluster.stop();
@@ -81,7 +84,7 @@ async function main() {
     const rate = r.appends / r.seconds;
     rates.set(k, rate);
     out(
-      `  K=${k}: ${r.appends} appends in ${r.seconds.toFixed(1)} s = ${rate.toFixed(0)} appends/s; nats-servers' CPU ${((r.cpuSeconds * 1e6) / r.appends).toFixed(1)} µs per append (${r.leaders.join(", ")})`,
+      `  K=${k}: ${r.appends} appends in ${r.seconds.toFixed(1)} s = ${rate.toFixed(0)} appends/s; nats-servers' CPU ${perAppend(r.cpuSeconds, r.appends)} µs per append (${[...r.nodeCpuSeconds].map(([n, c]) => `${n} ${perAppend(c, r.appends)}`).join(", ")}; ${r.leaders.join(", ")})`,
     );
   }
   out(
