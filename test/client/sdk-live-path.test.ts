@@ -61,8 +61,11 @@ async function heardDuring<T>(
   }
 }
 
-/** Appends a `command_accepted` of `commandId` to the session, as the loop would; returns its sequence. */
-async function appendAccepted(nc: NatsConnection, sid: string, commandId = newId()): Promise<number> {
+/**
+ * Appends a `command_accepted` of `commandId` to the session, as the loop would (fenced on `after`,
+ * the session's last sequence, when given); returns its sequence.
+ */
+async function appendAccepted(nc: NatsConnection, sid: string, commandId = newId(), after?: number): Promise<number> {
   const id = newId();
   const event = {
     type: "command_accepted",
@@ -75,9 +78,22 @@ async function appendAccepted(nc: NatsConnection, sid: string, commandId = newId
   const subject = subjects.event(partitionOf(sid, client.partitions), sid);
   const ack = await jetstream(nc).publish(subject, encoded.bytes, {
     msgID: id,
-    expect: { streamName: STREAMS.events.name },
+    expect: { streamName: STREAMS.events.name, ...(after === undefined ? {} : { lastSubjectSequence: after }) },
   });
   return ack.seq;
+}
+
+/**
+ * Creates the session and returns once its `session_created` is stored (the fake loop appends it
+ * after the outcome `createSession` waits for), so a watcher started afterwards from "new" sees
+ * only what the test appends.
+ */
+async function createdSession(on: FleetClient, sid: string): Promise<void> {
+  await on.createSession({}, { sessionId: sid });
+  const abort = new AbortController();
+  for await (const item of on.events(sid, { from: "start", signal: abort.signal })) {
+    if (item.event.type === "session_created") abort.abort();
+  }
 }
 
 /**
@@ -103,9 +119,14 @@ async function watchAppends(on: FakeLoopServer, watcher: FleetClient, sid: strin
     const gets = await heardDuring(
       on,
       DIRECT_GETS,
-      (msg) => msg.subject,
+      // A get's kind: `next_by_subj`, `seq` or `last_by_subj` (in the subject, with no body).
+      (msg) => (msg.data.length === 0 ? "last_by_subj" : "next_by_subj" in msg.json<object>() ? "next_by_subj" : "seq"),
       async () => {
-        for (let n = 0; n < count; n++) appended.push(await appendAccepted(nc, sid));
+        let last = await watcher.lastSeq(sid);
+        for (let n = 0; n < count; n++) {
+          last = await appendAccepted(nc, sid, newId(), last);
+          appended.push(last);
+        }
         await allSeen;
       },
     );
@@ -121,7 +142,7 @@ describe("client / live path", () => {
   it("on a stream that republishes, a watcher gets each event from the live path, with no direct get", async () => {
     expect(stack.drift).toEqual([]);
     const sid = `s-rp-${newId().slice(-8)}`;
-    await client.createSession({}, { sessionId: sid });
+    await createdSession(client, sid);
     const { appended, watched, gets } = await watchAppends(stack, client, sid, 30);
     expect(watched).toEqual(appended);
     expect(gets).toEqual([]);
@@ -135,13 +156,15 @@ describe("client / live path", () => {
         "stream FLEET_EVENTS: made without republish to fleet.live.> (before change 67; fixed at creation): live readers use direct gets",
       ]);
       const sid = `s-old-${newId().slice(-8)}`;
-      await oldClient.createSession({}, { sessionId: sid });
+      await createdSession(oldClient, sid);
       const outcome = await oldClient.send(sid, { type: "append_custom", customType: "mark", data: {} });
       expect(outcome.seq).toBeGreaterThan(0);
       const { appended, watched, gets } = await watchAppends(old, oldClient, sid, 10);
       expect(watched).toEqual(appended);
-      // Each event is read by direct get after its doorbell (retried while not stored yet).
+      // Each event is read by direct get after its doorbell (retried while not stored yet): the
+      // subject's last message, and its predecessors by sequence, never a scanning `next_by_subj`.
       expect(gets.length).toBeGreaterThanOrEqual(10);
+      expect(gets.filter((kind) => kind === "next_by_subj")).toEqual([]);
     } finally {
       await oldClient.close();
       await old.stop();
@@ -150,7 +173,7 @@ describe("client / live path", () => {
 
   it("a live copy that shows a message was not heard makes the watcher read the stream; none twice", async () => {
     const sid = `s-gap-${newId().slice(-8)}`;
-    await client.createSession({}, { sessionId: sid });
+    await createdSession(client, sid);
     const abort = new AbortController();
     const watched: number[] = [];
     const watching = (async () => {

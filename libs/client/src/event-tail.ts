@@ -1,6 +1,7 @@
 // A resumable tail of one subject of a stream: the transport under `events()` and command outcomes.
+import type { StoredMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type HistoryConnection, readHistory } from "./history-read.js";
+import { type HistoryConnection, type HistoryRecord, readHistory } from "./history-read.js";
 import { type FeedSignal, joinFeed, type LiveRecord } from "./live-feed.js";
 
 /** One stored message of the tailed subject. */
@@ -37,6 +38,8 @@ const IDLE_RECHECK_MS = 30_000;
 /** A message heard live but not stored after this long was refused by the stream (fenced or duplicate). */
 const HEARD_GIVE_UP_MS = 3_000;
 const HEARD_MAX = 1_024;
+/** Predecessors a read walks back by sequence from the subject's last before it reads by `next_by_subj` instead. */
+const WALK_MAX = 16;
 /** Republished records held for a tail that is not reading; past this they are dropped and read again. */
 const PENDING_MAX = 1_024;
 
@@ -131,18 +134,42 @@ export function tailSubject(
   const directLast = () => jsm.direct.getMessage(stream, { last_by_subj: subject });
 
   /**
-   * The next stored message at or after `next`, or null at the subject's end. The subject's last
-   * message is the next one when its writer fenced it on a sequence below `next` (the stream stores
-   * a message with `Nats-Expected-Last-Subject-Sequence: E` only when the subject's last was E);
-   * otherwise it is read by `next_by_subj`.
+   * The messages from `next` up to `last` (the subject's last, at or after `next`), in order, when
+   * they can be found by walking back from `last` by sequence: each stored message with
+   * `Nats-Expected-Last-Subject-Sequence: E` has E as its predecessor (the stream stores it only
+   * when the subject's last was E), and a get by sequence is an index lookup. `null` when a message
+   * has no such header, or the walk is longer than WALK_MAX.
    */
-  const directNext = async () => {
-    const last = await directLast();
-    if (!last || last.seq < next) return null;
-    const expected = Number(last.header?.get("Nats-Expected-Last-Subject-Sequence") || Number.NaN);
-    if (Number.isSafeInteger(expected) && expected < next) return last;
-    return jsm.direct.getMessage(stream, { seq: next, next_by_subj: subject });
+  const walkBack = async (last: StoredMsg): Promise<StoredMsg[] | null> => {
+    const run: StoredMsg[] = [last];
+    for (let head = last; run.length <= WALK_MAX; ) {
+      const expected = Number(head.header?.get("Nats-Expected-Last-Subject-Sequence") || Number.NaN);
+      if (!Number.isSafeInteger(expected)) return null;
+      if (expected < next) return run.reverse();
+      const before = await jsm.direct.getMessage(stream, { seq: expected });
+      if (!before || before.subject !== subject) return null;
+      run.push(before);
+      head = before;
+    }
+    return null;
   };
+
+  /**
+   * Every stored message of the subject from `next` on, in order: none when the subject's last is
+   * below `next`; else the walk back from it (normally the one message heard); else `readHistory`.
+   */
+  async function* readOn(): AsyncGenerator<HistoryRecord> {
+    const last = await directLast();
+    if (!last || last.seq < next) return;
+    const run = await walkBack(last);
+    if (!run) {
+      yield* readHistory(conn, stream, subject, { fromSeq: next });
+      return;
+    }
+    for (const m of run) {
+      yield { seq: m.seq, subject: m.subject, data: m.data, msgId: m.header?.get("Nats-Msg-Id") || undefined };
+    }
+  }
 
   /** Waits for a live signal, `ms`, or the end of the tail. */
   const waitFor = (ms: number) =>
@@ -175,10 +202,7 @@ export function tailSubject(
         while (!done() && (toEnd || heard.size > 0 || pending.length > 0)) {
           if (toEnd) {
             const generation = toEndGeneration;
-            // Nothing at or after `next` (the subject's last is below it): nothing to read.
-            const last = await directLast();
-            const reading = last && last.seq >= next ? readHistory(conn, stream, subject, { fromSeq: next }) : [];
-            for await (const r of reading) {
+            for await (const r of readOn()) {
               next = r.seq + 1;
               if (r.msgId) heard.delete(r.msgId);
               yield { seq: r.seq, subject: r.subject, data: r.data };
@@ -215,13 +239,16 @@ export function tailSubject(
             continue;
           }
           // Heard live: read what the stream stored since (normally one message).
-          const msg = await directNext();
-          if (!msg) break;
+          let read = 0;
+          for await (const r of readOn()) {
+            read++;
+            next = r.seq + 1;
+            if (r.msgId) heard.delete(r.msgId);
+            yield { seq: r.seq, subject: r.subject, data: r.data };
+            if (done()) return;
+          }
+          if (read === 0) break;
           failures = 0;
-          next = msg.seq + 1;
-          const msgId = msg.header?.get("Nats-Msg-Id");
-          if (msgId) heard.delete(msgId);
-          yield { seq: msg.seq, subject: msg.subject, data: msg.data };
         }
       } catch (err) {
         if (done()) return;
