@@ -5,11 +5,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { groupOf, partitionOf } from "@fleet/protocol";
-import { getFreePort } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../gateway/support.js";
+import { sessionPerGroup } from "../support/session-per-group.js";
 import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
+import { secureUpEnv } from "./support/secure-up-env.js";
 
 const PARTITIONS = 4;
 const GROUPS = 3;
@@ -19,14 +19,7 @@ interface TokensFile {
 }
 
 /** One session id of `tenant` per stream group. */
-function sessionPerGroup(tenant: string): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < GROUPS; i++) {
-    const sid = `s-${tenant}-${i}`;
-    if (groupOf(partitionOf(sid, PARTITIONS), GROUPS) === out.length) out.push(sid);
-  }
-  return out;
-}
+const sessionsOf = (tenant: string) => sessionPerGroup(`s-${tenant}-`, PARTITIONS, GROUPS);
 
 let dir: string;
 beforeAll(() => {
@@ -36,17 +29,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("fleet up --secure with 3 stream groups", () => {
   it("runs prompts in every group of both tenants, and refuses another K for the same files", async () => {
-    const home = join(dir, ".fleet");
-    const secureDir = join(dir, "secure");
-    const port = await getFreePort();
-    const env = {
-      FLEET_HOME: home,
-      FLEET_SECURE_DIR: secureDir,
-      FLEET_WORKSPACE: join(dir, "ws"),
+    const { home, secureDir, port, env } = await secureUpEnv(dir, {
       FLEET_PARTITIONS: String(PARTITIONS),
       FLEET_STREAM_GROUPS: String(GROUPS),
-      FLEET_GATEWAY_PORT: String(port),
-    };
+    });
     const up = spawnCli(["up", "--secure"], { cwd: dir, env });
     const finished = collect(up, 180_000);
     const banner = await waitForOutput(up, /Ctrl-C stops everything/, 90_000);
@@ -61,7 +47,7 @@ describe("fleet up --secure with 3 stream groups", () => {
       tokens.tokens.find((t) => t.tenant === tenant && t.role === role)?.token ?? "";
 
     for (const tenant of ["acme", "globex"]) {
-      for (const sid of sessionPerGroup(tenant)) {
+      for (const sid of sessionsOf(tenant)) {
         const sent = await call(base, "POST", `/v1/sessions/${sid}/commands`, {
           token: tokenOf(tenant, "operate"),
           body: { type: "prompt", text: "what is here?" },
@@ -71,7 +57,7 @@ describe("fleet up --secure with 3 stream groups", () => {
       }
     }
     for (const tenant of ["acme", "globex"]) {
-      for (const sid of sessionPerGroup(tenant)) {
+      for (const sid of sessionsOf(tenant)) {
         await expect
           .poll(
             async () => {
@@ -92,9 +78,9 @@ describe("fleet up --secure with 3 stream groups", () => {
     });
     try {
       expect(client.groups).toBe(GROUPS);
-      const streams = sessionPerGroup("acme").map((sid) => client.eventStream(sid));
+      const streams = sessionsOf("acme").map((sid) => client.eventStream(sid));
       expect(streams).toEqual(["FLEET_EVENTS_G0", "FLEET_EVENTS_G1", "FLEET_EVENTS_G2"]);
-      for (const sid of sessionPerGroup("acme")) {
+      for (const sid of sessionsOf("acme")) {
         const replayed = await client.replay(sid);
         expect(replayed.agent.messages.length, sid).toBeGreaterThan(2);
       }

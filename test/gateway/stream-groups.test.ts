@@ -1,9 +1,10 @@
 // The whole stack on a log of 3 stream groups: prompts through the gateway run in every group, and
 // the gateway's SSE history, the SDK and the store read each session from its group's stream.
 import { openSse, type SseFrame } from "@fleet/gateway/testing";
-import { eventStreamNames, groupOf, partitionOf } from "@fleet/protocol";
+import { eventStreamNames } from "@fleet/protocol";
 import { fakeReply } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sessionPerGroup as sessionsPerGroup } from "../support/session-per-group.js";
 import { call, type GatewayStack, PARTITIONS, startGatewayStack, waitIdle } from "./support.js";
 import { startReceiver } from "./webhook-receivers.js";
 
@@ -19,14 +20,7 @@ afterAll(async () => {
 });
 
 /** One session id per group (partition p mod 3 = g). */
-function sessionPerGroup(): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < 3; i++) {
-    const sid = `s-grp-${i}`;
-    if (groupOf(partitionOf(sid, PARTITIONS), 3) === out.length) out.push(sid);
-  }
-  return out;
-}
+const sessionPerGroup = () => sessionsPerGroup("s-grp-", PARTITIONS, 3);
 
 describe("gateway / a log of 3 stream groups", () => {
   it("runs prompts in every group and serves each session's history from its group's stream", async () => {

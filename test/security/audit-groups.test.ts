@@ -1,26 +1,17 @@
 // An audit feed of a log of 3 stream groups: `fleet audit-feed` makes one mirror per group's stream in
 // the audit account, and the auditor reads every session of every group, new events included.
 import { FleetClient } from "@fleet/client";
-import { eventStreamNames, groupOf, partitionOf } from "@fleet/protocol";
+import { eventStreamNames } from "@fleet/protocol";
 import { applyTopology } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../client/support/run-cli.js";
 import { publishEvents } from "../gateway/webhook-receivers.js";
+import { sessionPerGroup } from "../support/session-per-group.js";
 import { PARTITIONS, type SecuredNats, startSecuredNats } from "./support.js";
 
 const GROUPS = 3;
 let secured: SecuredNats;
-
-/** One session id per stream group. */
-function sessionPerGroup(): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < GROUPS; i++) {
-    const sid = `s-audit-${i}`;
-    if (groupOf(partitionOf(sid, PARTITIONS), GROUPS) === out.length) out.push(sid);
-  }
-  return out;
-}
 
 beforeAll(async () => {
   secured = await startSecuredNats([{ name: "acme", audit: true }], { groups: GROUPS });
@@ -34,7 +25,7 @@ describe("audit feed / a log of 3 stream groups", () => {
     const loop = await secured.connectAs("acme", "loop");
     await applyTopology(loop.nc, { partitions: PARTITIONS, groups: GROUPS });
     const js = jetstream(loop.nc);
-    const sessions = sessionPerGroup();
+    const sessions = sessionPerGroup("s-audit-", PARTITIONS, GROUPS);
     for (const sid of sessions) await publishEvents(js, PARTITIONS, sid, [{ type: "session_info", name: sid }]);
 
     const created = await runCli(["audit-feed", "acme"], {
