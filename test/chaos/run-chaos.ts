@@ -93,10 +93,13 @@ export async function runChaos(
   let receiver: WebhookReceiver | undefined;
   try {
     const sessionIds = Array.from({ length: o.sessions }, (_, i) => `chaos-${o.seed}-${i}`);
-    // Webhooks delivered by the gateways through every fault: one for every session (K = 1), or one
-    // per workload session (a webhook for every session needs K = 1).
+    // A webhook for every session, delivered by the gateways through every fault (with K > 1 it reads
+    // every group's stream).
     receiver = await startWebhookReceiver(o.seed);
-    const webhooks = await registerChaosWebhooks(system.gatewayUrls, receiver, o.groups, sessionIds);
+    const webhooks = await registerChaosWebhooks(system.gatewayUrls, receiver, {
+      partitions: PARTITIONS,
+      groups: o.groups,
+    });
     log(
       `${webhooks.ids.length === 1 ? `webhook ${webhooks.ids[0]} for every session` : `${webhooks.ids.length} webhooks, one per workload session`}: ${CHAOS_WEBHOOK_TYPES.join(", ")}`,
     );
@@ -155,10 +158,10 @@ export async function runChaos(
     log("waiting for the webhook to have delivered every matching event");
     const hookTypes = new Set(CHAOS_WEBHOOK_TYPES);
     const hooked = receiver;
-    const hookedRecords = [...records, ...slots.fired].flatMap((r) => {
-      const startSeq = webhooks.startSeqOf(r.log.sessionId);
-      return startSeq === undefined ? [] : [{ r, startSeq }];
-    });
+    const hookedRecords = [...records, ...slots.fired].map((r) => ({
+      r,
+      startSeq: webhooks.startSeqOf(r.log.sessionId),
+    }));
     const expected = hookedRecords.flatMap(({ r, startSeq }) => webhookExpected(r.log, hookTypes, startSeq));
     const deliveredAll = () => {
       const ok = new Set(hooked.received.filter((d) => d.accepted).map((d) => d.seq));
@@ -198,6 +201,7 @@ export async function runChaos(
           deliveries.filter((d) => d.sessionId === r.log.sessionId),
           hookTypes,
           startSeq,
+          webhooks.keyPrefixOf(r.log.sessionId),
         ),
       );
     }
@@ -231,9 +235,14 @@ export async function runChaos(
       const sessionsDir = join(artifacts, "sessions");
       mkdirSync(sessionsDir);
       for (const r of [...records, ...slots.fired].filter((r) => failing.has(r.log.sessionId))) {
-        const jsonl = r.log.events.map((e) => JSON.stringify(e)).join("\n");
+        const jsonl = r.log.events.map((e, i) => JSON.stringify({ seq: r.log.seqs?.[i], ...e })).join("\n");
         writeFileSync(join(sessionsDir, `${r.log.sessionId}.jsonl`), `${jsonl}\n`);
+        // What its SSE client and the webhook received, beside the log (seq per event above).
+        const sse = sseReceived[records.indexOf(r)] ?? [];
+        const hooks = deliveries.filter((d) => d.sessionId === r.log.sessionId);
+        writeFileSync(join(sessionsDir, `${r.log.sessionId}.received.json`), `${JSON.stringify({ sse, hooks })}\n`);
       }
+      writeFileSync(join(artifacts, "violations.json"), `${JSON.stringify(violations, null, 1)}\n`);
       const scheduleLog = slots.run.events.map((e) => JSON.stringify(e)).join("\n");
       writeFileSync(join(artifacts, `schedule-${scheduled.scheduleId}.jsonl`), `${scheduleLog}\n`);
       const lost = violations.flatMap((v) => {

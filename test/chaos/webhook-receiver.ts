@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { verifySignature } from "@fleet/gateway";
+import { groupOf, partitionOf } from "@fleet/protocol";
 import type { WebhookReceived } from "./checks/types.js";
 import { createPrng } from "./prng.js";
 
@@ -91,46 +92,42 @@ export async function startWebhookReceiver(seed: number): Promise<WebhookReceive
 export interface ChaosWebhooks {
   /** Registration ids, in order. */
   ids: string[];
-  /**
-   * The stream sequence from which the session's webhook delivers (its group's stream), or undefined
-   * when no webhook covers the session.
-   */
-  startSeqOf(sessionId: string): number | undefined;
+  /** The stream sequence from which the webhook delivers the session's events (its group's stream). */
+  startSeqOf(sessionId: string): number;
+  /** The prefix of the `Idempotency-Key` of the session's events: `<g>.` with K > 1, else none. */
+  keyPrefixOf(sessionId: string): string;
 }
 
 /**
- * Registers the chaos webhooks on the gateways (retried while they start), all with one secret: one
- * for every session when the log is one stream group, else one per session of `sessionIds` (a webhook
- * for every session needs K = 1, PROTOCOL "Webhooks").
+ * Registers the chaos webhook on the gateways (retried while they start): one for every session,
+ * with one secret. With K > 1 stream groups it reads every group's stream (PROTOCOL "Webhooks"):
+ * each group from its own start sequence, keyed `<g>.<seq>`.
  */
 export async function registerChaosWebhooks(
   gatewayUrls: readonly string[],
   receiver: WebhookReceiver,
-  groups: number,
-  sessionIds: readonly string[],
+  topology: { partitions: number; groups: number },
 ): Promise<ChaosWebhooks> {
   const secret = randomBytes(24).toString("hex");
   receiver.setSecret(secret);
-  if (groups === 1) {
-    const hook = await registerOne(gatewayUrls, receiver, secret, undefined);
-    return { ids: [hook.id], startSeqOf: () => hook.startSeq };
+  const hook = await registerOne(gatewayUrls, receiver, secret);
+  const starts = hook.startSeqs ?? [hook.startSeq];
+  if (starts.length !== topology.groups) {
+    throw new Error(`the chaos webhook reads ${starts.length} streams, the log has ${topology.groups} groups`);
   }
-  const startSeqs = new Map<string, number>();
-  const ids: string[] = [];
-  for (const sessionId of sessionIds) {
-    const hook = await registerOne(gatewayUrls, receiver, secret, sessionId);
-    ids.push(hook.id);
-    startSeqs.set(sessionId, hook.startSeq);
-  }
-  return { ids, startSeqOf: (sessionId) => startSeqs.get(sessionId) };
+  const group = (sessionId: string) => groupOf(partitionOf(sessionId, topology.partitions), topology.groups);
+  return {
+    ids: [hook.id],
+    startSeqOf: (sessionId) => starts[group(sessionId)] as number,
+    keyPrefixOf: (sessionId) => (topology.groups > 1 ? `${group(sessionId)}.` : ""),
+  };
 }
 
 async function registerOne(
   gatewayUrls: readonly string[],
   receiver: WebhookReceiver,
   secret: string,
-  sessionId: string | undefined,
-): Promise<{ id: string; startSeq: number }> {
+): Promise<{ id: string; startSeq: number; startSeqs?: number[] }> {
   let last = "";
   for (let attempt = 0; attempt < 60; attempt++) {
     const base = gatewayUrls[attempt % gatewayUrls.length] as string;
@@ -138,15 +135,17 @@ async function registerOne(
       const res = await fetch(`${base}/v1/webhooks`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ url: receiver.url, events: CHAOS_WEBHOOK_TYPES, secret, sessionId }),
+        body: JSON.stringify({ url: receiver.url, events: CHAOS_WEBHOOK_TYPES, secret }),
       });
-      const body = (await res.json()) as { id?: string; startSeq?: number; error?: unknown };
-      if (res.status === 201 && body.id && body.startSeq) return { id: body.id, startSeq: body.startSeq };
+      const body = (await res.json()) as { id?: string; startSeq?: number; startSeqs?: number[]; error?: unknown };
+      if (res.status === 201 && body.id && body.startSeq) {
+        return { id: body.id, startSeq: body.startSeq, ...(body.startSeqs ? { startSeqs: body.startSeqs } : {}) };
+      }
       last = `${res.status} ${JSON.stringify(body)}`;
     } catch (err) {
       last = String(err);
     }
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new Error(`could not register the chaos webhook${sessionId ? ` of ${sessionId}` : ""}: ${last}`);
+  throw new Error(`could not register the chaos webhook: ${last}`);
 }

@@ -4,10 +4,11 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getFreePort, isPidAlive } from "@fleet/testkit";
+import { isPidAlive } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../gateway/support.js";
 import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
+import { secureUpEnv } from "./support/secure-up-env.js";
 
 interface TokensFile {
   tokens: { token: string; tenant: string; role: "read" | "operate" }[];
@@ -22,16 +23,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("fleet up --secure", () => {
   it("runs both demo tenants on generated creds behind one gateway with tokens, and stops cleanly", async () => {
-    const home = join(dir, ".fleet");
-    const secureDir = join(dir, "secure");
-    const port = await getFreePort();
-    const env = {
-      FLEET_HOME: home,
-      FLEET_SECURE_DIR: secureDir,
-      FLEET_WORKSPACE: join(dir, "ws"),
-      FLEET_PARTITIONS: "4",
-      FLEET_GATEWAY_PORT: String(port),
-    };
+    const { home, secureDir, port, env } = await secureUpEnv(dir, { FLEET_PARTITIONS: "4" });
     const up = spawnCli(["up", "--secure"], { cwd: dir, env });
     const finished = collect(up, 180_000);
     const bothReady = waitForOutput(

@@ -45,10 +45,17 @@ export interface SecuredNats {
   stop(): Promise<void>;
 }
 
-/** Starts nats-server with `renderAccountsConf` for the tenants, with fresh random passwords. */
-export async function startSecuredNats(tenants: { name: string; audit?: boolean }[]): Promise<SecuredNats> {
+/**
+ * Starts nats-server with `renderAccountsConf` for the tenants, with fresh random passwords; `groups`:
+ * the K that the permissions and audit feeds name (default 1).
+ */
+export async function startSecuredNats(
+  tenants: { name: string; audit?: boolean }[],
+  opts: { groups?: number } = {},
+): Promise<SecuredNats> {
   const spec: DeploymentSpec = {
     partitions: PARTITIONS,
+    ...(opts.groups ? { groups: opts.groups } : {}),
     tenants: tenants.map((t) => ({ name: t.name, jetstream: LIMITS, audit: t.audit ?? false })),
   };
   // nats-server parses a variable's value as a config token: a password must start with a letter.

@@ -118,15 +118,17 @@ export const toolCallConsumer = (toolName: string, ackWaitMs = 30_000) => ({
 });
 
 /**
- * The durable consumer that delivers one webhook: `webhook-<id>` on FLEET_EVENTS, filtered on one
- * session's subject or on every event, starting at the stream sequence after the registration.
+ * The durable consumer that delivers one webhook: `webhook-<id>` on an event stream, filtered on one
+ * session's subject or on every event (`fleet.evt.>`), or unfiltered (`filterSubject` null: a webhook
+ * for every session on each group's stream of a log of K > 1 groups), starting at the stream
+ * sequence after the registration.
  * One message in flight, so deliveries of a webhook keep stream order. A gateway marks the message in
  * progress every 5 s while it POSTs, so `ack_wait` is only how soon another gateway redelivers the
  * message of one that died mid-delivery.
  */
-export const webhookConsumer = (webhookId: string, filterSubject: string, startSeq: number) => ({
+export const webhookConsumer = (webhookId: string, filterSubject: string | null, startSeq: number) => ({
   durable_name: `webhook-${webhookId}`,
-  filter_subject: filterSubject,
+  ...(filterSubject === null ? {} : { filter_subject: filterSubject }),
   ack_policy: "explicit",
   deliver_policy: "by_start_sequence",
   opt_start_seq: startSeq,

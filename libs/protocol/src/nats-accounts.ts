@@ -98,7 +98,7 @@ export function renderAccountsConf(spec: DeploymentSpec): string {
     "accounts {",
   ];
   for (const t of spec.tenants) {
-    const feed = auditFeed(t.name);
+    const feed = auditFeed(t.name, spec.groups ?? 1);
     const js = t.jetstream;
     out.push(
       `  ${accountOf(t.name)} {`,
@@ -107,8 +107,8 @@ export function renderAccountsConf(spec: DeploymentSpec): string {
     if (t.audit) {
       const to = auditAccountOf(t.name);
       out.push(
-        "    # Audit feed: the audit account mirrors FLEET_EVENTS through these (it can create its mirror's",
-        "    # consumer and receive its deliveries; nothing it sends reaches any other subject here).",
+        "    # Audit feed: the audit account mirrors the event streams through these (it can create its",
+        "    # mirrors' consumers and receive their deliveries; nothing it sends reaches any other subject here).",
         "    exports: [",
         ...feed.serviceExports.map((s) => `      { service: ${q(s)}, accounts: [${to}] }`),
         `      { stream: ${q(`${feed.deliverPrefix}.>`)}, accounts: [${to}] }`,
@@ -129,11 +129,11 @@ export function renderAccountsConf(spec: DeploymentSpec): string {
     out.push("    ]", "  }");
   }
   for (const t of spec.tenants.filter((x) => x.audit)) {
-    const feed = auditFeed(t.name);
+    const feed = auditFeed(t.name, spec.groups ?? 1);
     const from = accountOf(t.name);
     out.push(
       `  ${auditAccountOf(t.name)} {`,
-      `    jetstream: { max_mem: 0, max_file: ${t.jetstream.maxFile}, max_streams: 1, max_consumers: ${t.jetstream.maxConsumers} }`,
+      `    jetstream: { max_mem: 0, max_file: ${t.jetstream.maxFile}, max_streams: ${spec.groups ?? 1}, max_consumers: ${t.jetstream.maxConsumers} }`,
       "    imports: [",
       ...feed.serviceExports.map(
         (s) =>

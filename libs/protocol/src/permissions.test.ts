@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FLEET_ROLES, inboxPrefixOf, rolePermissions } from "./permissions.js";
+import { auditFeed, auditMirrorStream, FLEET_ROLES, inboxPrefixOf, rolePermissions } from "./permissions.js";
 
 const perms = (role: (typeof FLEET_ROLES)[number]) => rolePermissions(role, { partitions: 4, toolNames: ["bash"] });
 const allows = (list: string[], subject: string) =>
@@ -78,6 +78,28 @@ describe("permissions / rolePermissions", () => {
     expect(may("loop", "$JS.API.STREAM.CREATE.FLEET_EVENTS_G0")).toBe(true);
     expect(may("tools", "$JS.API.DIRECT.GET.FLEET_EVENTS_G0.fleet.evt.lifecycle.*")).toBe(true);
     expect(may("reader", "$JS.API.STREAM.INFO.FLEET_EVENTS")).toBe(false);
+    // Webhooks for every session pull a consumer on each group's stream; audit feeds mirror each.
+    expect(may("gateway", "$JS.ACK.FLEET_EVENTS_G2.webhook-wh-1.1.2.3.4.5")).toBe(true);
+    expect(may("auditor", "$JS.API.DIRECT.GET.FLEET_EVENTS_G2")).toBe(true);
+    expect(may("audit-admin", "$JS.API.STREAM.CREATE.FLEET_EVENTS_G1")).toBe(true);
+    expect(may("audit-admin", "$JS.API.STREAM.CREATE.FLEET_EVENTS")).toBe(false);
+  });
+
+  it("exports every group's stream to an audit feed, and mirrors each under its own name", () => {
+    expect(auditFeed("acme").serviceExports).toEqual([
+      "$JS.API.CONSUMER.CREATE.FLEET_EVENTS",
+      "$JS.API.CONSUMER.CREATE.FLEET_EVENTS.>",
+      "$JS.FC.FLEET_EVENTS.>",
+    ]);
+    expect(auditFeed("acme", 3).serviceExports).toHaveLength(9);
+    expect(auditFeed("acme", 3).serviceExports).toContain("$JS.FC.FLEET_EVENTS_G2.>");
+    const mirror = auditMirrorStream("acme", 1, 3);
+    expect([mirror.name, mirror.mirror.name, mirror.mirror.external.api]).toEqual([
+      "FLEET_EVENTS_G1",
+      "FLEET_EVENTS_G1",
+      "$JS.acme.API",
+    ]);
+    expect(auditMirrorStream("acme").name).toBe("FLEET_EVENTS");
   });
 
   it("gives the gateway an operator's reads and commands, the budget's limits and its webhooks, nothing more", () => {

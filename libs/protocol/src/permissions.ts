@@ -7,7 +7,7 @@ import {
   STREAMS,
   toolCallConsumer,
 } from "./jetstream-config.js";
-import { eventStreamNames, lifecycleStreamName, storeGroupConsumer } from "./stream-groups.js";
+import { eventStreamName, eventStreamNames, lifecycleStreamName, storeGroupConsumer } from "./stream-groups.js";
 import { STORE_QUEUE_GROUP, subjects } from "./subjects.js";
 import { RUNNER_PRESENCE_KEYS } from "./tool-records.js";
 
@@ -177,8 +177,6 @@ export interface RolePermissionOptions {
 const KV = KV_BUCKETS;
 /** The event streams' rules: `rule` applied to each of them. */
 const eachEventStream = (groups: number, rule: (stream: string) => string[]) => eventStreamNames(groups).flatMap(rule);
-/** The stream an audit feed mirrors: the log of one stream group (K = 1). */
-const EV = STREAMS.events.name;
 const CMD = STREAMS.commands.name;
 const CALLS = STREAMS.toolCalls.name;
 const RESULTS = STREAMS.toolResults.name;
@@ -397,7 +395,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.objWrite(INPUTS),
           ...scheduleWrites(),
           // Webhooks: creates and watches KV fleet_webhooks, and pulls and acks each registration's
-          // durable consumer `webhook-<id>` on FLEET_EVENTS (created and deleted with it).
+          // durable consumers `webhook-<id>` on the event streams (created and deleted with it).
           ...jsApi.streamInfo(kvStream(KV.webhooks.name)),
           `${API}.STREAM.CREATE.${kvStream(KV.webhooks.name)}`,
           ...jsApi.kvRead(KV.webhooks.name),
@@ -416,43 +414,57 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       // hears nothing there and its reads wake on the live path's periodic read instead. The mirror
       // does not republish (change 67), so its readers stay on that path.
       return result(
-        [...jsApi.account(), ...jsApi.streamInfo(EV), ...jsApi.getMessage(EV), ...jsApi.consume(EV)],
+        [...jsApi.account(), ...ev(jsApi.streamInfo), ...ev(jsApi.getMessage), ...ev(jsApi.consume)],
         [subjects.eventsAll],
         false,
         [],
       );
     case "audit-admin":
-      return result([...jsApi.account(), ...jsApi.streamInfo(EV), `${API}.STREAM.CREATE.${EV}`], [], false, []);
+      return result(
+        [...jsApi.account(), ...ev(jsApi.streamInfo), ...ev((s) => [`${API}.STREAM.CREATE.${s}`])],
+        [],
+        false,
+        [],
+      );
   }
 }
 
 /**
- * An audit feed: the tenant exports read access to its FLEET_EVENTS, and the auditor account keeps a
- * mirror of it named FLEET_EVENTS (same sequences and subjects, the whole history, no publishers).
- * The tenant's account serves only the consumer-create requests of that mirror (`apiPrefix`) and
- * exports the mirror's delivery subjects (`deliverPrefix`) as a stream.
+ * An audit feed: the tenant exports read access to its event streams (FLEET_EVENTS, or every
+ * group's `FLEET_EVENTS_G<g>` with K > 1), and the auditor account keeps a mirror of each under the
+ * same name (same sequences and subjects, the whole history, no publishers). The tenant's account
+ * serves only the consumer-create requests of those mirrors (`apiPrefix`) and exports the mirrors'
+ * delivery subjects (`deliverPrefix`) as a stream.
  */
-export function auditFeed(tenant: string) {
+export function auditFeed(tenant: string, groups = 1) {
   return {
     /** Where the auditor account reaches the tenant's JetStream API (import `to`). */
     apiPrefix: `$JS.${tenant}.API`,
-    /** Tenant-side subjects the mirror's consumer delivers to (a stream export). */
+    /** Tenant-side subjects the mirrors' consumers deliver to (a stream export). */
     deliverPrefix: `fleet.audit.${tenant}`,
-    /** The tenant's service exports, as `$JS.API…` subjects in its own account. */
-    serviceExports: [`${API}.CONSUMER.CREATE.${EV}`, `${API}.CONSUMER.CREATE.${EV}.>`, `$JS.FC.${EV}.>`],
+    /** The tenant's service exports, as `$JS.API…` subjects in its own account, for each event stream. */
+    serviceExports: eachEventStream(groups, (s) => [
+      `${API}.CONSUMER.CREATE.${s}`,
+      `${API}.CONSUMER.CREATE.${s}.>`,
+      `$JS.FC.${s}.>`,
+    ]),
   } as const;
 }
 
-/** The mirror stream an audit-admin creates in the auditor's account (nats.js StreamConfig fields). */
-export function auditMirrorStream(tenant: string) {
-  const feed = auditFeed(tenant);
+/**
+ * The mirror of group `g`'s event stream that an audit-admin creates in the auditor's account
+ * (nats.js StreamConfig fields): named as the stream it mirrors.
+ */
+export function auditMirrorStream(tenant: string, group = 0, groups = 1) {
+  const feed = auditFeed(tenant, groups);
+  const name = eventStreamName(group, groups);
   return {
-    name: EV,
+    name,
     storage: "file",
     deny_delete: true,
     deny_purge: true,
     allow_direct: true,
-    mirror: { name: EV, external: { api: feed.apiPrefix, deliver: feed.deliverPrefix } },
+    mirror: { name, external: { api: feed.apiPrefix, deliver: feed.deliverPrefix } },
   } as const;
 }
 

@@ -1,6 +1,7 @@
 // Invariant 7: a webhook delivers every matching event of the log at least once, in order per
 // session: the first delivery of each event comes after the first delivery of every earlier one;
-// every delivery is signed and carries the event's sequence as its Idempotency-Key.
+// every delivery is signed and carries the event's sequence as its Idempotency-Key (after the
+// prefix `<g>.` of the session's group for a webhook for every session on a log of K > 1 groups).
 import type { SessionLog, Violation, WebhookReceived } from "./types.js";
 
 /** The sequences of the log's events the webhook must deliver: its types, from its start sequence. */
@@ -17,6 +18,7 @@ export function checkWebhooks(
   received: readonly WebhookReceived[],
   types: ReadonlySet<string>,
   startSeq: number,
+  keyPrefix = "",
 ): Violation[] {
   const out: Violation[] = [];
   const v = (kind: string, detail: string) =>
@@ -31,7 +33,7 @@ export function checkWebhooks(
   const firsts: number[] = [];
   const seen = new Set<number>();
   for (const r of received) {
-    if (r.key !== String(r.seq)) v("webhook_key", `delivery of ${r.seq} has Idempotency-Key ${r.key}`);
+    if (r.key !== `${keyPrefix}${r.seq}`) v("webhook_key", `delivery of ${r.seq} has Idempotency-Key ${r.key}`);
     if (!r.signed) v("webhook_signature", `delivery of ${r.seq} is not signed with the webhook's secret`);
     if (typeAt.get(r.seq) !== r.type || !types.has(r.type)) {
       v("webhook_foreign", `delivery of ${r.seq} (${r.type}) is not a matching event of the log`);

@@ -34,17 +34,14 @@ export function webhookRoutes(
       operationId: "registerWebhook",
       summary: "Register a webhook for any event types (`*`: all), of one session or of all",
       description:
-        "Events after the registration whose type is in `events` are POSTed to `url` as `{webhookId, sessionId, seq, event}`, at least once, in stream order, retried with exponential backoff until the receiver answers 2xx. Headers: `Fleet-Signature: sha256=<hex HMAC-SHA256 of the body keyed by the secret>`, `Idempotency-Key: <stream sequence>`, `Fleet-Event-Type`, `Fleet-Webhook-Id`. The secret is returned only here. The URL's host must resolve to public addresses only (no loopback, private, link-local, reserved or cloud metadata address; FLEET_WEBHOOK_ALLOW_PRIVATE lifts this), checked again at every delivery and redirect. After FLEET_GATEWAY_WEBHOOK_MAX_FAILURES failed attempts in a row (20) the webhook is disabled.",
+        "Events after the registration whose type is in `events` are POSTed to `url` as `{webhookId, sessionId, seq, event}`, at least once, in stream order (per stream group), retried with exponential backoff until the receiver answers 2xx. Headers: `Fleet-Signature: sha256=<hex HMAC-SHA256 of the body keyed by the secret>`, `Idempotency-Key: <stream sequence>` (`<g>.<seq>` for a webhook for every session on a log of K > 1 stream groups, whose streams' sequences overlap), `Fleet-Event-Type`, `Fleet-Webhook-Id`. The secret is returned only here. The URL's host must resolve to public addresses only (no loopback, private, link-local, reserved or cloud metadata address; FLEET_WEBHOOK_ALLOW_PRIVATE lifts this), checked again at every delivery and redirect. After FLEET_GATEWAY_WEBHOOK_MAX_FAILURES failed attempts in a row (20) the webhook is disabled.",
       tag: "webhooks",
       access: "operate",
       usesNats: true,
       body: RegisterWebhookBody,
       responses: {
         201: { description: "Registered", schema: WebhookCreated },
-        400: {
-          description:
-            "`address_refused`: the URL's host is, or resolves to, a refused address; `unsupported`: a webhook for every session on a log of several stream groups",
-        },
+        400: { description: "`address_refused`: the URL's host is, or resolves to, a refused address" },
       },
       async handler({ body, principal }) {
         const refused = await urlRefusal(body.url, policy);
@@ -53,8 +50,6 @@ export function webhookRoutes(
           return apiError(400, "address_refused", `webhook url refused: ${refused}`);
         }
         const webhooks = await store(principal.tenant);
-        const unsupported = webhooks.refusal(body);
-        if (unsupported) return apiError(400, "unsupported", unsupported);
         const record = await webhooks.register(principal.tenant, body, Date.now());
         ctx.logger.info(
           { evt: "gateway_webhook_registered", webhookId: record.id, tenant: principal.tenant, events: record.events },

@@ -1,5 +1,6 @@
-// Delivers one webhook: pulls its durable consumer, POSTs matching events to allowed addresses,
-// acks on 2xx, retries later, records every attempt, and disables the webhook after a run of failures.
+// Delivers one webhook: pulls its durable consumer on each stream it reads, POSTs matching events to
+// allowed addresses, acks on 2xx, retries later, records every attempt, and disables the webhook after
+// a run of failures.
 import { FleetEvent, parseJson, validate } from "@fleet/protocol";
 import { sleep } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JsMsg } from "@nats-io/jetstream";
@@ -9,7 +10,7 @@ import { type DeliveryPolicy, type PostOutcome, safePost } from "./safe-post.js"
 import { IDEMPOTENCY_HEADER, retryDelayMs, SIGNATURE_HEADER, signBody } from "./signature.js";
 import { createStatusRecorder } from "./status-recorder.js";
 import type { DeliveryAttempt, WebhookRecord } from "./webhook-record.js";
-import { durableOf, type WebhookStore } from "./webhook-store.js";
+import { durableOf, type WebhookSource, type WebhookStore } from "./webhook-store.js";
 
 export interface DelivererOptions {
   js: JetStreamClient;
@@ -53,7 +54,8 @@ const attemptOf = (outcome: PostOutcome): Pick<DeliveryAttempt, "outcome" | "sta
 };
 
 /**
- * Contract: at least once, in stream order. A message is acked only after the receiver answered
+ * Contract: at least once, in stream order (per stream: a webhook for every session on a log of K > 1
+ * groups pulls each group's stream on its own, one message in flight on each). A message is acked only after the receiver answered
  * 2xx (or when its event type is not subscribed); any other answer, a refused address, a network
  * error or a timeout naks it with exponential backoff, and the consumer (one message in flight)
  * redelivers it before anything later. Every attempt is recorded in the status: a failure before
@@ -67,11 +69,13 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
   const now = opts.now ?? Date.now;
   const log = logger.child({ webhookId: webhook.id });
   const abort = new AbortController();
-  let messages: ConsumerMessages | undefined;
+  const open = new Set<ConsumerMessages>();
 
   const status = createStatusRecorder(opts.store, webhook.id, log);
 
   const disable = async (failures: number, detail: string | undefined) => {
+    // Another stream's pull may have disabled it already.
+    if (abort.signal.aborted) return;
     const reason = `${failures} failed attempts in a row; the last: ${detail ?? "failed"}`;
     try {
       await opts.store.setState(webhook.id, "disabled", reason, now());
@@ -85,7 +89,7 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
     abort.abort();
   };
 
-  const deliver = async (m: JsMsg): Promise<void> => {
+  const deliver = async (m: JsMsg, source: WebhookSource): Promise<void> => {
     // Most events of a filtered webhook are not wanted: their type is read before any validation.
     const json = parseJson(m.data);
     const value = json.ok ? json.value : undefined;
@@ -108,7 +112,7 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
           "content-type": "application/json",
           "user-agent": "fleet-gateway",
           [SIGNATURE_HEADER]: signBody(webhook.secret, body),
-          [IDEMPOTENCY_HEADER]: String(m.seq),
+          [IDEMPOTENCY_HEADER]: `${source.keyPrefix}${m.seq}`,
           "fleet-event-type": event.type,
           "fleet-webhook-id": webhook.id,
         },
@@ -156,34 +160,39 @@ export function startDeliverer(opts: DelivererOptions): Deliverer {
     m.nak(delay);
   };
 
-  const run = async () => {
+  const run = async (source: WebhookSource) => {
     for (let failures = 0; !abort.signal.aborted; ) {
+      let messages: ConsumerMessages | undefined;
       try {
-        const consumer = await opts.js.consumers.get(opts.store.streamOf(webhook), durableOf(webhook.id));
+        const consumer = await opts.js.consumers.get(source.stream, durableOf(webhook.id));
         messages = await consumer.consume({ max_messages: 1, expires: 10_000 });
+        open.add(messages);
         if (abort.signal.aborted) break;
         for await (const m of messages) {
           failures = 0;
-          await deliver(m);
+          await deliver(m, source);
           if (abort.signal.aborted) break;
         }
       } catch (err) {
         if (abort.signal.aborted) break;
         failures++;
-        log.warn({ evt: "gateway_webhook_consumer_failed", err, failures }, "webhook consumer failed; retrying");
+        log.warn(
+          { evt: "gateway_webhook_consumer_failed", err, failures, stream: source.stream },
+          "webhook consumer failed; retrying",
+        );
         await sleep(Math.min(10_000, 200 * 2 ** Math.min(failures, 6)), abort.signal);
       } finally {
+        if (messages) open.delete(messages);
         await messages?.close().catch(() => undefined);
-        messages = undefined;
       }
     }
   };
-  const running = run();
+  const running = Promise.all(opts.store.sourcesOf(webhook).map(run));
 
   return {
     async stop() {
       abort.abort();
-      await messages?.close().catch(() => undefined);
+      await Promise.all([...open].map((m) => m.close().catch(() => undefined)));
       await running;
       await status.flush();
     },

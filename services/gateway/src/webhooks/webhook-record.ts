@@ -36,8 +36,13 @@ export const WebhookRecord = z.object({
   sessionId: SessionId.nullable(),
   secret: z.string(),
   createdAt: z.number().int().nonnegative(),
-  /** First stream sequence it delivers (the stream's next sequence at registration). */
+  /** First stream sequence it delivers (the stream's next sequence at registration; group 0's, with `startSeqs`). */
   startSeq: z.number().int().positive(),
+  /**
+   * A webhook for every session on a log of K > 1 stream groups: the first sequence it delivers of each
+   * group's stream, in group order (index g: `FLEET_EVENTS_G<g>`). Absent otherwise (one stream).
+   */
+  startSeqs: z.array(z.number().int().positive()).min(2).optional(),
   /** Absent in registrations made before states existed: active. */
   state: WebhookState.default("active"),
   /** Why and when it was disabled (while `disabled`). */
@@ -137,7 +142,10 @@ export const viewOf = ({ secret: _s, tenant: _t, ...view }: WebhookRecord) => vi
 export const WebhookDelivery = z.object({
   webhookId: z.string(),
   sessionId: z.string(),
-  /** Stream sequence of the event; also the `Idempotency-Key` header. */
+  /**
+   * Stream sequence of the event (of its group's stream). The `Idempotency-Key` header is this
+   * sequence, or `<g>.<seq>` for a webhook with `startSeqs` (it reads K streams, whose sequences overlap).
+   */
   seq: z.number().int().positive(),
   event: z.unknown(),
 });

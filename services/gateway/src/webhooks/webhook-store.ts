@@ -1,9 +1,11 @@
 // Webhook registrations in KV `fleet_webhooks` (key `<id>`), each with its durable consumer on the
-// event stream of its session's group (FLEET_EVENTS with K = 1), and its delivery status (key `<id>.status`).
+// event stream of its session's group (FLEET_EVENTS with K = 1), or one on every group's stream for a
+// webhook for every session, and its delivery status (key `<id>.status`).
 import { randomBytes } from "node:crypto";
 import {
   eventStreamName,
-  eventStreamOfPartition,
+  eventStreamNames,
+  groupOf,
   KV_BUCKETS,
   type LogTopology,
   partitionOf,
@@ -29,12 +31,22 @@ import {
 export const REGISTRATION_KEYS = "*";
 const statusKey = (id: string) => `${id}.status`;
 
+/**
+ * One event stream a webhook reads: its durable consumer `webhook-<id>` there, and the prefix of the
+ * `Idempotency-Key` of its events (`""`, or `<g>.` when the webhook reads several streams).
+ */
+export interface WebhookSource {
+  stream: string;
+  keyPrefix: string;
+}
+
 export interface WebhookStore {
   readonly kv: KV;
-  /** Why `body` cannot be registered on this log, or undefined: a fleet-wide webhook needs one stream (K = 1). */
-  refusal(body: z.infer<typeof RegisterWebhookBody>): string | undefined;
-  /** The stream holding the webhook's durable consumer: its session's group's. */
-  streamOf(record: Pick<WebhookRecord, "sessionId">): string;
+  /**
+   * The streams holding the webhook's durable consumers: its session's group's; for a webhook for
+   * every session, FLEET_EVENTS (K = 1) or every group's stream, in group order (`startSeqs`).
+   */
+  sourcesOf(record: Pick<WebhookRecord, "sessionId" | "startSeqs">): WebhookSource[];
   /** Creates the consumer, then the registration (so a deliverer that sees it finds its consumer). */
   register(tenant: string, body: z.infer<typeof RegisterWebhookBody>, now: number): Promise<WebhookRecord>;
   /** Every registration of a tenant, oldest first. */
@@ -53,7 +65,7 @@ export interface WebhookStore {
   setState(id: string, state: "active" | "disabled", reason: string, now: number): Promise<WebhookRecord | undefined>;
 }
 
-export const durableOf = (webhookId: string) => webhookConsumer(webhookId, "", 1).durable_name;
+export const durableOf = (webhookId: string) => webhookConsumer(webhookId, null, 1).durable_name;
 
 const decoder = new TextDecoder();
 
@@ -100,10 +112,15 @@ export async function openWebhookStore(
   log: LogTopology,
   replicas = 1,
 ): Promise<WebhookStore> {
-  const streamOf = (record: Pick<WebhookRecord, "sessionId">) =>
-    record.sessionId
-      ? eventStreamOfPartition(partitionOf(record.sessionId, log.partitions), log.groups)
-      : eventStreamName(0, log.groups);
+  const sourcesOf = (record: Pick<WebhookRecord, "sessionId" | "startSeqs">): WebhookSource[] => {
+    if (record.sessionId) {
+      const group = groupOf(partitionOf(record.sessionId, log.partitions), log.groups);
+      return [{ stream: eventStreamName(group, log.groups), keyPrefix: "" }];
+    }
+    // A registration made on this log has startSeqs exactly when K > 1.
+    if (!record.startSeqs) return [{ stream: eventStreamName(0, log.groups), keyPrefix: "" }];
+    return record.startSeqs.map((_, g) => ({ stream: eventStreamName(g, log.groups), keyPrefix: `${g}.` }));
+  };
   const kv = await new Kvm(nc).create(KV_BUCKETS.webhooks.name, { history: KV_BUCKETS.webhooks.history, replicas });
   const get = async (id: string) => {
     const entry = await kv.get(id);
@@ -112,18 +129,22 @@ export async function openWebhookStore(
   const readStatus = (value: Uint8Array | undefined) => (value ? decodeWith(WebhookStatus, value) : undefined);
   return {
     kv,
-    streamOf,
-    refusal(body) {
-      if (body.sessionId || log.groups === 1) return undefined;
-      return `a webhook for every session needs a log of one stream group; this log has ${log.groups}: register one per session`;
-    },
+    sourcesOf,
     async register(tenant, body, now) {
       const id = `wh-${randomBytes(9).toString("base64url")}`;
-      const stream = streamOf({ sessionId: body.sessionId ?? null });
-      const startSeq = (await jsm.streams.info(stream)).state.last_seq + 1;
+      const everySession = !body.sessionId && log.groups > 1;
+      const streams = everySession
+        ? eventStreamNames(log.groups)
+        : sourcesOf({ sessionId: body.sessionId ?? null }).map((s) => s.stream);
+      const startSeqs = await Promise.all(streams.map(async (s) => (await jsm.streams.info(s)).state.last_seq + 1));
+      const startSeq = startSeqs[0] as number;
+      // A group's stream holds only its partitions' subjects (nats-server 2.9 refuses a filter that is
+      // not a subset of them): a webhook for every session reads each unfiltered.
       const filter = body.sessionId
         ? subjects.event(partitionOf(body.sessionId, log.partitions), body.sessionId)
-        : (STREAMS.events.subjects[0] as string);
+        : everySession
+          ? null
+          : (STREAMS.events.subjects[0] as string);
       const record: WebhookRecord = {
         id,
         tenant,
@@ -133,9 +154,13 @@ export async function openWebhookStore(
         secret: body.secret ?? randomBytes(24).toString("base64url"),
         createdAt: now,
         startSeq,
+        ...(everySession ? { startSeqs } : {}),
         state: "active",
       };
-      await jsm.consumers.add(stream, webhookConsumer(id, filter, startSeq) as unknown as Partial<ConsumerConfig>);
+      for (const [i, stream] of streams.entries()) {
+        const config = webhookConsumer(id, filter, startSeqs[i] as number);
+        await jsm.consumers.add(stream, config as unknown as Partial<ConsumerConfig>);
+      }
       await kv.create(id, JSON.stringify(record));
       return record;
     },
@@ -150,7 +175,8 @@ export async function openWebhookStore(
       const record = await get(id);
       await kv.delete(id);
       await kv.delete(statusKey(id)).catch(() => undefined);
-      await jsm.consumers.delete(streamOf({ sessionId: record?.sessionId ?? null }), durableOf(id)).catch(() => false);
+      const sources = sourcesOf(record ?? { sessionId: null });
+      for (const { stream } of sources) await jsm.consumers.delete(stream, durableOf(id)).catch(() => false);
     },
     async status(id) {
       const entry = await kv.get(statusKey(id));

@@ -113,11 +113,8 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
     }
     let secure: SecureSetup | undefined;
     if (opts.secure) {
-      if (groups !== undefined && groups > 1) {
-        throw new CliError("fleet up --secure makes a log of one stream group: unset FLEET_STREAM_GROUPS");
-      }
       if (io.env.NATS_URL) throw new CliError("fleet up --secure starts its own nats-server: unset NATS_URL");
-      secure = await prepareSecureSetup(secureDirOf(io.env, io.cwd, home), partitions ?? DEFAULT_PARTITIONS);
+      secure = await prepareSecureSetup(secureDirOf(io.env, io.cwd, home), partitions ?? DEFAULT_PARTITIONS, groups);
     }
     const natsConfig = secure && { configFile: secure.natsConf };
     // 1. NATS and Redis: the given ones, or our own on free ports with data under .fleet/.
@@ -153,9 +150,12 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
     let topologyPartitions = 0;
     let topologyGroups = 1;
     for (const conn of conns) {
-      const topology = await applyTopology(conn.setup, { partitions, groups }).catch((err: unknown) => {
-        throw err instanceof TopologyChangeError ? new CliError(err.message) : err;
-      });
+      // With --secure, K is the one the users' permissions were generated for.
+      const topology = await applyTopology(conn.setup, { partitions, groups: secure?.groups ?? groups }).catch(
+        (err: unknown) => {
+          throw err instanceof TopologyChangeError ? new CliError(err.message) : err;
+        },
+      );
       for (const line of topology.drift) warn(`! drift${conn.tenant ? ` (${conn.tenant})` : ""}: ${line}`);
       topologyPartitions = topology.partitions;
       topologyGroups = topology.groups;
@@ -270,7 +270,7 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
     say(out.bold("fleet up"));
     const nats = own("nats-server");
     say(
-      `  NATS    ${natsUrl}${nats ? `  (monitor ${nats.monitorUrl}, data ${rel(nats.dataDir)})` : "  (NATS_URL)"}  partitions: ${topologyPartitions}`,
+      `  NATS    ${natsUrl}${nats ? `  (monitor ${nats.monitorUrl}, data ${rel(nats.dataDir)})` : "  (NATS_URL)"}  partitions: ${topologyPartitions}${topologyGroups > 1 ? `, stream groups: ${topologyGroups}` : ""}`,
     );
     if (secure) {
       const how = secure.created ? "generated now" : "kept from an earlier run";

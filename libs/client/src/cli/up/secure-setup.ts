@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { DeploymentSpec, type FleetRole, userOf } from "@fleet/protocol";
+import { DEFAULT_STREAM_GROUPS, DeploymentSpec, type FleetRole, userOf } from "@fleet/protocol";
 import { createOperatorDeployment, writeCredsFiles } from "@fleet/runtime";
 import { z } from "zod";
 import { CliError } from "../cli-error.js";
@@ -21,6 +21,8 @@ export interface SecureSetup {
   tokensFile: string;
   tenants: readonly string[];
   partitions: number;
+  /** K, the event log's stream groups, that the users' permissions name. */
+  groups: number;
   /** A user's creds file. */
   credsOf(tenant: string, role: FleetRole): string;
   /** Whether this run generated the files (else they were there). */
@@ -35,13 +37,18 @@ export const secureDirOf = (env: NodeJS.ProcessEnv, cwd: string, home: string) =
 
 /**
  * Generates the deployment into `dir` unless `dir/deployment.json` exists, then reads it back. Throws a
- * CliError when the existing files were made for another partition count.
+ * CliError when the existing files were made for another partition count, or another K when `groups`
+ * is given (unset: the files' K, or 1 for new files).
  */
-export async function prepareSecureSetup(dir: string, partitions: number): Promise<SecureSetup> {
+export async function prepareSecureSetup(
+  dir: string,
+  partitions: number,
+  groups: number | undefined,
+): Promise<SecureSetup> {
   const manifestPath = join(dir, "deployment.json");
   let created = false;
   if (!existsSync(manifestPath)) {
-    await generate(dir, partitions);
+    await generate(dir, partitions, groups ?? DEFAULT_STREAM_GROUPS);
     created = true;
   }
   const manifest = Manifest.safeParse(JSON.parse(readFileSync(manifestPath, "utf8")));
@@ -53,20 +60,29 @@ export async function prepareSecureSetup(dir: string, partitions: number): Promi
         `set FLEET_PARTITIONS=${spec.partitions} or remove ${dir} (and its JetStream data) to start over`,
     );
   }
+  const made = spec.groups ?? DEFAULT_STREAM_GROUPS;
+  if (groups !== undefined && made !== groups) {
+    throw new CliError(
+      `${dir} was generated for ${made} stream group${made === 1 ? "" : "s"} (the users' permissions name their streams), not ${groups}: ` +
+        `set FLEET_STREAM_GROUPS=${made} or remove ${dir} (and its JetStream data) to start over`,
+    );
+  }
   return {
     dir,
     natsConf: join(dir, manifest.data.natsConf),
     tokensFile: join(dir, manifest.data.tokensFile),
     tenants: spec.tenants.map((t) => t.name),
     partitions,
+    groups: made,
     credsOf: (tenant, role) => join(dir, "creds", `${userOf(tenant, role)}.creds`),
     created,
   };
 }
 
-async function generate(dir: string, partitions: number): Promise<void> {
+async function generate(dir: string, partitions: number, groups: number): Promise<void> {
   const spec: DeploymentSpec = {
     partitions,
+    ...(groups === DEFAULT_STREAM_GROUPS ? {} : { groups }),
     tenants: SECURE_TENANTS.map((name) => ({ name, jetstream: LIMITS, audit: false })),
   };
   const made = await createOperatorDeployment(spec, { operatorName: "fleet-up" });
