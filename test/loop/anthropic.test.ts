@@ -1,7 +1,7 @@
 import { fakeHttpError, fakeRateLimited, fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { describe, expect, it } from "vitest";
-import { useAnthropicWorker } from "../support/anthropic-worker.js";
 import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
 const w = useAnthropicWorker({ maxRetries: 1, coalesceMs: 25 });
 

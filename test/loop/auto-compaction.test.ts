@@ -4,8 +4,8 @@
 import { type FleetEvent, foldSessionEvents } from "@fleet/protocol";
 import { fakeContextOverflow, fakeReply, type RecordedRequest } from "@fleet/testkit";
 import { describe, expect, it } from "vitest";
-import { useAnthropicWorker } from "../support/anthropic-worker.js";
 import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
 const w = useAnthropicWorker();
 

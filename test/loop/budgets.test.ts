@@ -18,8 +18,8 @@ import { fakeReply, fakeText, fakeToolUse, startRedis } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../client/support/run-cli.js";
-import { useAnthropicWorker } from "../support/anthropic-worker.js";
 import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
 const w = useAnthropicWorker({ coalesceMs: 10 });
 

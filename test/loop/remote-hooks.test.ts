@@ -5,8 +5,8 @@ import { AGENT_EVENT_TYPES, type FleetEvent } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse, type RecordedRequest } from "@fleet/testkit";
 import type { Subscription } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { useAnthropicWorker } from "../support/anthropic-worker.js";
 import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
 const w = useAnthropicWorker({ hookServers: ["first", "second"] });
 const subs: Subscription[] = [];
