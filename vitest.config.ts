@@ -22,6 +22,10 @@ export default defineConfig({
           ],
           exclude: ["**/node_modules/**", "**/dist/**", "**/*.int.test.ts"],
           testTimeout: 20_000,
+          // Unit files share a worker's module cache instead of importing the sources anew per file:
+          // the import was most of the project's time (they start no servers; each restores what it
+          // stubs, and they pass in any order: --sequence.shuffle).
+          isolate: false,
         },
       },
       {

@@ -5,64 +5,49 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { FleetEvent } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, type GatewayStack, startGatewayStack, waitIdle } from "../gateway/support.js";
-import { buildConsole, launchChromium, newConsolePage } from "./browser.js";
+import { describe, expect, it } from "vitest";
+import { call, waitIdle } from "../gateway/support.js";
+import { useConsoleStack } from "../support/console-stack.js";
 
-let stack: GatewayStack;
-let browser: Browser;
-let page: Page;
-let base: string;
-
-beforeAll(async () => {
-  buildConsole();
-  stack = await startGatewayStack({ approvalTools: ["write"] });
-  base = stack.gateway.url;
-  browser = await launchChromium();
-  page = await newConsolePage(browser);
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close().catch(() => undefined);
-  await stack?.stop();
-});
+const ui = useConsoleStack({ stack: { approvalTools: ["write"] } });
 
 /** Loads the rules of `sessionId` (empty: the tenant's) in the panel, replaces them and saves. */
 async function saveRules(sessionId: string, rules: unknown[]) {
-  await page.getByTestId("rules-session").fill(sessionId);
-  await page.getByTestId("rules-load").click();
-  await expect.poll(() => page.getByTestId("rules-json").inputValue()).toBe("[]");
-  await page.getByTestId("rules-json").fill(JSON.stringify(rules));
-  await page.getByTestId("rules-save").click();
-  await expect.poll(() => page.getByTestId("rules-note").textContent()).toBe("saved");
+  await ui.page.getByTestId("rules-session").fill(sessionId);
+  await ui.page.getByTestId("rules-load").click();
+  await expect.poll(() => ui.page.getByTestId("rules-json").inputValue()).toBe("[]");
+  await ui.page.getByTestId("rules-json").fill(JSON.stringify(rules));
+  await ui.page.getByTestId("rules-save").click();
+  await expect.poll(() => ui.page.getByTestId("rules-note").textContent()).toBe("saved");
 }
 
 describe("console / approvals as policy", () => {
   it("sets tenant and session rules, and approves a call with edited arguments that it then runs with", async () => {
-    const created = await call(base, "POST", "/v1/sessions", { body: {} });
+    const created = await call(ui.base, "POST", "/v1/sessions", { body: {} });
     const sessionId = created.body.sessionId as string;
-    await page.goto(`${base}/approvals`);
+    await ui.page.goto(`${ui.base}/approvals`);
     const tenantRules = [{ tool: "write", args: { pointer: "/path", regex: "^secret" }, action: "deny" }];
     await saveRules("", tenantRules);
-    expect((await call(base, "GET", "/v1/approval-rules")).body).toEqual({ rules: tenantRules });
+    expect((await call(ui.base, "GET", "/v1/approval-rules")).body).toEqual({ rules: tenantRules });
     const sessionRules = [
       { tool: "wr*", args: { pointer: "/path", regex: "^draft" }, action: "ask", expiresInMs: 600_000 },
     ];
     await saveRules(sessionId, sessionRules);
     await expect
-      .poll(async () => (await call(base, "GET", `/v1/sessions/${sessionId}/approval-rules`)).body)
+      .poll(async () => (await call(ui.base, "GET", `/v1/sessions/${sessionId}/approval-rules`)).body)
       .toEqual({ rules: sessionRules });
 
-    stack.fake.script(
+    ui.stack.fake.script(
       fakeReply([
         fakeText("Drafting."),
         fakeToolUse("write", { path: "draft.txt", content: "draft\n" }, { id: "toolu_ui_edit" }),
       ]),
       fakeReply("Written."),
     );
-    await call(base, "POST", `/v1/sessions/${sessionId}/commands`, { body: { type: "prompt", text: "write a draft" } });
-    const row = page.getByTestId("approval-row").filter({ hasText: sessionId });
+    await call(ui.base, "POST", `/v1/sessions/${sessionId}/commands`, {
+      body: { type: "prompt", text: "write a draft" },
+    });
+    const row = ui.page.getByTestId("approval-row").filter({ hasText: sessionId });
     await row.waitFor({ timeout: 15_000 });
     await row.getByTestId("edit-args").click();
     const editor = row.getByTestId("edited-args");
@@ -70,10 +55,10 @@ describe("console / approvals as policy", () => {
     await editor.fill(JSON.stringify({ path: "final.txt", content: "edited\n" }));
     await row.getByTestId("approve-edited").click();
     await expect.poll(() => row.getByTestId("edited-note").textContent()).toBe("approved with edits");
-    await waitIdle(stack.client, sessionId, 4);
+    await waitIdle(ui.stack.client, sessionId, 4);
 
     const events: FleetEvent[] = [];
-    for await (const item of stack.client.events(sessionId, { signal: AbortSignal.timeout(5_000) })) {
+    for await (const item of ui.stack.client.events(sessionId, { signal: AbortSignal.timeout(5_000) })) {
       events.push(item.event);
       if (item.event.type === "agent_end") break;
     }
@@ -86,6 +71,6 @@ describe("console / approvals as policy", () => {
       approved: true,
       editedArgs: { path: "final.txt", content: "edited\n" },
     });
-    expect(readFileSync(join(stack.workspace, sessionId, "final.txt"), "utf8")).toBe("edited\n");
+    expect(readFileSync(join(ui.stack.workspace, sessionId, "final.txt"), "utf8")).toBe("edited\n");
   }, 120_000);
 });

@@ -2,33 +2,16 @@
 // stack: next fires in the zone, fire now, the history of slot outcomes, pause and resume.
 import { join } from "node:path";
 import { fakeReply } from "@fleet/testkit";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, type GatewayStack, startGatewayStack } from "../gateway/support.js";
-import { buildConsole, launchChromium, newConsolePage } from "./browser.js";
+import { describe, expect, it } from "vitest";
+import { call } from "../gateway/support.js";
+import { useConsoleStack } from "../support/console-stack.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-let stack: GatewayStack;
-let browser: Browser;
-let page: Page;
-let base: string;
-
-beforeAll(async () => {
-  buildConsole();
-  stack = await startGatewayStack();
-  base = stack.gateway.url;
-  browser = await launchChromium();
-  page = await newConsolePage(browser);
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close().catch(() => undefined);
-  await stack?.stop();
-});
+const ui = useConsoleStack();
 
 describe("console / schedules", () => {
   it("shows next fires and counts, fires now, lists the history, pauses and resumes", async () => {
-    const created = await call(base, "POST", "/v1/schedules", {
+    const created = await call(ui.base, "POST", "/v1/schedules", {
       body: {
         scheduleId: "nightly",
         spec: { kind: "cron", cron: "30 2 * * *", timezone: "Europe/Berlin" },
@@ -37,14 +20,14 @@ describe("console / schedules", () => {
       },
     });
     expect(created.status).toBe(201);
-    await page.goto(`${base}/schedules`);
-    const card = page.getByTestId("schedule").filter({ hasText: "nightly" });
+    await ui.page.goto(`${ui.base}/schedules`);
+    const card = ui.page.getByTestId("schedule").filter({ hasText: "nightly" });
     await card.waitFor({ timeout: 15_000 });
     expect(await card.textContent()).toContain("cron 30 2 * * * (Europe/Berlin)");
     const next = await card.getByTestId("schedule-next").textContent();
     expect(next?.split(" · ")).toHaveLength(5);
 
-    stack.fake.script(fakeReply("report written"));
+    ui.stack.fake.script(fakeReply("report written"));
     await card.getByTestId("schedule-trigger").click();
     await expect
       .poll(() => card.getByTestId("schedule-counts").textContent(), { timeout: 15_000 })
@@ -59,9 +42,9 @@ describe("console / schedules", () => {
     await card.getByTestId("schedule-toggle").click();
     await expect.poll(() => card.getAttribute("data-state")).toBe("paused");
     expect(await card.getByTestId("schedule-next").textContent()).toBe("next: none");
-    await page.screenshot({ path: join(ROOT, "docs/screenshots/schedules.png") });
+    await ui.page.screenshot({ path: join(ROOT, "docs/screenshots/schedules.png") });
     await card.getByTestId("schedule-toggle").click();
     await expect.poll(() => card.getAttribute("data-state")).toBe("active");
-    expect((await call(base, "GET", "/v1/schedules/nightly")).body.paused).toBe(false);
+    expect((await call(ui.base, "GET", "/v1/schedules/nightly")).body.paused).toBe(false);
   }, 60_000);
 });

@@ -1,6 +1,6 @@
 // A crash at every step of a delete, an archive and a restore: the loop worker doing it (a real
-// process, stopped at the step by FLEET_LIFECYCLE_HALT_AFTER) is SIGKILLed, and the next worker
-// finishes it from the log. Nothing is lost (the archive, the restored history and the ledger are
+// process, stopped at the step by FLEET_LIFECYCLE_HALT_AFTER) is SIGKILLed, and the next holder of
+// its partitions (the file's one other worker, which never halts) finishes it from the log. Nothing is lost (the archive, the restored history and the ledger are
 // exact) and nothing is left half-done (no events, tool results, blobs, spend records, projection
 // or workspace of a deleted session; one lifecycle record; no pending ledger operation).
 // LIFECYCLE_LOG_DIR=<dir> keeps each loop worker's log there.
@@ -14,6 +14,7 @@ import {
   type FleetEvent,
   OBJECT_STORES,
   parseArchive,
+  partitionOf,
   RESTORE_STEPS,
   STREAMS,
   subjects,
@@ -27,6 +28,7 @@ import { Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { waitIdle } from "../gateway/support.js";
+import { loopLeaseHolders } from "../support/loop-process.js";
 import { type ServiceProcess, spawnService } from "../support/service-process.js";
 import {
   blobNamesIn,
@@ -50,6 +52,8 @@ let runner: ToolRunner;
 let client: FleetClient;
 let dir: string;
 let workspace: string;
+/** The worker that takes over each halted worker's partitions; it runs for the whole file. */
+let finisher: ServiceProcess;
 const procs: ServiceProcess[] = [];
 
 beforeAll(async () => {
@@ -91,10 +95,13 @@ beforeAll(async () => {
     }),
   );
   client = await FleetClient.connect({ natsUrl: nats.url, name: "lifecycle-crash-client" });
+  finisher = spawnLoop("loop-finisher");
+  await finisher.waitForLog();
 }, 60_000);
 
 afterAll(async () => {
   for (const p of procs) p.proc.kill("SIGKILL");
+  finisher?.proc.kill("SIGKILL");
   await client?.close();
   await runner?.stop({ graceMs: 0 });
   await runnerNc?.close();
@@ -111,8 +118,15 @@ afterEach(async () => {
   }
 });
 
-function startLoop(workerId: string, haltAfter = ""): ServiceProcess {
-  const p = spawnService(
+/** Starts a loop worker that halts at `haltAfter`; it is SIGKILLed after the test at the latest. */
+function startLoop(workerId: string, haltAfter: string): ServiceProcess {
+  const p = spawnLoop(workerId, haltAfter);
+  procs.push(p);
+  return p;
+}
+
+function spawnLoop(workerId: string, haltAfter = ""): ServiceProcess {
+  return spawnService(
     "loop",
     {
       NATS_URL: nats.url,
@@ -129,8 +143,24 @@ function startLoop(workerId: string, haltAfter = ""): ServiceProcess {
     },
     process.env.LIFECYCLE_LOG_DIR ? join(process.env.LIFECYCLE_LOG_DIR, `${workerId}.log`) : undefined,
   );
-  procs.push(p);
-  return p;
+}
+
+/** `prefix`, or `prefix-<n>`: a session id on a partition of `workerId`, once it holds its half. */
+async function sessionOn(workerId: string, prefix: string): Promise<string> {
+  let mine: number[] = [];
+  await expect
+    .poll(
+      async () => {
+        mine = [...(await loopLeaseHolders(client.nc))].flatMap(([p, w]) => (w === workerId ? [p] : []));
+        return mine.length;
+      },
+      { timeout: 20_000 },
+    )
+    .toBe(PARTITIONS / 2);
+  for (let n = 0; ; n++) {
+    const sid = n === 0 ? prefix : `${prefix}-${n}`;
+    if (mine.includes(partitionOf(sid, PARTITIONS))) return sid;
+  }
 }
 
 async function sigkill(p: ServiceProcess) {
@@ -166,9 +196,9 @@ describe("session lifecycle / a SIGKILL at every step", () => {
   for (const op of ["delete", "archive"] as const) {
     for (const step of DELETION_STEPS) {
       it(`${op}: killed after ${step}, the next worker finishes it and nothing is left`, async () => {
-        const sid = `crash-${op}-${step.replaceAll("_", "-")}`;
         const a = startLoop(`loop-a-${op}-${step}`, `${op}:${step}`);
         await a.waitForLog();
+        const sid = await sessionOn(`loop-a-${op}-${step}`, `crash-${op}-${step.replaceAll("_", "-")}`);
         const history = await ranSession(sid);
         const blobs = blobNamesIn(history);
         expect(blobs).toHaveLength(1);
@@ -182,8 +212,6 @@ describe("session lifecycle / a SIGKILL at every step", () => {
         done.catch(() => undefined);
         await a.waitForLog("lifecycle_halted");
         await sigkill(a);
-        const b = startLoop(`loop-b-${op}-${step}`);
-        await b.waitForLog();
         const record = await done;
 
         expect(record).toMatchObject({
@@ -205,16 +233,15 @@ describe("session lifecycle / a SIGKILL at every step", () => {
           if (!archive.ok) throw new Error(archive.error);
           expect(archive.value.events).toEqual(history);
         }
-        await b.stop();
       }, 120_000);
     }
   }
 
   for (const step of RESTORE_STEPS) {
     it(`restore: killed after ${step}, the next worker finishes it with the whole history`, async () => {
-      const sid = `crash-restore-${step.replaceAll("_", "-")}`;
       const a = startLoop(`loop-a-restore-${step}`, `restore:${step}`);
       await a.waitForLog();
+      const sid = await sessionOn(`loop-a-restore-${step}`, `crash-restore-${step.replaceAll("_", "-")}`);
       const history = await ranSession(sid);
       const day = utcDayOf(Date.now());
       const ledgerBefore = (await ledgerOf(client, day))?.totalTokens ?? 0;
@@ -226,8 +253,6 @@ describe("session lifecycle / a SIGKILL at every step", () => {
       done.catch(() => undefined);
       await a.waitForLog("lifecycle_halted");
       await sigkill(a);
-      const b = startLoop(`loop-b-restore-${step}`);
-      await b.waitForLog();
       const record = await done;
 
       expect(record).toMatchObject({ type: "session_restored", sessionId: sid, events: history.length });
@@ -250,7 +275,6 @@ describe("session lifecycle / a SIGKILL at every step", () => {
       expect((await client.tenantBudget(day)).sessions.get(sid)).toEqual(spent);
       expect((await client.tenantBudget(day)).total.totalTokens).toBe(totalBefore);
       await expect.poll(async () => (await client.getTree(sid)).entries.length).toBeGreaterThan(0);
-      await b.stop();
     }, 120_000);
   }
 });

@@ -1,57 +1,22 @@
-import type { LoopWorker } from "@fleet/loop";
-import { createAnthropicStreamFn } from "@fleet/loop";
-import {
-  type FakeAnthropic,
-  fakeHttpError,
-  fakeRateLimited,
-  fakeReply,
-  fakeText,
-  fakeToolUse,
-  type NatsServer,
-  startFakeAnthropic,
-  startNats,
-} from "@fleet/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commander, notation, startTestWorker } from "../support/loop-harness.js";
+import { fakeHttpError, fakeRateLimited, fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
+import { describe, expect, it } from "vitest";
+import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
-let server: NatsServer;
-let fake: FakeAnthropic;
-let worker: LoopWorker;
-let closeNc: () => Promise<void>;
-let cmd: ReturnType<typeof commander>;
-
-beforeAll(async () => {
-  server = await startNats();
-  fake = await startFakeAnthropic();
-  const started = await startTestWorker({
-    url: server.url,
-    providers: { anthropic: createAnthropicStreamFn({ apiKey: "sk-test", baseURL: fake.url, maxRetries: 1 }) },
-    defaultProvider: "anthropic",
-    coalesceMs: 25,
-  });
-  worker = started.worker;
-  closeNc = () => started.nc.close();
-  cmd = commander(started.nc);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await closeNc?.();
-  await fake?.stop();
-  await server?.stop();
-});
+const w = useAnthropicWorker({ maxRetries: 1, coalesceMs: 25 });
 
 const ended = (ev: { type: string }[]) => ev.some((e) => e.type === "agent_end");
 
 describe("loop service / Anthropic through the real SDK", () => {
   it("streams a reply; the request carries the system prompt and the user turn; usage is recorded", async () => {
-    fake.reset();
-    fake.script(
+    w.fake.reset();
+    w.fake.script(
       fakeReply([fakeText("Hello from the fake Claude", ["Hello ", "from ", "the ", "fake ", "Claude"])], {
         usage: { input_tokens: 12, output_tokens: 7 },
       }),
     );
-    await cmd.send("anth-1", { type: "prompt", text: "hi there" });
-    const events = await cmd.waitFor("anth-1", ended);
+    await w.cmd.send("anth-1", { type: "prompt", text: "hi there" });
+    const events = await w.cmd.waitFor("anth-1", ended);
     expect(notation(events).slice(-5)).toEqual([
       "me:user",
       "ms:assistant",
@@ -59,7 +24,7 @@ describe("loop service / Anthropic through the real SDK", () => {
       "turn_end",
       "agent_end",
     ]);
-    const req = fake.requests[0];
+    const req = w.fake.requests[0];
     expect(req?.auth).toBe("bearer");
     expect(JSON.stringify(req?.body?.system)).toContain("You are a test agent.");
     expect(JSON.stringify(req?.body?.messages)).toContain("hi there");
@@ -80,20 +45,20 @@ describe("loop service / Anthropic through the real SDK", () => {
   });
 
   it("a 429 is retried by the SDK and then succeeds", async () => {
-    fake.reset();
-    fake.script(fakeRateLimited(0), fakeReply("after the retry"));
-    await cmd.send("anth-2", { type: "prompt", text: "go" });
-    const events = await cmd.waitFor("anth-2", ended);
+    w.fake.reset();
+    w.fake.script(fakeRateLimited(0), fakeReply("after the retry"));
+    await w.cmd.send("anth-2", { type: "prompt", text: "go" });
+    const events = await w.cmd.waitFor("anth-2", ended);
     const end = events.filter((e) => e.type === "message_end").at(-1);
     expect(end?.type === "message_end" && end.message.role === "assistant" && end.message.stopReason).toBe("stop");
-    expect(fake.requests).toHaveLength(2);
+    expect(w.fake.requests).toHaveLength(2);
   });
 
   it("a 400 becomes stopReason error with the API's message, and the run ends", async () => {
-    fake.reset();
-    fake.script(fakeHttpError(400, "invalid_request_error", "messages: text content blocks must be non-empty"));
-    await cmd.send("anth-3", { type: "prompt", text: "go" });
-    const events = await cmd.waitFor("anth-3", ended);
+    w.fake.reset();
+    w.fake.script(fakeHttpError(400, "invalid_request_error", "messages: text content blocks must be non-empty"));
+    await w.cmd.send("anth-3", { type: "prompt", text: "go" });
+    const events = await w.cmd.waitFor("anth-3", ended);
     const end = events.filter((e) => e.type === "message_end").at(-1);
     const msg = end?.type === "message_end" && end.message.role === "assistant" ? end.message : undefined;
     expect(msg?.stopReason).toBe("error");
@@ -103,18 +68,18 @@ describe("loop service / Anthropic through the real SDK", () => {
   });
 
   it("a tool_use for an unregistered tool yields pi's not-found result and a second request", async () => {
-    fake.reset();
-    fake.script(
+    w.fake.reset();
+    w.fake.script(
       fakeReply([fakeToolUse("read", { path: "a.txt" }, { id: "toolu_01" })], { stopReason: "tool_use" }),
       fakeReply("ok"),
     );
-    await cmd.send("anth-4", { type: "prompt", text: "read it" });
-    const events = await cmd.waitFor("anth-4", ended);
+    await w.cmd.send("anth-4", { type: "prompt", text: "read it" });
+    const events = await w.cmd.waitFor("anth-4", ended);
     const end = events.find((e) => e.type === "tool_execution_end");
     expect(end?.type === "tool_execution_end" && (end.result.content[0] as { text: string }).text).toBe(
       "Tool read not found",
     );
-    const second = fake.requests[1]?.body?.messages ?? [];
+    const second = w.fake.requests[1]?.body?.messages ?? [];
     expect(JSON.stringify(second)).toContain("tool_result");
     expect(JSON.stringify(second)).toContain("Tool read not found");
   });

@@ -1,45 +1,13 @@
 // Automatic compaction through the running loop service: the real @anthropic-ai/sdk against the fake
 // Anthropic server, reporting a context near the window (threshold) or answering "prompt is too long"
 // (overflow).
-import type { LoopWorker } from "@fleet/loop";
-import { createAnthropicStreamFn } from "@fleet/loop";
 import { type FleetEvent, foldSessionEvents } from "@fleet/protocol";
-import {
-  type FakeAnthropic,
-  fakeContextOverflow,
-  fakeReply,
-  type NatsServer,
-  type RecordedRequest,
-  startFakeAnthropic,
-  startNats,
-} from "@fleet/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commander, notation, startTestWorker } from "../support/loop-harness.js";
+import { fakeContextOverflow, fakeReply, type RecordedRequest } from "@fleet/testkit";
+import { describe, expect, it } from "vitest";
+import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
-let server: NatsServer;
-let fake: FakeAnthropic;
-let worker: LoopWorker;
-let closeNc: () => Promise<void>;
-let cmd: ReturnType<typeof commander>;
-
-beforeAll(async () => {
-  server = await startNats();
-  fake = await startFakeAnthropic();
-  const started = await startTestWorker({
-    url: server.url,
-    providers: { anthropic: createAnthropicStreamFn({ apiKey: "sk-test", baseURL: fake.url, maxRetries: 0 }) },
-    defaultProvider: "anthropic",
-  });
-  worker = started.worker;
-  closeNc = () => started.nc.close();
-  cmd = commander(started.nc);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await closeNc?.();
-  await fake?.stop();
-  await server?.stop();
-});
+const w = useAnthropicWorker();
 
 /** The worker's model (`test-model`) is not in the table: a 200 000-token window; pi's reserve is 16 384. */
 const OVER_THRESHOLD = 190_000;
@@ -53,25 +21,25 @@ const fromRun = (events: FleetEvent[], n: number) => {
 };
 
 async function createWithSmallKeep(sid: string): Promise<void> {
-  await cmd.send(sid, { type: "create_session" });
-  await cmd.send(sid, { type: "set_compaction_settings", keepRecentTokens: 1 });
-  await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "config_change"));
+  await w.cmd.send(sid, { type: "create_session" });
+  await w.cmd.send(sid, { type: "set_compaction_settings", keepRecentTokens: 1 });
+  await w.cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "config_change"));
 }
 
 describe("loop service / automatic compaction (fake Anthropic, real SDK)", () => {
   it("threshold: a reply reporting a context past the window - reserve is compacted before the next call; the run goes on", async () => {
-    fake.reset();
+    w.fake.reset();
     const sid = "auto-threshold";
     await createWithSmallKeep(sid);
-    fake.script(
+    w.fake.script(
       fakeReply("first answer", { usage: { input_tokens: OVER_THRESHOLD, output_tokens: 20 } }),
       fakeReply("## Goal\nAnswer the questions.", { usage: { input_tokens: 700, output_tokens: 30 } }),
       fakeReply("second answer", { usage: { input_tokens: 900, output_tokens: 10 } }),
     );
     // queued while idle: the follow-up continues the prompt's run after its first turn
-    await cmd.send(sid, { type: "follow_up", text: "second question" });
-    await cmd.send(sid, { type: "prompt", text: "first question" });
-    const events = await cmd.waitFor(sid, runs(1));
+    await w.cmd.send(sid, { type: "follow_up", text: "second question" });
+    await w.cmd.send(sid, { type: "prompt", text: "first question" });
+    const events = await w.cmd.waitFor(sid, runs(1));
     const run = fromRun(events, 1);
     expect(notation(run)).toEqual([
       "agent_start",
@@ -108,8 +76,8 @@ describe("loop service / automatic compaction (fake Anthropic, real SDK)", () =>
     const spent = foldSessionEvents(events).spend.session;
     expect([spent.inputTokens, spent.outputTokens]).toEqual([OVER_THRESHOLD + 700 + 900, 20 + 30 + 10]);
     // the requests: reply, pi's summary request, then the call on the compacted context
-    expect(fake.requests).toHaveLength(3);
-    const [, summary, next] = fake.requests;
+    expect(w.fake.requests).toHaveLength(3);
+    const [, summary, next] = w.fake.requests;
     expect(isSummaryRequest(summary)).toBe(true);
     expect(summary?.body?.max_tokens).toBe(Math.floor(0.8 * 16_384));
     expect(requestText(summary)).toContain("[User]: first question");
@@ -121,19 +89,19 @@ describe("loop service / automatic compaction (fake Anthropic, real SDK)", () =>
   });
 
   it("overflow: Anthropic's 400 'prompt is too long' is compacted and the call retried once, which succeeds", async () => {
-    fake.reset();
+    w.fake.reset();
     const sid = "auto-overflow";
     await createWithSmallKeep(sid);
-    fake.script(fakeReply("first answer", { usage: { input_tokens: 1_000, output_tokens: 10 } }));
-    await cmd.send(sid, { type: "prompt", text: "first question" });
-    await cmd.waitFor(sid, runs(1));
-    fake.script(
+    w.fake.script(fakeReply("first answer", { usage: { input_tokens: 1_000, output_tokens: 10 } }));
+    await w.cmd.send(sid, { type: "prompt", text: "first question" });
+    await w.cmd.waitFor(sid, runs(1));
+    w.fake.script(
       fakeContextOverflow(213_462),
       fakeReply("## Goal\nEarlier work."),
       fakeReply("answer after recovery", { usage: { input_tokens: 800, output_tokens: 10 } }),
     );
-    await cmd.send(sid, { type: "prompt", text: "second question" });
-    const events = await cmd.waitFor(sid, runs(2));
+    await w.cmd.send(sid, { type: "prompt", text: "second question" });
+    const events = await w.cmd.waitFor(sid, runs(2));
     const run = fromRun(events, 2);
     expect(notation(run)).toEqual([
       "agent_start",
@@ -159,7 +127,7 @@ describe("loop service / automatic compaction (fake Anthropic, real SDK)", () =>
     const last = run.at(-1);
     expect(last?.type === "agent_end" && last.messages.at(-1)).toMatchObject({ role: "assistant", stopReason: "stop" });
     // requests of this run: the overflowed call, the summary, the retry on the compacted context
-    const [first, summary, retry] = fake.requests.slice(1);
+    const [first, summary, retry] = w.fake.requests.slice(1);
     expect(requestText(first)).toContain("first question");
     expect(isSummaryRequest(summary)).toBe(true);
     expect(requestText(retry)).toContain("Earlier work.");
@@ -168,17 +136,17 @@ describe("loop service / automatic compaction (fake Anthropic, real SDK)", () =>
   });
 
   it("overflow again after the retry: the run ends with the provider's error, after one compaction", async () => {
-    fake.reset();
+    w.fake.reset();
     const sid = "auto-overflow-twice";
     await createWithSmallKeep(sid);
-    fake.script(fakeReply("first answer", { usage: { input_tokens: 1_000, output_tokens: 10 } }));
-    await cmd.send(sid, { type: "prompt", text: "first question" });
-    await cmd.waitFor(sid, runs(1));
-    fake.script(fakeContextOverflow(250_000), fakeReply("## Goal\nEarlier work."), fakeContextOverflow(240_000));
-    await cmd.send(sid, { type: "prompt", text: "second question" });
-    const run = fromRun(await cmd.waitFor(sid, runs(2)), 2);
+    w.fake.script(fakeReply("first answer", { usage: { input_tokens: 1_000, output_tokens: 10 } }));
+    await w.cmd.send(sid, { type: "prompt", text: "first question" });
+    await w.cmd.waitFor(sid, runs(1));
+    w.fake.script(fakeContextOverflow(250_000), fakeReply("## Goal\nEarlier work."), fakeContextOverflow(240_000));
+    await w.cmd.send(sid, { type: "prompt", text: "second question" });
+    const run = fromRun(await w.cmd.waitFor(sid, runs(2)), 2);
     expect(notation(run).filter((t) => t === "compaction_start")).toHaveLength(1);
     expect(notation(run).slice(-3)).toEqual(["me:assistant(error)", "turn_end", "agent_end"]);
-    expect(fake.requests).toHaveLength(4);
+    expect(w.fake.requests).toHaveLength(4);
   });
 });

@@ -1,32 +1,16 @@
-import type { LoopWorker } from "@fleet/loop";
 import { createScriptedProvider } from "@fleet/loop";
 import { partitionOf } from "@fleet/protocol";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commander, startTestWorker, switchableProvider } from "../support/loop-harness.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useScriptedWorker } from "../support/worker-world.js";
 
-let server: NatsServer;
-let worker: LoopWorker;
-let closeNc: () => Promise<void>;
-let cmd: ReturnType<typeof commander>;
-const scripted = switchableProvider();
+const w = useScriptedWorker();
 
 beforeAll(async () => {
-  server = await startNats();
-  const started = await startTestWorker({ url: server.url, providers: { scripted: scripted.streamFn } });
-  worker = started.worker;
-  closeNc = () => started.nc.close();
-  cmd = commander(started.nc);
-  scripted.use(
+  w.scripted.use(
     createScriptedProvider({ steps: Array.from({ length: 20 }, () => ({ text: "ok" })), now: () => 1 }).streamFn,
   );
-  await cmd.send("bad-1", { type: "prompt", text: "make the session exist" });
-  await cmd.waitFor("bad-1", (ev) => ev.some((e) => e.type === "agent_end"));
-});
-afterAll(async () => {
-  await worker?.stop();
-  await closeNc?.();
-  await server?.stop();
+  await w.cmd.send("bad-1", { type: "prompt", text: "make the session exist" });
+  await w.cmd.waitFor("bad-1", (ev) => ev.some((e) => e.type === "agent_end"));
 });
 
 const big = "x".repeat(1024 * 1024 + 10);
@@ -57,9 +41,9 @@ describe("loop service / bad commands", () => {
   ];
 
   it(`answers ${cases.length} kinds of bad command with command_rejected and keeps serving`, async () => {
-    for (const c of cases) await cmd.sendRaw("bad-1", c.data, c.msgId ?? JSON.parse(c.data).id);
-    await cmd.sendRaw("bad-1", new Uint8Array([0xff, 0xfe, 0x00]), "bad-c20");
-    const events = await cmd.waitFor(
+    for (const c of cases) await w.cmd.sendRaw("bad-1", c.data, c.msgId ?? JSON.parse(c.data).id);
+    await w.cmd.sendRaw("bad-1", new Uint8Array([0xff, 0xfe, 0x00]), "bad-c20");
+    const events = await w.cmd.waitFor(
       "bad-1",
       (ev) => ev.filter((e) => e.type === "command_rejected").length >= cases.length + 1,
     );
@@ -74,18 +58,18 @@ describe("loop service / bad commands", () => {
     const utf = rejections.find((e) => e.type === "command_rejected" && e.commandId === "bad-c20");
     expect(utf?.type === "command_rejected" && utf.reason).toMatch(/UTF-8/);
     // The worker still serves the session.
-    await cmd.send("bad-1", { type: "prompt", text: "still alive?" });
-    const after = await cmd.waitFor("bad-1", (ev) => ev.filter((e) => e.type === "agent_end").length >= 2);
+    await w.cmd.send("bad-1", { type: "prompt", text: "still alive?" });
+    const after = await w.cmd.waitFor("bad-1", (ev) => ev.filter((e) => e.type === "agent_end").length >= 2);
     expect(after.filter((e) => e.type === "agent_end")).toHaveLength(2);
   });
 
   it("an oversize payload is refused by the server before it is stored (1 MB message limit)", async () => {
-    await expect(cmd.sendRaw("bad-1", big, "bad-big")).rejects.toThrow(/max_payload|maximum payload/i);
+    await expect(w.cmd.sendRaw("bad-1", big, "bad-big")).rejects.toThrow(/max_payload|maximum payload/i);
   });
 
   it("a command without a Nats-Msg-Id header is rejected with commandId seq:<n>", async () => {
-    await cmd.sendRaw("bad-1", "garbage");
-    const events = await cmd.waitFor("bad-1", (ev) =>
+    await w.cmd.sendRaw("bad-1", "garbage");
+    const events = await w.cmd.waitFor("bad-1", (ev) =>
       ev.some((e) => e.type === "command_rejected" && e.commandId.startsWith("seq:")),
     );
     const r = events.find((e) => e.type === "command_rejected" && e.commandId.startsWith("seq:"));
@@ -93,8 +77,8 @@ describe("loop service / bad commands", () => {
   });
 
   it("commands other than create/prompt/import to an unknown session are rejected not_found", async () => {
-    await cmd.send("ghost-session", { type: "steer", text: "hello?" });
-    const events = await cmd.waitFor("ghost-session", (ev) => ev.some((e) => e.type === "command_rejected"));
+    await w.cmd.send("ghost-session", { type: "steer", text: "hello?" });
+    const events = await w.cmd.waitFor("ghost-session", (ev) => ev.some((e) => e.type === "command_rejected"));
     expect(events.find((e) => e.type === "command_rejected")).toMatchObject({ code: "not_found" });
   });
 
@@ -103,7 +87,7 @@ describe("loop service / bad commands", () => {
     const p = partitionOf(slowSid, 16);
     let other = "";
     for (let i = 0; !other; i++) if (partitionOf(`fast-${i}`, 16) === p) other = `fast-${i}`;
-    scripted.use(
+    w.scripted.use(
       createScriptedProvider({
         steps: [{ text: "y".repeat(200), tokensPerSecond: 20 }, { text: "quick" }],
         now: () => 1,
@@ -111,14 +95,14 @@ describe("loop service / bad commands", () => {
         sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
       }).streamFn,
     );
-    await cmd.send(slowSid, { type: "prompt", text: "slow" });
-    await cmd.waitFor(slowSid, (ev) => ev.some((e) => e.type === "message_update"));
+    await w.cmd.send(slowSid, { type: "prompt", text: "slow" });
+    await w.cmd.waitFor(slowSid, (ev) => ev.some((e) => e.type === "message_update"));
     const t0 = Date.now();
-    await cmd.send(other, { type: "create_session" });
-    await cmd.waitFor(other, (ev) => ev.some((e) => e.type === "session_created"));
+    await w.cmd.send(other, { type: "create_session" });
+    await w.cmd.waitFor(other, (ev) => ev.some((e) => e.type === "session_created"));
     expect(Date.now() - t0).toBeLessThan(1_500);
-    const slowEvents = await cmd.events(slowSid);
+    const slowEvents = await w.cmd.events(slowSid);
     expect(slowEvents.some((e) => e.type === "agent_end")).toBe(false);
-    await cmd.send(slowSid, { type: "abort" });
+    await w.cmd.send(slowSid, { type: "abort" });
   });
 });

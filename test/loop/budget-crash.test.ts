@@ -2,49 +2,14 @@
 // dies (SIGKILL) mid-stream leaves its spend in the log, and the worker that takes the session over
 // enforces it. Real loop processes, real nats-server, the real Anthropic SDK against the fake server.
 import { type FleetEvent, KV_BUCKETS, SPEND_KEYS, TenantSpendRecord, utcDayOf } from "@fleet/protocol";
-import { connectNats } from "@fleet/runtime";
-import {
-  type FakeAnthropic,
-  fakeReply,
-  fakeText,
-  type NatsServer,
-  startFakeAnthropic,
-  startNats,
-} from "@fleet/testkit";
+import { fakeReply, fakeText } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useLoopCrashWorld } from "../support/loop-crash-world.js";
 import { commander } from "../support/loop-harness.js";
-import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
+import { waitForLog } from "../support/loop-process.js";
 
-const TTL = 1_000;
-let server: NatsServer;
-let fake: FakeAnthropic;
-let nc: NatsConnection;
-const procs: LoopProcess[] = [];
-
-beforeAll(async () => {
-  server = await startNats();
-  fake = await startFakeAnthropic();
-  nc = await connectNats({ url: server.url, name: "budget-crash-test" });
-});
-afterAll(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
-  await nc?.close();
-  await fake?.stop();
-  await server?.stop();
-});
-
-const env = (): Record<string, string> => ({
-  NATS_URL: server.url,
-  FLEET_PROVIDER: "anthropic",
-  ANTHROPIC_API_KEY: "sk-test",
-  ANTHROPIC_BASE_URL: fake.url,
-  FLEET_LEASE_TTL_MS: String(TTL),
-  FLEET_COALESCE_MS: "10",
-  FLEET_SHUTDOWN_GRACE_MS: "200",
-  FLEET_OPS_PORT: "0",
-});
+const world = useLoopCrashWorld({ name: "budget-crash-test", leaseTtlMs: 1_000 });
 
 const SID = "crash-budget";
 const outcomes = (events: FleetEvent[]) =>
@@ -56,12 +21,11 @@ const streamedChars = (events: FleetEvent[]) =>
 
 describe("loop service / a budget survives a worker crash", () => {
   it("the new owner counts what streamed before the crash and enforces the session's limit", async () => {
-    const a = spawnLoop(env(), "loop-budget-a");
-    procs.push(a);
+    const a = world.spawn("loop-budget-a");
     await waitForLog(a, "loop_started");
-    const cmd = commander(nc);
+    const cmd = commander(world.nc);
     // 1. A spends 40 output tokens (exact usage) of the session's 60.
-    fake.script(
+    world.fake.script(
       fakeReply("first", { usage: { input_tokens: 10, output_tokens: 40 } }),
       fakeReply(
         [
@@ -103,14 +67,13 @@ describe("loop service / a budget survives a worker crash", () => {
     expect(cut.filter((e) => e.type === "agent_end")).toHaveLength(1);
     expect(streamed).toBeGreaterThanOrEqual(60);
     expect(streamed).toBeLessThan(80);
-    expect(await fake.waitForOutcome(1, 10_000)).not.toBe("completed");
+    expect(await world.fake.waitForOutcome(1, 10_000)).not.toBe("completed");
 
     // 3. B takes the partition over: it closes the cut message (its streamed text counts
     //    ceil(streamed/4) tokens) and calls the LLM again, which it cuts once the session's 60 are spent:
     //    after 4·(20 − ceil(streamed/4)) characters, not the 80 a worker that forgot the cut message
     //    would allow.
-    const b = spawnLoop(env(), "loop-budget-b");
-    procs.push(b);
+    const b = world.spawn("loop-budget-b");
     const spent = 60;
     const allowed = 4 * (20 - Math.ceil(streamed / 4));
     const events = await cmd.waitFor(SID, (ev) => ev.filter((e) => e.type === "agent_end").length === 2, 20_000);
@@ -126,14 +89,14 @@ describe("loop service / a budget survives a worker crash", () => {
     expect(text).toBe("z".repeat(allowed));
     expect(allowed).toBeLessThan(80);
     expect(resumed.some((e) => e.type === "owner_change" && e.workerId === "loop-budget-b")).toBe(true);
-    expect(fake.requests).toHaveLength(3);
-    expect(await fake.waitForOutcome(2, 10_000)).toBe("client_closed");
+    expect(world.fake.requests).toHaveLength(3);
+    expect(await world.fake.waitForOutcome(2, 10_000)).toBe("client_closed");
 
     // 4. A new prompt is refused by B at its start; the tenant's record of the day holds the same spend.
     await cmd.send(SID, { type: "prompt", text: "three" });
     const after = await cmd.waitFor(SID, (ev) => outcomes(ev).length === 1, 10_000);
     expect(outcomes(after)).toEqual([`budget_exceeded: Budget exceeded: session output tokens ${spent}/60`]);
-    const kv = await new Kvm(nc).open(KV_BUCKETS.spend.name);
+    const kv = await new Kvm(world.nc).open(KV_BUCKETS.spend.name);
     const day = utcDayOf(Date.now());
     // The record is written a moment after the event it counts (PROTOCOL "Budgets"): read until it does.
     const recorded = async () => TenantSpendRecord.parse((await kv.get(SPEND_KEYS.session(day, SID)))?.json());

@@ -190,10 +190,12 @@ describe("loop service / commands accepted mid-run survive their worker", () => 
       TTL * 6,
     );
     const handover = takenOver.findIndex((e) => e.type === "owner_change" && e.workerId === "acc-d");
+    const woken = c.output().length;
     c.proc.kill("SIGCONT");
     const events = await cmd.waitFor(sid, (ev) => ev.some((e) => e.type === "agent_end"), 30_000);
-    await waitForLog(c, "fenced").catch(() => undefined);
-    // Give the woken owner time to try whatever it still had in flight.
+    // The woken owner finds its leases lost (it may also log `fenced` for a write it tried); give it
+    // time to try whatever it still had in flight.
+    await expect.poll(() => c.output().slice(woken).includes('"evt":"lease_lost"'), { timeout: 20_000 }).toBe(true);
     await new Promise((r) => setTimeout(r, 500));
     const final = await cmd.events(sid);
     expect(final.slice(handover).filter((e) => e.meta.producer === "acc-c")).toEqual([]);

@@ -4,57 +4,28 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import type { FleetEvent } from "@fleet/protocol";
-import { connectNats } from "@fleet/runtime";
-import {
-  type FakeAnthropic,
-  fakeReply,
-  fakeText,
-  type NatsServer,
-  type RecordedRequest,
-  startFakeAnthropic,
-  startNats,
-} from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fakeReply, fakeText, type RecordedRequest } from "@fleet/testkit";
+import { afterAll, describe, expect, it } from "vitest";
+import { useLoopCrashWorld } from "../support/loop-crash-world.js";
 import { commander } from "../support/loop-harness.js";
-import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
+import { waitForLog } from "../support/loop-process.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const TTL = 1_000;
-let server: NatsServer;
-let fake: FakeAnthropic;
-let nc: NatsConnection;
 let hookServer: ChildProcess | undefined;
 let hookOutput = "";
-const procs: LoopProcess[] = [];
 
-beforeAll(async () => {
-  server = await startNats();
-  fake = await startFakeAnthropic();
-  nc = await connectNats({ url: server.url, name: "hook-decision-crash-test" });
+const world = useLoopCrashWorld({
+  name: "hook-decision-crash-test",
+  leaseTtlMs: 1_000,
+  env: { FLEET_HOOK_SERVERS: "redact,hold" },
 });
+// Registered after the world's: it runs first, while nats-server still serves.
 afterAll(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
   if (hookServer && hookServer.exitCode === null) {
     const exited = new Promise<void>((resolve) => hookServer?.once("exit", () => resolve()));
     hookServer.kill("SIGTERM");
     await exited;
   }
-  await nc?.close();
-  await fake?.stop();
-  await server?.stop();
-});
-
-const env = (): Record<string, string> => ({
-  NATS_URL: server.url,
-  FLEET_PROVIDER: "anthropic",
-  ANTHROPIC_API_KEY: "sk-test",
-  ANTHROPIC_BASE_URL: fake.url,
-  FLEET_LEASE_TTL_MS: String(TTL),
-  FLEET_COALESCE_MS: "10",
-  FLEET_SHUTDOWN_GRACE_MS: "200",
-  FLEET_OPS_PORT: "0",
-  FLEET_HOOK_SERVERS: "redact,hold",
 });
 
 /** Starts the example hook server as `redact`; resolves once it serves. */
@@ -63,7 +34,7 @@ async function startRedactHook(): Promise<void> {
     process.execPath,
     ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, "examples/redact-hook/src/main.ts")],
     {
-      env: { ...process.env, NATS_URL: server.url, FLEET_HOOK_SERVER_NAME: "redact", LOG_LEVEL: "info" },
+      env: { ...process.env, NATS_URL: world.server.url, FLEET_HOOK_SERVER_NAME: "redact", LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -87,22 +58,21 @@ const SECRET = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
 describe("loop service / a hook decision survives a worker crash", () => {
   it("the new owner applies the logged transform_context decision without asking the hook server again", async () => {
     await startRedactHook();
-    const a = spawnLoop(env(), "loop-hooks-a");
-    procs.push(a);
+    const a = world.spawn("loop-hooks-a");
     await waitForLog(a, "loop_started");
-    const cmd = commander(nc);
+    const cmd = commander(world.nc);
     // A second server, `hold`, keeps A's on_payload request unanswered: A dies after the redaction
     // is logged and before its LLM call; the next owner gets `{}` (no change) from it.
     let holding = true;
     const held: string[] = [];
-    const hold = nc.subscribe("fleet.hook.on_payload.hold", {
+    const hold = world.nc.subscribe("fleet.hook.on_payload.hold", {
       callback: (_e, m) => {
         held.push(JSON.stringify(m.json()));
         if (!holding) m.respond("{}");
       },
     });
-    await nc.flush();
-    fake.script(fakeReply([fakeText("done")]));
+    await world.nc.flush();
+    world.fake.script(fakeReply([fakeText("done")]));
     await cmd.send(SID, { type: "prompt", text: `deploy with ${SECRET}` });
     for (let i = 0; i < 300 && held.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
     const cut = await cmd.events(SID);
@@ -111,8 +81,7 @@ describe("loop service / a hook decision survives a worker crash", () => {
     await a.kill("SIGKILL");
     holding = false;
 
-    const b = spawnLoop(env(), "loop-hooks-b");
-    procs.push(b);
+    world.spawn("loop-hooks-b");
     const events = await cmd.waitFor(SID, (ev) => ev.some((e) => e.type === "agent_end"), 20_000);
     const resumed = events.slice(cut.length);
     expect(resumed.some((e) => e.type === "owner_change" && e.workerId === "loop-hooks-b")).toBe(true);
@@ -124,9 +93,9 @@ describe("loop service / a hook decision survives a worker crash", () => {
     // The request B's on_payload server saw, and the one the model was sent, are the redacted ones.
     expect(held).toHaveLength(2);
     for (const request of held) expect(request).not.toContain(SECRET);
-    expect(fake.requests).toHaveLength(1);
-    expect(sentText(fake.requests[0] as RecordedRequest)).toContain("deploy with [REDACTED:anthropic_key]");
-    expect(sentText(fake.requests[0] as RecordedRequest)).not.toContain(SECRET);
+    expect(world.fake.requests).toHaveLength(1);
+    expect(sentText(world.fake.requests[0] as RecordedRequest)).toContain("deploy with [REDACTED:anthropic_key]");
+    expect(sentText(world.fake.requests[0] as RecordedRequest)).not.toContain(SECRET);
     // The transcript keeps what the user sent; the run ends with the model's answer.
     const user = events.find((e): e is Extract<FleetEvent, { type: "message_end" }> => e.type === "message_end");
     expect(JSON.stringify(user?.message)).toContain(SECRET);

@@ -1,39 +1,21 @@
-import type { LoopWorker } from "@fleet/loop";
 import { createScriptedProvider } from "@fleet/loop";
 import { foldAgentEvents } from "@fleet/protocol";
-import { type NatsServer, startNats } from "@fleet/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commander, notation, startTestWorker, switchableProvider } from "../support/loop-harness.js";
+import { describe, expect, it } from "vitest";
+import { notation } from "../support/loop-harness.js";
+import { useScriptedWorker } from "../support/worker-world.js";
 
-let server: NatsServer;
-let worker: LoopWorker;
-let closeNc: () => Promise<void>;
-let cmd: ReturnType<typeof commander>;
-const scripted = switchableProvider();
-
-beforeAll(async () => {
-  server = await startNats();
-  const started = await startTestWorker({ url: server.url, providers: { scripted: scripted.streamFn } });
-  worker = started.worker;
-  closeNc = () => started.nc.close();
-  cmd = commander(started.nc);
-});
-afterAll(async () => {
-  await worker?.stop();
-  await closeNc?.();
-  await server?.stop();
-});
+const w = useScriptedWorker();
 
 const script = (...steps: Parameters<typeof createScriptedProvider>[0]["steps"]) =>
-  scripted.use(createScriptedProvider({ steps, now: () => 1_000, chunkChars: 4 }).streamFn);
+  w.scripted.use(createScriptedProvider({ steps, now: () => 1_000, chunkChars: 4 }).streamFn);
 
 const isEnded = (events: { type: string }[]) => events.some((e) => e.type === "agent_end");
 
 describe("loop service / a prompt", () => {
   it("appends pi's full event order on fleet.evt.<p>.<sid>, and the log folds to pi's state", async () => {
     script({ text: "Hello from Fleet" });
-    const id = await cmd.send("flow-1", { type: "prompt", text: "hi" });
-    const events = await cmd.waitFor("flow-1", isEnded);
+    const id = await w.cmd.send("flow-1", { type: "prompt", text: "hi" });
+    const events = await w.cmd.waitFor("flow-1", isEnded);
     expect(notation(events)).toEqual([
       "owner_change",
       "command_accepted",
@@ -62,17 +44,21 @@ describe("loop service / a prompt", () => {
 
   it("a redelivered (re-sent) command id produces nothing new", async () => {
     script({ text: "once" });
-    const id = await cmd.send("flow-2", { type: "prompt", text: "hi" });
-    await cmd.waitFor("flow-2", isEnded);
-    const before = (await cmd.events("flow-2")).length;
+    const id = await w.cmd.send("flow-2", { type: "prompt", text: "hi" });
+    await w.cmd.waitFor("flow-2", isEnded);
+    const before = (await w.cmd.events("flow-2")).length;
     // Same id again, under another msgID window key: the stream dedups the first, the loop the rest.
-    await cmd.sendRaw("flow-2", JSON.stringify({ type: "prompt", id, sessionId: "flow-2", text: "hi" }), `${id}-again`);
+    await w.cmd.sendRaw(
+      "flow-2",
+      JSON.stringify({ type: "prompt", id, sessionId: "flow-2", text: "hi" }),
+      `${id}-again`,
+    );
     await new Promise((r) => setTimeout(r, 400));
-    expect((await cmd.events("flow-2")).length).toBe(before);
+    expect((await w.cmd.events("flow-2")).length).toBe(before);
   });
 
   it("a second prompt while a run is active is rejected busy; a steer is queued at once", async () => {
-    scripted.use(
+    w.scripted.use(
       createScriptedProvider({
         steps: [{ text: "a long answer that streams slowly", tokensPerSecond: 40 }, { text: "steered answer" }],
         now: () => 1_000,
@@ -87,11 +73,11 @@ describe("loop service / a prompt", () => {
           }),
       }).streamFn,
     );
-    await cmd.send("flow-3", { type: "prompt", text: "first" });
-    await cmd.waitFor("flow-3", (ev) => ev.some((e) => e.type === "message_start" && e.message.role === "assistant"));
-    const busyId = await cmd.send("flow-3", { type: "prompt", text: "second" });
-    await cmd.send("flow-3", { type: "steer", text: "and also this" });
-    const events = await cmd.waitFor("flow-3", isEnded);
+    await w.cmd.send("flow-3", { type: "prompt", text: "first" });
+    await w.cmd.waitFor("flow-3", (ev) => ev.some((e) => e.type === "message_start" && e.message.role === "assistant"));
+    const busyId = await w.cmd.send("flow-3", { type: "prompt", text: "second" });
+    await w.cmd.send("flow-3", { type: "steer", text: "and also this" });
+    const events = await w.cmd.waitFor("flow-3", isEnded);
     expect(events.find((e) => e.type === "command_rejected")).toMatchObject({ commandId: busyId, code: "busy" });
     const q = events.find((e) => e.type === "queue_update");
     expect(q && q.type === "queue_update" && q.steer.length).toBe(1);

@@ -1,52 +1,19 @@
 // Named hook servers (change 53) against a real nats-server and the real Anthropic SDK on the fake
 // server: each hook served remotely changes what the model is sent, a changed answer is logged as
 // `hook_decision`, two servers compose in the worker's order, and a failure fails closed.
-import type { LoopWorker } from "@fleet/loop";
-import { createAnthropicStreamFn } from "@fleet/loop";
 import { AGENT_EVENT_TYPES, type FleetEvent } from "@fleet/protocol";
-import {
-  type FakeAnthropic,
-  fakeReply,
-  fakeText,
-  fakeToolUse,
-  type NatsServer,
-  type RecordedRequest,
-  startFakeAnthropic,
-  startNats,
-} from "@fleet/testkit";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { commander, notation, startTestWorker } from "../support/loop-harness.js";
+import { fakeReply, fakeText, fakeToolUse, type RecordedRequest } from "@fleet/testkit";
+import type { Subscription } from "@nats-io/transport-node";
+import { afterEach, describe, expect, it } from "vitest";
+import { notation } from "../support/loop-harness.js";
+import { useAnthropicWorker } from "../support/worker-world.js";
 
-let server: NatsServer;
-let fake: FakeAnthropic;
-let worker: LoopWorker;
-let nc: NatsConnection;
-let cmd: ReturnType<typeof commander>;
+const w = useAnthropicWorker({ hookServers: ["first", "second"] });
 const subs: Subscription[] = [];
 
-beforeAll(async () => {
-  server = await startNats();
-  fake = await startFakeAnthropic();
-  const started = await startTestWorker({
-    url: server.url,
-    providers: { anthropic: createAnthropicStreamFn({ apiKey: "sk-test", baseURL: fake.url, maxRetries: 0 }) },
-    defaultProvider: "anthropic",
-    hookServers: ["first", "second"],
-  });
-  worker = started.worker;
-  nc = started.nc;
-  cmd = commander(nc);
-});
 afterEach(() => {
   for (const s of subs.splice(0)) s.unsubscribe();
-  fake.reset();
-});
-afterAll(async () => {
-  await worker?.stop();
-  await nc?.close();
-  await fake?.stop();
-  await server?.stop();
+  w.fake.reset();
 });
 
 interface HookRequest {
@@ -62,7 +29,7 @@ interface HookRequest {
 async function serve(hook: string, name: string, answer: (req: HookRequest) => unknown) {
   const seen: HookRequest[] = [];
   subs.push(
-    nc.subscribe(`fleet.hook.${hook}.${name}`, {
+    w.nc.subscribe(`fleet.hook.${hook}.${name}`, {
       queue: `hooks-${name}`,
       callback: (_e, m) => {
         const req = m.json<HookRequest>();
@@ -72,7 +39,7 @@ async function serve(hook: string, name: string, answer: (req: HookRequest) => u
       },
     }),
   );
-  await nc.flush();
+  await w.nc.flush();
   return seen;
 }
 
@@ -115,10 +82,10 @@ describe("loop service / named hook servers", () => {
         },
       };
     });
-    fake.script(fakeReply([fakeText("ok")]));
-    await cmd.send("rh-transform", { type: "prompt", text: "my key is sk-ant-abc123def456" });
-    const events = await cmd.waitFor("rh-transform", ended);
-    expect(sentTexts(fake.requests[0] as RecordedRequest)).toEqual(["my key is [REDACTED]"]);
+    w.fake.script(fakeReply([fakeText("ok")]));
+    await w.cmd.send("rh-transform", { type: "prompt", text: "my key is sk-ant-abc123def456" });
+    const events = await w.cmd.waitFor("rh-transform", ended);
+    expect(sentTexts(w.fake.requests[0] as RecordedRequest)).toEqual(["my key is [REDACTED]"]);
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ sessionId: "rh-transform", turn: 1, hook: "transform_context", server: "first" });
     const user = events.find((e) => e.type === "message_end" && e.message.role === "user");
@@ -136,10 +103,10 @@ describe("loop service / named hook servers", () => {
         output: { messages: [...messages.slice(0, -1), ...userText("converted").messages] },
       };
     });
-    fake.script(fakeReply([fakeText("ok")]));
-    await cmd.send("rh-convert", { type: "prompt", text: "original" });
-    const events = await cmd.waitFor("rh-convert", ended);
-    expect(sentTexts(fake.requests[0] as RecordedRequest)).toEqual(["converted"]);
+    w.fake.script(fakeReply([fakeText("ok")]));
+    await w.cmd.send("rh-convert", { type: "prompt", text: "original" });
+    const events = await w.cmd.waitFor("rh-convert", ended);
+    expect(sentTexts(w.fake.requests[0] as RecordedRequest)).toEqual(["converted"]);
     expect(decisions(events).map((d) => `${d.hook}/${d.server}`)).toEqual(["convert_to_llm/second"]);
   });
 
@@ -147,10 +114,10 @@ describe("loop service / named hook servers", () => {
     const seen = await serve("on_payload", "first", (req) => ({
       output: { systemPrompt: `${req.input.systemPrompt as string} Answer in French.` },
     }));
-    fake.script(fakeReply([fakeText("d'accord")]));
-    await cmd.send("rh-payload", { type: "prompt", text: "hello" });
-    const events = await cmd.waitFor("rh-payload", ended);
-    expect(systemOf(fake.requests[0] as RecordedRequest)).toBe("You are a test agent. Answer in French.");
+    w.fake.script(fakeReply([fakeText("d'accord")]));
+    await w.cmd.send("rh-payload", { type: "prompt", text: "hello" });
+    const events = await w.cmd.waitFor("rh-payload", ended);
+    expect(systemOf(w.fake.requests[0] as RecordedRequest)).toBe("You are a test agent. Answer in French.");
     expect(seen[0]?.input).toMatchObject({
       model: { provider: "anthropic", modelId: "test-model" },
       systemPrompt: "You are a test agent.",
@@ -161,13 +128,13 @@ describe("loop service / named hook servers", () => {
 
   it("should_stop_after_turn: the server stops the run after the turn, so the model is not called again", async () => {
     const seen = await serve("should_stop_after_turn", "second", () => ({ output: { stop: true } }));
-    fake.script(
+    w.fake.script(
       fakeReply([fakeToolUse("no_such_tool", {})], { stopReason: "tool_use" }),
       fakeReply([fakeText("never")]),
     );
-    await cmd.send("rh-stop", { type: "prompt", text: "go" });
-    const events = await cmd.waitFor("rh-stop", ended);
-    expect(fake.requests).toHaveLength(1);
+    await w.cmd.send("rh-stop", { type: "prompt", text: "go" });
+    const events = await w.cmd.waitFor("rh-stop", ended);
+    expect(w.fake.requests).toHaveLength(1);
     expect(seen[0]?.input).toMatchObject({ stop: false });
     expect(agentOrder(events).slice(-2)).toEqual(["turn_end", "agent_end"]);
     expect(decisions(events)).toEqual([{ hook: "should_stop_after_turn", server: "second", output: { stop: true } }]);
@@ -177,13 +144,13 @@ describe("loop service / named hook servers", () => {
     await serve("prepare_next_turn", "first", (req) =>
       req.turn === 1 ? { output: { systemPrompt: "Turn two." } } : {},
     );
-    fake.script(
+    w.fake.script(
       fakeReply([fakeToolUse("no_such_tool", {})], { stopReason: "tool_use" }),
       fakeReply([fakeText("done")]),
     );
-    await cmd.send("rh-prepare", { type: "prompt", text: "go" });
-    const events = await cmd.waitFor("rh-prepare", ended);
-    expect(fake.requests.map(systemOf)).toEqual(["You are a test agent.", "Turn two."]);
+    await w.cmd.send("rh-prepare", { type: "prompt", text: "go" });
+    const events = await w.cmd.waitFor("rh-prepare", ended);
+    expect(w.fake.requests.map(systemOf)).toEqual(["You are a test agent.", "Turn two."]);
     expect(decisions(events)).toEqual([
       { hook: "prepare_next_turn", server: "first", output: { systemPrompt: "Turn two." } },
     ]);
@@ -195,29 +162,29 @@ describe("loop service / named hook servers", () => {
       const text = (req.input.messages as { content: { text: string }[] }[])[0]?.content[0]?.text;
       return { output: userText(`${text} beta`) };
     });
-    fake.script(fakeReply([fakeText("ok")]));
-    await cmd.send("rh-compose", { type: "prompt", text: "start" });
-    const events = await cmd.waitFor("rh-compose", ended);
+    w.fake.script(fakeReply([fakeText("ok")]));
+    await w.cmd.send("rh-compose", { type: "prompt", text: "start" });
+    const events = await w.cmd.waitFor("rh-compose", ended);
     expect(second[0]?.input).toEqual(userText("alpha"));
-    expect(sentTexts(fake.requests[0] as RecordedRequest)).toEqual(["alpha beta"]);
+    expect(sentTexts(w.fake.requests[0] as RecordedRequest)).toEqual(["alpha beta"]);
     expect(decisions(events).map((d) => d.server)).toEqual(["first", "second"]);
   });
 
   it("an answer that changes nothing is not logged", async () => {
     const seen = await serve("transform_context", "first", () => ({}));
-    fake.script(fakeReply([fakeText("ok")]));
-    await cmd.send("rh-nochange", { type: "prompt", text: "nothing secret" });
-    const events = await cmd.waitFor("rh-nochange", ended);
+    w.fake.script(fakeReply([fakeText("ok")]));
+    await w.cmd.send("rh-nochange", { type: "prompt", text: "nothing secret" });
+    const events = await w.cmd.waitFor("rh-nochange", ended);
     expect(seen).toHaveLength(1);
     expect(decisions(events)).toEqual([]);
-    expect(sentTexts(fake.requests[0] as RecordedRequest)).toEqual(["nothing secret"]);
+    expect(sentTexts(w.fake.requests[0] as RecordedRequest)).toEqual(["nothing secret"]);
   });
 
   it("a server that does not answer in time fails closed: the run ends with the reason, the model is not called", async () => {
     await serve("transform_context", "second", () => undefined);
-    await cmd.send("rh-timeout", { type: "prompt", text: "sk-ant-leakmeplease" });
-    const events = await cmd.waitFor("rh-timeout", ended);
-    expect(fake.requests).toHaveLength(0);
+    await w.cmd.send("rh-timeout", { type: "prompt", text: "sk-ant-leakmeplease" });
+    const events = await w.cmd.waitFor("rh-timeout", ended);
+    expect(w.fake.requests).toHaveLength(0);
     const last = events.filter((e) => e.type === "message_end").at(-1);
     expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.stopReason).toBe("error");
     expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.errorMessage).toBe(
@@ -228,9 +195,9 @@ describe("loop service / named hook servers", () => {
 
   it("an invalid answer fails closed too", async () => {
     await serve("on_payload", "first", () => ({ output: { systemPrompt: 42 } }));
-    await cmd.send("rh-invalid", { type: "prompt", text: "hi" });
-    const events = await cmd.waitFor("rh-invalid", ended);
-    expect(fake.requests).toHaveLength(0);
+    await w.cmd.send("rh-invalid", { type: "prompt", text: "hi" });
+    const events = await w.cmd.waitFor("rh-invalid", ended);
+    expect(w.fake.requests).toHaveLength(0);
     const last = events.filter((e) => e.type === "message_end").at(-1);
     expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.errorMessage).toBe(
       "invalid reply from fleet.hook.on_payload.first",

@@ -3,27 +3,11 @@
 // children survives a SIGKILL of its worker (each child ran once, the parent got all three answers,
 // its spend holds theirs); a parent's abort stops its children.
 import { AGENT_TOOL_NAME, childCommandIds, childSessionId, type FleetEvent, foldSessionEvents } from "@fleet/protocol";
-import { connectNats } from "@fleet/runtime";
-import {
-  type FakeAnthropic,
-  fakeReply,
-  fakeText,
-  fakeToolUse,
-  type NatsServer,
-  type RecordedRequest,
-  startFakeAnthropic,
-  startNats,
-} from "@fleet/testkit";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fakeReply, fakeText, fakeToolUse, type RecordedRequest } from "@fleet/testkit";
+import { describe, expect, it } from "vitest";
+import { useLoopCrashWorld } from "../support/loop-crash-world.js";
 import { commander } from "../support/loop-harness.js";
-import { type LoopProcess, spawnLoop, waitForLog } from "../support/loop-process.js";
-
-const TTL = 1_000;
-let server: NatsServer;
-let fake: FakeAnthropic;
-let nc: NatsConnection;
-const procs: LoopProcess[] = [];
+import { waitForLog } from "../support/loop-process.js";
 
 const CHILD_USAGE = { input_tokens: 1_000, output_tokens: 200 };
 
@@ -70,28 +54,10 @@ function respond(opts: { childDelayMs: number; stall?: boolean }) {
   };
 }
 
-beforeAll(async () => {
-  server = await startNats();
-  fake = await startFakeAnthropic();
-  nc = await connectNats({ url: server.url, name: "sub-agents-test" });
-});
-afterAll(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
-  await nc?.close();
-  await fake?.stop();
-  await server?.stop();
-});
-
-const env = (): Record<string, string> => ({
-  NATS_URL: server.url,
-  FLEET_PROVIDER: "anthropic",
-  ANTHROPIC_API_KEY: "sk-test",
-  ANTHROPIC_BASE_URL: fake.url,
-  FLEET_LEASE_TTL_MS: String(TTL),
-  FLEET_COALESCE_MS: "10",
-  FLEET_SHUTDOWN_GRACE_MS: "200",
-  FLEET_OPS_PORT: "0",
-  FLEET_SUBAGENT_PROGRESS_MS: "200",
+const world = useLoopCrashWorld({
+  name: "sub-agents-test",
+  leaseTtlMs: 1_000,
+  env: { FLEET_SUBAGENT_PROGRESS_MS: "200" },
 });
 
 const count = (events: FleetEvent[], type: FleetEvent["type"]) => events.filter((e) => e.type === type).length;
@@ -99,25 +65,23 @@ const ended = (events: FleetEvent[]) => events.some((e) => e.type === "agent_end
 
 describe("loop service / sub-agents as child sessions", () => {
   it("three parallel children: the parent's worker is SIGKILLed mid-run; each child ran once, the parent got all three answers and their spend", async () => {
-    const a = spawnLoop(env(), "loop-sub-a");
-    procs.push(a);
+    const a = world.spawn("loop-sub-a");
     await waitForLog(a, "loop_started");
-    fake.respondWith(respond({ childDelayMs: 300 }));
-    const cmd = commander(nc);
+    world.fake.respondWith(respond({ childDelayMs: 300 }));
+    const cmd = commander(world.nc);
     const SID = "sub-parent-kill";
     await cmd.send(SID, { type: "prompt", text: "fan out: x, y, z" });
     const children = ["x", "y", "z"].map((t, i) => childSessionId(SID, `toolu_${t}_${i}`));
     // Every child's LLM call has begun, none has ended: A dies with the parent waiting and the children streaming.
     for (let i = 0; i < 400; i++) {
-      if (fake.requests.filter((r) => firstUserText(r).startsWith("task ")).length >= 3) break;
+      if (world.fake.requests.filter((r) => firstUserText(r).startsWith("task ")).length >= 3) break;
       await new Promise((r) => setTimeout(r, 25));
     }
     const before = await Promise.all(children.map((c) => cmd.events(c)));
     for (const log of before) expect(ended(log)).toBe(false);
     await a.kill("SIGKILL");
 
-    const b = spawnLoop(env(), "loop-sub-b");
-    procs.push(b);
+    const b = world.spawn("loop-sub-b");
     const parent = await cmd.waitFor(SID, ended, 40_000);
     const ends = parent.filter(
       (e): e is Extract<FleetEvent, { type: "tool_execution_end" }> =>
@@ -181,11 +145,10 @@ describe("loop service / sub-agents as child sessions", () => {
   }, 90_000);
 
   it("aborting the parent aborts its children (terminate)", async () => {
-    const c = spawnLoop(env(), "loop-sub-c");
-    procs.push(c);
+    const c = world.spawn("loop-sub-c");
     await waitForLog(c, "loop_started");
-    fake.respondWith(respond({ childDelayMs: 20, stall: true }));
-    const cmd = commander(nc);
+    world.fake.respondWith(respond({ childDelayMs: 20, stall: true }));
+    const cmd = commander(world.nc);
     const SID = "sub-parent-abort";
     await cmd.send(SID, { type: "prompt", text: "fan out: p, q" });
     const children = ["p", "q"].map((t, i) => childSessionId(SID, `toolu_${t}_${i}`));

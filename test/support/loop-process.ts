@@ -51,21 +51,39 @@ export async function waitForLog(p: LoopProcess, evt: string, timeoutMs = 20_000
   throw new Error(`no ${evt} within ${timeoutMs} ms: ${p.output()}`);
 }
 
-/** The environment of a scripted loop worker for crash tests: short lease, fast coalescing, ops on a free port. */
+/** The environment of a loop worker for crash tests: short lease, fast coalescing, ops on a free port. */
+function crashLoopEnv(natsUrl: string, leaseTtlMs: number, graceMs: number): Record<string, string> {
+  return {
+    NATS_URL: natsUrl,
+    FLEET_LEASE_TTL_MS: String(leaseTtlMs),
+    FLEET_COALESCE_MS: "10",
+    FLEET_SHUTDOWN_GRACE_MS: String(graceMs),
+    FLEET_OPS_PORT: "0",
+  };
+}
+
+/** The environment of a scripted loop worker for crash tests (see `crashLoopEnv`). */
 export function scriptedLoopEnv(
   natsUrl: string,
   script: string,
   leaseTtlMs: number,
   graceMs = 500,
 ): Record<string, string> {
+  return { ...crashLoopEnv(natsUrl, leaseTtlMs, graceMs), FLEET_PROVIDER: "scripted", FLEET_SCRIPT: script };
+}
+
+/** The environment of a loop worker on the fake Anthropic API at `fakeUrl`, for crash tests. */
+export function anthropicLoopEnv(
+  natsUrl: string,
+  fakeUrl: string,
+  leaseTtlMs: number,
+  graceMs = 200,
+): Record<string, string> {
   return {
-    NATS_URL: natsUrl,
-    FLEET_PROVIDER: "scripted",
-    FLEET_SCRIPT: script,
-    FLEET_LEASE_TTL_MS: String(leaseTtlMs),
-    FLEET_COALESCE_MS: "10",
-    FLEET_SHUTDOWN_GRACE_MS: String(graceMs),
-    FLEET_OPS_PORT: "0",
+    ...crashLoopEnv(natsUrl, leaseTtlMs, graceMs),
+    FLEET_PROVIDER: "anthropic",
+    ANTHROPIC_API_KEY: "sk-test",
+    ANTHROPIC_BASE_URL: fakeUrl,
   };
 }
 

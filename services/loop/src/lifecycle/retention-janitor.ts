@@ -12,10 +12,11 @@ import {
   subjects,
   validate,
 } from "@fleet/protocol";
-import { createLeaseManager, type LeaseManager, type Logger, sleep } from "@fleet/runtime";
+import { type Logger, sleep } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { startLeasedTask } from "../leased-task.js";
 import type { LoopMetrics } from "../metrics.js";
 import { lastLifecycleRecord } from "./lifecycle-records.js";
 
@@ -61,10 +62,6 @@ export function startRetentionJanitor(opts: {
 }): RetentionJanitor & { start(): Promise<void> } {
   const log = opts.logger.child({ janitor: "retention" });
   const { settings } = opts;
-  let held = false;
-  let stopped = false;
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
 
   const listIdle = async (cursor: string | undefined) => {
     const request = { before: opts.now() - settings.idleMs, limit: settings.batchSize, ...(cursor ? { cursor } : {}) };
@@ -95,7 +92,7 @@ export function startRetentionJanitor(opts: {
     }
     const counts = { archived: 0, rejected: 0, pending: 0 };
     const deadline = opts.now() + settings.batchTimeoutMs;
-    while (sent.size > 0 && opts.now() < deadline && held && !stopped) {
+    while (sent.size > 0 && opts.now() < deadline && task.active()) {
       for (const [sessionId, commandId] of sent) {
         const outcome = await outcomeOf(sessionId, commandId).catch(() => undefined);
         if (outcome === undefined) continue;
@@ -122,7 +119,7 @@ export function startRetentionJanitor(opts: {
   async function runPass() {
     let cursor: string | undefined;
     for (;;) {
-      if (!held || stopped) return;
+      if (!task.active()) return;
       const started = opts.now();
       const page = await listIdle(cursor);
       if (page.sessions.length > 0) {
@@ -141,49 +138,19 @@ export function startRetentionJanitor(opts: {
     }
   }
 
-  const pass = (): Promise<void> => {
-    running ??= runPass()
-      .catch((err) => log.warn({ evt: "retention_failed", err }, "retention pass failed; trying again later"))
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
-  };
-
-  const schedule = () => {
-    if (stopped || !held) return;
-    timer = setTimeout(() => void pass().finally(schedule), settings.intervalMs);
-    timer.unref();
-  };
-
-  const lease: LeaseManager = createLeaseManager({
+  const task = startLeasedTask({
     kv: opts.leases,
-    role: "loop",
-    partitions: 1,
+    leaseKey: JANITOR_LEASE_KEY,
     workerId: opts.workerId,
     ttlMs: opts.leaseTtlMs,
-    leaseKey: () => JANITOR_LEASE_KEY,
-    logger: log,
+    everyMs: settings.intervalMs,
     now: opts.now,
-    onAcquire: () => {
-      held = true;
-      log.info({ evt: "retention_janitor", idleMs: settings.idleMs, batch: settings.batchSize }, "retention janitor");
-      void pass().finally(schedule);
-    },
-    onRelease: async () => {
-      held = false;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
+    logger: log,
+    pass: runPass,
+    onAcquire: () =>
+      log.info({ evt: "retention_janitor", idleMs: settings.idleMs, batch: settings.batchSize }, "retention janitor"),
+    onFailed: (err) => log.warn({ evt: "retention_failed", err }, "retention pass failed; trying again later"),
   });
 
-  return {
-    start: () => lease.start(),
-    pass,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await lease.stop();
-    },
-  };
+  return { start: task.start, pass: task.run, stop: task.stop };
 }

@@ -20,9 +20,7 @@ import {
 } from "@fleet/protocol";
 import {
   appendScheduleEvent,
-  createLeaseManager,
   isWrongLastSequence,
-  type LeaseManager,
   type Logger,
   lastSubjectSeq,
   listScheduleIds,
@@ -30,6 +28,7 @@ import {
 } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
+import { startLeasedTask } from "../leased-task.js";
 import { findFireOutcome } from "./fire-outcome.js";
 import { isFireOpen } from "./fire-probe.js";
 
@@ -88,10 +87,6 @@ export function startScheduler(opts: {
   const settled = new Set<string>();
   /** Re-sends of dropped fires by this holder: how many, and when the last was. */
   const resent = new Map<string, { count: number; at: number }>();
-  let held: { epoch: number } | undefined;
-  let stopped = false;
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
 
   async function refresh(scheduleId: string): Promise<Cached> {
     const cached = cache.get(scheduleId) ?? { state: EMPTY_SCHEDULE_STATE, lastSeq: 0 };
@@ -135,8 +130,7 @@ export function startScheduler(opts: {
 
   /** Whether this worker may still write: the lease is held and renewed (its write fence). */
   async function fenced(): Promise<boolean> {
-    if (!held || stopped) return true;
-    return !(await lease.writable(0, held.epoch));
+    return !(await task.writable());
   }
 
   async function runSchedule(scheduleId: string) {
@@ -244,7 +238,7 @@ export function startScheduler(opts: {
     for (const id of settled) if (!current.has(id)) settled.delete(id);
     for (const id of resent.keys()) if (!current.has(id)) resent.delete(id);
     for (const id of ids) {
-      if (!held || stopped) return;
+      if (!task.active()) return;
       try {
         await runSchedule(id);
       } catch (err) {
@@ -253,54 +247,24 @@ export function startScheduler(opts: {
     }
   }
 
-  const tick = (): Promise<void> => {
-    running ??= pass()
-      .catch((err) => log.warn({ evt: "scheduler_pass_failed", err }, "scheduler pass failed; trying again"))
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
-  };
-
-  const loop = () => {
-    if (stopped || !held) return;
-    timer = setTimeout(() => void tick().finally(loop), opts.tickMs);
-    timer.unref();
-  };
-
-  const lease: LeaseManager = createLeaseManager({
+  const task = startLeasedTask({
     kv: opts.leases,
-    role: "loop",
-    partitions: 1,
+    leaseKey: SCHEDULER_LEASE_KEY,
     workerId: opts.workerId,
     ttlMs: opts.leaseTtlMs,
-    leaseKey: () => SCHEDULER_LEASE_KEY,
-    logger: log,
+    everyMs: opts.tickMs,
     now: opts.now,
-    onAcquire: (_p, epoch) => {
-      held = { epoch };
+    logger: log,
+    pass,
+    onAcquire: (epoch) => {
       // A new holder reads every log afresh: another holder may have appended meanwhile.
       cache.clear();
       log.info({ evt: "scheduler_acquired", epoch, tickMs: opts.tickMs }, "scheduler lease acquired");
-      void tick().finally(loop);
     },
-    onRelease: async () => {
-      held = undefined;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
+    onFailed: (err) => log.warn({ evt: "scheduler_pass_failed", err }, "scheduler pass failed; trying again"),
   });
 
-  return {
-    start: () => lease.start(),
-    tick,
-    holds: () => held !== undefined,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await lease.stop();
-    },
-  };
+  return { start: task.start, tick: task.run, holds: task.holds, stop: task.stop };
 }
 
 /** A fire that can never be sent as it is (recorded `schedule_failed`). */
