@@ -55,7 +55,6 @@ import { decideCommand } from "./decide/decide-command.js";
 import { tombstoneDraft } from "./decide/decide-lifecycle.js";
 import { decideRedelivered } from "./decide/decide-redelivered.js";
 import type { DecideContext, Decision, Effect } from "./decide/decision.js";
-import type { DraftEvent } from "./decide/drafts.js";
 import { stampDraft } from "./decide/stamp-draft.js";
 import { unstartedRun } from "./decide/unstarted-run.js";
 import {
@@ -91,6 +90,7 @@ import { createReplayDriver, recordedToolResult } from "./replay-driver.js";
 import { resolvingBlobs } from "./resolving-blobs.js";
 import type { RunTraceSink } from "./run-trace-sink.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
+import type { DraftEvent } from "./session-core/drafts.js";
 import { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotWriter, type SnapshotWriter } from "./snapshots/snapshot-writer.js";
 import { agentCallOrdinal } from "./sub-agents/agent-call-ordinal.js";
@@ -823,7 +823,10 @@ export class SessionActor {
       session: this.state,
       tools: this.toolDefinitions(),
       hooks,
-      contextWindow: (model) => this.modelInfo(model).contextWindow,
+      autoCompaction: {
+        contextWindow: (model) => this.modelInfo(model).contextWindow,
+        summarize: summarizeForCompaction,
+      },
       ports: {
         now: deps.now,
         newId: deps.newId,

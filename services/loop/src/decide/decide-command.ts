@@ -26,7 +26,9 @@ import {
   sessionActivity,
   type Usage,
 } from "@fleet/protocol";
-import { continueRefusal, ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
+import { type DraftEvent, enqueueDraft, ofCommand } from "../session-core/drafts.js";
+import { continueRefusal, ENGINE_ERROR_TEXT } from "../session-core/run-refusals.js";
+import { decideSessionWrite } from "../session-core/session-write.js";
 import { approvalExpired, isAwaitingApproval } from "./approval-gate.js";
 import { budgetRefusal, summaryBudgetRefusal } from "./budget-refusal.js";
 import { decideCreateFromAgent, decideSetAgent } from "./decide-agent.js";
@@ -34,10 +36,8 @@ import { CHILD_TEXT, withParent } from "./decide-child.js";
 import { decideLifecycle } from "./decide-lifecycle.js";
 import { replayDrafts } from "./decide-replay.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
-import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
 import { messageFromInput } from "./message-input.js";
-import { decideSessionWrite } from "./session-write.js";
 
 /** Commands that may create a session that does not exist yet. */
 const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "import_session", "replay"]);

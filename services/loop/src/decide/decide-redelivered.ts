@@ -1,6 +1,7 @@
 // A command whose id already has an outcome in the log (a redelivery after a crash, or a client
 // re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
 import type { FleetCommand, SessionState } from "@fleet/protocol";
+import { type DraftEvent, enqueueDraft, ofCommand } from "../session-core/drafts.js";
 import { decideCreateFromAgent } from "./decide-agent.js";
 import {
   approvalDraft,
@@ -14,7 +15,6 @@ import {
 import { decideLifecycleRedelivered } from "./decide-lifecycle.js";
 import { replayDrafts } from "./decide-replay.js";
 import type { DecideContext, Decision, Effect } from "./decision.js";
-import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { messageFromInput } from "./message-input.js";
 import { unstartedRun } from "./unstarted-run.js";
 

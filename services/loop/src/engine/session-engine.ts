@@ -18,8 +18,9 @@ import {
   streamingMessageOf,
   type ThinkingLevel,
 } from "@fleet/protocol";
-import { type DraftEvent, queueUpdate, queueUpdateDraft, writeDrafts } from "../decide/drafts.js";
-import { affectsNextTurn, decideSessionWrite } from "../decide/session-write.js";
+import { type DraftEvent, queueUpdate, queueUpdateDraft, writeDrafts } from "../session-core/drafts.js";
+import { continueRefusal, ENGINE_ERROR_TEXT, type Rejection, rejected } from "../session-core/run-refusals.js";
+import { affectsNextTurn, decideSessionWrite } from "../session-core/session-write.js";
 import { AutoCompaction } from "./auto-compaction.js";
 import { createSinkState, type SinkState, sinkEmit, sinkExclusive } from "./event-sink.js";
 import { createUserMessage } from "./messages.js";
@@ -33,26 +34,13 @@ import type {
   LoopConfig,
   LoopEventBody,
   NextTurnUpdate,
+  SummarizeCompaction,
   ToolDefinition,
   TurnContext,
 } from "./types.js";
 
-/** pi's error texts for the public API (exact; conformance tests match them). */
-export const ENGINE_ERROR_TEXT = {
-  promptBusy:
-    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion.",
-  continueBusy: "Agent is already processing. Wait for completion before continuing.",
-  noMessages: "No messages to continue from",
-  assistantTail: "Cannot continue from message role: assistant",
-  busy: "Agent is already processing.",
-} as const;
-
-/** A refused request, as data (the service turns it into `command_rejected`). */
-export interface Rejection {
-  status: "rejected";
-  code: "busy" | "conflict";
-  reason: string;
-}
+/** pi's refusals live in the shared core; re-exported for the engine's public surface. */
+export { continueRefusal, ENGINE_ERROR_TEXT, type Rejection } from "../session-core/run-refusals.js";
 
 export type RunResult =
   | Rejection
@@ -77,10 +65,11 @@ export interface SessionEngineOptions {
   maxTokens?: number;
   sessionId?: string;
   /**
-   * The model's context window (pi's `model.contextWindow`). Given, runs compact automatically as
-   * pi's coding agent does (the session's `compaction` settings; see `AutoCompaction`).
+   * The model's context window (pi's `model.contextWindow`) and the summary port. Given, runs
+   * compact automatically as pi's coding agent does (the session's `compaction` settings; see
+   * `AutoCompaction`).
    */
-  contextWindow?: (model: ModelRef) => number;
+  autoCompaction?: { contextWindow: (model: ModelRef) => number; summarize: SummarizeCompaction };
 }
 
 /** A read-only view of the session as the engine sees it (pi's `AgentState` plus the session fields). */
@@ -130,8 +119,6 @@ const NONE: AgentMessage[] = [];
 const NO_CONTEXT: readonly ContextMessage[] = Object.freeze([]);
 /** A fresh "nothing polled" record (a literal: cheaper than a copy of a frozen one). */
 const nothingPolled = (): Record<QueueKind, number> => ({ steer: 0, followUp: 0, nextTurn: 0 });
-
-const rejected = (code: Rejection["code"], reason: string): Rejection => ({ status: "rejected", code, reason });
 
 /** What a run does: data, not a closure per run (the run's code is module functions). */
 type RunBody =
@@ -196,8 +183,8 @@ export class SessionEngine {
       polled: nothingPolled(),
       runDirty: false,
       flushedMessages: [],
-      autoCompaction: options.contextWindow
-        ? new AutoCompaction({ session: options.session, contextWindow: options.contextWindow })
+      autoCompaction: options.autoCompaction
+        ? new AutoCompaction({ session: options.session, ...options.autoCompaction })
         : undefined,
     };
     core.sink = createSinkState({
@@ -657,16 +644,6 @@ async function flushWrites(core: EngineCore): Promise<void> {
     );
     if (session.pendingWrites[0] === pending) break; // the shell did not fold the settling event
   }
-}
-
-/** pi's `continue()` refusals, from the context and the queues. */
-export function continueRefusal(messages: readonly ContextMessage[], queues: MessageQueues): Rejection | undefined {
-  const last = messages.at(-1);
-  if (!last) return rejected("conflict", ENGINE_ERROR_TEXT.noMessages);
-  if (last.role === "assistant" && queues.steer.length === 0 && queues.followUp.length === 0) {
-    return rejected("conflict", ENGINE_ERROR_TEXT.assistantTail);
-  }
-  return undefined;
 }
 
 /** True when a logged `message_start` (read back from the log) is the message of a write. */

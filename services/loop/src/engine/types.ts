@@ -4,6 +4,7 @@ import type {
   AgentMessage,
   AssistantMessage,
   AssistantStreamEvent,
+  CompactionPlan,
   ContextMessage,
   EventBody,
   EventId,
@@ -16,6 +17,7 @@ import type {
   ToolExecutionMode,
   ToolResultMessage,
 } from "@fleet/protocol";
+import type { SummaryResult } from "../session-core/compaction.js";
 import type { AutoCompaction } from "./auto-compaction.js";
 
 /** A model as the engine sees it. `api` (pi's `model.api`) only labels messages the engine synthesises. */
@@ -61,6 +63,22 @@ export type StreamFn = (
   options: StreamOptions,
   signal: AbortSignal | undefined,
 ) => AsyncIterable<AssistantStreamEvent>;
+
+/**
+ * The compaction summary port (`summarizeForCompaction` of `../summarizer.ts` in production): pi's
+ * summary requests for `plan`, sent through `streamFn`. Contract: never rejects; a failed summary
+ * is `{ok: false, error}`.
+ */
+export type SummarizeCompaction = (request: {
+  streamFn: StreamFn;
+  model: ModelRef;
+  thinkingLevel: ThinkingLevel;
+  plan: CompactionPlan;
+  instructions?: string | undefined;
+  reserveTokens?: number;
+  signal?: AbortSignal;
+  now: () => number;
+}) => Promise<SummaryResult>;
 
 /** A call the engine asks the tool port to run: raw arguments already validated (and coerced). */
 export interface ToolCallRequest {
