@@ -12,7 +12,7 @@ import {
 } from "@fleet/protocol";
 import type { DraftEvent } from "../session-core/drafts.js";
 import { decideSessionWrite } from "../session-core/session-write.js";
-import { accepted, type OutcomeContext, rejected } from "./decide-command.js";
+import { accepted, type OutcomeContext, rejected } from "./command-outcomes.js";
 import type { Decision } from "./decision.js";
 
 export const AGENT_TEXT = {
