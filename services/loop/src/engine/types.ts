@@ -18,6 +18,11 @@ import type {
   ToolResultMessage,
 } from "@fleet/protocol";
 import type { SummaryResult } from "../session-core/compaction.js";
+import type { ToolExecutionOutcome } from "../session-core/tool-result.js";
+
+/** A call's outcome (shared with the pure core). */
+export type { ToolExecutionOutcome };
+
 import type { AutoCompaction } from "./auto-compaction.js";
 
 /** A model as the engine sees it. `api` (pi's `model.api`) only labels messages the engine synthesises. */
@@ -184,11 +189,6 @@ export interface NextTurnUpdate {
   context?: LoopContext;
   model?: EngineModel;
   thinkingLevel?: ThinkingLevel;
-}
-
-export interface ToolExecutionOutcome {
-  result: { content: (TextContent | ImageContent)[]; details?: unknown; terminate?: boolean };
-  isError: boolean;
 }
 
 /**

@@ -2,8 +2,10 @@
 // refuse or wait; a wait appends the request (unless logged), arms the expiry timer from the log,
 // and resolves on the decision the log receives (`approval_decided` effect) or the expiry.
 import type { ApprovalLayer } from "@fleet/protocol";
-import { APPROVAL_TEXT, decideApprovalExpiry, decideApprovalGate, type GateStep } from "../decide/approval-gate.js";
+import { APPROVAL_TEXT, decideApprovalGate, type GateStep } from "../decide/approval-gate.js";
+import { decideInput } from "../decide/decide-input.js";
 import type { BeforeToolCallResult } from "../engine/index.js";
+import { decideContextOf } from "./decide-context.js";
 import { runEffect } from "./effects.js";
 import { appendDraft, type SessionShell } from "./session-shell.js";
 
@@ -90,7 +92,8 @@ async function expireApproval(shell: SessionShell, toolCallId: string): Promise<
   try {
     const engine = shell.engine;
     const decision = await engine.exclusive(async () => {
-      const d = decideApprovalExpiry(shell.state, toolCallId, shell.deps.now(), shell.deps.newId);
+      const timer = { kind: "timer", timer: "approval_expiry", toolCallId } as const;
+      const d = decideInput(shell.state, shell.sessionId, timer, decideContextOf(shell));
       if (d.kind === "decided") for (const draft of d.events) await appendDraft(shell, draft, engine.state.runId);
       return d;
     });

@@ -16,7 +16,7 @@ import {
 import { AgentStoreError, readSubject } from "@fleet/runtime";
 import { childPromptRefusal } from "../decide/decide-child.js";
 import { decideCommand } from "../decide/decide-command.js";
-import { decideRedelivered } from "../decide/decide-redelivered.js";
+import { decideInput } from "../decide/decide-input.js";
 import type { DecideContext, Decision } from "../decide/decision.js";
 import { acceptsCommand, InputUnavailableError, keepParts, readCommand } from "../input-reader.js";
 import { lastLifecycleRecord } from "../lifecycle/lifecycle-records.js";
@@ -29,8 +29,6 @@ import { runEffect } from "./effects.js";
 import { readArchiveHeader } from "./lifecycle-runner.js";
 import { providerStreamFn, withContent } from "./llm-ports.js";
 import { announceOwner, appendDraft, type SessionShell } from "./session-shell.js";
-
-const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
 
 /** When a command whose inputs could not be read or copied is delivered again. */
 const INPUT_RETRY_MS = 1_000;
@@ -74,12 +72,7 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
     // everything appended so far; fetching a fork source or a summary happens outside.
     const decideAndAppend = () =>
       engine.exclusive(async (): Promise<Decision> => {
-        const state = shell.state;
-        const decision = state.commands.has(commandId)
-          ? input.ok
-            ? decideRedelivered(state, input.command, ctx)
-            : NOTHING
-          : decideCommand(state, shell.sessionId, input, ctx);
+        const decision = decideInput(shell.state, shell.sessionId, { kind: "command", input }, ctx);
         if (decision.kind !== "decided") return decision;
         // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
         if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, deps.blobs);
