@@ -11,6 +11,7 @@ import {
   type SessionState,
   type ThinkingLevel,
 } from "@fleet/protocol";
+import type { Rejection } from "../session-core/run-refusals.js";
 import type { AutoCompaction } from "./auto-compaction.js";
 import type { SinkState } from "./event-sink.js";
 import type { AbortWatch } from "./run-scope.js";
@@ -111,3 +112,11 @@ export function engineModelOf(core: EngineCore, model: ModelRef): EngineModel {
   const { provider, modelId } = model;
   return core.modelApi ? { provider, modelId, api: core.modelApi(model) } : { provider, modelId };
 }
+
+/** How a run ended (a refusal, `agent_end`, or a failed emit). */
+export type RunResult =
+  | Rejection
+  /** The run ended with `agent_end`; `messages` is what it carried. */
+  | { status: "completed"; runId: string; messages: AgentMessage[] }
+  /** `emit` threw: nothing more was emitted after the failed event; rebuild the shell from the log. */
+  | { status: "emit_failed"; runId: string; error: Error };

@@ -10,6 +10,7 @@ import {
   engineModelOf,
   NONE,
   nothingPolled,
+  type RunResult,
   type SessionSettings,
   settingsOf,
 } from "./engine-core.js";
@@ -18,7 +19,6 @@ import { sinkEmit } from "./event-sink.js";
 import type { ResumePoint } from "./resume-point.js";
 import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
 import { abortWatch, type LoopState, type RunScope, type Sink } from "./run-scope.js";
-import type { RunResult } from "./session-engine.js";
 import type { EngineModel, LoopConfig, LoopEventBody, NextTurnUpdate, TurnContext } from "./types.js";
 
 /** What a run does: data, not a closure per run (the run's code is module functions). */

@@ -20,7 +20,15 @@ import { queueUpdate, queueUpdateDraft } from "../session-core/drafts.js";
 import { continueRefusal, ENGINE_ERROR_TEXT, type Rejection, rejected } from "../session-core/run-refusals.js";
 import { decideSessionWrite } from "../session-core/session-write.js";
 import { AutoCompaction } from "./auto-compaction.js";
-import { abortRun, type EngineCore, leafIdOf, nothingPolled, type SessionSettings, settingsOf } from "./engine-core.js";
+import {
+  abortRun,
+  type EngineCore,
+  leafIdOf,
+  nothingPolled,
+  type RunResult,
+  type SessionSettings,
+  settingsOf,
+} from "./engine-core.js";
 import { emitDrafts, flushWrites, poll } from "./engine-queues.js";
 import { type RunBody, runSinkOf, startRun } from "./engine-run.js";
 import { createSinkState, type SinkState, sinkEmit, sinkExclusive } from "./event-sink.js";
@@ -32,12 +40,7 @@ import type { EngineHooks, EnginePorts, LoopEventBody, SummarizeCompaction, Tool
 /** pi's refusals live in the shared core; re-exported for the engine's public surface. */
 export { continueRefusal, ENGINE_ERROR_TEXT, type Rejection } from "../session-core/run-refusals.js";
 
-export type RunResult =
-  | Rejection
-  /** The run ended with `agent_end`; `messages` is what it carried. */
-  | { status: "completed"; runId: string; messages: AgentMessage[] }
-  /** `emit` threw: nothing more was emitted after the failed event; rebuild the shell from the log. */
-  | { status: "emit_failed"; runId: string; error: Error };
+export type { RunResult };
 
 export interface SessionEngineOptions {
   ports: EnginePorts;
