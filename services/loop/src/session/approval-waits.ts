@@ -64,10 +64,18 @@ async function awaitApproval(
       onAbort = () => resolve({ kind: "refuse", reason: APPROVAL_TEXT.aborted });
       if (signal?.aborted) return onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
+      const expiresAt = step.expiresAt;
+      // A timer may fire before the clock reads `expiresAt` (libuv counts from the event loop's
+      // cached time, which lags under load): then it is armed again for what is left, since an
+      // expiry decided early decides nothing and nothing else would arm it again.
+      const fire = () => {
+        const left = (expiresAt ?? 0) - shell.deps.now();
+        if (left > 0) timer = setTimeout(fire, left);
+        else void expireApproval(shell, toolCallId);
+      };
       const arm = () => {
-        if (step.expiresAt === undefined) return;
-        const delay = Math.max(0, step.expiresAt - shell.deps.now());
-        timer = setTimeout(() => void expireApproval(shell, toolCallId), delay);
+        if (expiresAt === undefined) return;
+        timer = setTimeout(fire, Math.max(0, expiresAt - shell.deps.now()));
       };
       if (step.kind === "wait") return arm();
       void shell.coalescer
