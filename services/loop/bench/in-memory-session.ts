@@ -11,9 +11,9 @@ import {
   type SessionState,
   type StreamDelta,
 } from "@fleet/protocol";
-import type { DraftEvent } from "../src/decide/drafts.js";
 import { type StampContext, stampOwnedDraft } from "../src/decide/stamp-draft.js";
 import type { Emit, EngineEvent } from "../src/engine/index.js";
+import type { DraftEvent } from "../src/session-core/drafts.js";
 
 /** The shell's default (`FLEET_COALESCE_DELTAS`). */
 const COALESCE_DELTAS = 64;

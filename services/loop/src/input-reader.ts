@@ -14,7 +14,7 @@ import {
 import type { BlobAccess } from "@fleet/runtime";
 import { type CommandBytes, commandInput } from "./decide/command-input.js";
 import type { CommandInput } from "./decide/decision.js";
-import type { DraftEvent } from "./decide/drafts.js";
+import type { DraftEvent } from "./session-core/drafts.js";
 
 const INPUTS = OBJECT_STORES.inputs.name;
 const BLOBS = OBJECT_STORES.blobs.name;

@@ -1,6 +1,5 @@
 import {
   addUsage,
-  type CompactionPlan,
   type ContextMessage,
   DEFAULT_COMPACTION_SETTINGS,
   emptyUsage,
@@ -8,7 +7,6 @@ import {
   type ModelRef,
   serializeConversation,
   type ThinkingLevel,
-  type Usage,
 } from "@fleet/protocol";
 import {
   compactionSummaryRequests,
@@ -16,7 +14,11 @@ import {
   SUMMARIZATION_SYSTEM_PROMPT,
   type SummaryRequest,
 } from "./compaction-prompts.js";
-import type { StreamFn } from "./engine/index.js";
+import type { StreamFn, SummarizeCompaction } from "./engine/index.js";
+
+type SummaryOfPlan = Parameters<SummarizeCompaction>[0];
+
+import type { SummaryResult } from "./session-core/compaction.js";
 
 const BRANCH_SECTIONS = `Use this format:
 
@@ -26,8 +28,7 @@ const BRANCH_SECTIONS = `Use this format:
 ## Key Decisions
 ## Next Steps`;
 
-/** `usage`: what the summary's LLM calls spent (their `done` messages' usage, summed). */
-export type SummaryResult = { ok: true; summary: string; usage: Usage } | { ok: false; error: string };
+export type { SummaryResult };
 
 /** Asks the model for one text answer (no tools); text blocks are joined by `\n` (pi). Contract: never rejects. */
 async function complete(
@@ -72,16 +73,7 @@ async function complete(
  * summary) and, for a split turn, the turn-prefix summary, made in parallel and joined; then the file
  * lists. The requests are `compactionSummaryRequests`' (pi's texts).
  */
-export async function summarizeForCompaction(opts: {
-  streamFn: StreamFn;
-  model: ModelRef;
-  thinkingLevel: ThinkingLevel;
-  plan: CompactionPlan;
-  instructions?: string | undefined;
-  reserveTokens?: number;
-  signal?: AbortSignal;
-  now: () => number;
-}): Promise<SummaryResult> {
+export async function summarizeForCompaction(opts: SummaryOfPlan): Promise<SummaryResult> {
   const reserve = opts.reserveTokens ?? DEFAULT_COMPACTION_SETTINGS.reserveTokens;
   const requests = compactionSummaryRequests(opts.plan, reserve, opts.instructions);
   const ask = (request: SummaryRequest | undefined): Promise<SummaryResult | undefined> =>

@@ -1,8 +1,8 @@
 // The approval gate's decisions (PROTOCOL "Approvals"), pure: what a tool call's preflight does
 // given the session's fold and the rules in force, and when a waiting request expires.
 import { type ApprovalDecision, type ApprovalLayer, evaluateApprovalPolicy, type SessionState } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import type { Decision } from "./decision.js";
-import type { DraftEvent } from "./drafts.js";
 
 /** The tool result texts of calls the gate does not let run. */
 export const APPROVAL_TEXT = {

@@ -10,10 +10,10 @@ import {
   type SessionState,
   type SessionWrite,
 } from "@fleet/protocol";
-import { accepted, type OutcomeContext, rejected } from "./decide-command.js";
+import type { DraftEvent } from "../session-core/drafts.js";
+import { decideSessionWrite } from "../session-core/session-write.js";
+import { accepted, type OutcomeContext, rejected } from "./command-outcomes.js";
 import type { Decision } from "./decision.js";
-import type { DraftEvent } from "./drafts.js";
-import { decideSessionWrite } from "./session-write.js";
 
 export const AGENT_TEXT = {
   notFound: (ref: string) => `Agent ${ref} not found`,

@@ -13,8 +13,8 @@ import {
   type ParentLink,
   type RunCursor,
 } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import type { Decision } from "./decision.js";
-import type { DraftEvent } from "./drafts.js";
 
 export const CHILD_TEXT = {
   withFork: "`parent` and `forkFrom` do not combine: a child session starts empty",

@@ -19,7 +19,7 @@ import {
   userMessage,
 } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
-import { ENGINE_ERROR_TEXT } from "../engine/session-engine.js";
+import { ENGINE_ERROR_TEXT } from "../session-core/run-refusals.js";
 import { command, given, givenLog, HELLO, HI, ONE_RUN, SPEC_DEFAULTS } from "../testing/decider-spec.js";
 import { DECIDER_TEXT } from "./decide-command.js";
 

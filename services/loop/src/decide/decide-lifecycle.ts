@@ -1,9 +1,9 @@
 // The session decider's lifecycle commands: `delete_session`, `archive_session`, `restore_session`.
 // Pure: what the archive and the lifecycle records hold comes in through the context.
 import type { ArchiveRef, CommandOf, DaySpend, SessionActivity, SessionState } from "@fleet/protocol";
-import { accepted, busy, DECIDER_TEXT, type OutcomeContext, rejected } from "./decide-command.js";
+import type { DraftEvent } from "../session-core/drafts.js";
+import { accepted, busy, DECIDER_TEXT, type OutcomeContext, rejected } from "./command-outcomes.js";
 import type { Decision } from "./decision.js";
-import type { DraftEvent } from "./drafts.js";
 
 type LifecycleCommand = CommandOf<"delete_session" | "archive_session" | "restore_session">;
 

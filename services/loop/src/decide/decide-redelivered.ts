@@ -1,20 +1,16 @@
 // A command whose id already has an outcome in the log (a redelivery after a crash, or a client
 // re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
 import type { FleetCommand, SessionState } from "@fleet/protocol";
+import { type DraftEvent, enqueueDraft, ofCommand } from "../session-core/drafts.js";
+import { isAwaitingApproval } from "./approval-gate.js";
+import { commandWrites, writes } from "./command-writes.js";
 import { decideCreateFromAgent } from "./decide-agent.js";
-import {
-  approvalDraft,
-  commandWrites,
-  decideCommand,
-  forkDrafts,
-  importDrafts,
-  isAwaitingApproval,
-  writes,
-} from "./decide-command.js";
+import { approvalDraft } from "./decide-approval.js";
+import { decideCommand } from "./decide-command.js";
 import { decideLifecycleRedelivered } from "./decide-lifecycle.js";
 import { replayDrafts } from "./decide-replay.js";
+import { forkDrafts, importDrafts } from "./decide-tree.js";
 import type { DecideContext, Decision, Effect } from "./decision.js";
-import { type DraftEvent, enqueueDraft, ofCommand } from "./drafts.js";
 import { messageFromInput } from "./message-input.js";
 import { unstartedRun } from "./unstarted-run.js";
 

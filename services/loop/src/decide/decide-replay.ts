@@ -1,7 +1,7 @@
 // `replay` (change 51): a new session that forks its source at an entry and records what it runs
 // again; the turns themselves are the actor's to start (`decideReplayTurn`).
 import { applyConfigPatch, type CommandOf, planReplay, type ReplayOverrides } from "@fleet/protocol";
-import type { DraftEvent } from "./drafts.js";
+import type { DraftEvent } from "../session-core/drafts.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
 
 /**

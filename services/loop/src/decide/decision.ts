@@ -16,7 +16,7 @@ import type {
   ThinkingLevel,
   Usage,
 } from "@fleet/protocol";
-import type { DraftEvent } from "./drafts.js";
+import type { DraftEvent } from "../session-core/drafts.js";
 
 /** Something the shell starts once the decision's events are appended. */
 export type Effect =

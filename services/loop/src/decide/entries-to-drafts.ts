@@ -1,6 +1,6 @@
 // A copied tree (a pi import, or a fork's path) as the entry events of a new session.
 import type { EventDraft, SessionEntry } from "@fleet/protocol";
-import type { DraftEvent } from "./drafts.js";
+import type { DraftEvent } from "../session-core/drafts.js";
 
 /**
  * Turns a tree into entry events. Every entry gets a fresh id (event ids are unique stream-wide;

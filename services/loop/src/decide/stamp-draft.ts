@@ -1,7 +1,7 @@
 // A draft as the writer appends it: `entry` from the log's leaf (or the draft's own parent),
 // `meta` with the open run's id and the command's id. The one rule for every writer of a session.
 import { ENTRY_EVENT_TYPES, type FleetEvent, openOperationId, type SessionState } from "@fleet/protocol";
-import type { DraftEvent } from "./drafts.js";
+import type { DraftEvent } from "../session-core/drafts.js";
 
 const ENTRY_TYPES: ReadonlySet<string> = new Set(ENTRY_EVENT_TYPES);
 

@@ -1,32 +1,39 @@
 // pi coding-agent's automatic compaction, inside a run: a threshold compaction before an LLM call, and
-// an overflow compaction followed by one retry of the call. Decided from the session's fold; the
-// summary is made through the run's `streamFn`; every effect is an event on the run's sink.
+// an overflow compaction followed by one retry of the call. Decided from the session's fold with the
+// shared compaction steps (`../session-core/compaction.ts`); the summary is the injected `summarize`
+// port, made through the run's `streamFn`; every effect is an event on the run's sink.
 import {
   type AssistantMessage,
   type CompactionPlan,
   type CompactionReason,
   compactionSettingsOf,
   contextAtLeaf,
-  getBranch,
+  type EventDraft,
   isContextOverflow,
   type ModelRef,
   prepareCompaction,
   runCursorOf,
-  type SessionEntry,
   type SessionState,
   thresholdCompaction,
 } from "@fleet/protocol";
-import { summarizeForCompaction } from "../summarizer.js";
+import {
+  COMPACTION_TEXT,
+  type CompactionOutcome,
+  compactionEndBody,
+  compactionPath,
+  decideCompactionEnd,
+} from "../session-core/compaction.js";
 import { type ResumePoint, resumePointFromCursor } from "./resume-point.js";
 import type { LoopState, RunScope } from "./run-scope.js";
+import type { SummarizeCompaction } from "./types.js";
 
 /** How a compaction inside a run ended. */
-export type AutoCompactionOutcome = "compacted" | "failed" | "aborted";
+export type AutoCompactionOutcome = CompactionOutcome;
 
 /** pi's `compaction_end.errorMessage` prefixes. */
 export const AUTO_COMPACTION_TEXT = {
-  overflowFailed: (error: string) => `Context overflow recovery failed: ${error}`,
-  thresholdFailed: (error: string) => `Auto-compaction failed: ${error}`,
+  overflowFailed: COMPACTION_TEXT.overflowFailed,
+  thresholdFailed: COMPACTION_TEXT.thresholdFailed,
 } as const;
 
 export interface AutoCompactionOptions {
@@ -34,6 +41,8 @@ export interface AutoCompactionOptions {
   session: SessionState;
   /** The model's context window in tokens (pi's `model.contextWindow`). */
   contextWindow: (model: ModelRef) => number;
+  /** Makes the summary (`summarizeForCompaction` in production; the engine never imports it). */
+  summarize: SummarizeCompaction;
 }
 
 /**
@@ -54,15 +63,17 @@ export interface AutoCompactionOptions {
 export class AutoCompaction {
   private readonly session: SessionState;
   private readonly contextWindow: (model: ModelRef) => number;
+  private readonly summarizePort: SummarizeCompaction;
 
   constructor(options: AutoCompactionOptions) {
     this.session = options.session;
     this.contextWindow = options.contextWindow;
+    this.summarizePort = options.summarize;
   }
 
   async beforeCall(loop: LoopState, run: RunScope): Promise<AutoCompactionOutcome | undefined> {
     if (run.signal?.aborted) return undefined;
-    const path = this.path();
+    const path = compactionPath(this.session);
     const settings = compactionSettingsOf(this.session.tree.config);
     if (!thresholdCompaction(path, settings, this.contextWindow(loop.model)).compact) return undefined;
     const plan = prepareCompaction(path, settings.keepRecentTokens);
@@ -78,9 +89,9 @@ export class AutoCompaction {
     if (!sameModel || message.stopReason !== "error") return false;
     if (!isContextOverflow(message, this.contextWindow(loop.model))) return false;
     await run.sink.emit({ type: "compaction_start", reason: "overflow" });
-    const plan = prepareCompaction(this.path(), settings.keepRecentTokens);
+    const plan = prepareCompaction(compactionPath(this.session), settings.keepRecentTokens);
     if (!plan.ok) {
-      await this.end(run, "overflow", { errorMessage: AUTO_COMPACTION_TEXT.overflowFailed(plan.error) });
+      await run.sink.emit(compactionEndBody("overflow", { errorMessage: COMPACTION_TEXT.overflowFailed(plan.error) }));
       return false;
     }
     return (await this.summarize("overflow", plan, loop, run)) === "compacted";
@@ -91,14 +102,14 @@ export class AutoCompaction {
     if (!open || open.runId !== point.runId) return point;
     const reason = open.reason;
     if (open.entryId !== undefined) {
-      await this.end(run, reason, { willRetry: reason === "overflow" });
+      await run.sink.emit(compactionEndBody(reason, { willRetry: reason === "overflow" }));
     } else if (run.signal?.aborted) {
-      await this.end(run, reason, { aborted: true });
+      await run.sink.emit(compactionEndBody(reason, { aborted: true }));
     } else {
       const settings = compactionSettingsOf(this.session.tree.config);
-      const plan = prepareCompaction(this.path(), settings.keepRecentTokens);
+      const plan = prepareCompaction(compactionPath(this.session), settings.keepRecentTokens);
       if (plan.ok) await this.summarize(reason, plan, loop, run);
-      else await this.end(run, reason, { errorMessage: this.failureText(reason, plan.error) });
+      else await run.sink.emit(compactionEndBody(reason, { errorMessage: failureText(reason)(plan.error) }));
     }
     this.refreshContext(loop);
     return resumePointFromCursor(runCursorOf(this.session), point.reason) ?? point;
@@ -111,7 +122,7 @@ export class AutoCompaction {
     run: RunScope,
   ): Promise<AutoCompactionOutcome> {
     const settings = compactionSettingsOf(this.session.tree.config);
-    const summary = await summarizeForCompaction({
+    const summary = await this.summarizePort({
       streamFn: run.ports.streamFn,
       model: loop.model,
       thinkingLevel: loop.thinkingLevel,
@@ -120,45 +131,11 @@ export class AutoCompaction {
       ...(run.signal ? { signal: run.signal } : {}),
       now: run.ports.now,
     });
-    if (run.signal?.aborted) {
-      await this.end(run, reason, { aborted: true });
-      return "aborted";
-    }
-    if (!summary.ok) {
-      await this.end(run, reason, { errorMessage: this.failureText(reason, summary.error) });
-      return "failed";
-    }
-    await run.sink.emit({
-      type: "compaction",
-      summary: summary.summary,
-      firstKeptEntryId: plan.firstKeptEntryId,
-      tokensBefore: plan.tokensBefore,
-      details: { readFiles: plan.readFiles, modifiedFiles: plan.modifiedFiles },
-      usage: summary.usage,
-    });
-    await this.end(run, reason, { willRetry: reason === "overflow" });
-    this.refreshContext(loop);
-    return "compacted";
-  }
-
-  private failureText(reason: CompactionReason, error: string): string {
-    return reason === "overflow"
-      ? AUTO_COMPACTION_TEXT.overflowFailed(error)
-      : AUTO_COMPACTION_TEXT.thresholdFailed(error);
-  }
-
-  private end(
-    run: RunScope,
-    reason: CompactionReason,
-    fields: { aborted?: boolean; willRetry?: boolean; errorMessage?: string },
-  ): Promise<void> {
-    return run.sink.emit({
-      type: "compaction_end",
-      reason,
-      aborted: fields.aborted ?? false,
-      willRetry: fields.willRetry ?? false,
-      ...(fields.errorMessage !== undefined ? { errorMessage: fields.errorMessage } : {}),
-    });
+    const close = { reason, plan, failureText: failureText(reason), willRetry: reason === "overflow" };
+    const { outcome, events } = decideCompactionEnd(close, summary, run.signal?.aborted === true);
+    for (const body of events) await run.sink.emit(body as EventDraft);
+    if (outcome === "compacted") this.refreshContext(loop);
+    return outcome;
   }
 
   /** pi: `agent.state.messages = buildSessionContext().messages`, without a trailing error message. */
@@ -170,9 +147,7 @@ export class AutoCompaction {
     if (last?.role === "assistant" && last.stopReason === "error") messages.pop();
     loop.context = { ...loop.context, messages };
   }
-
-  private path(): SessionEntry[] {
-    const branch = getBranch(this.session.tree, this.session.tree.leafId);
-    return branch.ok ? branch.entries : [];
-  }
 }
+
+const failureText = (reason: CompactionReason) =>
+  reason === "overflow" ? COMPACTION_TEXT.overflowFailed : COMPACTION_TEXT.thresholdFailed;

@@ -1,7 +1,8 @@
 // The tool calls of one assistant message: preflight, execution, results (pi 0.73 semantics plus
 // Fleet's abort and length-stop rules).
 import { type AssistantMessage, type ToolCallContent, type ToolResultMessage, toolErrorText } from "@fleet/protocol";
-import { createToolResultMessage, errorToolResult, thrownText } from "./messages.js";
+import { createToolResultMessage, toolExecutionEndBody } from "../session-core/tool-result.js";
+import { errorToolResult, thrownText } from "./messages.js";
 import { ABORTED, isPromise, noop, RESOLVED, type RunScope } from "./run-scope.js";
 import type { LoopConfig, LoopContext, ToolDefinition, ToolExecutionOutcome, ToolOutput } from "./types.js";
 import { validateToolArguments } from "./validate-tool-arguments.js";
@@ -382,14 +383,7 @@ function emitStart(slot: Slot, run: RunScope): Promise<void> {
 }
 
 function emitEnd(slot: Slot, run: RunScope): Promise<void> {
-  const outcome = slot.outcome as ToolExecutionOutcome;
-  return run.sink.emit({
-    type: "tool_execution_end",
-    toolCallId: slot.call.id,
-    toolName: slot.call.name,
-    result: outcome.result,
-    isError: outcome.isError,
-  });
+  return run.sink.emit(toolExecutionEndBody(slot.call, slot.outcome as ToolExecutionOutcome));
 }
 
 function emitResultMessage(slot: Slot, run: RunScope): Promise<void> {

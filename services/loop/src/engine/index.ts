@@ -59,6 +59,7 @@ export type {
   NextTurnUpdate,
   StreamFn,
   StreamOptions,
+  SummarizeCompaction,
   ToolCallRequest,
   ToolDefinition,
   ToolExecutionOutcome,

@@ -9,7 +9,6 @@ import {
   type LlmMessage,
   parseStreamingJson,
   type TextContent,
-  type ToolResultMessage,
 } from "@fleet/protocol";
 import type { EngineModel, ToolExecutionOutcome } from "./types.js";
 
@@ -22,23 +21,7 @@ export const errorToolResult = (text: string): ToolExecutionOutcome["result"] =>
   details: {},
 });
 
-export function createToolResultMessage(
-  toolCallId: string,
-  toolName: string,
-  outcome: ToolExecutionOutcome,
-  timestamp: number,
-): ToolResultMessage {
-  const message: ToolResultMessage = {
-    role: "toolResult",
-    toolCallId,
-    toolName,
-    content: outcome.result.content,
-    isError: outcome.isError,
-    timestamp,
-  };
-  if (outcome.result.details !== undefined) message.details = outcome.result.details;
-  return message;
-}
+export { createToolResultMessage } from "../session-core/tool-result.js";
 
 /** pi's `Agent.prompt(text, images)`: one user message, text block first. */
 export function createUserMessage(text: string, images: readonly ImageContent[] | undefined, timestamp: number) {

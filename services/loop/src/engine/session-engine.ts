@@ -5,8 +5,6 @@
 import {
   type AgentMessage,
   type ContextMessage,
-  contextAtLeaf,
-  DEFAULT_SESSION_CONFIG,
   enqueueMessage,
   type ImageContent,
   type MessageQueues,
@@ -18,48 +16,31 @@ import {
   streamingMessageOf,
   type ThinkingLevel,
 } from "@fleet/protocol";
-import { type DraftEvent, queueUpdate, queueUpdateDraft, writeDrafts } from "../decide/drafts.js";
-import { affectsNextTurn, decideSessionWrite } from "../decide/session-write.js";
+import { queueUpdate, queueUpdateDraft } from "../session-core/drafts.js";
+import { continueRefusal, ENGINE_ERROR_TEXT, type Rejection, rejected } from "../session-core/run-refusals.js";
+import { decideSessionWrite } from "../session-core/session-write.js";
 import { AutoCompaction } from "./auto-compaction.js";
+import {
+  abortRun,
+  type EngineCore,
+  leafIdOf,
+  nothingPolled,
+  type RunResult,
+  type SessionSettings,
+  settingsOf,
+} from "./engine-core.js";
+import { emitDrafts, flushWrites, poll } from "./engine-queues.js";
+import { type RunBody, runSinkOf, startRun } from "./engine-run.js";
 import { createSinkState, type SinkState, sinkEmit, sinkExclusive } from "./event-sink.js";
 import { createUserMessage } from "./messages.js";
 import type { ResumePoint } from "./resume-point.js";
-import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
-import { type AbortWatch, abortWatch, type LoopState, RESOLVED, type RunScope, type Sink } from "./run-scope.js";
-import type {
-  EngineHooks,
-  EngineModel,
-  EnginePorts,
-  LoopConfig,
-  LoopEventBody,
-  NextTurnUpdate,
-  ToolDefinition,
-  TurnContext,
-} from "./types.js";
+import { RESOLVED, type Sink } from "./run-scope.js";
+import type { EngineHooks, EnginePorts, LoopEventBody, SummarizeCompaction, ToolDefinition } from "./types.js";
 
-/** pi's error texts for the public API (exact; conformance tests match them). */
-export const ENGINE_ERROR_TEXT = {
-  promptBusy:
-    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion.",
-  continueBusy: "Agent is already processing. Wait for completion before continuing.",
-  noMessages: "No messages to continue from",
-  assistantTail: "Cannot continue from message role: assistant",
-  busy: "Agent is already processing.",
-} as const;
+/** pi's refusals live in the shared core; re-exported for the engine's public surface. */
+export { continueRefusal, ENGINE_ERROR_TEXT, type Rejection } from "../session-core/run-refusals.js";
 
-/** A refused request, as data (the service turns it into `command_rejected`). */
-export interface Rejection {
-  status: "rejected";
-  code: "busy" | "conflict";
-  reason: string;
-}
-
-export type RunResult =
-  | Rejection
-  /** The run ended with `agent_end`; `messages` is what it carried. */
-  | { status: "completed"; runId: string; messages: AgentMessage[] }
-  /** `emit` threw: nothing more was emitted after the failed event; rebuild the shell from the log. */
-  | { status: "emit_failed"; runId: string; error: Error };
+export type { RunResult };
 
 export interface SessionEngineOptions {
   ports: EnginePorts;
@@ -77,10 +58,11 @@ export interface SessionEngineOptions {
   maxTokens?: number;
   sessionId?: string;
   /**
-   * The model's context window (pi's `model.contextWindow`). Given, runs compact automatically as
-   * pi's coding agent does (the session's `compaction` settings; see `AutoCompaction`).
+   * The model's context window (pi's `model.contextWindow`) and the summary port. Given, runs
+   * compact automatically as pi's coding agent does (the session's `compaction` settings; see
+   * `AutoCompaction`).
    */
-  contextWindow?: (model: ModelRef) => number;
+  autoCompaction?: { contextWindow: (model: ModelRef) => number; summarize: SummarizeCompaction };
 }
 
 /** A read-only view of the session as the engine sees it (pi's `AgentState` plus the session fields). */
@@ -109,75 +91,6 @@ export interface SessionEngineState {
 
 export type PromptInput = string | AgentMessage | readonly AgentMessage[];
 
-interface ActiveRun {
-  runId: string;
-  controller: AbortController;
-  abort: AbortWatch;
-  /** Resolved when the run settled (created on demand by `waitForIdle`). */
-  idle: (() => void)[] | undefined;
-}
-
-/** Settings and context of the session at its leaf, from the fold (read-only: valid until the next fold). */
-interface SessionSettings {
-  config: SessionConfig;
-  messages: readonly ContextMessage[];
-  model: ModelRef;
-  thinkingLevel: ThinkingLevel;
-  activeTools: readonly string[] | null;
-}
-
-const NONE: AgentMessage[] = [];
-const NO_CONTEXT: readonly ContextMessage[] = Object.freeze([]);
-/** A fresh "nothing polled" record (a literal: cheaper than a copy of a frozen one). */
-const nothingPolled = (): Record<QueueKind, number> => ({ steer: 0, followUp: 0, nextTurn: 0 });
-
-const rejected = (code: Rejection["code"], reason: string): Rejection => ({ status: "rejected", code, reason });
-
-/** What a run does: data, not a closure per run (the run's code is module functions). */
-type RunBody =
-  | { kind: "prompt"; messages: readonly AgentMessage[]; skipInitialSteeringPoll: boolean }
-  | { kind: "continuation" }
-  | { kind: "resumed"; point: ResumePoint };
-
-function runBody(body: RunBody, loop: LoopState, run: RunScope): Promise<AgentMessage[]> {
-  switch (body.kind) {
-    case "prompt":
-      return runPrompt(body.messages, loop, run, body.skipInitialSteeringPoll);
-    case "continuation":
-      return runContinuation(loop, run);
-    case "resumed":
-      return runResumed(body.point, loop, run);
-  }
-}
-
-/**
- * An engine's state: one object literal, so its hidden class outlives every engine (V8 drops the
- * hidden classes of a class's instances, and the optimised code built on them, once no instance
- * survives a few major GCs). The run loop's callbacks work on it through the module functions
- * below; `SessionEngine` is their public face.
- */
-interface EngineCore {
-  readonly ports: EnginePorts;
-  readonly session: SessionState;
-  /** Set right after the core is made (the sink reads the leaf from it). */
-  sink: SinkState;
-  readonly hooks: EngineHooks;
-  readonly modelApi: ((model: ModelRef) => string) | undefined;
-  readonly maxTokens: number | undefined;
-  readonly sessionId: string | undefined;
-  tools: readonly ToolDefinition[];
-  active: ActiveRun | undefined;
-  /**
-   * Messages at the head of each queue that the run polled and has not injected yet (their drain's
-   * `queue_update` is not out). Run-local: after a crash they are simply still queued in the log.
-   */
-  polled: Record<QueueKind, number>;
-  /** Writes flushed during the run since the last `prepareNextTurn`. */
-  runDirty: boolean;
-  flushedMessages: AgentMessage[];
-  readonly autoCompaction: AutoCompaction | undefined;
-}
-
 export class SessionEngine {
   declare private readonly core: EngineCore;
   declare private readonly runSink: Sink;
@@ -196,8 +109,8 @@ export class SessionEngine {
       polled: nothingPolled(),
       runDirty: false,
       flushedMessages: [],
-      autoCompaction: options.contextWindow
-        ? new AutoCompaction({ session: options.session, contextWindow: options.contextWindow })
+      autoCompaction: options.autoCompaction
+        ? new AutoCompaction({ session: options.session, ...options.autoCompaction })
         : undefined,
     };
     core.sink = createSinkState({
@@ -457,286 +370,6 @@ export class SessionEngine {
     await emitDrafts(core, drafts);
     return deferred ? "buffered" : "emitted";
   }
-}
-
-// ---- the engine's internals, on its core ---------------------------------------------------------
-
-function leafIdOf(core: EngineCore): string | null {
-  return core.session.tree.leafId;
-}
-
-function abortRun(core: EngineCore): void {
-  const run = core.active;
-  if (!run || run.controller.signal.aborted) return;
-  run.controller.abort();
-  run.abort.fire();
-}
-
-function settingsOf(core: EngineCore): SessionSettings {
-  const config = core.session.tree.config ?? DEFAULT_SESSION_CONFIG;
-  const ctx = contextAtLeaf(core.session.tree);
-  if (!ctx) {
-    return {
-      config,
-      messages: NO_CONTEXT,
-      model: config.model,
-      thinkingLevel: config.thinkingLevel,
-      activeTools: config.activeTools,
-    };
-  }
-  return {
-    config,
-    messages: ctx.messages,
-    model: ctx.model ?? config.model,
-    thinkingLevel: ctx.thinkingLevel,
-    activeTools: ctx.activeToolNames,
-  };
-}
-
-function configNow(core: EngineCore): SessionConfig {
-  return core.session.tree.config ?? DEFAULT_SESSION_CONFIG;
-}
-
-function activeToolsOf(core: EngineCore, names: readonly string[] | null): readonly ToolDefinition[] {
-  if (names === null) return core.tools;
-  return core.tools.filter((t) => names.includes(t.name));
-}
-
-function engineModelOf(core: EngineCore, model: ModelRef): EngineModel {
-  const { provider, modelId } = model;
-  return core.modelApi ? { provider, modelId, api: core.modelApi(model) } : { provider, modelId };
-}
-
-async function startRun(
-  core: EngineCore,
-  runSink: Sink,
-  runId: string | undefined,
-  body: RunBody,
-  runMessages: readonly AgentMessage[] = NONE,
-  aborted = false,
-): Promise<RunResult> {
-  const id = runId ?? core.ports.newId();
-  const controller = new AbortController();
-  if (aborted) controller.abort();
-  const abort = abortWatch(controller.signal, { attach: false });
-  const active: ActiveRun = { runId: id, controller, abort, idle: undefined };
-  core.active = active;
-  core.sink.runId = id;
-  core.runDirty = false;
-  core.flushedMessages.length = 0;
-
-  const settings = settingsOf(core);
-  const model = engineModelOf(core, settings.model);
-  const loop: LoopState = {
-    context: {
-      systemPrompt: settings.config.systemPrompt,
-      messages: settings.messages.slice(),
-      tools: activeToolsOf(core, settings.activeTools),
-    },
-    config: shellLoopConfig(core, model, settings),
-    model,
-    thinkingLevel: settings.thinkingLevel,
-    newMessages: runMessages.slice(),
-  };
-  const run: RunScope = { ports: core.ports, sink: runSink, signal: controller.signal, abort };
-  let result: RunResult;
-  try {
-    result = { status: "completed", runId: id, messages: await runBody(body, loop, run) };
-  } catch (error) {
-    result = { status: "emit_failed", runId: id, error: core.sink.failed ?? (error as Error) };
-  }
-  core.active = undefined;
-  core.sink.runId = undefined;
-  core.polled = nothingPolled();
-  if (active.idle) for (const resolve of active.idle) resolve();
-  const session = core.session;
-  if (session.pendingWrites.length > 0 && !core.sink.failed && !session.status.isStreaming) {
-    try {
-      await flushWrites(core);
-    } catch {
-      // emit failed while flushing after the run: the shell is dead; the result still stands.
-    }
-  }
-  return result;
-}
-
-/** Harness `prepareNextTurn`: settings and messages flushed since the last turn apply from now on; then the user hook. */
-function prepareNextTurn(
-  core: EngineCore,
-  turn: TurnContext,
-): NextTurnUpdate | undefined | Promise<NextTurnUpdate | undefined> {
-  let update: NextTurnUpdate | undefined;
-  if (core.runDirty) {
-    core.runDirty = false;
-    const settings = settingsOf(core);
-    update = {
-      context: {
-        systemPrompt: settings.config.systemPrompt,
-        messages: [...turn.context.messages, ...core.flushedMessages],
-        tools: activeToolsOf(core, settings.activeTools),
-      },
-      model: engineModelOf(core, settings.model),
-      thinkingLevel: settings.thinkingLevel,
-    };
-    core.flushedMessages.length = 0;
-  }
-  const hook = core.hooks.prepareNextTurn;
-  if (!hook) return update;
-  return Promise.resolve(hook(update?.context ? { ...turn, context: update.context } : turn)).then((own) => {
-    if (!own) return update;
-    return {
-      ...update,
-      ...(own.context ? { context: own.context } : {}),
-      ...(own.model ? { model: own.model } : {}),
-      ...(own.thinkingLevel ? { thinkingLevel: own.thinkingLevel } : {}),
-    };
-  });
-}
-
-/**
- * Takes messages from the head of a queue, past the ones already polled; they stay reported as
- * queued (in the log's queues) until `announceDrain`.
- */
-function poll(core: EngineCore, kind: QueueKind, mode: SessionConfig["steeringMode"]): AgentMessage[] {
-  const available = core.session.status.queues[kind].slice(core.polled[kind]);
-  if (available.length === 0) return NONE;
-  const drained = mode === "all" ? available : available.slice(0, 1);
-  core.polled[kind] += drained.length;
-  return drained;
-}
-
-/**
- * The drain's `queue_update`, just before the injected messages' first `message_start`: the queues
- * as they are at delivery, without the drained heads (messages queued meanwhile stay), which it names
- * in `delivering` for a worker that takes the run over before they are delivered.
- */
-function announceDrain(core: EngineCore): Promise<void> | undefined {
-  const polled = core.polled;
-  if (polled.steer + polled.followUp + polled.nextTurn === 0) return undefined;
-  core.polled = nothingPolled();
-  return sinkEmit(core.sink, () => {
-    const queues = core.session.status.queues;
-    const delivering = [
-      ...queues.nextTurn.slice(0, polled.nextTurn),
-      ...queues.steer.slice(0, polled.steer),
-      ...queues.followUp.slice(0, polled.followUp),
-    ];
-    return {
-      ...queueUpdate({
-        steer: queues.steer.slice(polled.steer),
-        followUp: queues.followUp.slice(polled.followUp),
-        nextTurn: queues.nextTurn.slice(polled.nextTurn),
-      }),
-      delivering,
-    } as LoopEventBody;
-  });
-}
-
-async function emitDrafts(core: EngineCore, drafts: readonly DraftEvent[]): Promise<void> {
-  for (const draft of drafts) await sinkEmit(core.sink, draft.body as LoopEventBody, draft.id);
-}
-
-/** See `SessionEngine.flushWrites`. */
-async function flushWrites(core: EngineCore): Promise<void> {
-  const session = core.session;
-  while (session.pendingWrites.length > 0) {
-    const pending = session.pendingWrites[0];
-    if (!pending) break;
-    const write = pending.write;
-    const started =
-      write.type === "message" && sameMessage(streamingMessageOf(session), write.message)
-        ? undefined
-        : core.ports.newId();
-    if (core.active && affectsNextTurn(write)) {
-      core.runDirty = true;
-      if (write.type === "message") core.flushedMessages.push(write.message);
-    }
-    await emitDrafts(
-      core,
-      writeDrafts(write, { eventId: pending.eventId, startId: write.type === "message" ? started : undefined }),
-    );
-    if (session.pendingWrites[0] === pending) break; // the shell did not fold the settling event
-  }
-}
-
-/** pi's `continue()` refusals, from the context and the queues. */
-export function continueRefusal(messages: readonly ContextMessage[], queues: MessageQueues): Rejection | undefined {
-  const last = messages.at(-1);
-  if (!last) return rejected("conflict", ENGINE_ERROR_TEXT.noMessages);
-  if (last.role === "assistant" && queues.steer.length === 0 && queues.followUp.length === 0) {
-    return rejected("conflict", ENGINE_ERROR_TEXT.assistantTail);
-  }
-  return undefined;
-}
-
-/** True when a logged `message_start` (read back from the log) is the message of a write. */
-function sameMessage(a: AgentMessage | undefined, b: AgentMessage): boolean {
-  return a !== undefined && a.role === b.role && a.timestamp === b.timestamp && JSON.stringify(a) === JSON.stringify(b);
-}
-
-/** A run's loop config: the session's settings and hooks, with the queue and turn callbacks of the shell. */
-interface ShellLoopConfig extends LoopConfig {
-  readonly core: EngineCore;
-}
-
-/** A literal (one fixed hidden class for every run), its callbacks module functions. */
-function shellLoopConfig(core: EngineCore, model: EngineModel, settings: SessionSettings): ShellLoopConfig {
-  const hooks = core.hooks;
-  return {
-    core,
-    model,
-    thinkingLevel: settings.thinkingLevel,
-    toolExecution: settings.config.toolExecution,
-    maxTokens: core.maxTokens,
-    sessionId: core.sessionId,
-    transformContext: hooks.transformContext,
-    convertToLlm: hooks.convertToLlm,
-    beforeToolCall: hooks.beforeToolCall,
-    afterToolCall: hooks.afterToolCall,
-    shouldStopAfterTurn: hooks.shouldStopAfterTurn,
-    autoCompaction: core.autoCompaction,
-    prepareNextTurn: shellPrepareNextTurn,
-    getSteeringMessages: shellSteering,
-    getFollowUpMessages: shellFollowUps,
-    beforeInject: shellBeforeInject,
-  };
-}
-
-function shellPrepareNextTurn(this: ShellLoopConfig, turn: TurnContext) {
-  return prepareNextTurn(this.core, turn);
-}
-
-function shellSteering(this: ShellLoopConfig): AgentMessage[] {
-  return poll(this.core, "steer", configNow(this.core).steeringMode);
-}
-
-function shellFollowUps(this: ShellLoopConfig): AgentMessage[] {
-  return poll(this.core, "followUp", configNow(this.core).followUpMode);
-}
-
-function shellBeforeInject(this: ShellLoopConfig): Promise<void> | undefined {
-  return announceDrain(this.core);
-}
-
-/** The run's view of the sink: pending writes flush after `turn_end` and before `agent_end`. */
-interface RunSink extends Sink {
-  readonly core: EngineCore;
-}
-
-/** A literal (one fixed hidden class for every engine), its methods module functions. */
-const runSinkOf = (core: EngineCore): RunSink => ({ core, emit: runSinkEmit, failed: runSinkFailed });
-
-function runSinkFailed(this: RunSink): Error | undefined {
-  return this.core.sink.failed;
-}
-
-function runSinkEmit(this: RunSink, body: LoopEventBody): Promise<void> {
-  const core = this.core;
-  if ((body.type !== "turn_end" && body.type !== "agent_end") || core.session.pendingWrites.length === 0) {
-    return sinkEmit(core.sink, body);
-  }
-  if (body.type === "agent_end") return flushWrites(core).then(() => sinkEmit(core.sink, body));
-  return sinkEmit(core.sink, body).then(() => flushWrites(core));
 }
 
 export function createSessionEngine(options: SessionEngineOptions): SessionEngine {

@@ -1,10 +1,6 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
-import {
-  ABORTED_ERROR_MESSAGE,
-  type AssistantMessage,
-  type AssistantStreamEvent,
-  type StreamDelta,
-} from "@fleet/protocol";
+import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
+import { applyDeltaInPlace, errorChunkMessage } from "../session-core/provider-chunk.js";
 import { abortedAssistant, defaultConvertToLlm, finishedContent, syntheticAssistant } from "./messages.js";
 import {
   ABORTED,
@@ -17,6 +13,9 @@ import {
   type RunScope,
 } from "./run-scope.js";
 import type { LoopContext, StreamOptions } from "./types.js";
+
+/** Shared with the pure core (`../session-core/provider-chunk.ts`), which does the same mapping per chunk. */
+export { applyDeltaInPlace, applyStreamDelta } from "../session-core/provider-chunk.js";
 
 export const STREAM_ENDED_EARLY = "Stream ended without a done or error event";
 
@@ -86,13 +85,8 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
           break;
         case "done":
           return await finish(context, run, event.message, partial !== undefined);
-        case "error": {
-          let message = event.error;
-          if (event.reason === "aborted")
-            message = { ...message, stopReason: "aborted", errorMessage: ABORTED_ERROR_MESSAGE };
-          else if (message.stopReason !== "error") message = { ...message, stopReason: "error" };
-          return await finish(context, run, message, partial !== undefined);
-        }
+        case "error":
+          return await finish(context, run, errorChunkMessage(event), partial !== undefined);
         default:
           if (partial) {
             applyDeltaInPlace(partial.content, event);
@@ -179,60 +173,4 @@ function cancelRead(reader: AbortableReader): void {
 function disposeReader(reader: AbortableReader): void {
   reader.wake = undefined;
   reader.abort?.unwatch(reader);
-}
-
-/**
- * Applies one delta to the content of a partial message, in place. A changed block is replaced by a
- * new object (blocks may be shared with an emitted `message_start`); tool-call arguments stay as
- * streamed JSON text in `partialJson` until `toolcall_end`.
- */
-export function applyDeltaInPlace(content: AssistantMessage["content"], delta: StreamDelta): void {
-  const i = delta.contentIndex;
-  if (i > content.length) return;
-  const block = content[i];
-  switch (delta.type) {
-    case "text_start":
-      content[i] = { type: "text", text: "" };
-      break;
-    case "thinking_start":
-      content[i] = { type: "thinking", thinking: "" };
-      break;
-    case "toolcall_start":
-      content[i] = { type: "toolCall", id: delta.id, name: delta.name, arguments: {}, partialJson: "" };
-      break;
-    case "text_delta":
-      if (block?.type === "text") content[i] = { ...block, text: block.text + delta.delta };
-      break;
-    case "thinking_delta":
-      if (block?.type === "thinking") content[i] = { ...block, thinking: block.thinking + delta.delta };
-      break;
-    case "toolcall_delta":
-      if (block?.type === "toolCall") {
-        const json = (typeof block.partialJson === "string" ? block.partialJson : "") + delta.delta;
-        content[i] = { ...block, partialJson: json };
-      }
-      break;
-    case "text_end":
-      if (block?.type === "text") content[i] = { ...block, text: delta.content };
-      break;
-    case "thinking_end":
-      if (block?.type === "thinking") {
-        content[i] = {
-          ...block,
-          thinking: delta.content,
-          ...(delta.thinkingSignature !== undefined ? { thinkingSignature: delta.thinkingSignature } : {}),
-        };
-      }
-      break;
-    case "toolcall_end":
-      content[i] = delta.toolCall;
-      break;
-  }
-}
-
-/** Applies one delta to a partial message, returning a new message (`partial` is not modified). */
-export function applyStreamDelta(partial: AssistantMessage, delta: StreamDelta): AssistantMessage {
-  const content = partial.content.slice();
-  applyDeltaInPlace(content, delta);
-  return { ...partial, content };
 }

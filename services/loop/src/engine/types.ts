@@ -4,6 +4,7 @@ import type {
   AgentMessage,
   AssistantMessage,
   AssistantStreamEvent,
+  CompactionPlan,
   ContextMessage,
   EventBody,
   EventId,
@@ -16,6 +17,12 @@ import type {
   ToolExecutionMode,
   ToolResultMessage,
 } from "@fleet/protocol";
+import type { SummaryResult } from "../session-core/compaction.js";
+import type { ToolExecutionOutcome } from "../session-core/tool-result.js";
+
+/** A call's outcome (shared with the pure core). */
+export type { ToolExecutionOutcome };
+
 import type { AutoCompaction } from "./auto-compaction.js";
 
 /** A model as the engine sees it. `api` (pi's `model.api`) only labels messages the engine synthesises. */
@@ -61,6 +68,22 @@ export type StreamFn = (
   options: StreamOptions,
   signal: AbortSignal | undefined,
 ) => AsyncIterable<AssistantStreamEvent>;
+
+/**
+ * The compaction summary port (`summarizeForCompaction` of `../summarizer.ts` in production): pi's
+ * summary requests for `plan`, sent through `streamFn`. Contract: never rejects; a failed summary
+ * is `{ok: false, error}`.
+ */
+export type SummarizeCompaction = (request: {
+  streamFn: StreamFn;
+  model: ModelRef;
+  thinkingLevel: ThinkingLevel;
+  plan: CompactionPlan;
+  instructions?: string | undefined;
+  reserveTokens?: number;
+  signal?: AbortSignal;
+  now: () => number;
+}) => Promise<SummaryResult>;
 
 /** A call the engine asks the tool port to run: raw arguments already validated (and coerced). */
 export interface ToolCallRequest {
@@ -166,11 +189,6 @@ export interface NextTurnUpdate {
   context?: LoopContext;
   model?: EngineModel;
   thinkingLevel?: ThinkingLevel;
-}
-
-export interface ToolExecutionOutcome {
-  result: { content: (TextContent | ImageContent)[]; details?: unknown; terminate?: boolean };
-  isError: boolean;
 }
 
 /**

@@ -1,5 +1,6 @@
-// given events → when a command → then events and effects: specs of the session decider, run
-// without a server. The decided events are stamped and folded exactly as the shell appends them.
+// given events → when a command (or any input of the runtime core) → then events and effects:
+// specs of the session decider, run without a server. The decided events are stamped and folded
+// exactly as the shell appends them.
 import {
   type FleetCommand,
   type FleetEvent,
@@ -21,6 +22,7 @@ import {
 } from "@fleet/protocol/testing";
 import { expect } from "vitest";
 import { decideCommand } from "../decide/decide-command.js";
+import { decideInput, type RuntimeInput } from "../decide/decide-input.js";
 import { decideRedelivered } from "../decide/decide-redelivered.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "../decide/decision.js";
 import { stampDraft } from "../decide/stamp-draft.js";
@@ -77,6 +79,8 @@ export interface Given {
   when(command: FleetCommand | CommandInput, context?: Partial<DecideContext>): Outcome;
   /** Decides a command whose id already has an outcome (a redelivery). */
   whenRedelivered(command: FleetCommand, context?: Partial<DecideContext>): Outcome;
+  /** Decides any input of the runtime core (`decideInput`): a command, a provider chunk, a tool result, a timer. */
+  whenInput(input: RuntimeInput, context?: Partial<DecideContext>): Outcome;
 }
 
 /** A command with the spec's session id and id `cmd-1` unless given. */
@@ -162,6 +166,7 @@ export function givenLog(log: FleetEvent[]): Given {
         overrides,
       ),
     whenRedelivered: (cmd, overrides = {}) => run((state, ctx) => decideRedelivered(state, cmd, ctx), overrides),
+    whenInput: (input, overrides = {}) => run((state, ctx) => decideInput(state, SESSION_ID, input, ctx), overrides),
   };
 }
 

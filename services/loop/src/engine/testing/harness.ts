@@ -10,6 +10,7 @@ import {
   type SessionState,
   sessionConfigWith,
 } from "@fleet/protocol";
+import { summarizeForCompaction } from "../../summarizer.js";
 import { createInProcessExecutor, type ToolHandler } from "../in-process-tools.js";
 import { createScriptedProvider, type ScriptedProvider, type ScriptStep, type Sleep } from "../scripted-provider.js";
 import { SessionEngine, type SessionEngineOptions } from "../session-engine.js";
@@ -295,7 +296,9 @@ export function testEngine(options: {
     tools: options.tools ?? [],
     ...(options.hooks ? { hooks: options.hooks } : {}),
     ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
-    ...(options.contextWindow !== undefined ? { contextWindow: () => options.contextWindow as number } : {}),
+    ...(options.contextWindow !== undefined
+      ? { autoCompaction: { contextWindow: () => options.contextWindow as number, summarize: summarizeForCompaction } }
+      : {}),
   });
   return { engine, rec, provider, ports, session };
 }

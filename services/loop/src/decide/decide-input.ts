@@ -1,0 +1,92 @@
+// The session's runtime core: for the session's fold and one input, the events to append and the
+// effects to run. Pure: time and ids come in through the context; nothing here reads a clock, a
+// socket or a store. The shell (`../session/`) feeds it every input it receives and appends what it
+// returns; the engine (`../engine/`) drives a run with the same pure steps for the inputs of a run
+// (`../session-core/provider-chunk.ts`, `../session-core/tool-result.ts`).
+import { type AssistantStreamEvent, runCursorOf, type SessionState, streamingMessageOf } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
+import { decideProviderChunk } from "../session-core/provider-chunk.js";
+import {
+  createToolResultMessage,
+  type ToolExecutionOutcome,
+  toolExecutionEndBody,
+} from "../session-core/tool-result.js";
+import { decideApprovalExpiry } from "./approval-gate.js";
+import { decideCommand } from "./decide-command.js";
+import { decideRedelivered } from "./decide-redelivered.js";
+import type { CommandInput, DecideContext, Decision } from "./decision.js";
+
+/** One input of a session, by kind. */
+export type RuntimeInput =
+  /** A delivered command (or one that could not be decoded). */
+  | { kind: "command"; input: CommandInput }
+  /** One event of the open LLM call. */
+  | { kind: "provider_chunk"; chunk: AssistantStreamEvent }
+  /** A tool call's outcome (after the `afterToolCall` hooks). */
+  | { kind: "tool_result"; toolCallId: string; outcome: ToolExecutionOutcome }
+  /** A timer armed from the log fired: an approval request's `expiresAt` passed. */
+  | { kind: "timer"; timer: "approval_expiry"; toolCallId: string };
+
+const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
+
+/**
+ * Decides one input against the log's fold. Contract: never throws; a `needs_*` decision (commands
+ * only) asks the shell for an input it must fetch, then to decide again.
+ * - `command`: `decideCommand`, or `decideRedelivered` when the id already has an outcome (an
+ *   undecodable input with a known id decides nothing).
+ * - `provider_chunk`: `decideProviderChunk` on the fold's streaming message: `message_start`,
+ *   `message_update`, or `message_end` (after a `message_start` when the call never started).
+ * - `tool_result`: the call's `tool_execution_end`; when it was the batch's last call without one,
+ *   the batch's toolResult messages follow in source order (those not ended yet). A result for a
+ *   call that is not pending (late, or a duplicate) decides nothing.
+ * - `timer` `approval_expiry`: `decideApprovalExpiry` (`tool_approval_resolved {outcome: expired}`
+ *   and the `approval_decided` effect, unless a decision came first).
+ * `turn_end` and what follows it are the run driver's: they depend on the hooks' answers and the
+ * queue polls of the turn.
+ */
+export function decideInput(state: SessionState, sessionId: string, input: RuntimeInput, ctx: DecideContext): Decision {
+  switch (input.kind) {
+    case "command": {
+      const cmd = input.input;
+      const id = cmd.ok ? cmd.command.id : cmd.commandId;
+      if (!state.commands.has(id)) return decideCommand(state, sessionId, cmd, ctx);
+      return cmd.ok ? decideRedelivered(state, cmd.command, ctx) : NOTHING;
+    }
+    case "provider_chunk": {
+      const partial = state.status.isStreaming ? streamingMessageOf(state) : undefined;
+      const step = decideProviderChunk(partial?.role === "assistant" ? partial : undefined, input.chunk);
+      return { kind: "decided", events: step.events.map((body) => ({ id: ctx.newId(), body })), effects: [] };
+    }
+    case "tool_result":
+      return decideToolResult(state, input.toolCallId, input.outcome, ctx);
+    case "timer":
+      return decideApprovalExpiry(state, input.toolCallId, ctx.now, ctx.newId);
+  }
+}
+
+function decideToolResult(
+  state: SessionState,
+  toolCallId: string,
+  outcome: ToolExecutionOutcome,
+  ctx: DecideContext,
+): Decision {
+  const cursor = runCursorOf(state);
+  if (cursor.kind !== "tools_pending" || !cursor.pendingToolCallIds.includes(toolCallId)) return NOTHING;
+  const call = cursor.toolCalls.find((c) => c.id === toolCallId);
+  if (!call) return NOTHING;
+  const events: DraftEvent[] = [{ id: ctx.newId(), body: toolExecutionEndBody(call, outcome) }];
+  if (cursor.pendingToolCallIds.length === 1) {
+    const outcomes = new Map<string, ToolExecutionOutcome>();
+    for (const ended of cursor.endedResults) outcomes.set(ended.toolCallId, ended);
+    outcomes.set(toolCallId, outcome);
+    const finished = new Set(cursor.finishedResults.map((m) => m.toolCallId));
+    for (const c of cursor.toolCalls) {
+      const known = outcomes.get(c.id);
+      if (!known || finished.has(c.id)) continue;
+      const message = createToolResultMessage(c.id, c.name, known, ctx.now);
+      events.push({ id: ctx.newId(), body: { type: "message_start", message } });
+      events.push({ id: ctx.newId(), body: { type: "message_end", message } });
+    }
+  }
+  return { kind: "decided", events, effects: [] };
+}

@@ -1,0 +1,44 @@
+// Carries out the effects a decision returned (`../decide/decision.ts` `Effect`), after its events
+// are durable: a run in the engine, an abort, an approval gate released, a compaction, a deletion.
+import { stepOfDecision } from "../decide/approval-gate.js";
+import type { Effect } from "../decide/decision.js";
+import { startCompaction } from "./compaction-runner.js";
+import { resumeLifecycle } from "./lifecycle-runner.js";
+import { toolDefinitions } from "./llm-ports.js";
+import { startRun } from "./run-driver.js";
+import type { SessionShell } from "./session-shell.js";
+
+/** Resolves once the effect has begun (a run: once its first message is durable). */
+export async function runEffect(shell: SessionShell, effect: Effect): Promise<void> {
+  const engine = shell.engine;
+  switch (effect.type) {
+    case "start_run": {
+      engine.setTools(toolDefinitions(shell));
+      const messages = effect.kind === "prompt" ? effect.messages : undefined;
+      await startRun(shell, () => (messages ? engine.prompt(messages) : engine.continue()));
+      return;
+    }
+    case "abort_run":
+      engine.abort();
+      return;
+    case "approval_decided": {
+      const decision = shell.state.approvals.get(effect.toolCallId)?.decision;
+      const waiter = shell.approvalWaiters.get(effect.toolCallId);
+      if (decision && waiter) waiter(stepOfDecision(decision));
+      return;
+    }
+    case "compact":
+      startCompaction(shell, effect.compactionId);
+      return;
+    case "abort_compaction":
+      shell.compaction?.abort.abort();
+      return;
+    case "config_changed":
+      engine.noteConfigured({ systemPrompt: effect.systemPrompt });
+      return;
+    case "delete_session":
+    case "restore_session":
+      await resumeLifecycle(shell);
+      return;
+  }
+}
