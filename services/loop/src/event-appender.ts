@@ -59,7 +59,9 @@ export function createSessionAppender(opts: {
   const stream = eventStreamOfPartition(opts.partition, opts.groups ?? 1);
   let lastSeq = opts.lastSeq;
   let fenced = false;
-  let chain: Promise<unknown> = Promise.resolve();
+  /** The last append started, settled or not; `undefined` once every append settled. */
+  let chain: Promise<unknown> | undefined;
+  let inFlight = 0;
   // Checked or not, the bytes written are the event as built: the check only refuses.
   const encode = (event: FleetEvent): Encoded => {
     if (opts.validate === false) return encodeBuiltEvent(event);
@@ -67,18 +69,21 @@ export function createSessionAppender(opts: {
     return checked.ok ? encodeBuiltEvent(event) : checked;
   };
 
-  const gateOpen = async (): Promise<boolean> => {
-    const gate = opts.writeGate?.() ?? true;
-    return gate === true || (await gate);
-  };
+  /** `true` without a promise when the gate answers at once (the lease is held and fresh). */
+  const gateOpen = (): boolean | Promise<boolean> => opts.writeGate?.() ?? true;
   const leaseLost = (): AppendOutcome => {
     fenced = true;
     return { ok: false, kind: "fenced", error: "the partition lease is no longer held" };
   };
 
+  const done = () => {
+    if (--inFlight === 0) chain = undefined;
+  };
+
   async function publishOnce(event: FleetEvent, msgId: string): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
-    if (!(await gateOpen())) return leaseLost();
+    const gate = gateOpen();
+    if (!(gate === true || (await gate))) return leaseLost();
     const encoded = encode(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
@@ -120,8 +125,11 @@ export function createSessionAppender(opts: {
       return fenced;
     },
     append(event, msgId = event.meta.id) {
-      const next = chain.then(() => publishOnce(event, msgId));
-      chain = next.catch(() => undefined);
+      // Serialised: an append starts once the one before it settled (at once when none is in flight).
+      const next = chain ? chain.then(() => publishOnce(event, msgId)) : publishOnce(event, msgId);
+      inFlight++;
+      const settled = next.then(done, done);
+      chain = settled;
       return next;
     },
   };
