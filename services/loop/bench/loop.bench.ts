@@ -32,6 +32,7 @@ import { startLoopWorker } from "../src/loop-worker.js";
 import { countConsumersCreated } from "./consumer-count.js";
 import { C63FC6E_FLOOR, measureFloorParts } from "./floor-baselines.js";
 import { inMemorySession } from "./in-memory-session.js";
+import { startSubjectTap } from "./subject-tap.js";
 import { LOOP_CHUNK_CHARS, LOOP_DELTAS, loopTurn, lsResult, lsTool } from "./workloads.js";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
@@ -276,6 +277,8 @@ async function main() {
   });
   // Every consumer the server creates from here on (its advisories), during the runs and after.
   const consumers = await countConsumersCreated(nc);
+  // BENCH_TAP=1: messages per prompt by subject (a diagnostic: its subscriber runs in this process).
+  const tap = process.env.BENCH_TAP === "1" ? await startSubjectTap(server.url) : undefined;
   const cpu0 = cpuOf();
   const profiler = await startProfile();
   const t0 = performance.now();
@@ -300,6 +303,7 @@ async function main() {
   );
   const elapsed = (performance.now() - t0) / 1000;
   await profiler.stop();
+  if (tap) for (const line of await tap.stop(SESSIONS * PROMPTS_PER_SESSION)) console.error(line);
   const cpu1 = cpuOf();
   clearInterval(progress);
   clearInterval(rssTimer);
