@@ -5,9 +5,21 @@ const POOL_SIZE = 4096;
 const RANDOM_BYTES = 10;
 const pool = Buffer.allocUnsafe(POOL_SIZE);
 let offset = POOL_SIZE;
-/** Two hex digits of each byte value. */
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+/** The two hex digits of each byte value, as their two character codes (low byte first). */
+const HEX_PAIRS = new Uint16Array(256);
+for (let i = 0; i < 256; i++) {
+  const pair = i.toString(16).padStart(2, "0");
+  HEX_PAIRS[i] = pair.charCodeAt(0) | (pair.charCodeAt(1) << 8);
+}
+/** The id's characters are written here, then read as one string: no intermediate strings per id. */
+const text = Buffer.alloc(36, "-");
 const TWO_POW_24 = 0x1000000;
+
+function putHex(at: number, byte: number): void {
+  const pair = HEX_PAIRS[byte] as number;
+  text[at] = pair & 0xff;
+  text[at + 1] = pair >>> 8;
+}
 
 /** A UUIDv7 string: 48-bit Unix ms timestamp, version 7, RFC 4122 variant, 74 random bits. */
 export function newId(now: number = Date.now()): string {
@@ -15,11 +27,20 @@ export function newId(now: number = Date.now()): string {
     randomFillSync(pool);
     offset = 0;
   }
-  // Written from a table of hex pairs: no buffer-to-string conversion or slicing per id.
   const r = offset;
   offset += RANDOM_BYTES;
-  const p = pool as unknown as number[];
   const hi = Math.floor(now / TWO_POW_24) % TWO_POW_24;
   const lo = now % TWO_POW_24;
-  return `${HEX[(hi >>> 16) & 255]}${HEX[(hi >>> 8) & 255]}${HEX[hi & 255]}${HEX[(lo >>> 16) & 255]}-${HEX[(lo >>> 8) & 255]}${HEX[lo & 255]}-${HEX[((p[r] as number) & 0x0f) | 0x70]}${HEX[p[r + 1] as number]}-${HEX[((p[r + 2] as number) & 0x3f) | 0x80]}${HEX[p[r + 3] as number]}-${HEX[p[r + 4] as number]}${HEX[p[r + 5] as number]}${HEX[p[r + 6] as number]}${HEX[p[r + 7] as number]}${HEX[p[r + 8] as number]}${HEX[p[r + 9] as number]}`;
+  putHex(0, (hi >>> 16) & 0xff);
+  putHex(2, (hi >>> 8) & 0xff);
+  putHex(4, hi & 0xff);
+  putHex(6, (lo >>> 16) & 0xff);
+  putHex(9, (lo >>> 8) & 0xff);
+  putHex(11, lo & 0xff);
+  putHex(14, ((pool[r] as number) & 0x0f) | 0x70);
+  putHex(16, pool[r + 1] as number);
+  putHex(19, ((pool[r + 2] as number) & 0x3f) | 0x80);
+  putHex(21, pool[r + 3] as number);
+  for (let i = 4; i < RANDOM_BYTES; i++) putHex(24 + 2 * (i - 4), pool[r + i] as number);
+  return text.toString("latin1", 0, 36);
 }
