@@ -16,7 +16,9 @@ export class PublishHeaders implements MsgHdrs {
   status = "";
   code = 0;
   description = "";
-  private readonly entries: Array<[string, string]> = [];
+  /** Keys and values in insertion order, side by side. */
+  private readonly keyList: string[] = [];
+  private readonly valueList: string[] = [];
 
   static of(fields: Record<string, string | undefined>): PublishHeaders {
     const h = new PublishHeaders();
@@ -32,7 +34,8 @@ export class PublishHeaders implements MsgHdrs {
   }
 
   get(k: string, _match?: Match): string {
-    return this.entries.find(([key]) => key === k)?.[1] ?? "";
+    const i = this.keyList.indexOf(k);
+    return i < 0 ? "" : (this.valueList[i] as string);
   }
 
   last(k: string, _match?: Match): string {
@@ -40,7 +43,7 @@ export class PublishHeaders implements MsgHdrs {
   }
 
   has(k: string, _match?: Match): boolean {
-    return this.entries.some(([key]) => key === k);
+    return this.keyList.includes(k);
   }
 
   set(k: string, v: string, _match?: Match): void {
@@ -51,25 +54,30 @@ export class PublishHeaders implements MsgHdrs {
   append(k: string, v: string, _match?: Match): void {
     if (k.length === 0 || /[\s:]/.test(k)) throw new Error(`invalid header key: ${JSON.stringify(k)}`);
     if (v.includes("\r") || v.includes("\n")) throw new Error("header values cannot contain \\r or \\n");
-    this.entries.push([k, v.trim()]);
+    this.keyList.push(k);
+    this.valueList.push(v.trim());
   }
 
   keys(): string[] {
-    return [...new Set(this.entries.map(([key]) => key))];
+    return [...new Set(this.keyList)];
   }
 
   values(k: string, _match?: Match): string[] {
-    return this.entries.filter(([key]) => key === k).map(([, value]) => value);
+    return this.valueList.filter((_, i) => this.keyList[i] === k);
   }
 
   delete(k: string, _match?: Match): void {
-    for (let i = this.entries.length - 1; i >= 0; i--) if (this.entries[i]?.[0] === k) this.entries.splice(i, 1);
+    for (let i = this.keyList.length - 1; i >= 0; i--) {
+      if (this.keyList[i] !== k) continue;
+      this.keyList.splice(i, 1);
+      this.valueList.splice(i, 1);
+    }
   }
 
   /** The wire form nats.js writes before the payload. */
   encode(): Uint8Array {
     let s = HEADER_LINE;
-    for (const [key, value] of this.entries) s += `\r\n${key}: ${value}`;
+    for (let i = 0; i < this.keyList.length; i++) s += `\r\n${this.keyList[i]}: ${this.valueList[i]}`;
     return encoder.encode(`${s}\r\n\r\n`);
   }
 

@@ -121,7 +121,7 @@ function guardedStream(call: GuardedCall): AsyncIterator<AssistantStreamEvent> {
       outputChars += deltaChars(event);
     }
     checkDue = partial !== undefined;
-    return { done: false, value: event };
+    return next;
   };
   /** The stop once a budget is reached: the provider aborted, the call ended with what streamed. */
   const overBudget = (): AssistantStreamEvent | undefined => {

@@ -80,6 +80,15 @@ export function createSessionAppender(opts: {
     if (--inFlight === 0) chain = undefined;
   };
 
+  /** The append being published: appends are serialised, so one is enough (read by `keepTrying`). */
+  const attempt = { event: undefined as FleetEvent | undefined, retryUntil: 0, gateClosed: false };
+  const keepTrying = async (failure: PublishFailure): Promise<boolean> => {
+    if (attempt.event) opts.onRefused?.(attempt.event, failure);
+    if (!opts.writeGate) return opts.now() < attempt.retryUntil;
+    attempt.gateClosed = !(await gateOpen());
+    return !attempt.gateClosed;
+  };
+
   async function publishOnce(event: FleetEvent, msgId: string): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
     const gate = gateOpen();
@@ -87,8 +96,9 @@ export function createSessionAppender(opts: {
     const encoded = encode(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
-    const retryUntil = started + (opts.retryForMs ?? 30_000);
-    let gateClosed = false;
+    attempt.event = event;
+    attempt.retryUntil = started + (opts.retryForMs ?? 30_000);
+    attempt.gateClosed = false;
     // Retried through a full store, elections and restarts with the same msgID and expected sequence
     // (see publishDurably), for as long as this writer may write.
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
@@ -96,19 +106,15 @@ export function createSessionAppender(opts: {
       msgID: msgId,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,
-      keepTrying: async (failure) => {
-        opts.onRefused?.(event, failure);
-        if (!opts.writeGate) return opts.now() < retryUntil;
-        gateClosed = !(await gateOpen());
-        return !gateClosed;
-      },
+      keepTrying,
     });
+    attempt.event = undefined;
     if (ack.ok) {
       lastSeq = ack.seq;
       opts.onAppended?.(event, ack.seq, opts.now() - started);
       return { ok: true, seq: ack.seq, event };
     }
-    if (gateClosed) return leaseLost();
+    if (attempt.gateClosed) return leaseLost();
     if (ack.code === WRONG_LAST_SEQUENCE) {
       fenced = true;
       return { ok: false, kind: "fenced", error: ack.error };
