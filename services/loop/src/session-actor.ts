@@ -1158,14 +1158,18 @@ export class SessionActor {
 
   // ---- the write path ---------------------------------------------------------------------------
 
-  /** The engine's port: deltas are coalesced; every other event is appended after them. */
-  private async emit(event: EngineEvent): Promise<void> {
+  /** The engine's port: deltas are coalesced (at once, no promise per delta); every other event is appended after them. */
+  private emit(event: EngineEvent): Promise<void> | undefined {
     if (this.detached) throw new Error("actor detached");
     if (event.body.type === "message_update") {
       this.coalescedRunId = event.runId;
       this.coalescer.push(event.body.deltas);
-      return;
+      return undefined;
     }
+    return this.emitAppended(event);
+  }
+
+  private async emitAppended(event: EngineEvent): Promise<void> {
     await this.coalescer.drain();
     const body = event.body;
     const parent = this.state.parent;
