@@ -433,19 +433,37 @@ async function steadyStatePrompts(
 
 /**
  * BENCH_PROFILE=<file>: a V8 CPU profile of this process (the worker and the driver) during the runs
- * only, without the baselines (open it in Chrome DevTools).
+ * only, without the baselines (open it in Chrome DevTools). BENCH_HEAP_PROFILE=<file>: a sampling
+ * profile of what the process allocates during the runs (a `.heapprofile`), which GC pays for.
  */
 async function startProfile(): Promise<{ stop(): Promise<void> }> {
   const file = process.env.BENCH_PROFILE;
-  if (!file) return { stop: async () => undefined };
+  const heapFile = process.env.BENCH_HEAP_PROFILE;
+  if (!file && !heapFile) return { stop: async () => undefined };
   const session = new Session();
   session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.start");
+  if (file) {
+    await session.post("Profiler.enable");
+    await session.post("Profiler.start");
+  }
+  if (heapFile) {
+    await session.post("HeapProfiler.enable");
+    await session.post("HeapProfiler.startSampling", {
+      samplingInterval: 32 * 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
   return {
     async stop() {
-      const { profile } = await session.post("Profiler.stop");
-      writeFileSync(file, JSON.stringify(profile));
+      if (file) {
+        const { profile } = await session.post("Profiler.stop");
+        writeFileSync(file, JSON.stringify(profile));
+      }
+      if (heapFile) {
+        const { profile } = await session.post("HeapProfiler.stopSampling");
+        writeFileSync(heapFile, JSON.stringify(profile));
+      }
       session.disconnect();
     },
   };
