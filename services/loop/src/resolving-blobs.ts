@@ -12,7 +12,7 @@ import { failedCall } from "./provider-port.js";
  */
 export function resolvingBlobs(inner: StreamFn, blobs: BlobAccess, now: () => number): StreamFn {
   return (context, options, signal) => {
-    if (!hasBlobBlocks(context.messages)) {
+    if (!anyBlobBlocks(context.messages)) {
       return { [Symbol.asyncIterator]: () => inner(context, options, signal)[Symbol.asyncIterator]() };
     }
     return {
@@ -28,4 +28,21 @@ export function resolvingBlobs(inner: StreamFn, blobs: BlobAccess, now: () => nu
       },
     };
   };
+}
+
+/**
+ * Context messages walked already and found to hold no block by reference. A message is a value of
+ * the log: once in the fold it is never changed (a block by reference is made when its message is),
+ * so each is walked once, not on every LLM call of the session.
+ */
+const walked = new WeakSet<object>();
+
+/** Whether any message holds a block by reference (`hasBlobBlocks`), walking each message once. */
+export function anyBlobBlocks(messages: readonly object[]): boolean {
+  for (const message of messages) {
+    if (walked.has(message)) continue;
+    if (hasBlobBlocks(message)) return true;
+    walked.add(message);
+  }
+  return false;
 }
