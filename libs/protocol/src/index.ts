@@ -164,6 +164,8 @@ export {
   bytesToBase64,
   CommandBodyRef,
   DEFAULT_MAX_INPUT_BYTES,
+  forEachContentBlock,
+  hasBlobBlocks,
   INLINE_COMMAND_BYTES,
   INLINE_CONTENT_BYTES,
   type InputPart,

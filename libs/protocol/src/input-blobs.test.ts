@@ -4,6 +4,8 @@ import type { FleetCommand } from "./commands.js";
 import {
   blobRefsIn,
   bytesToBase64,
+  forEachContentBlock,
+  hasBlobBlocks,
   INLINE_CONTENT_BYTES,
   inputsMovedToBlobs,
   isBlobBlock,
@@ -139,6 +141,39 @@ describe("content by reference", () => {
     expect(mapped.a[0]).toEqual({ type: "text", text: "y" });
     expect(isBlobBlock({ type: "text", text: "", blob: { bucket: "b", name: "n", size: 0 } })).toBe(true);
     expect(isBlobBlock({ type: "text", text: "" })).toBe(false);
+  });
+
+  it("walks blocks in mapContentBlocks' order without copying, and finds references", () => {
+    const ref = { bucket: "fleet_blobs", name: "n", size: 3 };
+    const value = {
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "a" },
+            { type: "image", data: "AA", mimeType: "image/png" },
+          ],
+        },
+        {
+          role: "toolResult",
+          content: [{ type: "text", text: "b", blob: ref }],
+          details: { nested: { type: "text", text: "c" } },
+        },
+      ],
+    };
+    const mapped: string[] = [];
+    mapContentBlocks(value, (b) => {
+      mapped.push(b.type === "text" ? b.text : b.data);
+      return b;
+    });
+    const walked: string[] = [];
+    forEachContentBlock(value, (b) => walked.push(b.type === "text" ? b.text : b.data));
+    expect(walked).toEqual(["a", "AA", "b", "c"]);
+    expect(walked).toEqual(mapped);
+    expect(blobRefsIn(value)).toEqual([ref]);
+    expect(hasBlobBlocks(value)).toBe(true);
+    expect(hasBlobBlocks(value.messages[0])).toBe(false);
+    expect(hasBlobBlocks("text")).toBe(false);
   });
 
   it("decodes a command by reference's envelope, and only that", () => {

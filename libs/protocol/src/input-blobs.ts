@@ -107,14 +107,40 @@ export function mapContentBlocks<T>(
   return visit(value) as T;
 }
 
+/**
+ * Pure: calls `fn` with every text and image block in `value`, in `mapContentBlocks`'s visiting
+ * order, copying nothing (a read-only walk: a context of many messages costs no allocation).
+ */
+export function forEachContentBlock(value: unknown, fn: (block: TextContent | ImageContent) => void): void {
+  if (typeof value !== "object" || value === null) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) forEachContentBlock(value[i], fn);
+    return;
+  }
+  const v = value as Record<string, unknown>;
+  if ((v.type === "text" && typeof v.text === "string") || (v.type === "image" && typeof v.data === "string")) {
+    fn(v as unknown as TextContent | ImageContent);
+    return;
+  }
+  for (const key in v) if (Object.hasOwn(v, key)) forEachContentBlock(v[key], fn);
+}
+
 /** Every reference in `value`'s blocks, in visiting order. */
 export function blobRefsIn(value: unknown): BlobRef[] {
   const refs: BlobRef[] = [];
-  mapContentBlocks(value, (block) => {
+  forEachContentBlock(value, (block) => {
     if (isBlobBlock(block)) refs.push(block.blob);
-    return block;
   });
   return refs;
+}
+
+/** Whether any block in `value` is by reference (`isBlobBlock`). */
+export function hasBlobBlocks(value: unknown): boolean {
+  let found = false;
+  forEachContentBlock(value, (block) => {
+    if (!found && isBlobBlock(block)) found = true;
+  });
+  return found;
 }
 
 const utf8 = new TextEncoder();

@@ -3,6 +3,7 @@
 import {
   type BlobBlock,
   type BlobRef,
+  forEachContentBlock,
   isBlobBlock,
   mapContentBlocks,
   OBJECT_STORES,
@@ -113,9 +114,8 @@ export function createBlobAccess(nc: NatsConnection, opts: { cacheBytes?: number
  */
 export async function resolveBlobBlocks<T>(value: T, blobs: BlobAccess, maxBytes?: number): Promise<T> {
   const refs = new Map<string, Pick<BlobRef, "bucket" | "name">>();
-  mapContentBlocks(value, (block) => {
+  forEachContentBlock(value, (block) => {
     if (isBlobBlock(block)) refs.set(`${block.blob.bucket}/${block.blob.name}`, block.blob);
-    return block;
   });
   if (refs.size === 0) return value;
   const contents = new Map<string, Uint8Array>();

@@ -1,5 +1,5 @@
 import { jetstreamManager } from "@nats-io/jetstream";
-import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
   isTransientPublishFailure,
   NO_STREAM,
@@ -8,6 +8,7 @@ import {
   publishFailureCause,
   WRONG_LAST_SEQUENCE,
 } from "./publish-failure.js";
+import { PublishHeaders } from "./publish-headers.js";
 import { sleep } from "./sleep.js";
 
 export { NO_STREAM, PUBLISH_FAILED, PUBLISH_TIMEOUT, WRONG_LAST_SEQUENCE };
@@ -125,11 +126,6 @@ export function createStreamPublisher(
     }
     ensureSubscribed();
     const token = (counter++).toString(36);
-    const h = headers();
-    if (publishOpts.msgID !== undefined) h.set("Nats-Msg-Id", publishOpts.msgID);
-    if (publishOpts.expectLastSubjectSequence !== undefined) {
-      h.set("Nats-Expected-Last-Subject-Sequence", String(publishOpts.expectLastSubjectSequence));
-    }
     return new Promise<PublishAck>((resolve) => {
       waiting.set(token, { resolve, deadline: Date.now() + (publishOpts.timeoutMs ?? defaultTimeout) });
       if (!sweeper) {
@@ -137,20 +133,35 @@ export function createStreamPublisher(
         sweeper.unref();
       }
       try {
-        nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h });
+        const reply = `${prefix}.${token}`;
+        const h = headersOf(publishOpts);
+        nc.publish(subject, data, h ? { reply, headers: h } : { reply });
       } catch (err) {
         settle(token, { ok: false, code: PUBLISH_FAILED, error: (err as Error).message });
       }
     });
   }
 
-  async function publishDurably(subject: string, data: Uint8Array, o: DurablePublishOptions): Promise<PublishAck> {
+  function publishDurably(subject: string, data: Uint8Array, o: DurablePublishOptions): Promise<PublishAck> {
+    const started = Date.now();
+    // The first attempt's ack as it is when it is a success (no further step per append).
+    return publish(subject, data, o).then((ack) => (ack.ok ? ack : retryDurably(subject, data, o, started, ack)));
+  }
+
+  /** `publishDurably` after a first attempt (made at `started`) that failed with `first`. */
+  async function retryDurably(
+    subject: string,
+    data: Uint8Array,
+    o: DurablePublishOptions,
+    started: number,
+    first: PublishFailure,
+  ): Promise<PublishAck> {
     const retryForMs = o.retryForMs ?? 30_000;
-    const deadline = Date.now() + retryForMs;
+    const deadline = started + retryForMs;
     let outcomeUnknown = false;
     let delay = 50;
-    for (;;) {
-      const ack = await publish(subject, data, o);
+    for (let attempt = 0; ; attempt++) {
+      const ack = attempt === 0 ? first : await publish(subject, data, o);
       if (ack.ok) return ack;
       if (ack.code === WRONG_LAST_SEQUENCE) {
         if (!outcomeUnknown || o.msgID === undefined) return ack;
@@ -205,6 +216,16 @@ async function lastMessageOf(
     if (Date.now() + delay > deadline) return null;
     await sleep(delay);
   }
+}
+
+/** The publish's `Nats-Msg-Id` and expected sequence headers, if any (one object, written once). */
+function headersOf(o: PublishOptions): PublishHeaders | undefined {
+  const seq = o.expectLastSubjectSequence;
+  if (o.msgID === undefined && seq === undefined) return undefined;
+  return PublishHeaders.of({
+    "Nats-Msg-Id": o.msgID,
+    "Nats-Expected-Last-Subject-Sequence": seq === undefined ? undefined : String(seq),
+  });
 }
 
 function parseAck(data: Uint8Array): PublishAck {

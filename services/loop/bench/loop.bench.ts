@@ -32,6 +32,7 @@ import { startLoopWorker } from "../src/loop-worker.js";
 import { countConsumersCreated } from "./consumer-count.js";
 import { C63FC6E_FLOOR, measureFloorParts } from "./floor-baselines.js";
 import { inMemorySession } from "./in-memory-session.js";
+import { startSubjectTap } from "./subject-tap.js";
 import { LOOP_CHUNK_CHARS, LOOP_DELTAS, loopTurn, lsResult, lsTool } from "./workloads.js";
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
@@ -276,6 +277,8 @@ async function main() {
   });
   // Every consumer the server creates from here on (its advisories), during the runs and after.
   const consumers = await countConsumersCreated(nc);
+  // BENCH_TAP=1: messages per prompt by subject (a diagnostic: its subscriber runs in this process).
+  const tap = process.env.BENCH_TAP === "1" ? await startSubjectTap(server.url) : undefined;
   const cpu0 = cpuOf();
   const profiler = await startProfile();
   const t0 = performance.now();
@@ -300,6 +303,7 @@ async function main() {
   );
   const elapsed = (performance.now() - t0) / 1000;
   await profiler.stop();
+  if (tap) for (const line of await tap.stop(SESSIONS * PROMPTS_PER_SESSION)) console.error(line);
   const cpu1 = cpuOf();
   clearInterval(progress);
   clearInterval(rssTimer);
@@ -429,19 +433,37 @@ async function steadyStatePrompts(
 
 /**
  * BENCH_PROFILE=<file>: a V8 CPU profile of this process (the worker and the driver) during the runs
- * only, without the baselines (open it in Chrome DevTools).
+ * only, without the baselines (open it in Chrome DevTools). BENCH_HEAP_PROFILE=<file>: a sampling
+ * profile of what the process allocates during the runs (a `.heapprofile`), which GC pays for.
  */
 async function startProfile(): Promise<{ stop(): Promise<void> }> {
   const file = process.env.BENCH_PROFILE;
-  if (!file) return { stop: async () => undefined };
+  const heapFile = process.env.BENCH_HEAP_PROFILE;
+  if (!file && !heapFile) return { stop: async () => undefined };
   const session = new Session();
   session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.start");
+  if (file) {
+    await session.post("Profiler.enable");
+    await session.post("Profiler.start");
+  }
+  if (heapFile) {
+    await session.post("HeapProfiler.enable");
+    await session.post("HeapProfiler.startSampling", {
+      samplingInterval: 32 * 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
   return {
     async stop() {
-      const { profile } = await session.post("Profiler.stop");
-      writeFileSync(file, JSON.stringify(profile));
+      if (file) {
+        const { profile } = await session.post("Profiler.stop");
+        writeFileSync(file, JSON.stringify(profile));
+      }
+      if (heapFile) {
+        const { profile } = await session.post("HeapProfiler.stopSampling");
+        writeFileSync(heapFile, JSON.stringify(profile));
+      }
       session.disconnect();
     },
   };

@@ -1,4 +1,6 @@
 // The streaming budget guard around a scripted provider: where it cuts, what the cut message holds.
+
+import { getEventListeners } from "node:events";
 import {
   type AssistantStreamEvent,
   addSpend,
@@ -112,5 +114,40 @@ describe("loop / budget guard", () => {
     expect(last.error.content).toEqual([{ type: "text", text: "abcd".repeat(40) }]);
     expect(last.error.usage.output).toBe(40);
     expect(late.stops).toEqual(["outputTokens@stream"]);
+  });
+
+  it("lets go of the caller's signal once the call ends, read to its end or not", async () => {
+    const provider = createScriptedProvider({ steps: [{ text: "abcd" }, { text: "efgh".repeat(50) }], now: () => 5 });
+    let stoppedEarly = false;
+    const streamFn = guardBudget(
+      (context, options, signal) => {
+        const inner = provider.streamFn(context, options, signal)[Symbol.asyncIterator]();
+        return {
+          [Symbol.asyncIterator]: () => ({
+            next: () => inner.next(),
+            return: (value?: unknown) => {
+              stoppedEarly = true;
+              return inner.return?.(value) ?? Promise.resolve({ done: true as const, value });
+            },
+          }),
+        };
+      },
+      { check: () => undefined },
+      () => 7,
+    );
+    const caller = new AbortController();
+    // Read up to its terminal event only, as the engine reads.
+    const whole = streamFn(CONTEXT, OPTIONS, caller.signal)[Symbol.asyncIterator]();
+    let event = await whole.next();
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(1);
+    while (!event.done && event.value.type !== "done") event = await whole.next();
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+    expect(await whole.next()).toEqual({ done: true, value: undefined });
+    // Left after its first event: the provider is asked to stop.
+    const left = streamFn(CONTEXT, OPTIONS, caller.signal)[Symbol.asyncIterator]();
+    await left.next();
+    await left.return?.();
+    await new Promise((r) => setTimeout(r, 0));
+    expect([stoppedEarly, getEventListeners(caller.signal, "abort").length]).toEqual([true, 0]);
   });
 });

@@ -54,65 +54,125 @@ export function guardBudget(
   now: () => number,
   priceOf: (model: ModelRef) => ModelPrice = (model) => getModelInfo(model.modelId).price,
 ): StreamFn {
-  return (context, options, signal) => guarded(streamFn, context, options, signal, guard, now, priceOf);
+  return (context, options, signal) => ({
+    [Symbol.asyncIterator]: () => guardedStream({ streamFn, context, options, signal, guard, now, priceOf }),
+  });
 }
 
-async function* guarded(
-  streamFn: StreamFn,
-  context: Parameters<StreamFn>[0],
-  options: StreamOptions,
-  signal: AbortSignal | undefined,
-  guard: BudgetGuard,
-  now: () => number,
-  priceOf: (model: ModelRef) => ModelPrice,
-): AsyncGenerator<AssistantStreamEvent> {
-  const inputEstimate = estimateContextTokens(context.messages).tokens + Math.ceil(context.systemPrompt.length / 4);
-  const before = guard.check({ ...emptySpend(), inputTokens: inputEstimate, totalTokens: inputEstimate });
-  if (before) {
-    guard.onExceeded?.(before, "start");
-    yield stopped(syntheticAssistant(options.model, "error", "", now()), before);
-    return;
-  }
-  const price = priceOf(options.model);
+interface GuardedCall {
+  streamFn: StreamFn;
+  context: Parameters<StreamFn>[0];
+  options: StreamOptions;
+  signal: AbortSignal | undefined;
+  guard: BudgetGuard;
+  now: () => number;
+  priceOf: (model: ModelRef) => ModelPrice;
+}
+
+const END: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * One guarded call as a plain iterator over the provider's: each event costs the provider's own
+ * promise and nothing more. The estimate after a content event is checked when the next event is
+ * asked for (before the provider is read again). Once the call ended (a terminal event, the
+ * provider's end, a stop, or `return()`), the abort listener is removed and every later `next()`
+ * is the end.
+ */
+function guardedStream(call: GuardedCall): AsyncIterator<AssistantStreamEvent> {
+  const { guard, signal } = call;
   const abort = new AbortController();
   const forward = () => abort.abort(signal?.reason);
-  if (signal?.aborted) forward();
-  else signal?.addEventListener("abort", forward, { once: true });
-  const iterator = streamFn(context, options, abort.signal)[Symbol.asyncIterator]();
+  let iterator: AsyncIterator<AssistantStreamEvent> | undefined;
+  let inputEstimate = 0;
+  let price: ModelPrice | undefined;
   let partial: AssistantMessage | undefined;
   let outputChars = 0;
-  try {
-    while (true) {
-      const next = await iterator.next();
-      if (next.done) return;
-      const event = next.value;
-      if (event.type === "done" || event.type === "error") {
-        yield event;
-        return;
-      }
-      // The guard's own copy of the message so far: its content array is updated in place.
-      if (event.type === "start") partial = { ...event.partial, content: event.partial.content.slice() };
-      else if (partial) {
-        applyDeltaInPlace(partial.content, event);
-        outputChars += deltaChars(event);
-      }
-      yield event;
-      if (!partial || guard.limited?.() === false) continue;
-      const usage = estimatedUsage(partial.usage, inputEstimate, outputChars, price);
-      const over = guard.check(spendOfUsage(usage));
-      if (over) {
-        abort.abort();
-        guard.onExceeded?.(over, "stream");
-        yield stopped({ ...partial, content: finishedContent(partial.content), usage }, over);
-        return;
-      }
-    }
-  } finally {
+  let checkDue = false;
+  let ended = false;
+
+  /** Ends the call: the listener goes, and the provider is asked to stop unless it ended itself. */
+  const end = (stopProvider: boolean) => {
+    if (ended) return;
+    ended = true;
     signal?.removeEventListener("abort", forward);
-    void Promise.resolve()
-      .then(() => iterator.return?.())
-      .catch(() => undefined);
-  }
+    const it = iterator;
+    if (stopProvider && it) {
+      void Promise.resolve()
+        .then(() => it.return?.())
+        .catch(() => undefined);
+    }
+  };
+  const last = (event: AssistantStreamEvent): IteratorResult<AssistantStreamEvent> => {
+    end(false);
+    return { done: false, value: event };
+  };
+  const onNext = (next: IteratorResult<AssistantStreamEvent>): IteratorResult<AssistantStreamEvent> => {
+    if (ended) return END;
+    if (next.done) {
+      end(true);
+      return END;
+    }
+    const event = next.value;
+    if (event.type === "done" || event.type === "error") return last(event);
+    // The guard's own copy of the message so far: its content array is updated in place.
+    if (event.type === "start") partial = { ...event.partial, content: event.partial.content.slice() };
+    else if (partial) {
+      applyDeltaInPlace(partial.content, event);
+      outputChars += deltaChars(event);
+    }
+    checkDue = partial !== undefined;
+    return next;
+  };
+  /** The stop once a budget is reached: the provider aborted, the call ended with what streamed. */
+  const overBudget = (): AssistantStreamEvent | undefined => {
+    if (!partial || !price || guard.limited?.() === false) return undefined;
+    const usage = estimatedUsage(partial.usage, inputEstimate, outputChars, price);
+    const over = guard.check(spendOfUsage(usage));
+    if (!over) return undefined;
+    abort.abort();
+    guard.onExceeded?.(over, "stream");
+    return stopped({ ...partial, content: finishedContent(partial.content), usage }, over);
+  };
+  const start = (): AssistantStreamEvent | undefined => {
+    const { context, options } = call;
+    inputEstimate = estimateContextTokens(context.messages).tokens + Math.ceil(context.systemPrompt.length / 4);
+    const before = guard.check({ ...emptySpend(), inputTokens: inputEstimate, totalTokens: inputEstimate });
+    if (before) {
+      guard.onExceeded?.(before, "start");
+      return stopped(syntheticAssistant(options.model, "error", "", call.now()), before);
+    }
+    price = call.priceOf(options.model);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener("abort", forward, { once: true });
+    iterator = call.streamFn(context, options, abort.signal)[Symbol.asyncIterator]();
+    return undefined;
+  };
+
+  return {
+    next() {
+      if (ended) return Promise.resolve(END);
+      if (!iterator) {
+        const refused = start();
+        if (refused) return Promise.resolve(last(refused));
+      } else if (checkDue) {
+        checkDue = false;
+        const stop = overBudget();
+        if (stop) {
+          end(true);
+          return Promise.resolve({ done: false, value: stop });
+        }
+      }
+      return (iterator as AsyncIterator<AssistantStreamEvent>).next().then(onNext);
+    },
+    return(value?: unknown) {
+      end(true);
+      return Promise.resolve({ done: true as const, value });
+    },
+    throw(err?: unknown) {
+      end(true);
+      return Promise.reject(err);
+    },
+  };
 }
 
 /** The terminal event of a call a budget stopped. */

@@ -59,7 +59,9 @@ export function createSessionAppender(opts: {
   const stream = eventStreamOfPartition(opts.partition, opts.groups ?? 1);
   let lastSeq = opts.lastSeq;
   let fenced = false;
-  let chain: Promise<unknown> = Promise.resolve();
+  /** The last append started, settled or not; `undefined` once every append settled. */
+  let chain: Promise<unknown> | undefined;
+  let inFlight = 0;
   // Checked or not, the bytes written are the event as built: the check only refuses.
   const encode = (event: FleetEvent): Encoded => {
     if (opts.validate === false) return encodeBuiltEvent(event);
@@ -67,23 +69,36 @@ export function createSessionAppender(opts: {
     return checked.ok ? encodeBuiltEvent(event) : checked;
   };
 
-  const gateOpen = async (): Promise<boolean> => {
-    const gate = opts.writeGate?.() ?? true;
-    return gate === true || (await gate);
-  };
+  /** `true` without a promise when the gate answers at once (the lease is held and fresh). */
+  const gateOpen = (): boolean | Promise<boolean> => opts.writeGate?.() ?? true;
   const leaseLost = (): AppendOutcome => {
     fenced = true;
     return { ok: false, kind: "fenced", error: "the partition lease is no longer held" };
   };
 
+  const done = () => {
+    if (--inFlight === 0) chain = undefined;
+  };
+
+  /** The append being published: appends are serialised, so one is enough (read by `keepTrying`). */
+  const attempt = { event: undefined as FleetEvent | undefined, retryUntil: 0, gateClosed: false };
+  const keepTrying = async (failure: PublishFailure): Promise<boolean> => {
+    if (attempt.event) opts.onRefused?.(attempt.event, failure);
+    if (!opts.writeGate) return opts.now() < attempt.retryUntil;
+    attempt.gateClosed = !(await gateOpen());
+    return !attempt.gateClosed;
+  };
+
   async function publishOnce(event: FleetEvent, msgId: string): Promise<AppendOutcome> {
     if (fenced) return { ok: false, kind: "fenced", error: "session writer was fenced" };
-    if (!(await gateOpen())) return leaseLost();
+    const gate = gateOpen();
+    if (!(gate === true || (await gate))) return leaseLost();
     const encoded = encode(event);
     if (!encoded.ok) return { ok: false, kind: "invalid", error: encoded.error };
     const started = opts.now();
-    const retryUntil = started + (opts.retryForMs ?? 30_000);
-    let gateClosed = false;
+    attempt.event = event;
+    attempt.retryUntil = started + (opts.retryForMs ?? 30_000);
+    attempt.gateClosed = false;
     // Retried through a full store, elections and restarts with the same msgID and expected sequence
     // (see publishDurably), for as long as this writer may write.
     const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
@@ -91,19 +106,15 @@ export function createSessionAppender(opts: {
       msgID: msgId,
       expectLastSubjectSequence: lastSeq,
       timeoutMs: 5_000,
-      keepTrying: async (failure) => {
-        opts.onRefused?.(event, failure);
-        if (!opts.writeGate) return opts.now() < retryUntil;
-        gateClosed = !(await gateOpen());
-        return !gateClosed;
-      },
+      keepTrying,
     });
+    attempt.event = undefined;
     if (ack.ok) {
       lastSeq = ack.seq;
       opts.onAppended?.(event, ack.seq, opts.now() - started);
       return { ok: true, seq: ack.seq, event };
     }
-    if (gateClosed) return leaseLost();
+    if (attempt.gateClosed) return leaseLost();
     if (ack.code === WRONG_LAST_SEQUENCE) {
       fenced = true;
       return { ok: false, kind: "fenced", error: ack.error };
@@ -120,8 +131,11 @@ export function createSessionAppender(opts: {
       return fenced;
     },
     append(event, msgId = event.meta.id) {
-      const next = chain.then(() => publishOnce(event, msgId));
-      chain = next.catch(() => undefined);
+      // Serialised: an append starts once the one before it settled (at once when none is in flight).
+      const next = chain ? chain.then(() => publishOnce(event, msgId)) : publishOnce(event, msgId);
+      inFlight++;
+      const settled = next.then(done, done);
+      chain = settled;
       return next;
     },
   };

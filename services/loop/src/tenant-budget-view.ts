@@ -70,7 +70,8 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
   /** Per day, per partition: the newest total known (its revision) from the watch or this worker's writes. */
   const totals = new Map<string, Map<number, { revision: number; total: Spend }>>();
   const sums = new Map<string, Spend>();
-  const put = (key: string, revision: number, total: PartitionDayTotal | undefined) => {
+  /** `total` is read only for a revision newer than the one known (this worker's writes are known first). */
+  const put = (key: string, revision: number, total: () => PartitionDayTotal | undefined) => {
     const m = TOTAL.exec(key);
     if (!m) return;
     const day = m[1] as string;
@@ -87,7 +88,7 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
       totals.set(day, ofDay);
     }
     if ((ofDay.get(partition)?.revision ?? 0) >= revision) return;
-    ofDay.set(partition, { revision, total: total ?? emptySpend() });
+    ofDay.set(partition, { revision, total: total() ?? emptySpend() });
     sums.set(day, sumTotals([...ofDay.values()].map((t) => t.total)));
   };
   const limitsFollower = followKv(
@@ -101,11 +102,12 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
   const totalsFollower = followKv(
     opts.totals,
     "total.>",
-    (key, operation, value, revision) => put(key, revision, operation === "PUT" ? decodeTotal(value) : undefined),
+    (key, operation, value, revision) =>
+      put(key, revision, () => (operation === "PUT" ? decodeTotal(value) : undefined)),
     opts.follow,
   );
   const counter = createSpendCounter({ totals: opts.totals, records: opts.spend }, opts.jsm, {
-    onTotal: (key, revision, total) => put(key, revision, total),
+    onTotal: (key, revision, total) => put(key, revision, () => total),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
   return {

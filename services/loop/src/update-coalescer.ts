@@ -40,9 +40,10 @@ export function createUpdateCoalescer(opts: {
       if (opts.windowMs <= 0 || buffer.length >= opts.maxDeltas) flushBuffer();
       else if (!timer) timer = setTimeout(flushBuffer, opts.windowMs);
     },
-    async drain() {
+    drain() {
       flushBuffer();
-      await inflight;
+      // Never rejects (a failed flush is reported to onError): the chain itself, no wrapper.
+      return inflight;
     },
     dispose() {
       if (timer) clearTimeout(timer);

@@ -25,14 +25,18 @@ export async function startRun(shell: SessionShell, start: () => Promise<RunResu
   await Promise.race([firstMessage, run]);
 }
 
-/** The engine's port: deltas are coalesced; every other event is appended after them. */
-export async function emitEngineEvent(shell: SessionShell, event: EngineEvent): Promise<void> {
+/** The engine's port: deltas are coalesced (at once, no promise per delta); every other event is appended after them. */
+export function emitEngineEvent(shell: SessionShell, event: EngineEvent): Promise<void> | undefined {
   if (shell.detached) throw new Error("actor detached");
   if (event.body.type === "message_update") {
     shell.coalescedRunId = event.runId;
     shell.coalescer.push(event.body.deltas);
-    return;
+    return undefined;
   }
+  return emitAppended(shell, event);
+}
+
+async function emitAppended(shell: SessionShell, event: EngineEvent): Promise<void> {
   await shell.coalescer.drain();
   const body = event.body;
   const parent = shell.state.parent;
