@@ -8,7 +8,18 @@
 // the target is a ≤ 100 ms load with snapshots.
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { decodeEvent, encodeEvent, type FleetEvent, KV_BUCKETS, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import {
+  contextAtLeaf,
+  copySessionState,
+  decodeEvent,
+  encodeEvent,
+  type FleetEvent,
+  KV_BUCKETS,
+  parsedEntryCount,
+  partitionOf,
+  STREAMS,
+  subjects,
+} from "@fleet/protocol";
 import { applyTopology, connectNats, createLogger, createStreamPublisher, readSubject } from "@fleet/runtime";
 import { startNats } from "@fleet/testkit";
 import { jetstream } from "@nats-io/jetstream";
@@ -131,6 +142,26 @@ try {
     }
   });
 
+  // What a load leaves for later (change 64): the entries it parsed, and the first context built
+  // at the leaf (each entry on the branch parsed then; here the branch is the whole session).
+  let parsedAtLoad = 0;
+  const contexts: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const loaded = await load(true);
+    parsedAtLoad = parsedEntryCount(loaded.state.tree.entries);
+    const t = performance.now();
+    contextAtLeaf(loaded.state.tree);
+    contexts.push(performance.now() - t);
+  }
+  const firstContext = median(contexts);
+  const parsedContexts: number[] = [];
+  const fromLog = await load(false);
+  for (let i = 0; i < RUNS; i++) {
+    const t = performance.now();
+    contextAtLeaf(copySessionState(fromLog.state).tree); // a new tree object: derived again
+    parsedContexts.push(performance.now() - t);
+  }
+
   // A session let go while idle is snapshotted at its last event first: its next load reads none.
   const atEnd = await load(false);
   const idleWriter = createSnapshotWriter({
@@ -161,6 +192,9 @@ try {
   );
   console.log(
     `  of which (medians, alone): snapshot read and decoded ${ms(snapshotOnly)} ms; ${TAIL} events read and decoded ${ms(tailOnly)} ms`,
+  );
+  console.log(
+    `  entries parsed by a load: ${parsedAtLoad}; the first context at the leaf after it: ${ms(firstContext)} ms (median of ${RUNS}; every entry of the branch parsed then), ${ms(median(parsedContexts))} ms on a fold of parsed entries`,
   );
   console.log(
     `  a session let go idle (snapshot at its last event, no event read): ${ms(afterIdle)} ms (median of ${RUNS})`,
