@@ -350,6 +350,7 @@ async function takeoverRound(stack: Stack, round: number): Promise<{ takeover: n
   const killedAt = performance.now();
   stack.holder.kill("SIGKILL");
   const steps = startSteps(killedAt);
+  if (process.env.BENCH_VERBOSE) steps.trace(live[0] as string, killedAt);
   const heir = await replacement(stack.url, `hist-${stack.history}-heir${round}`, steps);
   const takeovers = await Promise.all(live.map((id) => prompt(nc, id, killedAt)));
   const takeover = Math.max(...takeovers);
