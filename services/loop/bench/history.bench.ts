@@ -21,7 +21,11 @@
 // H after the other, 3 takeovers and 5 requests each; load average 3 to 28): takeover 0.66x and
 // 1.67x, first prompt 0.21x and 0.96x, approvals 2.91x and 0.25x, search 2.33x and 0.67x, on
 // figures of a few ms (first prompt 15 ms, approvals 6 ms, search 6 ms at H = 0). Takeovers of
-// either H fall near 2 s or near 4 s (a lease pass more), so one round moves the ratio by ~2x.
+// either H fell near 2 s or near 4 s, so one round moved the ratio by ~2x: a prompt sent at the
+// kill could go to the dead worker's pull (10 s pulls; nats-server 2.9 delivers to it) and came back
+// one TTL late. With pulls of half the TTL and this form of the bench (4 Dec 2026, load average 33
+// to 62): history 100000 vs 0: takeover 1.00x, first prompt 1.01x, approvals 1.00x, search 0.67x;
+// at H = 0 takeovers 2148-2792 ms, first prompt p50 10.5 ms, approvals 3.1 ms, search 4.3 ms.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
