@@ -342,6 +342,15 @@ export {
   convertToLlm,
 } from "./reducers/convert-to-llm.js";
 export {
+  copyEntries,
+  type EntryLines,
+  encodeEntryLines,
+  entryIdsOf,
+  lazyEntries,
+  parsedEntryCount,
+  splitEntryLines,
+} from "./reducers/lazy-entries.js";
+export {
   applyQueueUpdate,
   clearMessageQueues,
   type Drained,
@@ -378,9 +387,12 @@ export {
 export { serializeConversation, TOOL_RESULT_MAX_CHARS } from "./reducers/serialize-conversation.js";
 export {
   decodeSessionFold,
+  decodeSessionFoldApart,
   type EncodedSessionFold,
   encodeSessionFold,
+  encodeSessionFoldApart,
   SESSION_FOLD_FORMAT,
+  type SessionFoldApart,
 } from "./reducers/session-fold-codec.js";
 export {
   foldSessionSpend,

@@ -27,7 +27,9 @@ export const READ_IDLE_TIMEOUT_MS = 15_000;
 /**
  * Reads every message of one subject in stream order, from `fromSeq` (inclusive, default 1) through
  * the subject's last message at call time, or through `toSeq`. Uses an ordered consumer with a single
- * filter subject (nats-server 2.9). `batch`: messages per pull (default 512).
+ * filter subject (nats-server 2.9). `batch`: messages per pull (default 512). `lastSeq`: the
+ * subject's last sequence as the caller has just read it (`lastSubjectSeq`), read then instead of
+ * here; the read ends there.
  * A read that gets no message for `idleMs` (default READ_IDLE_TIMEOUT_MS) before its end throws: an
  * ordered consumer can stand still for minutes on a 3-node 2.9 cluster after node kills (seen: a
  * session load held a command for 90 s), and the caller's retry makes a fresh one.
@@ -37,9 +39,9 @@ export async function* readSubject(
   jsm: JetStreamManager,
   stream: string,
   subject: string,
-  opts: { fromSeq?: number; toSeq?: number; batch?: number; idleMs?: number } = {},
+  opts: { fromSeq?: number; toSeq?: number; batch?: number; idleMs?: number; lastSeq?: number } = {},
 ): AsyncGenerator<StoredRecord> {
-  const last = await lastSubjectSeq(jsm, stream, subject);
+  const last = opts.lastSeq ?? (await lastSubjectSeq(jsm, stream, subject));
   const end = opts.toSeq !== undefined ? Math.min(opts.toSeq, last) : last;
   const from = Math.max(1, opts.fromSeq ?? 1);
   if (end === 0 || from > end) return;

@@ -1,25 +1,34 @@
 // npm run bench:history — what history costs (issue 23 item 7). For each H (BENCH_HISTORY, default
-// "0,100000"), in the same run: a fresh nats-server and Redis, a loop worker, the session store and
-// the gateway (processes of their own); H ended sessions forged onto the log in the shape real ones
-// leave (created, one finished run, the day's spend record) beside BENCH_LIVE live sessions (8).
-// Measured:
-// - takeover (median of BENCH_ROUNDS, 3): SIGKILL the worker holding every partition, start another;
+// "0,100000"), a stack of its own: a fresh nats-server and Redis, a loop worker, the session store
+// and the gateway (processes of their own); H ended sessions forged onto the log in the shape real
+// ones leave (created, one finished run, the day's spend record) beside BENCH_LIVE live sessions (8).
+// The stacks stay up together and every measurement alternates between them, so that the machine's
+// load, which moves during a run of several minutes, weighs on each H alike. Measured:
+// - takeover (median of BENCH_ROUNDS, 5): SIGKILL the worker holding every partition, start another;
 //   from the kill until a prompt sent then to each live session has completed (its agent_end);
-// - first prompt: a new session's first prompt, sent to the new holder, until its agent_end;
-// - approvals: GET /v1/approvals; search: GET /v1/sessions?q=<a live session's id prefix> (median of 5).
-// Prints `history <H> vs 0: takeover <x>x, first prompt <y>x, approvals <z>x, search <w>x`, and for
-// each takeover the heir's start steps in ms from the kill (BENCH_VERBOSE=1: as they happen).
+// - first prompt (median of ROUNDS × BENCH_FIRSTS, 5 after each takeover): a new session's first
+//   prompt, sent to the new holder, until its agent_end;
+// - approvals: GET /v1/approvals; search: GET /v1/sessions?q=<a live session's id prefix> (median of
+//   BENCH_REQUESTS, 41, after 5 untimed).
+// Prints `history <H> vs 0: takeover <x>x, first prompt <y>x, approvals <z>x, search <w>x`, each H's
+// figures with their quartiles, and for each takeover the heir's start steps in ms from the kill
+// (BENCH_VERBOSE=1: as they happen).
 // BENCH_SPEND=0 forges no per-session spend records (KV `fleet_spend`; a starting worker reads only the totals).
 // `npm run bench:history` then runs bench:snapshot-load for the `load 50000 events` line.
 // Measured on this machine (2 shared cores), 4 Dec 2026: with spend records, takeover 3.05x
 // (the heir's budget view: 7.3 s of 7.9 s; its index scan: 2 ms); without, 0.90x.
-// With the totals in fleet_spend_totals (change 60), two runs (load average 3 to 28): takeover 0.66x
-// and 1.67x, first prompt 0.21x and 0.96x, approvals 2.91x and 0.25x, search 2.33x and 0.67x; the
-// heir's views were ready 28-246 ms after the kill (the budget view had taken 299-676 ms). Takeovers
-// of either H fall near 2 s or near 4 s (a lease pass more), so one round moves the ratio by ~2x.
+// With the totals in fleet_spend_totals (change 60), two runs of the earlier form of this bench (one
+// H after the other, 3 takeovers and 5 requests each; load average 3 to 28): takeover 0.66x and
+// 1.67x, first prompt 0.21x and 0.96x, approvals 2.91x and 0.25x, search 2.33x and 0.67x, on
+// figures of a few ms (first prompt 15 ms, approvals 6 ms, search 6 ms at H = 0). Takeovers of
+// either H fell near 2 s or near 4 s, so one round moved the ratio by ~2x: a prompt sent at the
+// kill could go to the dead worker's pull (10 s pulls; nats-server 2.9 delivers to it) and came back
+// one TTL late. With pulls of half the TTL and this form of the bench (4 Dec 2026, load average 33
+// to 62): history 100000 vs 0: takeover 1.00x, first prompt 1.01x, approvals 1.00x, search 0.67x;
+// at H = 0 takeovers 2148-2792 ms, first prompt p50 10.5 ms, approvals 3.1 ms, search 4.3 ms.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   decodeEvent,
@@ -47,7 +56,12 @@ import { createScriptedProvider, type LoopWorker, type StreamFn, startLoopWorker
 const HISTORIES = (process.env.BENCH_HISTORY ?? "0,100000").split(",").map(Number);
 const LIVE = Number(process.env.BENCH_LIVE ?? 8);
 /** Takeovers per H (each kills the holder and starts a new one); the median counts. */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+/** New sessions' first prompts after each takeover (the figure is the median of all rounds'). */
+const FIRSTS = Number(process.env.BENCH_FIRSTS ?? 5);
+/** Gateway requests per history and query (after WARMUP untimed ones): the figure is their median. */
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 41);
+const WARMUP = 5;
 /** `0`: forge no spend records (isolates the takeover from the tenant budget view's reading of them). */
 const SPEND = process.env.BENCH_SPEND !== "0";
 const PARTITIONS = 16;
@@ -235,7 +249,21 @@ interface Figures {
   searchMs: number;
 }
 
-async function measure(history: number): Promise<Figures> {
+/** One history's stack: its own nats-server, Redis, holder, store and gateway, kept up until `close`. */
+interface Stack {
+  history: number;
+  nc: NatsConnection;
+  gateway: string;
+  live: string[];
+  loopEnv: Record<string, string>;
+  url: string;
+  heldBy(worker: string): Promise<number>;
+  holder: ChildProcess;
+  processes: ChildProcess[];
+  close(): Promise<void>;
+}
+
+async function startStack(history: number): Promise<Stack> {
   process.stdout.write(`history ${history}: starting\n`);
   const nats = await startNats();
   const redis = await startRedis();
@@ -247,6 +275,14 @@ async function measure(history: number): Promise<Figures> {
     FLEET_PARTITIONS: String(PARTITIONS),
     FLEET_LEASE_TTL_MS: String(TTL_MS),
     FLEET_OPS_PORT: "0",
+  };
+  const processes: ChildProcess[] = [];
+  const close = async () => {
+    for (const child of processes.splice(0))
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await nc.close().catch(() => undefined);
+    await redis.stop();
+    await nats.stop();
   };
   try {
     await applyTopology(nc, { partitions: PARTITIONS, leaseTtlMs: TTL_MS });
@@ -263,18 +299,17 @@ async function measure(history: number): Promise<Figures> {
       for (let p = 0; p < PARTITIONS; p++) if ((await kv.get(`loop.p.${p}`))?.string().includes(`"${worker}"`)) n++;
       return n;
     };
-    const a = service("services/loop/src/main.ts", { ...loopEnv, FLEET_WORKER_ID: "hist-a" });
-    await waitUntil("worker a to hold every partition", async () => (await heldBy("hist-a")) === PARTITIONS, 60_000);
-    const store = service("services/session-store/src/main.ts", {
-      ...env,
-      REDIS_URL: redis.url,
-      FLEET_WORKER_ID: "store-a",
-    });
+    const holderId = `hist-${history}-a`;
+    const holder = service("services/loop/src/main.ts", { ...loopEnv, FLEET_WORKER_ID: holderId });
+    processes.push(holder);
+    await waitUntil("worker a to hold every partition", async () => (await heldBy(holderId)) === PARTITIONS, 60_000);
+    processes.push(
+      service("services/session-store/src/main.ts", { ...env, REDIS_URL: redis.url, FLEET_WORKER_ID: "store-a" }),
+    );
     const port = await getFreePort();
-    service("services/gateway/src/main.ts", { ...env, FLEET_GATEWAY_PORT: String(port) });
+    processes.push(service("services/gateway/src/main.ts", { ...env, FLEET_GATEWAY_PORT: String(port) }));
     const gateway = `http://127.0.0.1:${port}`;
     await waitUntil("the gateway", async () => (await fetch(`${gateway}/readyz`)).ok, 60_000);
-    void store;
 
     if (history > 0) {
       const t = performance.now();
@@ -295,72 +330,118 @@ async function measure(history: number): Promise<Figures> {
       1_800_000,
     );
     process.stdout.write(`  store caught up in ${Math.round((performance.now() - t) / 1000)} s\n`);
-
-    // Takeover: SIGKILL the holder (its live sessions loaded), start another, a prompt to each live
-    // session at once; ROUNDS times, each with a fresh holder process.
-    const rounds: number[] = [];
-    const firsts: number[] = [];
-    let holder = a;
-    for (let round = 1; round <= ROUNDS; round++) {
-      if (round > 1) {
-        holder = service("services/loop/src/main.ts", { ...loopEnv, FLEET_WORKER_ID: `hist-a${round}` });
-        const id = `hist-a${round}`;
-        await waitUntil("the next holder", async () => (await heldBy(id)) === PARTITIONS, 120_000);
-        await Promise.all(live.map((sid) => prompt(nc, sid, performance.now())));
-      }
-      const killedAt = performance.now();
-      holder.kill("SIGKILL");
-      const steps = startSteps(killedAt);
-      const heir = await replacement(nats.url, `hist-heir${round}`, steps);
-      const takeovers = await Promise.all(live.map((id) => prompt(nc, id, killedAt)));
-      rounds.push(Math.max(...takeovers));
-      const first = `new-${newId().slice(-6)}`;
-      const sentAt = performance.now();
-      steps.trace(first, sentAt);
-      firsts.push(await prompt(nc, first, sentAt));
-      process.stdout.write(`  takeover ${Math.round(rounds.at(-1) as number)} ms; new holder: ${steps}\n`);
-      await heir.stop();
-    }
-    const takeoverMs = median(rounds);
-    const firstPromptMs = median(firsts);
-
-    const timed = async (url: string) => {
-      const out: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const from = performance.now();
-        const res = await fetch(url);
-        await res.text();
-        if (!res.ok) throw new Error(`${url}: ${res.status}`);
-        out.push(performance.now() - from);
-      }
-      return median(out);
-    };
-    const approvalsMs = await timed(`${gateway}/v1/approvals`);
-    const searchMs = await timed(`${gateway}/v1/sessions?q=live-3`);
-    const figures = { takeoverMs, firstPromptMs, approvalsMs, searchMs };
-    process.stdout.write(
-      `history ${history}: takeover ${Math.round(takeoverMs)} ms, first prompt ${Math.round(firstPromptMs)} ms, approvals ${approvalsMs.toFixed(1)} ms, search ${searchMs.toFixed(1)} ms\n`,
-    );
-    return figures;
-  } finally {
-    for (const child of children.splice(0))
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await nc.close().catch(() => undefined);
-    await redis.stop();
-    await nats.stop();
+    return { history, nc, gateway, live, loopEnv, url: nats.url, heldBy, holder, processes, close };
+  } catch (err) {
+    await close();
+    throw err;
   }
 }
 
+/**
+ * Takeover round `round`: (after the first) a fresh holder process with the live sessions loaded;
+ * SIGKILL it, start another, a prompt to each live session at once. Then FIRSTS new sessions' first
+ * prompts, one after another, on the new holder. Returns the takeover's ms and the first prompts' ms.
+ */
+async function takeoverRound(stack: Stack, round: number): Promise<{ takeover: number; firsts: number[] }> {
+  const { nc, live } = stack;
+  if (round > 1) {
+    const id = `hist-${stack.history}-a${round}`;
+    stack.holder = service("services/loop/src/main.ts", { ...stack.loopEnv, FLEET_WORKER_ID: id });
+    stack.processes.push(stack.holder);
+    await waitUntil("the next holder", async () => (await stack.heldBy(id)) === PARTITIONS, 120_000);
+    await Promise.all(live.map((sid) => prompt(nc, sid, performance.now())));
+  }
+  const killedAt = performance.now();
+  stack.holder.kill("SIGKILL");
+  const steps = startSteps(killedAt);
+  if (process.env.BENCH_VERBOSE) steps.trace(live[0] as string, killedAt);
+  const heir = await replacement(stack.url, `hist-${stack.history}-heir${round}`, steps);
+  const takeovers = await Promise.all(live.map((id) => prompt(nc, id, killedAt)));
+  const takeover = Math.max(...takeovers);
+  const firsts: number[] = [];
+  for (let i = 0; i < FIRSTS; i++) {
+    const first = `new-${newId().slice(-6)}`;
+    const sentAt = performance.now();
+    if (i === 0) steps.trace(first, sentAt);
+    firsts.push(await prompt(nc, first, sentAt));
+  }
+  process.stdout.write(
+    `  history ${stack.history} round ${round}: takeover ${Math.round(takeover)} ms, first prompts ${firsts.map((f) => Math.round(f)).join(" ")} ms; new holder: ${steps}\n`,
+  );
+  await heir.stop();
+  return { takeover, firsts };
+}
+
+/** ms of one GET of `url` (the body read). */
+async function timedGet(url: string): Promise<number> {
+  const from = performance.now();
+  const res = await fetch(url);
+  await res.text();
+  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  return performance.now() - from;
+}
+
+const quantiles = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number).toFixed(1);
+  return `p25 ${at(0.25)} p50 ${at(0.5)} p75 ${at(0.75)} ms`;
+};
+
+/**
+ * Both histories' stacks stay up and every measurement alternates between them (takeover rounds,
+ * first prompts, gateway requests), so a change of the machine's load during the run weighs on both
+ * alike; each figure is the median of its samples (ROUNDS takeovers, ROUNDS × FIRSTS first prompts,
+ * REQUESTS requests after WARMUP).
+ */
 async function main() {
-  const results = new Map<number, Figures>();
-  for (const h of HISTORIES) results.set(h, await measure(h));
-  const base = results.get(HISTORIES[0] as number) as Figures;
-  for (const h of HISTORIES.slice(1)) {
-    const r = results.get(h) as Figures;
-    const x = (k: keyof Figures) => (r[k] / base[k]).toFixed(2);
-    process.stdout.write(
-      `history ${h} vs ${HISTORIES[0]}: takeover ${x("takeoverMs")}x, first prompt ${x("firstPromptMs")}x, approvals ${x("approvalsMs")}x, search ${x("searchMs")}x\n`,
-    );
+  const stacks: Stack[] = [];
+  try {
+    for (const h of HISTORIES) stacks.push(await startStack(h));
+    const samples = new Map(stacks.map((s) => [s.history, { takeover: [] as number[], firsts: [] as number[] }]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      // Alternate which history goes first.
+      const order = round % 2 === 1 ? stacks : [...stacks].reverse();
+      for (const stack of order) {
+        const r = await takeoverRound(stack, round);
+        samples.get(stack.history)?.takeover.push(r.takeover);
+        samples.get(stack.history)?.firsts.push(...r.firsts);
+      }
+    }
+    const gets = new Map(stacks.map((s) => [s.history, { approvals: [] as number[], search: [] as number[] }]));
+    for (let i = 0; i < WARMUP + REQUESTS; i++) {
+      for (const stack of i % 2 === 0 ? stacks : [...stacks].reverse()) {
+        const approvals = await timedGet(`${stack.gateway}/v1/approvals`);
+        const search = await timedGet(`${stack.gateway}/v1/sessions?q=live-3`);
+        if (i < WARMUP) continue;
+        gets.get(stack.history)?.approvals.push(approvals);
+        gets.get(stack.history)?.search.push(search);
+      }
+    }
+    const results = new Map<number, Figures>();
+    for (const stack of stacks) {
+      const s = samples.get(stack.history) as { takeover: number[]; firsts: number[] };
+      const g = gets.get(stack.history) as { approvals: number[]; search: number[] };
+      const figures = {
+        takeoverMs: median(s.takeover),
+        firstPromptMs: median(s.firsts),
+        approvalsMs: median(g.approvals),
+        searchMs: median(g.search),
+      };
+      results.set(stack.history, figures);
+      process.stdout.write(
+        `history ${stack.history}: takeover ${Math.round(figures.takeoverMs)} ms (${s.takeover.map(Math.round).join(" ")}), first prompt ${quantiles(s.firsts)}, approvals ${quantiles(g.approvals)}, search ${quantiles(g.search)}\n`,
+      );
+    }
+    const base = results.get(HISTORIES[0] as number) as Figures;
+    for (const h of HISTORIES.slice(1)) {
+      const r = results.get(h) as Figures;
+      const x = (k: keyof Figures) => (r[k] / base[k]).toFixed(2);
+      process.stdout.write(
+        `history ${h} vs ${HISTORIES[0]}: takeover ${x("takeoverMs")}x, first prompt ${x("firstPromptMs")}x, approvals ${x("approvalsMs")}x, search ${x("searchMs")}x (load average ${loadavg()[0]?.toFixed(1)})\n`,
+      );
+    }
+  } finally {
+    for (const stack of stacks) await stack.close();
   }
   process.exit(0);
 }

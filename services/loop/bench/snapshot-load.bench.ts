@@ -4,11 +4,23 @@
 // as the loop appends; the loop's snapshot writer stores the fold at event 50,000 − TAIL (TAIL =
 // half of FLEET_SNAPSHOT_EVERY's default: on average a load finds that many events after the last
 // snapshot); then times the loop's session load, with snapshots and without (the whole log), the
-// median of RUNS loads each. Prints `load 50000 events: <a> ms with snapshots, <b> ms without`;
-// the target is a ≤ 100 ms load with snapshots.
+// median of RUNS_WITH (21) and RUNS (7) loads: a load with snapshots takes tens of ms, and on a
+// shared machine one of them can wait hundreds for the CPU. Prints `load 50000 events: <a> ms with
+// snapshots, <b> ms without`; the target is a ≤ 100 ms load with snapshots.
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { decodeEvent, encodeEvent, type FleetEvent, KV_BUCKETS, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import {
+  contextAtLeaf,
+  copySessionState,
+  decodeEvent,
+  encodeEvent,
+  type FleetEvent,
+  KV_BUCKETS,
+  parsedEntryCount,
+  partitionOf,
+  STREAMS,
+  subjects,
+} from "@fleet/protocol";
 import { applyTopology, connectNats, createLogger, createStreamPublisher, readSubject } from "@fleet/runtime";
 import { startNats } from "@fleet/testkit";
 import { jetstream } from "@nats-io/jetstream";
@@ -25,6 +37,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 50_000);
 const EVERY = DEFAULT_SNAPSHOT_EVERY;
 const TAIL = Number(process.env.BENCH_TAIL ?? EVERY / 2);
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+const RUNS_WITH = Number(process.env.BENCH_RUNS_WITH ?? 3 * RUNS);
 const PARTITIONS = 16;
 const SESSION = "bench-long-session";
 /** Appends in flight at once while forging (the loop appends one session's events one by one). */
@@ -96,7 +109,7 @@ try {
   const time = async (withSnapshots: boolean) => {
     const runs: number[] = [];
     const cpus: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < (withSnapshots ? RUNS_WITH : RUNS); i++) {
       const t = performance.now();
       const c = process.cpuUsage();
       const loaded = await load(withSnapshots);
@@ -131,6 +144,26 @@ try {
     }
   });
 
+  // What a load leaves for later (change 64): the entries it parsed, and the first context built
+  // at the leaf (each entry on the branch parsed then; here the branch is the whole session).
+  let parsedAtLoad = 0;
+  const contexts: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const loaded = await load(true);
+    parsedAtLoad = parsedEntryCount(loaded.state.tree.entries);
+    const t = performance.now();
+    contextAtLeaf(loaded.state.tree);
+    contexts.push(performance.now() - t);
+  }
+  const firstContext = median(contexts);
+  const parsedContexts: number[] = [];
+  const fromLog = await load(false);
+  for (let i = 0; i < RUNS; i++) {
+    const t = performance.now();
+    contextAtLeaf(copySessionState(fromLog.state).tree); // a new tree object: derived again
+    parsedContexts.push(performance.now() - t);
+  }
+
   // A session let go while idle is snapshotted at its last event first: its next load reads none.
   const atEnd = await load(false);
   const idleWriter = createSnapshotWriter({
@@ -154,13 +187,16 @@ try {
     `snapshot at event ${cut} (seq ${stored.snapshot.seq}): ${(stored.bytes / 1e6).toFixed(2)} MB body, ${Math.ceil(stored.bytes / snapshots.store.partBytes)} part(s), written in ${ms(written)} ms; ${TAIL} events after it`,
   );
   console.log(
-    `loads (ms, ${RUNS} each): with snapshots ${withSnapshots.map(ms).join(" ")}; without ${without.map(ms).join(" ")}`,
+    `loads (ms): with snapshots (${RUNS_WITH}) ${withSnapshots.map(ms).join(" ")}; without (${RUNS}) ${without.map(ms).join(" ")}`,
   );
   console.log(
     `  CPU of this process per load (median): ${ms(cpu.with ?? 0)} ms with snapshots, ${ms(cpu.without ?? 0)} ms without (machine load average ${loadavg()[0]?.toFixed(1)})`,
   );
   console.log(
     `  of which (medians, alone): snapshot read and decoded ${ms(snapshotOnly)} ms; ${TAIL} events read and decoded ${ms(tailOnly)} ms`,
+  );
+  console.log(
+    `  entries parsed by a load: ${parsedAtLoad}; the first context at the leaf after it: ${ms(firstContext)} ms (median of ${RUNS}; every entry of the branch parsed then), ${ms(median(parsedContexts))} ms on a fold of parsed entries`,
   );
   console.log(
     `  a session let go idle (snapshot at its last event, no event read): ${ms(afterIdle)} ms (median of ${RUNS})`,

@@ -17,10 +17,19 @@ export interface CommandDelivery {
 }
 
 /**
- * A pull of the command consumer lasts this long; the server heartbeats it every half of it, and two
- * missed heartbeats in a row (a consumer without a leader, a lost node) reopen the consume.
+ * A pull of the command consumer lasts at most this long; the server heartbeats it every half of it,
+ * and two missed heartbeats in a row (a consumer without a leader, a lost node) reopen the consume.
  */
 const CONSUME_EXPIRES_MS = 10_000;
+
+/**
+ * How long this worker's pulls last: at most half the ack wait (the lease TTL), at least 1 s.
+ * nats-server 2.9 keeps a dead worker's pull waiting until it expires and delivers commands to it;
+ * such a command comes back after one ack wait, and then must find no dead pull still waiting
+ * ahead of the heir's (seen: a takeover 2 s later, a prompt redelivered twice, with 10 s pulls).
+ */
+export const pullExpiresMs = (ackWaitMs: number) =>
+  Math.min(CONSUME_EXPIRES_MS, Math.max(1_000, Math.floor(ackWaitMs / 2)));
 const MISSED_HEARTBEATS_TO_REOPEN = 2;
 /**
  * How often the intake compares the consumer's pending acknowledgements with the commands it holds.
@@ -72,7 +81,7 @@ export async function startPartitionIntake(opts: {
       await opts.jsm.consumers.update(STREAMS.commands.name, config.durable_name, { ack_wait: config.ack_wait });
     }
     const consumer = await opts.js.consumers.get(STREAMS.commands.name, config.durable_name);
-    return consumer.consume({ max_messages: 256, expires: CONSUME_EXPIRES_MS });
+    return consumer.consume({ max_messages: 256, expires: pullExpiresMs(opts.ackWaitMs) });
   };
   let messages: ConsumerMessages = await open();
   let stopped = false;

@@ -8,8 +8,10 @@ import type { CompactionReason, FleetEvent, SessionWrite } from "../events.js";
 import type { LifecycleOp } from "../lifecycle.js";
 import type { AgentMessage } from "../messages.js";
 import { ReplayRecord } from "../replay/replay-record.js";
+import type { SessionEntry } from "../session-entry.js";
 import { ParentLink } from "../sub-agents.js";
 import type { AgentStatus } from "./agent-state.js";
+import { encodeEntryLines, entryIdsOf, lazyEntries, splitEntryLines } from "./lazy-entries.js";
 import type { RunCursor } from "./run-cursor.js";
 import type {
   ApprovalDecision,
@@ -18,7 +20,7 @@ import type {
   HookDecisionRecord,
   SessionState,
 } from "./session-state.js";
-import type { SessionTree } from "./session-tree.js";
+import { indexEntryIds, type SessionTree } from "./session-tree.js";
 
 /**
  * Version of the encoded fold. Contract: raised whenever `SessionState`'s shape or what any reducer
@@ -326,6 +328,62 @@ export function decodeSessionFold(json: unknown): Decoded<SessionState> {
     events: e.events,
   };
   return { ok: true, value: state };
+}
+
+/** `encodeSessionFold` with the tree's entries apart: `fold.tree.entries` is empty. */
+export interface SessionFoldApart {
+  fold: EncodedSessionFold;
+  /** Each entry's id, in order. */
+  entryIds: string[];
+  /** The entries as JSON lines (`encodeEntryLines`). */
+  entryLines: Uint8Array;
+}
+
+/**
+ * `encodeSessionFold(state)` with the tree's entries apart, as JSON lines, so that a reader can
+ * parse an entry only when it reads it (`decodeSessionFoldApart`). The stored lines of a fold read
+ * back that way are copied as they are (never parsed or serialised again). Same sharing rule as
+ * `encodeSessionFold`: serialise `fold` before `state` is folded again.
+ */
+export function encodeSessionFoldApart(state: SessionState): SessionFoldApart {
+  const fold = encodeSessionFold(state);
+  const entries = fold.tree.entries;
+  return {
+    fold: { ...fold, tree: { ...fold.tree, entries: [] } },
+    entryIds: entryIdsOf(entries),
+    entryLines: encodeEntryLines(entries),
+  };
+}
+
+/**
+ * The state `encodeSessionFoldApart` was made from: `json` is its `fold` (parsed), `ids` its
+ * `entryIds` (parsed), `lines` its `entryLines`. Same contract as `decodeSessionFold`, and the
+ * tree's entries are a lazy list (`lazyEntries`): no entry is parsed until read, id lookups parse
+ * none, and reading entry i gives what `JSON.parse` of its line gives. Checks the line count, not
+ * each line: a checksum over `lines` is the caller's.
+ */
+export function decodeSessionFoldApart(json: unknown, ids: unknown, lines: Uint8Array): Decoded<SessionState> {
+  // A plain check: zod would visit each of tens of thousands of ids through its machinery.
+  if (!Array.isArray(ids) || !ids.every((id) => typeof id === "string")) {
+    return failed("entryIds", "expected an array of strings");
+  }
+  const split = splitEntryLines(lines, ids);
+  if (!split.ok) return failed("entryLines", split.error);
+  const fold = json as { tree?: { entries?: unknown } } | null;
+  if (!Array.isArray(fold?.tree?.entries) || fold.tree.entries.length > 0) {
+    return failed("tree.entries", "expected no entries beside the entry lines");
+  }
+  const decoded = decodeSessionFold(json);
+  if (!decoded.ok) return decoded;
+  const entries: SessionEntry[] = lazyEntries(split.lines);
+  indexEntryIds(entries, ids);
+  decoded.value.tree.entries = entries;
+  return decoded;
+}
+
+function failed(path: string, message: string): Decoded<never> {
+  const issue = { path, message };
+  return { ok: false, error: `${path}: ${message}`, issues: [issue] };
 }
 
 /** The decision as `foldRecords` makes it: `reason` and `editedArgs` only when given. */

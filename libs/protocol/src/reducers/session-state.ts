@@ -12,6 +12,7 @@ import type { ReplayRecord } from "../replay/replay-record.js";
 import type { ParentLink } from "../sub-agents.js";
 import { AGENT_STATUS_EVENT_TYPES, type AgentStatus, applyAgentStatus, initialAgentStatus } from "./agent-state.js";
 import { applyDeltas } from "./apply-deltas.js";
+import { copyEntries } from "./lazy-entries.js";
 import {
   advanceRunCursor,
   copyRunCursor,
@@ -351,7 +352,7 @@ export function copySessionState(state: SessionState): SessionState {
     ...state,
     tree: {
       ...state.tree,
-      entries: state.tree.entries.slice(),
+      entries: copyEntries(state.tree.entries),
       labels: { ...state.tree.labels },
       leafEventIds: state.tree.leafEventIds.slice(),
     },

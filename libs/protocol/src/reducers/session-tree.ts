@@ -11,6 +11,7 @@ import {
   NO_CONTEXT_DEFAULTS,
   type PathContext,
 } from "./build-context.js";
+import { copyEntries } from "./lazy-entries.js";
 import { deleteOwn, getOwn, type OwnRecord, setOwn } from "./own-record.js";
 
 /**
@@ -221,23 +222,36 @@ function indexOf(entries: readonly SessionEntry[]): EntryIndex {
   return index;
 }
 
+/**
+ * Indexes `entries` by `ids` (each entry's id, in order) without reading an entry: for a list read
+ * back lazily (`lazyEntries`), whose id lookups then parse nothing.
+ */
+export function indexEntryIds(entries: readonly SessionEntry[], ids: readonly string[]): void {
+  const index: EntryIndex = { ids: new Map(), tip: ids.length };
+  ids.forEach((id, i) => {
+    if (!index.ids.has(id)) index.ids.set(id, i);
+  });
+  entryIndexes.set(entries, index);
+}
+
 function forgetIndex(entries: readonly SessionEntry[]): void {
   entryIndexes.delete(entries);
   if (lastEntries === entries) lastEntries = lastIndex = undefined;
 }
 
 function positionOf(entries: readonly SessionEntry[], id: string): number | undefined {
-  if (entries.length <= SCAN_LIMIT) {
+  const built = builtIndexOf(entries);
+  if (!built && entries.length <= SCAN_LIMIT) {
     for (let i = 0; i < entries.length; i++) if ((entries[i] as SessionEntry).id === id) return i;
     return undefined;
   }
-  const position = indexOf(entries).ids.get(id);
+  const position = (built ?? indexOf(entries)).ids.get(id);
   return position !== undefined && position < entries.length ? position : undefined;
 }
 
 function cloneTree(tree: SessionTree): SessionTree {
   const source = builtIndexOf(tree.entries);
-  const entries = tree.entries.slice();
+  const entries = copyEntries(tree.entries);
   if (source?.tip === entries.length) entryIndexes.set(entries, source); // else built on first use
   return { ...tree, entries, labels: { ...tree.labels }, leafEventIds: tree.leafEventIds.slice() };
 }

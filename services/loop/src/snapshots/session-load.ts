@@ -11,7 +11,7 @@ import {
   subjects,
   type TraceCursor,
 } from "@fleet/protocol";
-import { type Logger, readSubject, type StoredRecord } from "@fleet/runtime";
+import { type Logger, lastSubjectSeq, readSubject, type StoredRecord } from "@fleet/runtime";
 import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { type LifecycleMarks, markLifecycle } from "../lifecycle/lifecycle-marks.js";
 import type { SessionSnapshot } from "./snapshot-envelope.js";
@@ -71,10 +71,14 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   const stream = streamOf(opts);
   const settings = opts.snapshots;
   const removals: Promise<void>[] = [];
-  // The snapshot's body, the check that the log holds its message, and the events after it are
-  // fetched at once; a refused snapshot makes the tail useless and the whole log is read. The same
-  // read starts at the open run's acceptance when the snapshot has a run open (its trace needs it).
+  // The snapshot's header and the log's last sequence are read at once; then the snapshot's body,
+  // the check that the log holds its message, and the events after it; a refused snapshot makes
+  // the tail useless and the whole log is read. The same read starts at the open run's acceptance
+  // when the snapshot has a run open (its trace needs it).
+  const lastRead = lastSubjectSeq(opts.jsm, stream, subject);
+  lastRead.catch(() => undefined);
   const head = settings ? await snapshotHead(opts, settings, removals) : undefined;
+  const lastSeqNow = await lastRead;
   let started: { snapshot: SessionSnapshot; tail: StoredRecord[] } | undefined;
   if (settings && head) {
     const after = head.header.seq + 1;
@@ -82,7 +86,7 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
     const [body, held, tail] = await Promise.all([
       settings.store.readBody(head).catch((err: unknown) => ({ kind: "unavailable" as const, err })),
       heldAt(opts, head.header.seq),
-      collect(readSubject(opts.js, opts.jsm, stream, subject, { fromSeq })),
+      collect(readSubject(opts.js, opts.jsm, stream, subject, { fromSeq, lastSeq: lastSeqNow })),
     ]);
     const snapshot = usable(opts, settings, subject, body, held, removals);
     if (snapshot) started = { snapshot, tail };
@@ -94,7 +98,9 @@ export async function loadSession(opts: LoadOptions): Promise<LoadedSession> {
   let lastMsgId = snapshot?.msgId ?? "";
   let read = 0;
   const events: FleetEvent[] = [];
-  const records = started ? started.tail : readSubject(opts.js, opts.jsm, stream, subject, { fromSeq: 1 });
+  const records = started
+    ? started.tail
+    : readSubject(opts.js, opts.jsm, stream, subject, { fromSeq: 1, lastSeq: lastSeqNow });
   for await (const rec of records) {
     if (snapshot && rec.seq <= snapshot.seq) {
       // The open run's events the snapshot folds: for its trace, not folded again.

@@ -1,4 +1,5 @@
-import { foldSessionEvents, SESSION_FOLD_FORMAT } from "@fleet/protocol";
+import { gunzipSync } from "node:zlib";
+import { buildContext, foldSessionEvents, parsedEntryCount, SESSION_FOLD_FORMAT } from "@fleet/protocol";
 import {
   assistantMessage,
   CONFIG,
@@ -60,6 +61,30 @@ describe("snapshot envelope", () => {
     const whole = await encodeSnapshot(snapshot, 10_000_000);
     expect(whole.parts.length).toBe(1);
     expect(readBack(whole).ok).toBe(true);
+  });
+
+  it("keeps the tree's entries as stored lines: a read parses none, and the fold it gives folds on to the log's", async () => {
+    const cut = 300;
+    const atCut: SessionSnapshot = { ...snapshot, state: foldSessionEvents(events.slice(0, cut)) };
+    const read = readBack(await encodeSnapshot(atCut, 500));
+    if (!read.ok) throw new Error(read.error);
+    const entries = read.snapshot.state.tree.entries;
+    expect(entries.length).toBe(atCut.state.tree.entries.length);
+    expect(parsedEntryCount(entries)).toBe(0);
+    // The context reads the branch only; here (one branch) every entry, each equal to the fold's.
+    expect(buildContext(read.snapshot.state.tree)).toStrictEqual(buildContext(atCut.state.tree));
+    expect(parsedEntryCount(entries)).toBe(entries.length);
+    // Folded on, and snapshotted again (its stored lines copied): the whole log's fold, byte for byte.
+    const again = readBack(await encodeSnapshot(atCut, 500));
+    if (!again.ok) throw new Error(again.error);
+    const resumed = foldSessionEvents(events.slice(cut), again.snapshot.state);
+    expect(parsedEntryCount(resumed.tree.entries)).toBe(0);
+    expect(resumed).toStrictEqual(snapshot.state);
+    const plain = (e: EncodedSnapshot) =>
+      gunzipSync(Buffer.concat(e.parts.map((p, i) => (i === 0 ? p.subarray(p.indexOf(0x0a) + 1) : p)))).toString();
+    expect(plain(await encodeSnapshot({ ...snapshot, state: resumed }, 500))).toBe(
+      plain(await encodeSnapshot(snapshot, 500)),
+    );
   });
 
   it("names in its header where the open run's trace begins, and refuses a header that disagrees with the marks", async () => {

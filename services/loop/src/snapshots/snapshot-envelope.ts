@@ -1,12 +1,13 @@
-// A session snapshot as stored (PROTOCOL change 42): a header line, then the body (the encoded fold
-// and the shell's marks, as gzipped JSON) cut into parts that each fit in a message. Pure but for
-// zlib (CRC-32, gzip).
+// A session snapshot as stored (PROTOCOL changes 42, 64): a header line, then the body cut into
+// parts that each fit in a message. The body is gzipped: a JSON line of the fold without its tree's
+// entries (their ids instead) and the shell's marks, then the entries as JSON lines, which a load
+// keeps as bytes and parses one by one as they are read. Pure but for zlib (CRC-32, gzip).
 import { promisify } from "node:util";
 import { crc32, gunzipSync, gzip } from "node:zlib";
 import {
   type Decoded,
-  decodeSessionFold,
-  encodeSessionFold,
+  decodeSessionFoldApart,
+  encodeSessionFoldApart,
   SESSION_FOLD_FORMAT,
   type SessionState,
 } from "@fleet/protocol";
@@ -15,7 +16,7 @@ import type { LifecycleMarks } from "../lifecycle/lifecycle-marks.js";
 import { traceFrom } from "./trace-mark.js";
 
 /** Version of the envelope (header and body layout); the fold's own is `SESSION_FOLD_FORMAT`. */
-export const SNAPSHOT_ENVELOPE_VERSION = 2;
+export const SNAPSHOT_ENVELOPE_VERSION = 3;
 
 /** What a snapshot says of itself: the log position it folds, and how to check its body. */
 export const SnapshotHeader = z.object({
@@ -65,12 +66,16 @@ const gzipAsync = promisify(gzip);
 
 /**
  * Serialises `snapshot` (its state is read now, before the first await, and not kept), gzips it
- * off the event loop, and cuts it into parts of at most `partBytes` body bytes each. Rejects only
- * when the state cannot be serialised (a cycle): a snapshot is then skipped.
+ * off the event loop, and cuts it into parts of at most `partBytes` body bytes each. The entries a
+ * load read back and left unparsed are copied as stored. Rejects only when the state cannot be
+ * serialised (a cycle): a snapshot is then skipped.
  */
 export async function encodeSnapshot(snapshot: SessionSnapshot, partBytes: number): Promise<EncodedSnapshot> {
-  const json = JSON.stringify({ fold: encodeSessionFold(snapshot.state), marks: snapshot.marks });
-  const gzipped = await gzipAsync(json);
+  const apart = encodeSessionFoldApart(snapshot.state);
+  const core = encoder.encode(
+    `${JSON.stringify({ fold: apart.fold, entryIds: apart.entryIds, marks: snapshot.marks })}\n`,
+  );
+  const gzipped = await gzipAsync(concat([core, apart.entryLines], core.byteLength + apart.entryLines.byteLength));
   const body = new Uint8Array(gzipped.buffer, gzipped.byteOffset, gzipped.byteLength);
   const parts = Math.max(1, Math.ceil(body.byteLength / partBytes));
   const header: SnapshotHeader = {
@@ -178,14 +183,20 @@ export function decodeSnapshotBody(
   const body = parts.length === 1 ? (parts[0] as Uint8Array) : concat(parts, bytes);
   const sum = crc32(body);
   if (sum !== header.crc32) return { ok: false, reason: "corrupt", error: `crc32 ${sum}, header says ${header.crc32}` };
-  let parsed: { fold?: unknown; marks?: unknown };
+  let parsed: { fold?: unknown; entryIds?: unknown; marks?: unknown };
+  let lines: Uint8Array;
   try {
-    // gunzip checks the JSON's own length and CRC-32 too; the CRC-32 above guards the stored bytes.
-    parsed = JSON.parse(gunzipSync(body).toString("utf8"));
+    // gunzip checks the text's own length and CRC-32 too; the CRC-32 above guards the stored bytes.
+    const plain = gunzipSync(body);
+    const newline = plain.indexOf(NEWLINE);
+    if (newline < 0) throw new Error("no line of the fold");
+    parsed = JSON.parse(decoder.decode(plain.subarray(0, newline)));
+    lines = plain.subarray(newline + 1);
   } catch (err) {
-    return { ok: false, reason: "corrupt", error: `body is not gzipped JSON: ${(err as Error).message}` };
+    return { ok: false, reason: "corrupt", error: `body is not gzipped JSON lines: ${(err as Error).message}` };
   }
-  const state: Decoded<SessionState> = decodeSessionFold(parsed?.fold);
+  // The entries stay bytes: each is parsed when first read.
+  const state: Decoded<SessionState> = decodeSessionFoldApart(parsed?.fold, parsed?.entryIds, lines);
   if (!state.ok) return { ok: false, reason: "corrupt", error: `fold: ${state.error}` };
   if (state.value.events !== header.events) {
     return {
