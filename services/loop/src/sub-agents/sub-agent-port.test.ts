@@ -72,7 +72,7 @@ function harness(opts: { agents?: AgentVersion[] } = {}) {
     now: () => clock,
     logger: pino({ level: "silent" }),
   });
-  return { port, durable, core, tick: (ms: number) => (clock += ms) };
+  return { port, durable, core, publisher, tick: (ms: number) => (clock += ms) };
 }
 
 const start = (args: unknown) => {
@@ -138,8 +138,48 @@ describe("sub-agent port / parent side", () => {
     const waiting = h.port.run("parent-1", "tc-1", decision, abort.signal, () => undefined, never, true);
     abort.abort();
     await waiting;
-    await new Promise((r) => setImmediate(r));
+    // Stored before the call returns (before its aborted end is appended).
     expect(h.durable.at(-1)?.msgID).toBe(childCommandIds(decision.childId).abort);
+  });
+
+  it("a resumed call already aborted closes its child; a fresh one sends nothing", async () => {
+    const aborted = AbortSignal.abort();
+    const resumed = harness();
+    const decision = start({ prompt: "go" });
+    const result = await resumed.port.run("parent-1", "tc-1", decision, aborted, () => undefined, never, false);
+    expect(result.isError).toBe(true);
+    expect(resumed.durable.map((d) => d.msgID)).toEqual([childCommandIds(decision.childId).abort]);
+    const fresh = harness();
+    await fresh.port.run("parent-1", "tc-1", decision, aborted, () => undefined, never, true);
+    expect(fresh.durable).toEqual([]);
+  });
+
+  it("an abort while the child's commands are being published sends the close after them, never beside", async () => {
+    const h = harness();
+    // The first publish (create_session) waits until released.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const publish = h.publisher.publishDurably.bind(h.publisher);
+    let calls = 0;
+    h.publisher.publishDurably = async (...args: Parameters<typeof publish>) => {
+      if (calls++ === 0) await gate;
+      return publish(...args);
+    };
+    const abort = new AbortController();
+    const decision = start({ prompt: "go" });
+    const waiting = h.port.run("parent-1", "tc-1", decision, abort.signal, () => undefined, never, true);
+    await new Promise((r) => setImmediate(r));
+    abort.abort();
+    await new Promise((r) => setImmediate(r));
+    expect(h.durable).toEqual([]);
+    release();
+    await waiting;
+    await expect.poll(() => h.durable.length).toBe(2);
+    const ids = childCommandIds(decision.childId);
+    // create_session, then the close: the prompt was never sent.
+    expect(h.durable.map((d) => d.msgID)).toEqual([ids.create, ids.abort]);
   });
 });
 

@@ -144,13 +144,28 @@ export function createSubAgentPort(opts: {
     },
     async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh) {
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
+      // The start in flight, if any. The close is published after it settles: a close published
+      // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
+      // leave the child running to its end.
+      let starting: Promise<unknown> = Promise.resolve();
+      // The close in flight: the call returns (and its aborted end is appended) only once the close
+      // is stored, so no crash between the two leaves the child running; a resumed run whose cursor
+      // holds the abort sends it again (`closeChildren`).
+      let closing: Promise<unknown> | undefined;
       const close = () => {
-        if (detach.aborted) return;
+        if (closing || detach.aborted) return;
         const command = decideChildClose(decision.childId, decision.link.closePolicy);
         log.info({ evt: "child_close", policy: decision.link.closePolicy }, "parent aborted: closing child");
-        if (command)
-          void publishCommand(command).then((failed) => failed && log.warn({ failed }, "child close not sent"));
+        closing = command
+          ? starting
+              .then(() => publishCommand(command))
+              .then((failed) => failed && log.warn({ failed }, "child close not sent"))
+              .catch((err) => log.warn({ err }, "child close not sent"))
+          : Promise.resolve();
       };
+      // Already aborted: an abort accepted before a resumed run reached this call. The child of a
+      // resumed call may be running (a fresh call aborted before its start sent nothing).
+      if (signal.aborted && !fresh) close();
       signal.addEventListener("abort", close, { once: true });
       try {
         return await opts.dispatcher.execute(
@@ -162,17 +177,21 @@ export function createSubAgentPort(opts: {
             args: undefined,
             timeoutMs: settings.timeoutMs,
             fresh,
-            start: async () => {
-              const missing = await agentMissing(decision.commands[0] as FleetCommand);
-              if (missing) return missing;
-              for (const command of decision.commands) {
-                // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
-                if (signal.aborted) return toolErrorText.aborted;
-                const failed = await publishCommand(command);
-                if (failed) return failed;
-              }
-              log.info({ evt: "child_started" }, "sub-agent started");
-              return undefined;
+            start: () => {
+              const started = (async () => {
+                const missing = await agentMissing(decision.commands[0] as FleetCommand);
+                if (missing) return missing;
+                for (const command of decision.commands) {
+                  // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
+                  if (signal.aborted) return toolErrorText.aborted;
+                  const failed = await publishCommand(command);
+                  if (failed) return failed;
+                }
+                log.info({ evt: "child_started" }, "sub-agent started");
+                return undefined;
+              })();
+              starting = started.catch(() => undefined);
+              return started;
             },
           },
           signal,
@@ -181,6 +200,7 @@ export function createSubAgentPort(opts: {
         );
       } finally {
         signal.removeEventListener("abort", close);
+        await closing;
       }
     },
     async closeChildren(parentSessionId, toolCallIds) {
