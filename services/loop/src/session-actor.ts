@@ -93,7 +93,8 @@ import type { RunTraceSink } from "./run-trace-sink.js";
 import { createSessionBudget, type SessionBudget } from "./session-budget.js";
 import { type LoadedSession, loadSession, type SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotWriter, type SnapshotWriter } from "./snapshots/snapshot-writer.js";
-import { agentCallOrdinal } from "./sub-agents/agent-call-ordinal.js";
+import { agentCallOrdinal, agentCallsInBatch } from "./sub-agents/agent-call-ordinal.js";
+import { childBudget } from "./sub-agents/child-budget.js";
 import type { SubAgentPort } from "./sub-agents/sub-agent-port.js";
 import { summarizeBranch, summarizeForCompaction } from "./summarizer.js";
 import type { TenantBudgetView } from "./tenant-budget-view.js";
@@ -933,8 +934,11 @@ export class SessionActor {
     });
     if (decision.kind === "refuse") return { content: [{ type: "text" as const, text: decision.text }], isError: true };
     const fresh = this.freshToolCalls.delete(call.toolCallId);
+    // The child's share of what the parent's budgets have left (split over the batch's children).
+    const siblings = Math.min(agentCallsInBatch(this.state.tree.entries, call.toolCallId), port.settings.maxFanOut);
+    const budget = childBudget(this.state.spend, siblings);
     return this.cancellable(signal, (cancel) =>
-      port.run(this.sessionId, call.toolCallId, decision, cancel, onUpdate, this.detachedSignal.signal, fresh),
+      port.run(this.sessionId, call.toolCallId, decision, cancel, onUpdate, this.detachedSignal.signal, fresh, budget),
     );
   }
 

@@ -5,6 +5,7 @@
 import {
   AGENT_TOOL_NAME,
   type AgentMessage,
+  type AgentVersion,
   agentToolDefinition,
   type ChildProgress,
   type ChildResultDetails,
@@ -30,6 +31,7 @@ import type { ChildCallDecision, SubAgentLimits } from "../decide/decide-child.j
 import { decideChildClose } from "../decide/decide-child.js";
 import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
+import { type ChildBudget, tighterLimits } from "./child-budget.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
   /** How long a parent's call waits for its child's answer (each progress record restarts it). */
@@ -42,7 +44,11 @@ export interface SubAgentPort {
   readonly settings: SubAgentSettings;
   /** The `agent` tool, its description naming the tenant's agents (refreshed in the background). */
   tool(): ToolDefinition;
-  /** Parent side: starts the decided child (once, whoever asks) and waits for its answer. Never rejects. */
+  /**
+   * Parent side: starts the decided child (once, whoever asks) and waits for its answer. Never
+   * rejects. `budget`: the child's share of what the parent has left (`childBudget`); `spent`
+   * refuses a fresh call, a share becomes the child's run limits (tighter than its agent's).
+   */
   run(
     parentSessionId: string,
     toolCallId: string,
@@ -51,6 +57,7 @@ export interface SubAgentPort {
     onUpdate: (partial: unknown) => void,
     detach: AbortSignal,
     fresh: boolean,
+    budget?: ChildBudget,
   ): Promise<RemoteToolResult>;
   /** Parent side: the children of these `agent` calls get their close command (a resumed aborted run). */
   closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
@@ -103,7 +110,25 @@ export function createSubAgentPort(opts: {
   };
   refresh();
 
-  const lastProgress = new Map<string, number>();
+  /**
+   * Per child: when its last progress record was published, and the latest event held back since
+   * (published when the window ends: the last event before a quiet spell always goes out).
+   */
+  const progress = new Map<
+    string,
+    { at: number; held?: { link: ParentLink; event: FleetEvent }; timer?: NodeJS.Timeout }
+  >();
+  function publishProgress(link: ParentLink, childId: string, event: FleetEvent): void {
+    const record: ChildProgress = { childSessionId: childId, event: event.type };
+    if (event.type === "tool_execution_start") record.toolName = event.toolName;
+    if (event.type === "message_end" && event.message.role === "assistant") {
+      const text = finalAssistantText([event.message]);
+      if (text) record.text = text.slice(0, 500);
+    }
+    const encoded = encodeToolResultRecord({ kind: "update", partialResult: record });
+    // A core publish: progress is best effort, never waited for (the stream still stores it).
+    if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
+  }
 
   async function publishCommand(command: FleetCommand): Promise<string | undefined> {
     const encoded = encodeCommand(command);
@@ -116,12 +141,27 @@ export function createSubAgentPort(opts: {
     return ack.ok ? undefined : `Sub-agent could not be started: ${ack.error}`;
   }
 
-  /** The named agent (or version) exists: a refused `create_session` would leave the prompt alone. */
-  async function agentMissing(command: FleetCommand): Promise<string | undefined> {
-    if (command.type !== "create_session" || command.agent === undefined || !opts.agents) return undefined;
-    const ref = parseAgentRef(command.agent);
-    const found = ref ? await opts.agents.get(ref.name, ref.version) : null;
-    return found ? undefined : `Sub-agent refused: agent ${command.agent} not found`;
+  /**
+   * The child's `create_session` as it is sent: refused when the named agent (or version) does not
+   * exist (a refused `create_session` would leave the prompt alone); with the parent's share as its
+   * run budget, tighter than the agent version's own.
+   */
+  async function childCreate(
+    command: FleetCommand,
+    budget: ChildBudget | undefined,
+  ): Promise<{ ok: true; command: FleetCommand } | { ok: false; error: string }> {
+    if (command.type !== "create_session") return { ok: true, command };
+    let own: AgentVersion | null | undefined;
+    if (command.agent !== undefined && opts.agents) {
+      const ref = parseAgentRef(command.agent);
+      own = ref ? await opts.agents.get(ref.name, ref.version) : null;
+      if (!own) return { ok: false, error: `Sub-agent refused: agent ${command.agent} not found` };
+    }
+    if (budget?.kind !== "share") return { ok: true, command };
+    const session = own?.settings.budget?.session;
+    const run = tighterLimits(own?.settings.budget?.run, budget.run);
+    const config = { ...command.config, budget: { run, ...(session ? { session } : {}) } };
+    return { ok: true, command: { ...command, config } };
   }
 
   /** Stores a child's answer as its parent's call's `result` record (retried through passing failures). */
@@ -142,7 +182,9 @@ export function createSubAgentPort(opts: {
       refresh();
       return agentToolDefinition(catalog);
     },
-    async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh) {
+    async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh, budget) {
+      // Nothing left of the parent's budget: a fresh call starts no child (a resumed one may have).
+      if (fresh && budget?.kind === "spent") return { content: [{ type: "text", text: budget.reason }], isError: true };
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
       // The start in flight, if any. The close is published after it settles: a close published
       // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
@@ -179,9 +221,10 @@ export function createSubAgentPort(opts: {
             fresh,
             start: () => {
               const started = (async () => {
-                const missing = await agentMissing(decision.commands[0] as FleetCommand);
-                if (missing) return missing;
-                for (const command of decision.commands) {
+                const [first, ...rest] = decision.commands;
+                const create = await childCreate(first as FleetCommand, budget);
+                if (!create.ok) return create.error;
+                for (const command of [create.command, ...rest]) {
                   // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
                   if (signal.aborted) return toolErrorText.aborted;
                   const failed = await publishCommand(command);
@@ -224,17 +267,26 @@ export function createSubAgentPort(opts: {
     childEvent(childId, link, event) {
       if (event.type === "agent_end" || event.type === "message_update") return;
       const now = opts.now();
-      if (now - (lastProgress.get(childId) ?? Number.NEGATIVE_INFINITY) < settings.progressMs) return;
-      lastProgress.set(childId, now);
-      const progress: ChildProgress = { childSessionId: childId, event: event.type };
-      if (event.type === "tool_execution_start") progress.toolName = event.toolName;
-      if (event.type === "message_end" && event.message.role === "assistant") {
-        const text = finalAssistantText([event.message]);
-        if (text) progress.text = text.slice(0, 500);
+      const state = progress.get(childId) ?? { at: Number.NEGATIVE_INFINITY };
+      progress.set(childId, state);
+      const wait = state.at + settings.progressMs - now;
+      if (wait <= 0) {
+        clearTimeout(state.timer);
+        state.timer = undefined;
+        state.held = undefined;
+        state.at = now;
+        publishProgress(link, childId, event);
+        return;
       }
-      const encoded = encodeToolResultRecord({ kind: "update", partialResult: progress });
-      // A core publish: progress is best effort, never waited for (the stream still stores it).
-      if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
+      state.held = { link, event };
+      state.timer ??= setTimeout(() => {
+        state.timer = undefined;
+        const held = state.held;
+        state.held = undefined;
+        if (!held || progress.get(childId) !== state) return;
+        state.at = opts.now();
+        publishProgress(held.link, childId, held.event);
+      }, wait).unref();
     },
     async childRefused(childId, link, reason) {
       await storeResult(link, `${childId}.refused`, {
@@ -245,7 +297,8 @@ export function createSubAgentPort(opts: {
       });
     },
     async childFinished(childId, link, end) {
-      lastProgress.delete(childId);
+      clearTimeout(progress.get(childId)?.timer);
+      progress.delete(childId);
       const spent = end.spent;
       const text = finalAssistantText(end.messages);
       const details: ChildResultDetails = {
