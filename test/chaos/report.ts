@@ -104,7 +104,7 @@ export function formatReport(r: ReportInput): string[] {
   if (r.subAgents) {
     const a = r.subAgents;
     lines.push(
-      `sub-agents: ${a.calls} agent calls, ${a.answered} answered by their child, ${a.aborted} ended by ${a.aborts} parent aborts (${a.abortedChildren} of their children created); ${a.childrenResumed} children resumed by a new owner; aborted children spent ${a.abortedChildTokens} tokens outside their parents' totals`,
+      `sub-agents: ${a.calls} agent calls, ${a.answered} answered by their child, ${a.aborted} ended by ${a.aborts} parent aborts (${a.abortedChildren} of their children created); ${a.childrenResumed} children resumed by a new owner; ${a.startFailed} not started (clear error); aborted children spent ${a.abortedChildTokens} tokens outside their parents' totals`,
     );
   }
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);

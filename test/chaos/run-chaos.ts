@@ -11,7 +11,7 @@ import { checkLogShape } from "./checks/check-log-shape.js";
 import { checkFiredSessions, checkSchedule, summarizeSchedule } from "./checks/check-schedule.js";
 import { checkSse } from "./checks/check-sse.js";
 import { checkStore } from "./checks/check-store.js";
-import { checkSubAgents, emptySubAgentSummary } from "./checks/check-sub-agents.js";
+import { agentCallsOf, checkSubAgents, emptySubAgentSummary } from "./checks/check-sub-agents.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
 import { checkWebhooks, webhookExpected } from "./checks/check-webhooks.js";
 import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
@@ -252,6 +252,9 @@ export async function runChaos(
       runnerKills,
     );
     const failing = new Set(violations.flatMap((v) => (v.sessionId === undefined ? [] : [v.sessionId])));
+    // A failing parent's children are kept with it (where its calls' answers came from).
+    for (const r of records)
+      if (failing.has(r.log.sessionId)) for (const call of agentCallsOf(r.log)) failing.add(call.childId);
     if (violations.length > 0) {
       keepArtifacts = true;
       const sessionsDir = join(artifacts, "sessions");

@@ -110,6 +110,15 @@ describe("chaos / invariant 9: sub-agents", () => {
       "parent_spend",
     ]);
     expect(check(parentLog({ text: "done", childTokens: 7 }), []).kinds).toEqual(["child_missing", "parent_spend"]);
+    // A call that never ended names where its child stands.
+    const open = parentLog({ text: "done", childTokens: 7 });
+    const unended = { ...open, events: open.events.filter((e) => e.type !== "tool_execution_end") };
+    expect(check(unended, childEvents({ end: false })).kinds).toEqual(["child_stuck", "call_unended"]);
+    // A clear start failure is no violation while the child never ran; once it ran, its answer is lost.
+    const failed = parentLog({ text: "Sub-agent could not be started: storage full", isError: true });
+    expect(check(failed, []).kinds).toEqual([]);
+    expect(check(failed, []).summary.startFailed).toBe(1);
+    expect(check(failed, childEvents({})).kinds).toContain("child_result_error");
     expect(check(parentLog({ text: "done", childTokens: 7 }), childEvents({ runs: 2 })).kinds).toContain(
       "child_started_twice",
     );

@@ -30,6 +30,8 @@ export interface SubAgentSummary {
   abortedChildren: number;
   /** Children whose log holds a `run_resumed` (their run was taken over by a new owner). */
   childrenResumed: number;
+  /** Calls that ended with a clear start failure (`Sub-agent could not be started: …`) and no child run. */
+  startFailed: number;
   /** Tokens aborted children spent, which their parent's total does not hold (see PROTOCOL "Sub-agents"). */
   abortedChildTokens: number;
 }
@@ -40,6 +42,7 @@ export const emptySubAgentSummary = (): SubAgentSummary => ({
   aborted: 0,
   abortedChildren: 0,
   childrenResumed: 0,
+  startFailed: 0,
   abortedChildTokens: 0,
 });
 
@@ -80,6 +83,9 @@ function spendOf(events: readonly FleetEvent[]): { session: Spend; run: Spend; o
   return { session: spend.session, run: spend.run, own };
 }
 
+/** How a call whose child's commands could not be published ends (the sub-agent port's wording). */
+const START_FAILED = "Sub-agent could not be started";
+
 const sameSpend = (a: Spend, b: Spend) => a.totalTokens === b.totalTokens && Math.abs(a.costUsd - b.costUsd) < 1e-9;
 const textOf = (content: readonly { type: string; text?: string }[]) =>
   content.map((c) => (c.type === "text" ? (c.text ?? "") : "")).join("");
@@ -105,35 +111,45 @@ export function checkSubAgents(
     const events = child?.events ?? [];
     const created = events.filter((e) => e.type === "session_created");
     const what = `agent call ${call.toolCallId} (child ${call.childId})`;
+    const ids = childCommandIds(call.childId);
+    const runs = new Set(events.flatMap((e) => (e.type === "agent_start" && e.meta.runId ? [e.meta.runId] : [])));
     if (!call.started) {
       // Never started (the run ended before its tool calls ran): no child may exist.
       if (created.length > 0) v("child_without_call", `${what} never started, yet its child was created`);
       continue;
     }
     summary.calls++;
+    // The child's own record, whether or not its parent's call ended.
+    if (created.length > 0) {
+      if (events.some((e) => e.type === "run_resumed")) summary.childrenResumed++;
+      if (created.length > 1) v("child_created_twice", `${what}: ${created.length} session_created`, call.childId);
+      const link = created[0]?.type === "session_created" ? created[0].parent : undefined;
+      if (link?.sessionId !== parent.sessionId || link.toolCallId !== call.toolCallId)
+        v("child_link", `${what}: session_created.parent is ${JSON.stringify(link)}`, call.childId);
+      const prompted = events.filter((e) => e.type === "command_accepted" && e.commandId === ids.prompt).length;
+      if (prompted > 1) v("child_prompted_twice", `${what}: prompt accepted ${prompted} times`, call.childId);
+      if (runs.size > 1) v("child_started_twice", `${what}: ${runs.size} runs`, call.childId);
+      for (const runId of openRuns({ ...parent, sessionId: call.childId, events }))
+        v("child_stuck", `${what}: run ${runId} never ended`, call.childId);
+    }
     const end = ends.get(call.toolCallId);
-    if (!end) continue; // the log-shape and liveness checks report an unended call
+    if (!end) {
+      // The log-shape and liveness checks report the parent's unended call; say where its child stands.
+      const last = events.at(-1);
+      v("call_unended", `${what} never ended; its child's last event: ${last ? last.type : "none (no log)"}`);
+      continue;
+    }
     const endText = textOf(end.result.content);
     const aborted = end.isError && endText === toolErrorText.aborted;
     if (aborted) summary.aborted++;
+    // A clear error: the child's commands could not be published (storage full, say).
+    const startFailed = end.isError && endText.startsWith(START_FAILED);
     if (created.length === 0) {
-      if (!aborted) v("child_missing", `${what} ended (${end.isError ? endText : "ok"}) but its child has no log`);
+      if (startFailed) summary.startFailed++;
+      else if (!aborted) v("child_missing", `${what} ended (${end.isError ? endText : "ok"}) but its child has no log`);
       continue;
     }
-    if (events.some((e) => e.type === "run_resumed")) summary.childrenResumed++;
-    if (created.length > 1) v("child_created_twice", `${what}: ${created.length} session_created`, call.childId);
     const link = created[0]?.type === "session_created" ? created[0].parent : undefined;
-    if (link?.sessionId !== parent.sessionId || link.toolCallId !== call.toolCallId)
-      v("child_link", `${what}: session_created.parent is ${JSON.stringify(link)}`, call.childId);
-
-    const ids = childCommandIds(call.childId);
-    const accepted = (id: string) => events.filter((e) => e.type === "command_accepted" && e.commandId === id);
-    const prompted = accepted(ids.prompt).length;
-    if (prompted > 1) v("child_prompted_twice", `${what}: prompt accepted ${prompted} times`, call.childId);
-    const runs = new Set(events.flatMap((e) => (e.type === "agent_start" && e.meta.runId ? [e.meta.runId] : [])));
-    if (runs.size > 1) v("child_started_twice", `${what}: ${runs.size} runs`, call.childId);
-    for (const runId of openRuns({ ...parent, sessionId: call.childId, events }))
-      v("child_stuck", `${what}: run ${runId} never ended`, call.childId);
 
     const childSpend = spendOf(events);
     if (aborted) {
@@ -143,7 +159,8 @@ export function checkSubAgents(
       continue;
     }
     if (runs.size === 0) {
-      v("child_not_started", `${what} ended (${end.isError ? endText : "ok"}) but its child never ran`);
+      if (startFailed) summary.startFailed++;
+      else v("child_not_started", `${what} ended (${end.isError ? endText : "ok"}) but its child never ran`);
       continue;
     }
     const childEnd = events.findLast((e) => e.type === "agent_end");
