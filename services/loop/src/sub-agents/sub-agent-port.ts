@@ -25,6 +25,7 @@ import {
   toolErrorText,
 } from "@fleet/protocol";
 import type { AgentStore, StreamPublisher } from "@fleet/runtime";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { ChildCallDecision, SubAgentLimits } from "../decide/decide-child.js";
@@ -32,6 +33,7 @@ import { decideChildClose } from "../decide/decide-child.js";
 import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
 import { type ChildBudget, tighterLimits } from "./child-budget.js";
+import { childCreation } from "./child-created.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
   /** How long a parent's call waits for its child's answer (each progress record restarts it). */
@@ -85,6 +87,11 @@ export function createSubAgentPort(opts: {
   dispatcher: ToolDispatcher;
   agents: AgentStore | undefined;
   partitions: number;
+  /**
+   * To read a child's log (with the stream groups): the prompt is sent only once the child's
+   * `session_created` is in it. Absent (specs without a server): sent right after the create.
+   */
+  events?: { jsm: JetStreamManager; groups: number };
   settings: SubAgentSettings;
   now: () => number;
   logger: Logger;
@@ -164,6 +171,38 @@ export function createSubAgentPort(opts: {
     return { ok: true, command: { ...command, config } };
   }
 
+  /**
+   * Waits until the child's `session_created` is in its log (backing off to 1 s), its creation was
+   * rejected, the call is aborted or detached, or `settings.timeoutMs` passed; the error text, or
+   * undefined once it exists.
+   */
+  async function awaitCreated(
+    childId: string,
+    createId: string,
+    signal: AbortSignal,
+    detach: AbortSignal,
+  ): Promise<string | undefined> {
+    const events = opts.events;
+    if (!events) return undefined;
+    const deadline = opts.now() + settings.timeoutMs;
+    let delay = 25;
+    for (;;) {
+      const found = await childCreation(
+        events.jsm,
+        { partitions: opts.partitions, groups: events.groups },
+        childId,
+        createId,
+      ).catch(() => ({ kind: "absent" as const }));
+      if (found.kind === "created") return undefined;
+      if (found.kind === "rejected") return `Sub-agent could not be started: create_session rejected ${found.reason}`;
+      if (signal.aborted || detach.aborted) return toolErrorText.aborted;
+      if (opts.now() >= deadline)
+        return `Sub-agent could not be started: child session ${childId} not created within ${settings.timeoutMs} ms`;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 1_000);
+    }
+  }
+
   /** Stores a child's answer as its parent's call's `result` record (retried through passing failures). */
   async function storeResult(link: ParentLink, msgID: string, record: ToolFinalRecord): Promise<void> {
     const encoded = encodeToolResultRecord(record);
@@ -227,6 +266,10 @@ export function createSubAgentPort(opts: {
                 for (const command of [create.command, ...rest]) {
                   // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
                   if (signal.aborted) return toolErrorText.aborted;
+                  if (command.type === "prompt") {
+                    const absent = await awaitCreated(decision.childId, create.command.id, signal, detach);
+                    if (absent) return absent;
+                  }
                   const failed = await publishCommand(command);
                   if (failed) return failed;
                 }
