@@ -83,7 +83,11 @@ import { runRestore } from "./lifecycle/run-restore.js";
 import type { LoopMetrics } from "./metrics.js";
 import { openWorkOf } from "./open-work/open-work.js";
 import type { OpenWorkIndex } from "./open-work/open-work-index.js";
-import { createSessionIndexEntry, type SessionIndexEntry } from "./open-work/session-index-entry.js";
+import {
+  createSessionIndexEntry,
+  OpenWorkUnwritableError,
+  type SessionIndexEntry,
+} from "./open-work/session-index-entry.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { streamFnFor } from "./provider-port.js";
 import { getModelInfo, type ModelInfo } from "./providers/models.js";
@@ -534,6 +538,13 @@ export class SessionActor {
       if (err instanceof InputUnavailableError && !this.dead) {
         this.log.warn({ evt: "command_inputs_unavailable", err, commandId }, "command inputs not copied; retrying");
         delivery.msg.nak(INPUT_RETRY_MS);
+        return;
+      }
+      // The lease was lost before the decision was appended (all of it, or all of its rest): the
+      // command stays for the partition's next holder, whose redelivery decides or completes it
+      // (acked, it would be lost); the session is dropped.
+      if (err instanceof OpenWorkUnwritableError) {
+        this.kill(`write failed: ${err.message}`);
         return;
       }
       this.log.error({ err, commandId }, "command failed");
