@@ -252,9 +252,15 @@ export async function runChaos(
       runnerKills,
     );
     const failing = new Set(violations.flatMap((v) => (v.sessionId === undefined ? [] : [v.sessionId])));
-    // A failing parent's children are kept with it (where its calls' answers came from).
-    for (const r of records)
-      if (failing.has(r.log.sessionId)) for (const call of agentCallsOf(r.log)) failing.add(call.childId);
+    // A failing parent's children are kept with it (where its calls' answers came from), and a
+    // failing child's parent with it (where its commands came from).
+    for (const r of records) {
+      const calls = agentCallsOf(r.log);
+      if (failing.has(r.log.sessionId) || calls.some((c) => failing.has(c.childId))) {
+        failing.add(r.log.sessionId);
+        for (const call of calls) failing.add(call.childId);
+      }
+    }
     if (violations.length > 0) {
       keepArtifacts = true;
       const sessionsDir = join(artifacts, "sessions");
