@@ -643,9 +643,17 @@ export class SessionActor {
         await this.startRun(() => (messages ? this.engine.prompt(messages) : this.engine.continue()));
         return;
       }
-      case "abort_run":
+      case "abort_run": {
+        // Children of started `agent` calls are closed now too: calls the engine ends without
+        // running them (an abort ahead of a resumed batch) never reach the port's own close.
+        const closing = this.deps.subAgents ? childrenToClose(runCursorOf(this.state)) : [];
         this.engine.abort();
+        if (closing.length > 0)
+          void this.deps.subAgents
+            ?.closeChildren(this.sessionId, closing)
+            .catch((err) => this.log.warn({ err }, "children not closed"));
         return;
+      }
       case "approval_decided": {
         const decision = this.state.approvals.get(effect.toolCallId)?.decision;
         const waiter = this.approvalWaiters.get(effect.toolCallId);

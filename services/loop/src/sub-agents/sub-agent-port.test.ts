@@ -181,6 +181,20 @@ describe("sub-agent port / parent side", () => {
     expect(poor.durable).toEqual([]);
   });
 
+  it("closeChildren closes the children of calls it is not running, and skips one it runs (its own close follows)", async () => {
+    const h = harness();
+    const decision = start({ prompt: "go" });
+    const waiting = h.port.run("parent-1", "tc-1", decision, never, () => undefined, never, true);
+    await h.port.closeChildren("parent-1", ["tc-1", "tc-2"]);
+    const aborts = () => h.durable.filter((d) => d.msgID?.endsWith(".abort")).map((d) => d.msgID);
+    const other = childSessionId("parent-1", "tc-2");
+    expect(aborts()).toEqual([childCommandIds(other).abort]);
+    await waiting;
+    // Once the call is over, it is closed like any other.
+    await h.port.closeChildren("parent-1", ["tc-1"]);
+    expect(aborts()).toEqual([childCommandIds(other).abort, childCommandIds(decision.childId).abort]);
+  });
+
   it("a resumed call already aborted closes its child; a fresh one sends nothing", async () => {
     const aborted = AbortSignal.abort();
     const resumed = harness();

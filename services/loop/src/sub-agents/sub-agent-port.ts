@@ -61,7 +61,12 @@ export interface SubAgentPort {
     fresh: boolean,
     budget?: ChildBudget,
   ): Promise<RemoteToolResult>;
-  /** Parent side: the children of these `agent` calls get their close command (a resumed aborted run). */
+  /**
+   * Parent side: the children of these `agent` calls get their close command (a resumed aborted run,
+   * or an abort of a run whose calls the engine may end without running them). A call this port is
+   * running is skipped: its own close follows its start (a close sent beside it would be decided
+   * before the child's prompt, and its id would make the later one a duplicate).
+   */
   closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
   /** Child side: the child refused its parent's prompt; the refusal is the call's error result. */
   childRefused(childId: string, link: ParentLink, reason: string): Promise<void>;
@@ -121,6 +126,9 @@ export function createSubAgentPort(opts: {
    * Per child: when its last progress record was published, and the latest event held back since
    * (published when the window ends: the last event before a quiet spell always goes out).
    */
+  /** The `agent` calls `run` is executing now, by parent session and call id. */
+  const running = new Set<string>();
+  const callKey = (parentSessionId: string, toolCallId: string) => `${parentSessionId}\u0000${toolCallId}`;
   const progress = new Map<
     string,
     { at: number; held?: { link: ParentLink; event: FleetEvent }; timer?: NodeJS.Timeout }
@@ -224,6 +232,8 @@ export function createSubAgentPort(opts: {
     async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh, budget) {
       // Nothing left of the parent's budget: a fresh call starts no child (a resumed one may have).
       if (fresh && budget?.kind === "spent") return { content: [{ type: "text", text: budget.reason }], isError: true };
+      const key = callKey(parentSessionId, toolCallId);
+      running.add(key);
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
       // The start in flight, if any. The close is published after it settles: a close published
       // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
@@ -287,10 +297,12 @@ export function createSubAgentPort(opts: {
       } finally {
         signal.removeEventListener("abort", close);
         await closing;
+        running.delete(key);
       }
     },
     async closeChildren(parentSessionId, toolCallIds) {
       for (const toolCallId of toolCallIds) {
+        if (running.has(callKey(parentSessionId, toolCallId))) continue;
         const childId = childSessionId(parentSessionId, toolCallId);
         const command = decideChildClose(childId, settings.closePolicy);
         const failed = command ? await publishCommand(command) : undefined;
@@ -303,7 +315,7 @@ export function createSubAgentPort(opts: {
             policy: settings.closePolicy,
             failed,
           },
-          "resumed aborted run: closing child",
+          "aborted run: closing child",
         );
       }
     },
