@@ -98,6 +98,23 @@ describe("sub-agents / create_session {parent}", () => {
       });
   });
 
+  it("a child whose close came before its create (a deposed owner's late create) is not created", () => {
+    const ids = childCommandIds(SESSION_ID);
+    given({ type: "command_rejected", commandId: ids.abort, commandType: "abort", code: "not_found", reason: "x" })
+      .when({ ...command("create_session", { parent: LINK }), id: ids.create })
+      .thenRejected("conflict", CHILD_TEXT.closedFirst);
+  });
+
+  it("a child's task that comes after its close (a deposed owner's late prompt) starts no run", () => {
+    const ids = childCommandIds(SESSION_ID);
+    given(
+      { type: "session_created", config: CONFIG, parent: LINK },
+      { type: "command_accepted", commandId: ids.abort, commandType: "abort" },
+    )
+      .when({ ...command("prompt", { text: "task" }), id: ids.prompt })
+      .thenRejected("conflict", CHILD_TEXT.closedFirst);
+  });
+
   it("a child that exists is command_rejected conflict (a second start changes nothing); with forkFrom invalid", () => {
     given({ type: "session_created", config: CONFIG, parent: LINK })
       .when(command("create_session", { parent: LINK }))

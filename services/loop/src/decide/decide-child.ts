@@ -24,6 +24,7 @@ export const CHILD_TEXT = {
   tooMany: (max: number) =>
     `Sub-agent refused: at most ${max} agent calls run in parallel from one message (FLEET_SUBAGENT_MAX_FANOUT)`,
   noAgent: (ref: string) => `Sub-agent refused: agent ${ref} not found`,
+  closedFirst: "The parent closed this child before it was created",
 } as const;
 
 /** `create_session {parent}` decided as without it, then `parent` added to its `session_created`. */

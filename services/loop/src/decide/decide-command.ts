@@ -6,6 +6,7 @@ import {
   budgetExceededMessage,
   type CommandOf,
   type ContextMessage,
+  childCommandIds,
   compactionSettingsOf,
   contextAtLeaf,
   entryToContextMessage,
@@ -107,6 +108,9 @@ export function decideCommand(
     case "replay":
       return decideReplay(state, sessionId, cmd, ctx);
     case "prompt": {
+      // A child's task after its parent closed it (a deposed owner's late prompt): it stays closed.
+      if (closedChild(state, sessionId, cmd.id))
+        return rejected(ctx, cmd.id, cmd.type, "conflict", CHILD_TEXT.closedFirst);
       const refused = busy(ctx, cmd, activity, ENGINE_ERROR_TEXT.promptBusy);
       if (refused) return refused;
       const message = messageFromInput(cmd, ctx.now);
@@ -410,6 +414,16 @@ export function approvalDraft(ctx: DecideContext, cmd: CommandOf<"approve_tool_c
   };
 }
 
+/**
+ * A child's own create or prompt (`sub.<child>.create|prompt`) that comes after its parent's close
+ * (`sub.<child>.abort|cancel`, accepted or rejected): a deposed parent owner's late publish.
+ */
+function closedChild(state: SessionState, sessionId: string, commandId: string): boolean {
+  const ids = childCommandIds(sessionId);
+  if (commandId !== ids.create && commandId !== ids.prompt) return false;
+  return state.commands.has(ids.abort) || state.commands.has(ids.cancel);
+}
+
 // ---- session lifecycle --------------------------------------------------------------------------
 
 function decideCreate(
@@ -421,6 +435,9 @@ function decideCreate(
   if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
   if (cmd.parent) {
     if (cmd.forkFrom) return rejected(ctx, cmd.id, cmd.type, "invalid", CHILD_TEXT.withFork);
+    // Closed before it existed (a deposed owner's late create after the new owner's close): no child.
+    if (closedChild(state, sessionId, cmd.id))
+      return rejected(ctx, cmd.id, cmd.type, "conflict", CHILD_TEXT.closedFirst);
     const { parent, ...orphan } = cmd;
     return withParent(decideCreate(state, sessionId, orphan, ctx), parent);
   }
