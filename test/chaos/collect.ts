@@ -29,7 +29,7 @@ export async function collectSession(
   };
 }
 
-async function readLog(client: FleetClient, sessionId: string): Promise<SessionLog> {
+export async function readLog(client: FleetClient, sessionId: string): Promise<SessionLog> {
   const events: FleetEvent[] = [];
   const seqs: number[] = [];
   let invalid = 0;
@@ -51,7 +51,7 @@ async function readLog(client: FleetClient, sessionId: string): Promise<SessionL
  * get_context and get_tree once the store has applied `minSeq`; the last error when it has not
  * answered within STORE_WAIT_MS.
  */
-async function askStore(client: FleetClient, sessionId: string, minSeq: number): Promise<StoreAnswer> {
+export async function askStore(client: FleetClient, sessionId: string, minSeq: number): Promise<StoreAnswer> {
   let error = "";
   const deadline = Date.now() + STORE_WAIT_MS;
   let attempt = 0;
@@ -69,7 +69,7 @@ async function askStore(client: FleetClient, sessionId: string, minSeq: number):
   return { sessionId, error: `after ${attempt} attempts in ${STORE_WAIT_MS / 1000} s: ${error}` };
 }
 
-async function retry<T>(fn: () => Promise<T>): Promise<T> {
+export async function retry<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();

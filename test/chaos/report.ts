@@ -1,6 +1,7 @@
 // The chaos report: what was done to the system, how it behaved, and every violation found.
 
 import type { ScheduleSummary } from "./checks/check-schedule.js";
+import type { SubAgentSummary } from "./checks/check-sub-agents.js";
 import type { RunnerSettle } from "./checks/measure-runner-settle.js";
 import { INVARIANTS, type Invariant, type SentPrompt, type Violation } from "./checks/types.js";
 import type { AppliedFault, FailoverSample } from "./fault-runner.js";
@@ -32,6 +33,8 @@ export interface ReportInput {
    * and the loop faults that struck the scheduler lease's holder.
    */
   schedule?: ScheduleSummary & { unsettled: number; holderFaults: readonly string[] };
+  /** The workload's `agent` calls and the aborts it sent their parents. */
+  subAgents?: SubAgentSummary & { aborts: number };
   violations: readonly Violation[];
 }
 
@@ -96,6 +99,12 @@ export function formatReport(r: ReportInput): string[] {
       : "; no fault struck the scheduler's holder";
     lines.push(
       `schedule ${s.scheduleId}: ${s.slots} slots, ${s.fired} fired, ${s.buffered} buffered, ${s.skipped} skipped, ${s.missed} missed, ${s.failed} failed${s.unsettled ? `, ${s.unsettled} unsettled` : ""}${holder}`,
+    );
+  }
+  if (r.subAgents) {
+    const a = r.subAgents;
+    lines.push(
+      `sub-agents: ${a.calls} agent calls, ${a.answered} answered by their child, ${a.aborted} ended by ${a.aborts} parent aborts (${a.abortedChildren} of their children created); ${a.childrenResumed} children resumed by a new owner; ${a.startFailed} not started (clear error); aborted children spent ${a.abortedChildTokens} tokens outside their parents' totals`,
     );
   }
   const errors = [...r.toolErrors.entries()].sort((a, b) => b[1] - a[1]);

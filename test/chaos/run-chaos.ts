@@ -11,11 +11,13 @@ import { checkLogShape } from "./checks/check-log-shape.js";
 import { checkFiredSessions, checkSchedule, summarizeSchedule } from "./checks/check-schedule.js";
 import { checkSse } from "./checks/check-sse.js";
 import { checkStore } from "./checks/check-store.js";
+import { agentCallsOf, checkSubAgents, emptySubAgentSummary } from "./checks/check-sub-agents.js";
 import { checkToolEffects } from "./checks/check-tool-effects.js";
 import { checkWebhooks, webhookExpected } from "./checks/check-webhooks.js";
 import { measureRunnerSettle } from "./checks/measure-runner-settle.js";
 import type { Violation } from "./checks/types.js";
 import { collectSession } from "./collect.js";
+import { collectChildren, withChildRuns } from "./collect-children.js";
 import { diagnoseCommands } from "./command-diagnosis.js";
 import { runFaults } from "./fault-runner.js";
 import { buildFaultSchedule, formatFault } from "./fault-schedule.js";
@@ -142,6 +144,13 @@ export async function runChaos(
     if (account) log(`JetStream file storage used: ${mb(account.storage)} of ${mb(CHAOS_MAX_FILE_STORE)} per server`);
     log("collecting logs, tool side effects and store answers");
     const records = await Promise.all(sessionIds.map((id) => collectSession(c, system.workspace, id)));
+    const children = await collectChildren(
+      c,
+      system.workspace,
+      records.map((r) => r.log),
+    );
+    const childRecords = [...children.values()].filter((r) => r.log.events.length > 0);
+    log(`collected ${childRecords.length} child sessions of ${children.size} agent calls`);
     log(`waiting for the schedule's slots to settle, then reading its log and sessions`);
     const slots = await readChaosSchedule(c, system.workspace, scheduled.scheduleId, log);
     log("waiting for every SSE client to have received its session's log");
@@ -181,6 +190,8 @@ export async function runChaos(
     const deliveries = hooked.received.slice();
 
     const violations: Violation[] = [];
+    const subAgents = emptySubAgentSummary();
+    const childLogs = new Map([...children].map(([id, r]) => [id, r.log]));
     const toolErrors = new Map<string, number>();
     let runsResumed = 0;
     for (const [i, r] of records.entries()) {
@@ -188,9 +199,24 @@ export async function runChaos(
         ...checkSse(r.log, sseReceived[i] ?? []),
         ...checkCommands(r.log, workload.prompts),
         ...checkLogShape(r.log),
-        ...checkToolEffects(r.log, r.executions, CHAOS_TOOL_POLICIES, 0),
+        ...checkToolEffects(
+          r.log,
+          withChildRuns(r.log, r.executions, children),
+          CHAOS_TOOL_POLICIES,
+          workload.aborts.filter((a) => a.sessionId === r.log.sessionId).length,
+        ),
         ...checkStore(r.log, r.store),
         ...checkLiveness(r.log, workload.prompts),
+        ...checkSubAgents(r.log, childLogs, subAgents),
+      );
+    }
+    // Each child's own log, tools and store answer (a child's abort comes from its parent's loop).
+    for (const r of childRecords) {
+      const closed = r.log.events.some((e) => e.type === "command_accepted" && e.commandType === "abort");
+      violations.push(
+        ...checkLogShape(r.log),
+        ...checkToolEffects(r.log, r.executions, CHAOS_TOOL_POLICIES, closed ? 1 : 0),
+        ...checkStore(r.log, r.store),
       );
     }
     violations.push(...checkSchedule(slots.run), ...checkFiredSessions(slots.run, slots.fired, CHAOS_TOOL_POLICIES));
@@ -205,7 +231,7 @@ export async function runChaos(
         ),
       );
     }
-    for (const r of [...records, ...slots.fired]) {
+    for (const r of [...records, ...slots.fired, ...childRecords]) {
       for (const e of r.log.events) {
         if (e.type === "run_resumed") runsResumed++;
         if (e.type === "tool_execution_end" && e.isError) {
@@ -230,11 +256,20 @@ export async function runChaos(
       runnerKills,
     );
     const failing = new Set(violations.flatMap((v) => (v.sessionId === undefined ? [] : [v.sessionId])));
+    // A failing parent's children are kept with it (where its calls' answers came from), and a
+    // failing child's parent with it (where its commands came from).
+    for (const r of records) {
+      const calls = agentCallsOf(r.log);
+      if (failing.has(r.log.sessionId) || calls.some((c) => failing.has(c.childId))) {
+        failing.add(r.log.sessionId);
+        for (const call of calls) failing.add(call.childId);
+      }
+    }
     if (violations.length > 0) {
       keepArtifacts = true;
       const sessionsDir = join(artifacts, "sessions");
       mkdirSync(sessionsDir);
-      for (const r of [...records, ...slots.fired].filter((r) => failing.has(r.log.sessionId))) {
+      for (const r of [...records, ...slots.fired, ...childRecords].filter((r) => failing.has(r.log.sessionId))) {
         const jsonl = r.log.events.map((e, i) => JSON.stringify({ seq: r.log.seqs?.[i], ...e })).join("\n");
         writeFileSync(join(sessionsDir, `${r.log.sessionId}.jsonl`), `${jsonl}\n`);
         // What its SSE client and the webhook received, beside the log (seq per event above).
@@ -278,6 +313,7 @@ export async function runChaos(
         catchUpMs,
       },
       toolErrors,
+      subAgents: { ...subAgents, aborts: workload.aborts.length },
       schedule: {
         ...summarizeSchedule(slots.run),
         unsettled: slots.unsettled,

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StatelessPlan } from "@fleet/testkit";
 import type { ToolPolicies } from "./checks/types.js";
+import { finalAnswer, subAgentTools } from "./sub-agent-plan.js";
 
 /** The tools the workload's runs call, with their retry policies as the built-in runner declares them. */
 export const CHAOS_TOOL_POLICIES: ToolPolicies = { bash: "never", write: "safe" };
@@ -13,13 +14,15 @@ const writeFile = (callId: string) => `write-${callId}.txt`;
 /**
  * A prompt makes the model call `bash` (appends one line to a file named by the call id, then
  * sleeps briefly so faults can land mid-call) and `write` (a file named by the call id), then reply.
+ * A sub-agent prompt calls `agent` instead, and a child's prompt one `bash` (see sub-agent-plan.ts).
  */
 export const chaosPlan: StatelessPlan = {
-  toolsFor: (prompt, idOf) => [
-    { suffix: "b", name: "bash", input: { command: `echo ran >> ${bashFile(idOf("b"))} && sleep 0.3` } },
-    { suffix: "w", name: "write", input: { path: writeFile(idOf("w")), content: `${prompt}\n` } },
-  ],
-  finalText: (prompt) => `done: ${prompt}`,
+  toolsFor: (prompt, idOf) =>
+    subAgentTools(prompt, idOf, bashFile) ?? [
+      { suffix: "b", name: "bash", input: { command: `echo ran >> ${bashFile(idOf("b"))} && sleep 0.3` } },
+      { suffix: "w", name: "write", input: { path: writeFile(idOf("w")), content: `${prompt}\n` } },
+    ],
+  finalText: finalAnswer,
 };
 
 /** Times each call of a session ran: lines in its bash file, 1 for an existing write file. */

@@ -144,6 +144,50 @@ describe("loop service / sub-agents as child sessions", () => {
     await b.kill("SIGTERM");
   }, 90_000);
 
+  it("children share what the parent's budget has left, each held to its share while it runs", async () => {
+    const d = world.spawn("loop-sub-d");
+    await waitForLog(d, "loop_started");
+    // The parent spends 130 on its first call; each child would stream ~1500 tokens of text.
+    const long = "word ".repeat(1_200);
+    world.fake.respondWith((r) => {
+      if (firstUserText(r).startsWith("task "))
+        return fakeReply([fakeText(long, long.match(/.{1,40}/gs) ?? [])], { usage: CHILD_USAGE, eventDelayMs: 2 });
+      return respond({ childDelayMs: 0 })(r);
+    });
+    const cmd = commander(world.nc);
+    const SID = "sub-parent-budget";
+    const BUDGET = 2_000;
+    await cmd.send(SID, { type: "create_session", config: { budget: { session: { totalTokens: BUDGET } } } });
+    await cmd.send(SID, { type: "prompt", text: "fan out: m, n" });
+    const parent = await cmd.waitFor(SID, ended, 40_000);
+    const share = Math.floor((BUDGET - 130) / 2);
+    let children = 0;
+    for (const [i, t] of ["m", "n"].entries()) {
+      const child = childSessionId(SID, `toolu_${t}_${i}`);
+      const log = await cmd.waitFor(child, ended, 20_000);
+      const created = log.find((e) => e.type === "session_created");
+      expect(created?.type === "session_created" && created.config.budget).toEqual({ run: { totalTokens: share } });
+      // Cut while streaming by its own guard, at its share (plus at most the delta that crossed it).
+      const last = log.filter((e) => e.type === "message_end").at(-1);
+      expect(last?.type === "message_end" && last.message.role === "assistant" && last.message.errorReason).toBe(
+        "budget_exceeded",
+      );
+      const spent = foldSessionEvents(log).spend.session.totalTokens;
+      expect(spent).toBeGreaterThanOrEqual(share);
+      expect(spent).toBeLessThanOrEqual(share + 20);
+      children += spent;
+      const end = parent.find((e) => e.type === "tool_execution_end" && e.toolCallId === `toolu_${t}_${i}`);
+      expect(end?.type === "tool_execution_end" && [end.isError, JSON.stringify(end.result.content)]).toEqual([
+        true,
+        expect.stringContaining("Budget exceeded: run total tokens"),
+      ]);
+    }
+    // Together the children spent no more than the parent had left; the parent's total holds them.
+    expect(children).toBeLessThanOrEqual(BUDGET - 130 + 40);
+    expect(foldSessionEvents(parent).spend.session.totalTokens).toBeGreaterThanOrEqual(130 + children);
+    await d.kill("SIGTERM");
+  }, 60_000);
+
   it("aborting the parent aborts its children (terminate)", async () => {
     const c = world.spawn("loop-sub-c");
     await waitForLog(c, "loop_started");

@@ -235,6 +235,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         dispatcher,
         agents,
         partitions,
+        events: { jsm, groups },
         settings: opts.subAgents,
         now,
         logger: log,

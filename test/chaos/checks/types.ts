@@ -11,6 +11,7 @@ export const INVARIANTS = {
   sse: "6 SSE = log",
   webhooks: "7 webhooks = log",
   schedule: "8 schedule slots",
+  subAgents: "9 sub-agents",
   processes: "processes",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
@@ -49,6 +50,15 @@ export interface SentPrompt {
   done: boolean;
   /** The final prompt sent after the faults stopped (must complete). */
   probe: boolean;
+}
+
+/** An abort the workload sent a parent while its `agent` calls ran (re-sent with the same id). */
+export interface SentAbort {
+  sessionId: string;
+  commandId: string;
+  sends: number;
+  stored: boolean;
+  outcome?: "accepted" | "rejected";
 }
 
 /** Times each tool call ran, from its side effect (bash: lines appended; write: 1 when the file exists). */

@@ -72,6 +72,49 @@ describe("sub-agents / create_session {parent}", () => {
     });
   });
 
+  it("cut after its outcome (a crash): the redelivery completes session_created with its config and parent link", () => {
+    const budget = { run: { totalTokens: 500 } };
+    const create = command("create_session", { parent: LINK, config: { budget } });
+    const first = given().when(create);
+    // Only the outcome reached the log; the command comes again.
+    const cut = given({ type: "command_accepted", commandId: "cmd-1", commandType: "create_session" });
+    cut.whenRedelivered(create).then({
+      events: [{ type: "session_created", config: { ...SPEC_DEFAULTS, budget }, parent: LINK }],
+    });
+    expect(first.events[1]).toMatchObject({ config: { budget }, parent: LINK });
+    // With an agent too.
+    const withAgent = command("create_session", { agent: "worker", parent: LINK });
+    given({ type: "command_accepted", commandId: "cmd-1", commandType: "create_session" })
+      .whenRedelivered(withAgent, { agentVersion: WORKER })
+      .then({
+        events: [
+          {
+            type: "session_created",
+            config: agentSessionConfig(SPEC_DEFAULTS, WORKER.settings),
+            agent: { name: "worker", version: 1 },
+            parent: LINK,
+          },
+        ],
+      });
+  });
+
+  it("a child whose close came before its create (a deposed owner's late create) is not created", () => {
+    const ids = childCommandIds(SESSION_ID);
+    given({ type: "command_rejected", commandId: ids.abort, commandType: "abort", code: "not_found", reason: "x" })
+      .when({ ...command("create_session", { parent: LINK }), id: ids.create })
+      .thenRejected("conflict", CHILD_TEXT.closedFirst);
+  });
+
+  it("a child's task that comes after its close (a deposed owner's late prompt) starts no run", () => {
+    const ids = childCommandIds(SESSION_ID);
+    given(
+      { type: "session_created", config: CONFIG, parent: LINK },
+      { type: "command_accepted", commandId: ids.abort, commandType: "abort" },
+    )
+      .when({ ...command("prompt", { text: "task" }), id: ids.prompt })
+      .thenRejected("conflict", CHILD_TEXT.closedFirst);
+  });
+
   it("a child that exists is command_rejected conflict (a second start changes nothing); with forkFrom invalid", () => {
     given({ type: "session_created", config: CONFIG, parent: LINK })
       .when(command("create_session", { parent: LINK }))

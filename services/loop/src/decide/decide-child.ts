@@ -12,6 +12,7 @@ import {
   type FleetCommand,
   type ParentLink,
   type RunCursor,
+  type SessionState,
 } from "@fleet/protocol";
 import type { DraftEvent } from "../session-core/drafts.js";
 import type { Decision } from "./decision.js";
@@ -24,6 +25,7 @@ export const CHILD_TEXT = {
   tooMany: (max: number) =>
     `Sub-agent refused: at most ${max} agent calls run in parallel from one message (FLEET_SUBAGENT_MAX_FANOUT)`,
   noAgent: (ref: string) => `Sub-agent refused: agent ${ref} not found`,
+  closedFirst: "The parent closed this child before it was created",
 } as const;
 
 /** `create_session {parent}` decided as without it, then `parent` added to its `session_created`. */
@@ -137,4 +139,14 @@ export function childPromptRefusal(childId: string, events: readonly DraftEvent[
     if (body.type === "command_rejected" && body.commandId === prompt) return `${body.code}: ${body.reason}`;
   }
   return undefined;
+}
+
+/**
+ * A child's own create or prompt (`sub.<child>.create|prompt`) that comes after its parent's close
+ * (`sub.<child>.abort|cancel`, accepted or rejected): a deposed parent owner's late publish.
+ */
+export function closedChild(state: SessionState, sessionId: string, commandId: string): boolean {
+  const ids = childCommandIds(sessionId);
+  if (commandId !== ids.create && commandId !== ids.prompt) return false;
+  return state.commands.has(ids.abort) || state.commands.has(ids.cancel);
 }

@@ -15,6 +15,7 @@ import {
 import { configPatchOf, writes } from "./command-writes.js";
 import { decideSetAgent } from "./decide-agent.js";
 import { decideApproval } from "./decide-approval.js";
+import { CHILD_TEXT, closedChild } from "./decide-child.js";
 import { decideLifecycle } from "./decide-lifecycle.js";
 import { decideCompact, decideCreate, decideImport, decideNavigate, decideReplay } from "./decide-tree.js";
 import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
@@ -79,6 +80,9 @@ export function decideCommand(
     case "replay":
       return decideReplay(state, sessionId, cmd, ctx);
     case "prompt": {
+      // A child's task after its parent closed it (a deposed owner's late prompt): it stays closed.
+      if (closedChild(state, sessionId, cmd.id))
+        return rejected(ctx, cmd.id, cmd.type, "conflict", CHILD_TEXT.closedFirst);
       const refused = busy(ctx, cmd, activity, ENGINE_ERROR_TEXT.promptBusy);
       if (refused) return refused;
       const message = messageFromInput(cmd, ctx.now);

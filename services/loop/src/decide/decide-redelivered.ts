@@ -1,11 +1,12 @@
 // A command whose id already has an outcome in the log (a redelivery after a crash, or a client
 // re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
-import type { FleetCommand, SessionState } from "@fleet/protocol";
+import { applyConfigPatch, type FleetCommand, type SessionState } from "@fleet/protocol";
 import { type DraftEvent, enqueueDraft, ofCommand } from "../session-core/drafts.js";
 import { isAwaitingApproval } from "./approval-gate.js";
 import { commandWrites, writes } from "./command-writes.js";
 import { decideCreateFromAgent } from "./decide-agent.js";
 import { approvalDraft } from "./decide-approval.js";
+import { withParent } from "./decide-child.js";
 import { decideCommand } from "./decide-command.js";
 import { decideLifecycleRedelivered } from "./decide-lifecycle.js";
 import { replayDrafts } from "./decide-replay.js";
@@ -102,6 +103,11 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
       return again.kind === "decided" ? rest(again.events) : again;
     }
     case "create_session": {
+      // A child's link goes on its `session_created` however that is completed (change 57).
+      if (cmd.parent) {
+        const { parent, ...orphan } = cmd;
+        return withParent(decideRedelivered(state, orphan, ctx), parent);
+      }
       if (cmd.agent !== undefined) {
         // The version the log already names, if `session_created` is in it: the same one again.
         const pinned = state.tree.agent;
@@ -112,7 +118,7 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
         return rest(again.events.slice(1));
       }
       if (!cmd.forkFrom) {
-        const config = { type: "session_created" as const, config: ctx.defaults };
+        const config = { type: "session_created" as const, config: applyConfigPatch(ctx.defaults, cmd.config ?? {}) };
         return state.tree.config ? NOTHING : rest([{ id: ctx.newId(), body: config }]);
       }
       const fork = forkDrafts(cmd, { ...ctx, outcomeId: "" }, copiedIds(state));

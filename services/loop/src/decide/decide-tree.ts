@@ -22,7 +22,7 @@ import { decideSessionWrite } from "../session-core/session-write.js";
 import { summaryBudgetRefusal } from "./budget-refusal.js";
 import { accepted, busy, DECIDER_TEXT, type OutcomeContext, rejected, sessionModel } from "./command-outcomes.js";
 import { decideCreateFromAgent } from "./decide-agent.js";
-import { CHILD_TEXT, withParent } from "./decide-child.js";
+import { CHILD_TEXT, closedChild, withParent } from "./decide-child.js";
 import { replayDrafts } from "./decide-replay.js";
 import type { DecideContext, Decision } from "./decision.js";
 import { entriesToDrafts } from "./entries-to-drafts.js";
@@ -36,6 +36,9 @@ export function decideCreate(
   if (state.tree.config) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.exists(sessionId));
   if (cmd.parent) {
     if (cmd.forkFrom) return rejected(ctx, cmd.id, cmd.type, "invalid", CHILD_TEXT.withFork);
+    // Closed before it existed (a deposed owner's late create after the new owner's close): no child.
+    if (closedChild(state, sessionId, cmd.id))
+      return rejected(ctx, cmd.id, cmd.type, "conflict", CHILD_TEXT.closedFirst);
     const { parent, ...orphan } = cmd;
     return withParent(decideCreate(state, sessionId, orphan, ctx), parent);
   }

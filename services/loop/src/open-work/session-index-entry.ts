@@ -32,6 +32,17 @@ export interface SessionIndexEntry {
  * (a deposed holder never removes its successor's entries); a failed removal only leaves an extra
  * entry.
  */
+/**
+ * The entry could not be written because the partition's lease is no longer held: nothing of the
+ * decision was appended, so its command must stay for the partition's next holder (not be acked).
+ */
+export class OpenWorkUnwritableError extends Error {
+  constructor() {
+    super("open-work entry not written: the partition lease is no longer held");
+    this.name = "OpenWorkUnwritableError";
+  }
+}
+
 export function createSessionIndexEntry(opts: {
   index: OpenWorkIndex;
   partition: number;
@@ -55,7 +66,7 @@ export function createSessionIndexEntry(opts: {
 
   async function carryOut(op: IndexOp) {
     if (op === "mark") {
-      if (!(await gateOpen())) throw new Error("open-work entry not written: the partition lease is no longer held");
+      if (!(await gateOpen())) throw new OpenWorkUnwritableError();
       await opts.index.mark(opts.partition, opts.sessionId, () => gateOpen());
       return;
     }

@@ -20,6 +20,7 @@ import { decideInput } from "../decide/decide-input.js";
 import type { DecideContext, Decision } from "../decide/decision.js";
 import { acceptsCommand, InputUnavailableError, keepParts, readCommand } from "../input-reader.js";
 import { lastLifecycleRecord } from "../lifecycle/lifecycle-records.js";
+import { OpenWorkUnwritableError } from "../open-work/session-index-entry.js";
 import type { CommandDelivery } from "../partition-intake.js";
 import type { DraftEvent } from "../session-core/drafts.js";
 import { loadSession } from "../snapshots/session-load.js";
@@ -28,7 +29,7 @@ import { decideContextOf } from "./decide-context.js";
 import { runEffect } from "./effects.js";
 import { readArchiveHeader } from "./lifecycle-runner.js";
 import { providerStreamFn, withContent } from "./llm-ports.js";
-import { announceOwner, appendDraft, type SessionShell } from "./session-shell.js";
+import { announceOwner, appendDraft, killShell, type SessionShell } from "./session-shell.js";
 
 /** When a command whose inputs could not be read or copied is delivered again. */
 const INPUT_RETRY_MS = 1_000;
@@ -89,6 +90,13 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
     if (err instanceof InputUnavailableError && !shell.dead) {
       shell.log.warn({ evt: "command_inputs_unavailable", err, commandId }, "command inputs not copied; retrying");
       delivery.msg.nak(INPUT_RETRY_MS);
+      return;
+    }
+    // The lease was lost before the decision was appended (all of it, or all of its rest): the
+    // command stays for the partition's next holder, whose redelivery decides or completes it
+    // (acked, it would be lost); the session is dropped.
+    if (err instanceof OpenWorkUnwritableError) {
+      killShell(shell, `write failed: ${err.message}`);
       return;
     }
     shell.log.error({ err, commandId }, "command failed");

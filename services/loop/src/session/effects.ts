@@ -1,6 +1,8 @@
 // Carries out the effects a decision returned (`../decide/decision.ts` `Effect`), after its events
 // are durable: a run in the engine, an abort, an approval gate released, a compaction, a deletion.
+import { runCursorOf } from "@fleet/protocol";
 import { stepOfDecision } from "../decide/approval-gate.js";
+import { childrenToClose } from "../decide/decide-child.js";
 import type { Effect } from "../decide/decision.js";
 import { startCompaction } from "./compaction-runner.js";
 import { resumeLifecycle } from "./lifecycle-runner.js";
@@ -18,9 +20,16 @@ export async function runEffect(shell: SessionShell, effect: Effect): Promise<vo
       await startRun(shell, () => (messages ? engine.prompt(messages) : engine.continue()));
       return;
     }
-    case "abort_run":
+    case "abort_run": {
+      // Children of started `agent` calls are closed now too: calls the engine ends without
+      // running them (an abort ahead of a resumed batch) never reach the port's own close.
+      const sub = shell.deps.subAgents;
+      const closing = sub ? childrenToClose(runCursorOf(shell.state)) : [];
       engine.abort();
+      if (sub && closing.length > 0)
+        void sub.closeChildren(shell.sessionId, closing).catch((err) => shell.log.warn({ err }, "children not closed"));
       return;
+    }
     case "approval_decided": {
       const decision = shell.state.approvals.get(effect.toolCallId)?.decision;
       const waiter = shell.approvalWaiters.get(effect.toolCallId);

@@ -5,7 +5,8 @@ import { AGENT_TOOL_NAME } from "@fleet/protocol";
 import { decideChildCall } from "../decide/decide-child.js";
 import type { ToolCallRequest, ToolOutput } from "../engine/index.js";
 import { recordedToolResult } from "../replay-driver.js";
-import { agentCallOrdinal } from "../sub-agents/agent-call-ordinal.js";
+import { agentCallOrdinal, agentCallsInBatch } from "../sub-agents/agent-call-ordinal.js";
+import { childBudget } from "../sub-agents/child-budget.js";
 import type { SubAgentPort } from "../sub-agents/sub-agent-port.js";
 import { toolTrace } from "./llm-ports.js";
 import type { SessionShell } from "./session-shell.js";
@@ -93,7 +94,10 @@ async function executeChildCall(
   });
   if (decision.kind === "refuse") return { content: [{ type: "text" as const, text: decision.text }], isError: true };
   const fresh = shell.freshToolCalls.delete(call.toolCallId);
+  // The child's share of what the parent's budgets have left (split over the batch's children).
+  const siblings = Math.min(agentCallsInBatch(shell.state.tree.entries, call.toolCallId), port.settings.maxFanOut);
+  const budget = childBudget(shell.state.spend, siblings);
   return cancellable(shell, signal, (cancel) =>
-    port.run(shell.sessionId, call.toolCallId, decision, cancel, onUpdate, shell.detachedSignal.signal, fresh),
+    port.run(shell.sessionId, call.toolCallId, decision, cancel, onUpdate, shell.detachedSignal.signal, fresh, budget),
   );
 }

@@ -19,3 +19,15 @@ export function agentCallOrdinal(entries: readonly SessionEntry[], toolCallId: s
   }
   return 0;
 }
+
+/** How many `agent` calls the last assistant message holding `toolCallId` has (1 when none is found). */
+export function agentCallsInBatch(entries: readonly SessionEntry[], toolCallId: string): number {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i];
+    if (entry?.type !== "message" || entry.message.role !== "assistant") continue;
+    const calls = entry.message.content.filter((b) => b.type === "toolCall");
+    if (!calls.some((b) => b.id === toolCallId)) return 1;
+    return Math.max(1, calls.filter((b) => b.name === AGENT_TOOL_NAME).length);
+  }
+  return 1;
+}

@@ -14,7 +14,7 @@ import { assistantMessage, textOf } from "@fleet/protocol/testing";
 import type { AgentStore, StreamPublisher } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { decideChildCall } from "../decide/decide-child.js";
 import type { ToolDispatcher } from "../tool-dispatcher.js";
 import { createSubAgentPort } from "./sub-agent-port.js";
@@ -72,7 +72,7 @@ function harness(opts: { agents?: AgentVersion[] } = {}) {
     now: () => clock,
     logger: pino({ level: "silent" }),
   });
-  return { port, durable, core, tick: (ms: number) => (clock += ms) };
+  return { port, durable, core, publisher, tick: (ms: number) => (clock += ms) };
 }
 
 const start = (args: unknown) => {
@@ -138,8 +138,101 @@ describe("sub-agent port / parent side", () => {
     const waiting = h.port.run("parent-1", "tc-1", decision, abort.signal, () => undefined, never, true);
     abort.abort();
     await waiting;
-    await new Promise((r) => setImmediate(r));
+    // Stored before the call returns (before its aborted end is appended).
     expect(h.durable.at(-1)?.msgID).toBe(childCommandIds(decision.childId).abort);
+  });
+
+  it("a share of the parent's budget is the child's run budget, tighter than its agent's; none left starts nothing", async () => {
+    const capped: AgentVersion = {
+      ...WORKER,
+      settings: { budget: { run: { totalTokens: 100, costUsd: 5 }, session: { totalTokens: 900 } } },
+    };
+    const h = harness({ agents: [capped] });
+    const share = { kind: "share" as const, run: { totalTokens: 400, costUsd: 1 } };
+    const result = await h.port.run(
+      "parent-1",
+      "tc-1",
+      start({ agent: "worker", prompt: "go" }),
+      never,
+      () => undefined,
+      never,
+      true,
+      share,
+    );
+    expect(result.isError).toBe(false);
+    const create = decodeCommand(h.durable[0]?.data ?? new Uint8Array());
+    expect(create.ok && create.value.type === "create_session" && create.value.config?.budget).toEqual({
+      run: { totalTokens: 100, costUsd: 1 },
+      session: { totalTokens: 900 },
+    });
+    const poor = harness();
+    const spent = { kind: "spent" as const, reason: "Sub-agent refused: the parent's budget has no totalTokens left" };
+    const refused = await poor.port.run(
+      "parent-1",
+      "tc-1",
+      start({ prompt: "go" }),
+      never,
+      () => undefined,
+      never,
+      true,
+      spent,
+    );
+    expect(refused).toMatchObject({ isError: true, content: [{ text: spent.reason }] });
+    expect(poor.durable).toEqual([]);
+  });
+
+  it("closeChildren closes the children of calls it is not running, and skips one it runs (its own close follows)", async () => {
+    const h = harness();
+    const decision = start({ prompt: "go" });
+    const waiting = h.port.run("parent-1", "tc-1", decision, never, () => undefined, never, true);
+    await h.port.closeChildren("parent-1", ["tc-1", "tc-2"]);
+    const aborts = () => h.durable.filter((d) => d.msgID?.endsWith(".abort")).map((d) => d.msgID);
+    const other = childSessionId("parent-1", "tc-2");
+    expect(aborts()).toEqual([childCommandIds(other).abort]);
+    await waiting;
+    // Once the call is over, it is closed like any other.
+    await h.port.closeChildren("parent-1", ["tc-1"]);
+    expect(aborts()).toEqual([childCommandIds(other).abort, childCommandIds(decision.childId).abort]);
+  });
+
+  it("a resumed call already aborted closes its child; a fresh one sends nothing", async () => {
+    const aborted = AbortSignal.abort();
+    const resumed = harness();
+    const decision = start({ prompt: "go" });
+    const result = await resumed.port.run("parent-1", "tc-1", decision, aborted, () => undefined, never, false);
+    expect(result.isError).toBe(true);
+    expect(resumed.durable.map((d) => d.msgID)).toEqual([childCommandIds(decision.childId).abort]);
+    const fresh = harness();
+    await fresh.port.run("parent-1", "tc-1", decision, aborted, () => undefined, never, true);
+    expect(fresh.durable).toEqual([]);
+  });
+
+  it("an abort while the child's commands are being published sends the close after them, never beside", async () => {
+    const h = harness();
+    // The first publish (create_session) waits until released.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const publish = h.publisher.publishDurably.bind(h.publisher);
+    let calls = 0;
+    h.publisher.publishDurably = async (...args: Parameters<typeof publish>) => {
+      if (calls++ === 0) await gate;
+      return publish(...args);
+    };
+    const abort = new AbortController();
+    const decision = start({ prompt: "go" });
+    const waiting = h.port.run("parent-1", "tc-1", decision, abort.signal, () => undefined, never, true);
+    await new Promise((r) => setImmediate(r));
+    abort.abort();
+    await new Promise((r) => setImmediate(r));
+    expect(h.durable).toEqual([]);
+    release();
+    await waiting;
+    await expect.poll(() => h.durable.length).toBe(2);
+    const ids = childCommandIds(decision.childId);
+    // create_session, then the close: the prompt was never sent.
+    expect(h.durable.map((d) => d.msgID)).toEqual([ids.create, ids.abort]);
   });
 });
 
@@ -163,6 +256,29 @@ describe("sub-agent port / child side", () => {
       { kind: "update", partialResult: { childSessionId: child, event: "turn_start" } },
       { kind: "update", partialResult: { childSessionId: child, event: "tool_execution_start", toolName: "read" } },
     ]);
+  });
+
+  it("the last event held back within a window goes out when the window ends", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const h = harness();
+      h.port.childEvent(child, LINK, event("turn_start"));
+      h.port.childEvent(child, LINK, event("tool_execution_start", { toolName: "bash" }));
+      h.port.childEvent(child, LINK, event("tool_execution_start", { toolName: "read" }));
+      expect(h.core).toHaveLength(1);
+      h.tick(1_000);
+      vi.advanceTimersByTime(1_000);
+      const records = h.core.map((c) => decodeToolResultRecord(c.data));
+      expect(records.map((r) => r.ok && r.value)).toEqual([
+        { kind: "update", partialResult: { childSessionId: child, event: "turn_start" } },
+        { kind: "update", partialResult: { childSessionId: child, event: "tool_execution_start", toolName: "read" } },
+      ]);
+      // Nothing more is held: no further record.
+      vi.advanceTimersByTime(5_000);
+      expect(h.core).toHaveLength(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("the answer is the final assistant text with the run's spend, stored under <child>.result.<runId>", async () => {

@@ -5,6 +5,7 @@
 import {
   AGENT_TOOL_NAME,
   type AgentMessage,
+  type AgentVersion,
   agentToolDefinition,
   type ChildProgress,
   type ChildResultDetails,
@@ -24,12 +25,15 @@ import {
   toolErrorText,
 } from "@fleet/protocol";
 import type { AgentStore, StreamPublisher } from "@fleet/runtime";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { ChildCallDecision, SubAgentLimits } from "../decide/decide-child.js";
 import { decideChildClose } from "../decide/decide-child.js";
 import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
+import { type ChildBudget, tighterLimits } from "./child-budget.js";
+import { childCreation } from "./child-created.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
   /** How long a parent's call waits for its child's answer (each progress record restarts it). */
@@ -42,7 +46,11 @@ export interface SubAgentPort {
   readonly settings: SubAgentSettings;
   /** The `agent` tool, its description naming the tenant's agents (refreshed in the background). */
   tool(): ToolDefinition;
-  /** Parent side: starts the decided child (once, whoever asks) and waits for its answer. Never rejects. */
+  /**
+   * Parent side: starts the decided child (once, whoever asks) and waits for its answer. Never
+   * rejects. `budget`: the child's share of what the parent has left (`childBudget`); `spent`
+   * refuses a fresh call, a share becomes the child's run limits (tighter than its agent's).
+   */
   run(
     parentSessionId: string,
     toolCallId: string,
@@ -51,8 +59,14 @@ export interface SubAgentPort {
     onUpdate: (partial: unknown) => void,
     detach: AbortSignal,
     fresh: boolean,
+    budget?: ChildBudget,
   ): Promise<RemoteToolResult>;
-  /** Parent side: the children of these `agent` calls get their close command (a resumed aborted run). */
+  /**
+   * Parent side: the children of these `agent` calls get their close command (a resumed aborted run,
+   * or an abort of a run whose calls the engine may end without running them). A call this port is
+   * running is skipped: its own close follows its start (a close sent beside it would be decided
+   * before the child's prompt, and its id would make the later one a duplicate).
+   */
   closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
   /** Child side: the child refused its parent's prompt; the refusal is the call's error result. */
   childRefused(childId: string, link: ParentLink, reason: string): Promise<void>;
@@ -78,6 +92,11 @@ export function createSubAgentPort(opts: {
   dispatcher: ToolDispatcher;
   agents: AgentStore | undefined;
   partitions: number;
+  /**
+   * To read a child's log (with the stream groups): the prompt is sent only once the child's
+   * `session_created` is in it. Absent (specs without a server): sent right after the create.
+   */
+  events?: { jsm: JetStreamManager; groups: number };
   settings: SubAgentSettings;
   now: () => number;
   logger: Logger;
@@ -103,7 +122,28 @@ export function createSubAgentPort(opts: {
   };
   refresh();
 
-  const lastProgress = new Map<string, number>();
+  /**
+   * Per child: when its last progress record was published, and the latest event held back since
+   * (published when the window ends: the last event before a quiet spell always goes out).
+   */
+  /** The `agent` calls `run` is executing now, by parent session and call id. */
+  const running = new Set<string>();
+  const callKey = (parentSessionId: string, toolCallId: string) => `${parentSessionId}\u0000${toolCallId}`;
+  const progress = new Map<
+    string,
+    { at: number; held?: { link: ParentLink; event: FleetEvent }; timer?: NodeJS.Timeout }
+  >();
+  function publishProgress(link: ParentLink, childId: string, event: FleetEvent): void {
+    const record: ChildProgress = { childSessionId: childId, event: event.type };
+    if (event.type === "tool_execution_start") record.toolName = event.toolName;
+    if (event.type === "message_end" && event.message.role === "assistant") {
+      const text = finalAssistantText([event.message]);
+      if (text) record.text = text.slice(0, 500);
+    }
+    const encoded = encodeToolResultRecord({ kind: "update", partialResult: record });
+    // A core publish: progress is best effort, never waited for (the stream still stores it).
+    if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
+  }
 
   async function publishCommand(command: FleetCommand): Promise<string | undefined> {
     const encoded = encodeCommand(command);
@@ -116,12 +156,59 @@ export function createSubAgentPort(opts: {
     return ack.ok ? undefined : `Sub-agent could not be started: ${ack.error}`;
   }
 
-  /** The named agent (or version) exists: a refused `create_session` would leave the prompt alone. */
-  async function agentMissing(command: FleetCommand): Promise<string | undefined> {
-    if (command.type !== "create_session" || command.agent === undefined || !opts.agents) return undefined;
-    const ref = parseAgentRef(command.agent);
-    const found = ref ? await opts.agents.get(ref.name, ref.version) : null;
-    return found ? undefined : `Sub-agent refused: agent ${command.agent} not found`;
+  /**
+   * The child's `create_session` as it is sent: refused when the named agent (or version) does not
+   * exist (a refused `create_session` would leave the prompt alone); with the parent's share as its
+   * run budget, tighter than the agent version's own.
+   */
+  async function childCreate(
+    command: FleetCommand,
+    budget: ChildBudget | undefined,
+  ): Promise<{ ok: true; command: FleetCommand } | { ok: false; error: string }> {
+    if (command.type !== "create_session") return { ok: true, command };
+    let own: AgentVersion | null | undefined;
+    if (command.agent !== undefined && opts.agents) {
+      const ref = parseAgentRef(command.agent);
+      own = ref ? await opts.agents.get(ref.name, ref.version) : null;
+      if (!own) return { ok: false, error: `Sub-agent refused: agent ${command.agent} not found` };
+    }
+    if (budget?.kind !== "share") return { ok: true, command };
+    const session = own?.settings.budget?.session;
+    const run = tighterLimits(own?.settings.budget?.run, budget.run);
+    const config = { ...command.config, budget: { run, ...(session ? { session } : {}) } };
+    return { ok: true, command: { ...command, config } };
+  }
+
+  /**
+   * Waits until the child's `session_created` is in its log (backing off to 1 s), its creation was
+   * rejected, the call is aborted or detached, or `settings.timeoutMs` passed; the error text, or
+   * undefined once it exists.
+   */
+  async function awaitCreated(
+    childId: string,
+    createId: string,
+    signal: AbortSignal,
+    detach: AbortSignal,
+  ): Promise<string | undefined> {
+    const events = opts.events;
+    if (!events) return undefined;
+    const deadline = opts.now() + settings.timeoutMs;
+    let delay = 25;
+    for (;;) {
+      const found = await childCreation(
+        events.jsm,
+        { partitions: opts.partitions, groups: events.groups },
+        childId,
+        createId,
+      ).catch(() => ({ kind: "absent" as const }));
+      if (found.kind === "created") return undefined;
+      if (found.kind === "rejected") return `Sub-agent could not be started: create_session rejected ${found.reason}`;
+      if (signal.aborted || detach.aborted) return toolErrorText.aborted;
+      if (opts.now() >= deadline)
+        return `Sub-agent could not be started: child session ${childId} not created within ${settings.timeoutMs} ms`;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 1_000);
+    }
   }
 
   /** Stores a child's answer as its parent's call's `result` record (retried through passing failures). */
@@ -142,15 +229,34 @@ export function createSubAgentPort(opts: {
       refresh();
       return agentToolDefinition(catalog);
     },
-    async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh) {
+    async run(parentSessionId, toolCallId, decision, signal, onUpdate, detach, fresh, budget) {
+      // Nothing left of the parent's budget: a fresh call starts no child (a resumed one may have).
+      if (fresh && budget?.kind === "spent") return { content: [{ type: "text", text: budget.reason }], isError: true };
+      const key = callKey(parentSessionId, toolCallId);
+      running.add(key);
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
+      // The start in flight, if any. The close is published after it settles: a close published
+      // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
+      // leave the child running to its end.
+      let starting: Promise<unknown> = Promise.resolve();
+      // The close in flight: the call returns (and its aborted end is appended) only once the close
+      // is stored, so no crash between the two leaves the child running; a resumed run whose cursor
+      // holds the abort sends it again (`closeChildren`).
+      let closing: Promise<unknown> | undefined;
       const close = () => {
-        if (detach.aborted) return;
+        if (closing || detach.aborted) return;
         const command = decideChildClose(decision.childId, decision.link.closePolicy);
         log.info({ evt: "child_close", policy: decision.link.closePolicy }, "parent aborted: closing child");
-        if (command)
-          void publishCommand(command).then((failed) => failed && log.warn({ failed }, "child close not sent"));
+        closing = command
+          ? starting
+              .then(() => publishCommand(command))
+              .then((failed) => failed && log.warn({ failed }, "child close not sent"))
+              .catch((err) => log.warn({ err }, "child close not sent"))
+          : Promise.resolve();
       };
+      // Already aborted: an abort accepted before a resumed run reached this call. The child of a
+      // resumed call may be running (a fresh call aborted before its start sent nothing).
+      if (signal.aborted && !fresh) close();
       signal.addEventListener("abort", close, { once: true });
       try {
         return await opts.dispatcher.execute(
@@ -162,17 +268,26 @@ export function createSubAgentPort(opts: {
             args: undefined,
             timeoutMs: settings.timeoutMs,
             fresh,
-            start: async () => {
-              const missing = await agentMissing(decision.commands[0] as FleetCommand);
-              if (missing) return missing;
-              for (const command of decision.commands) {
-                // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
-                if (signal.aborted) return toolErrorText.aborted;
-                const failed = await publishCommand(command);
-                if (failed) return failed;
-              }
-              log.info({ evt: "child_started" }, "sub-agent started");
-              return undefined;
+            start: () => {
+              const started = (async () => {
+                const [first, ...rest] = decision.commands;
+                const create = await childCreate(first as FleetCommand, budget);
+                if (!create.ok) return create.error;
+                for (const command of [create.command, ...rest]) {
+                  // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
+                  if (signal.aborted) return toolErrorText.aborted;
+                  if (command.type === "prompt") {
+                    const absent = await awaitCreated(decision.childId, create.command.id, signal, detach);
+                    if (absent) return absent;
+                  }
+                  const failed = await publishCommand(command);
+                  if (failed) return failed;
+                }
+                log.info({ evt: "child_started" }, "sub-agent started");
+                return undefined;
+              })();
+              starting = started.catch(() => undefined);
+              return started;
             },
           },
           signal,
@@ -181,10 +296,13 @@ export function createSubAgentPort(opts: {
         );
       } finally {
         signal.removeEventListener("abort", close);
+        await closing;
+        running.delete(key);
       }
     },
     async closeChildren(parentSessionId, toolCallIds) {
       for (const toolCallId of toolCallIds) {
+        if (running.has(callKey(parentSessionId, toolCallId))) continue;
         const childId = childSessionId(parentSessionId, toolCallId);
         const command = decideChildClose(childId, settings.closePolicy);
         const failed = command ? await publishCommand(command) : undefined;
@@ -197,24 +315,33 @@ export function createSubAgentPort(opts: {
             policy: settings.closePolicy,
             failed,
           },
-          "resumed aborted run: closing child",
+          "aborted run: closing child",
         );
       }
     },
     childEvent(childId, link, event) {
       if (event.type === "agent_end" || event.type === "message_update") return;
       const now = opts.now();
-      if (now - (lastProgress.get(childId) ?? Number.NEGATIVE_INFINITY) < settings.progressMs) return;
-      lastProgress.set(childId, now);
-      const progress: ChildProgress = { childSessionId: childId, event: event.type };
-      if (event.type === "tool_execution_start") progress.toolName = event.toolName;
-      if (event.type === "message_end" && event.message.role === "assistant") {
-        const text = finalAssistantText([event.message]);
-        if (text) progress.text = text.slice(0, 500);
+      const state = progress.get(childId) ?? { at: Number.NEGATIVE_INFINITY };
+      progress.set(childId, state);
+      const wait = state.at + settings.progressMs - now;
+      if (wait <= 0) {
+        clearTimeout(state.timer);
+        state.timer = undefined;
+        state.held = undefined;
+        state.at = now;
+        publishProgress(link, childId, event);
+        return;
       }
-      const encoded = encodeToolResultRecord({ kind: "update", partialResult: progress });
-      // A core publish: progress is best effort, never waited for (the stream still stores it).
-      if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
+      state.held = { link, event };
+      state.timer ??= setTimeout(() => {
+        state.timer = undefined;
+        const held = state.held;
+        state.held = undefined;
+        if (!held || progress.get(childId) !== state) return;
+        state.at = opts.now();
+        publishProgress(held.link, childId, held.event);
+      }, wait).unref();
     },
     async childRefused(childId, link, reason) {
       await storeResult(link, `${childId}.refused`, {
@@ -225,7 +352,8 @@ export function createSubAgentPort(opts: {
       });
     },
     async childFinished(childId, link, end) {
-      lastProgress.delete(childId);
+      clearTimeout(progress.get(childId)?.timer);
+      progress.delete(childId);
       const spent = end.spent;
       const text = finalAssistantText(end.messages);
       const details: ChildResultDetails = {

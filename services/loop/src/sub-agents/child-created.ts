@@ -1,0 +1,35 @@
+// Whether a child session exists yet: its `session_created` in its log, read from the log's start by
+// direct gets (it is among the first events, so a long log is not read). The parent's owner sends the
+// child's `prompt` only after it: a `prompt` decided before a cut `create_session` was completed
+// (a crash between its outcome and its `session_created`, then the prompt ahead of the create's
+// redelivery) would create the child without its parent link or budget.
+import { decodeEvent, eventStreamOfPartition, partitionOf, subjects } from "@fleet/protocol";
+import type { JetStreamManager } from "@nats-io/jetstream";
+
+export type ChildCreation = { kind: "created" } | { kind: "absent" } | { kind: "rejected"; reason: string };
+
+/** Reads the child's log until `session_created` or the rejection of `createId` (at most `maxEvents`). */
+export async function childCreation(
+  jsm: JetStreamManager,
+  topology: { partitions: number; groups: number },
+  childId: string,
+  createId: string,
+  maxEvents = 64,
+): Promise<ChildCreation> {
+  const partition = partitionOf(childId, topology.partitions);
+  const stream = eventStreamOfPartition(partition, topology.groups);
+  const subject = subjects.event(partition, childId);
+  let seq = 1;
+  for (let n = 0; n < maxEvents; n++) {
+    const msg = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
+    if (!msg) return { kind: "absent" };
+    seq = msg.seq + 1;
+    const decoded = decodeEvent(msg.data);
+    if (!decoded.ok) continue;
+    const event = decoded.value;
+    if (event.type === "session_created") return { kind: "created" };
+    if (event.type === "command_rejected" && event.commandId === createId)
+      return { kind: "rejected", reason: `${event.code}: ${event.reason}` };
+  }
+  return { kind: "absent" };
+}
