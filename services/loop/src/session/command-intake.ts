@@ -13,7 +13,7 @@ import {
   type SessionTree,
   subjects,
 } from "@fleet/protocol";
-import { AgentStoreError, readSubject } from "@fleet/runtime";
+import { AgentStoreError, isStorageFullError, readSubject } from "@fleet/runtime";
 import { childPromptRefusal } from "../decide/decide-child.js";
 import { decideCommand } from "../decide/decide-command.js";
 import { decideInput } from "../decide/decide-input.js";
@@ -33,6 +33,8 @@ import { announceOwner, appendDraft, killShell, type SessionShell } from "./sess
 
 /** When a command whose inputs could not be read or copied is delivered again. */
 const INPUT_RETRY_MS = 1_000;
+/** When a command refused for want of storage is delivered again. */
+const STORAGE_RETRY_MS = 2_000;
 
 /**
  * Handles one delivered command. Contract: never throws for bad input; every command ends in
@@ -97,6 +99,14 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
     // (acked, it would be lost); the session is dropped.
     if (err instanceof OpenWorkUnwritableError) {
       killShell(shell, `write failed: ${err.message}`);
+      return;
+    }
+    // JetStream had no room for a write the decision needed (its open-work entry, an input copy):
+    // the command comes back once space may be free, and its redelivery decides or completes it
+    // (acked, it would be lost, as a child's `abort` was in a chaos run).
+    if (isStorageFullError(err) && !shell.dead) {
+      shell.log.warn({ evt: "command_storage_full", err, commandId }, "storage full; command retried later");
+      delivery.msg.nak(STORAGE_RETRY_MS);
       return;
     }
     shell.log.error({ err, commandId }, "command failed");
