@@ -492,11 +492,13 @@ export class SessionActor {
       // everything appended so far; fetching a fork source or a summary happens outside.
       const decideAndAppend = () =>
         this.engine.exclusive(async (): Promise<Decision> => {
-          const decision = this.state.commands.has(commandId)
-            ? input.ok
-              ? decideRedelivered(this.state, input.command, ctx)
-              : NOTHING
-            : decideCommand(this.state, this.sessionId, input, ctx);
+          const decision = await this.decideAsOwner(() =>
+            this.state.commands.has(commandId)
+              ? input.ok
+                ? decideRedelivered(this.state, input.command, ctx)
+                : NOTHING
+              : decideCommand(this.state, this.sessionId, input, ctx),
+          );
           if (decision.kind !== "decided") return decision;
           // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
           if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, this.deps.blobs);
@@ -550,12 +552,26 @@ export class SessionActor {
     const ctx = this.decideContext();
     const effects = await this.engine.exclusive(async () => {
       if (this.state.commands.has(command.id) || this.dead || this.detached) return [];
-      const decided = decideCommand(this.state, this.sessionId, { ok: true, command }, ctx);
+      const decided = await this.decideAsOwner(() =>
+        decideCommand(this.state, this.sessionId, { ok: true, command }, ctx),
+      );
       if (decided.kind !== "decided") return [];
       await this.appendDecided(decided.events);
       return decided.effects;
     });
     for (const effect of effects) await this.runEffect(effect);
+  }
+
+  /**
+   * `decide` on the fold, as this worker's: a decision that writes while this worker has not announced
+   * itself (`owner_change`) yet is made again once the announcement is folded, so that what it
+   * records of the log counts every event before its own (a tombstone's `events` are those its
+   * archive holds: the log before the deletion's `command_accepted`, the announcement included).
+   */
+  private async decideAsOwner(decide: () => Decision): Promise<Decision> {
+    const decision = decide();
+    if (decision.kind !== "decided" || decision.events.length === 0) return decision;
+    return (await this.announceOwner()) ? decide() : decision;
   }
 
   /** Appends a decision's events in order, the owner announced first and the open-work entry held. */
@@ -1184,11 +1200,13 @@ export class SessionActor {
     }
   }
 
-  private async announceOwner() {
+  /** Appends `owner_change` unless the fold's owner is this worker at its epoch; whether it did. */
+  private async announceOwner(): Promise<boolean> {
     const owner = this.state.owner;
-    if (owner?.workerId === this.deps.workerId && owner.epoch === this.deps.epoch) return;
+    if (owner?.workerId === this.deps.workerId && owner.epoch === this.deps.epoch) return false;
     const { workerId, partition, epoch } = this.deps;
     await this.appendDraft({ id: this.deps.newId(), body: { type: "owner_change", workerId, partition, epoch } });
+    return true;
   }
 
   private stamp(draft: DraftEvent, runId?: string): FleetEvent {
