@@ -4,14 +4,12 @@
 // records and the archive's header count exactly the events the archive holds.
 import { FleetClient } from "@fleet/client";
 import { createScriptedProvider } from "@fleet/loop";
-import { archiveNames, OBJECT_STORES, parseArchive } from "@fleet/protocol";
 import { applyTopology, connectNats } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
-import { Objm } from "@nats-io/obj";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitIdle } from "../gateway/support.js";
 import { startTestWorker } from "../support/loop-harness.js";
-import { storedEvents } from "./support.js";
+import { archivedEvents, storedEvents } from "./support.js";
 
 const PARTITIONS = 4;
 let server: NatsServer;
@@ -52,13 +50,6 @@ async function loopWorker(workerId: string) {
   return { ...started, stop };
 }
 
-async function archiveText(sessionId: string): Promise<string> {
-  const store = await new Objm(client.nc).open(OBJECT_STORES.archive.name);
-  const bytes = await store.getBlob(archiveNames(sessionId).events);
-  if (bytes === null) throw new Error(`no archive of ${sessionId}`);
-  return new TextDecoder().decode(bytes);
-}
-
 describe("session lifecycle / an archive after a takeover", () => {
   it("counts the new owner's owner_change: tombstone, records and archive agree", async () => {
     const sid = "lc-takeover-arc";
@@ -72,9 +63,8 @@ describe("session lifecycle / an archive after a takeover", () => {
     expect(next.worker.held()).toHaveLength(PARTITIONS);
 
     const archived = await client.archiveSession(sid, { by: "takeover-test", timeoutMs: 60_000 });
-    const parsed = parseArchive(await archiveText(sid));
-    if (!parsed.ok) throw new Error(parsed.error);
-    const kept = parsed.value.events;
+    const parsed = await archivedEvents(client, sid);
+    const kept = parsed.events;
     // The archive is the log before the archive's outcome: what the first owner left, then the
     // next owner's announcement.
     expect(kept.slice(0, left.length)).toEqual(left);
@@ -82,7 +72,7 @@ describe("session lifecycle / an archive after a takeover", () => {
       ["owner_change", "loop-next"],
     ]);
     expect(archived).toMatchObject({ type: "session_archived", events: kept.length });
-    expect(parsed.value.header.events).toBe(kept.length);
+    expect(parsed.header.events).toBe(kept.length);
 
     const restored = await client.restoreSession(sid, { by: "takeover-test", timeoutMs: 60_000 });
     expect(restored).toMatchObject({ type: "session_restored", events: kept.length });
