@@ -8,7 +8,7 @@ import { FleetClient } from "@fleet/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../gateway/support.js";
 import { sessionPerGroup } from "../support/session-per-group.js";
-import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
+import { collect, runCli, spawnCli, stopClis, waitForOutput } from "./support/run-cli.js";
 import { secureUpEnv } from "./support/secure-up-env.js";
 
 const PARTITIONS = 4;
@@ -25,7 +25,11 @@ let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "fleet-up-secure-k3-"));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// A failed test leaves its \`fleet up\` running: it stops here with its servers, before their files go.
+afterAll(async () => {
+  await stopClis();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
 
 describe("fleet up --secure with 3 stream groups", () => {
   it("runs prompts in every group of both tenants, and refuses another K for the same files", async () => {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { isPidAlive } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call } from "../gateway/support.js";
-import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
+import { collect, runCli, spawnCli, stopClis, waitForOutput } from "./support/run-cli.js";
 import { secureUpEnv } from "./support/secure-up-env.js";
 
 interface TokensFile {
@@ -19,7 +19,11 @@ let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "fleet-up-secure-"));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// A failed test leaves its \`fleet up\` running: it stops here with its servers, before their files go.
+afterAll(async () => {
+  await stopClis();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
 
 describe("fleet up --secure", () => {
   it("runs both demo tenants on generated creds behind one gateway with tokens, and stops cleanly", async () => {

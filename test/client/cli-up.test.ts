@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getFreePort, isPidAlive } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { collect, runCli, spawnCli, waitForOutput } from "./support/run-cli.js";
+import { collect, runCli, spawnCli, stopClis, waitForOutput } from "./support/run-cli.js";
 
 interface Stack {
   natsUrl: string;
@@ -33,7 +33,11 @@ let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "fleet-up-"));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// A failed test leaves its \`fleet up\` running: it stops here with its servers, before their files go.
+afterAll(async () => {
+  await stopClis();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
 
 const readStack = (home: string) => JSON.parse(readFileSync(join(home, "stack.json"), "utf8")) as Stack;
 

@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { FleetClient } from "@fleet/client";
 import {
+  archiveNames,
   BUDGET_KEYS,
   decodeEvent,
   type FleetEvent,
@@ -11,13 +12,15 @@ import {
   KV_BUCKETS,
   LedgerRecord,
   OBJECT_STORES,
+  type ParsedArchive,
+  parseArchive,
   SPEND_KEYS,
   STREAMS,
   subjects,
 } from "@fleet/protocol";
 import { readSubject } from "@fleet/runtime";
 import { fakeReply, fakeText } from "@fleet/testkit";
-import { Base64UrlPaddedCodec } from "@nats-io/obj";
+import { Base64UrlPaddedCodec, Objm } from "@nats-io/obj";
 import type { GatewayStack } from "../gateway/support.js";
 
 /** The session's events as stored now, in order. */
@@ -29,6 +32,29 @@ export async function storedEvents(client: FleetClient, sessionId: string): Prom
     out.push(decoded.value);
   }
   return out;
+}
+
+/** The events of the session's archive (object store `fleet_archive`), as parsed. */
+export async function archivedEvents(client: FleetClient, sessionId: string): Promise<ParsedArchive> {
+  const store = await new Objm(client.nc).open(OBJECT_STORES.archive.name);
+  const bytes = await store.getBlob(archiveNames(sessionId).events);
+  if (bytes === null) throw new Error(`no archive of ${sessionId}`);
+  const parsed = parseArchive(new TextDecoder().decode(bytes));
+  if (!parsed.ok) throw new Error(`archive of ${sessionId}: ${parsed.error}`);
+  return parsed.value;
+}
+
+/**
+ * Whether `archived` is `history` (the session's log as a test read it before archiving), then only
+ * `owner_change`s: a worker that took the partition over meanwhile (a lease lapsed on a loaded
+ * machine) announces itself before the archive's outcome, and the archive holds that too.
+ */
+export function isHistoryThenOwnerChanges(archived: readonly FleetEvent[], history: readonly FleetEvent[]): boolean {
+  const later = archived.slice(history.length);
+  return (
+    JSON.stringify(archived.slice(0, history.length)) === JSON.stringify(history) &&
+    later.every((e) => e.type === "owner_change")
+  );
 }
 
 /** How many messages a stream holds on subjects matching `filter`. */

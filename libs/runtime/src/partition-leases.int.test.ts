@@ -1,4 +1,6 @@
+import { KV_BUCKETS } from "@fleet/protocol";
 import { type NatsServer, startNats } from "@fleet/testkit";
+import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { readKvEntries } from "./kv-entries.js";
@@ -18,22 +20,32 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function worker(id: string, events: string[], now?: () => number, onLost?: (partition: number) => Promise<void>) {
+interface WorkerOptions {
+  now?: () => number;
+  onLost?: (partition: number) => Promise<void>;
+  /** Another leases bucket (its TTL `ttlMs`), opened on the worker's connection; default `fleet_leases`. */
+  bucket?: string;
+  ttlMs?: number;
+}
+
+async function worker(id: string, events: string[], opts: WorkerOptions = {}) {
   const nc = await connectNats({ url: server.url, name: id });
   conns.push(nc);
-  const topo = await applyTopology(nc, { leaseTtlMs: TTL });
+  const kv = opts.bucket
+    ? await new Kvm(nc).open(opts.bucket)
+    : (await applyTopology(nc, { leaseTtlMs: TTL })).kv.leases;
   const mgr = createLeaseManager({
-    kv: topo.kv.leases,
+    kv,
     role: "loop",
     partitions: 16,
     workerId: id,
-    ttlMs: TTL,
+    ttlMs: opts.ttlMs ?? TTL,
     onAcquire: (p, epoch) => void events.push(`${id}+${p}@${epoch}`),
     onRelease: async (p, reason) => {
       events.push(`${id}-${p}:${reason}`);
-      if (reason === "lost") await onLost?.(p);
+      if (reason === "lost") await opts.onLost?.(p);
     },
-    ...(now ? { now } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
   });
   return { nc, mgr };
 }
@@ -82,27 +94,38 @@ describe("partition leases", () => {
   });
 
   it("a dead worker whose presence outlives its leases: all its partitions are claimed in the first pass after they expire", async () => {
+    // Its own bucket, with a TTL that leaves a loaded machine's round trips a second within each
+    // window below (the file's 1 s TTL left them a few hundred ms, and the presence expired first).
+    const ttlMs = 4_000;
+    const probe = await worker("w-probe", []);
+    const bucket = "test_leases_dead";
+    const kv = await new Kvm(probe.nc).create(bucket, { history: KV_BUCKETS.leases.history, ttl: ttlMs });
     const events: string[] = [];
-    const dead = await worker("w-dead", events);
+    const dead = await worker("w-dead", events, { bucket, ttlMs });
     await dead.mgr.start();
     expect(heldBy(dead.mgr)).toHaveLength(16);
-    // It dies; its last presence write landed after its last renewal (as a pass's write can).
     await dead.nc.close();
-    const probe = await worker("w-probe", []);
-    const kv = (await applyTopology(probe.nc, { leaseTtlMs: TTL })).kv.leases;
+    await dead.mgr.stop();
+    // It died; its last presence write landed a quarter TTL after its last renewal (as a pass's write
+    // can). Its leases expire a TTL after that renewal: then the presence is older than half a TTL
+    // (stale to a worker that writes its own) and still there for a quarter TTL.
+    const leases = await readKvEntries(kv, "loop.p.*");
+    expect(leases).toHaveLength(16);
+    const renewedAt = Math.max(...leases.map((e) => e.created.getTime()));
+    await sleep(renewedAt + ttlMs / 4 - Date.now());
     await kv.put("loop.w.w-dead", JSON.stringify({ workerId: "w-dead", ts: Date.now() }));
-    // Wait until every lease of the dead worker expired while its presence is still alive.
-    const deadline = Date.now() + TTL * 3;
-    for (;;) {
-      const leases = await readKvEntries(kv, "loop.p.*");
-      if (leases.length === 0) break;
+    const heir = await worker("w-heir", events, { bucket, ttlMs });
+    for (const deadline = Date.now() + ttlMs * 2; (await readKvEntries(kv, "loop.p.*")).length > 0; ) {
       if (Date.now() > deadline) throw new Error("leases did not expire");
       await sleep(25);
     }
-    expect((await readKvEntries(kv, "loop.w.w-dead")).length).toBe(1);
-    const heir = await worker("w-heir", events);
     await heir.mgr.start();
     expect(heldBy(heir.mgr)).toEqual([...Array(16).keys()]);
+    // The first pass saw the dead worker's presence (it is still there after it) and found it stale.
+    const presences = await readKvEntries(kv, "loop.w.*");
+    expect(presences.map((e) => e.key)).toEqual(["loop.w.w-dead", "loop.w.w-heir"]);
+    const [deadAt, heirAt] = presences.map((e) => e.created.getTime()) as [number, number];
+    expect(heirAt - deadAt).toBeGreaterThan(ttlMs / 2);
     await heir.mgr.stop();
   });
 
@@ -124,16 +147,14 @@ describe("partition leases", () => {
     let skew = 0;
     // Like a loop worker, releasing a lost partition waits for a write in hand, which asks the fence.
     const lostWrites: string[] = [];
-    const a: { mgr: LeaseManager } = await worker(
-      "w-d",
-      events,
-      () => Date.now() + skew,
-      async (p) => {
+    const a: { mgr: LeaseManager } = await worker("w-d", events, {
+      now: () => Date.now() + skew,
+      onLost: async (p) => {
         const claims = events.filter((e) => e.startsWith(`w-d+${p}@`));
         const epochOf = Number(claims.at(-1)?.split("@")[1]);
         lostWrites.push(`${p}:${await a.mgr.writable(p, epochOf)}`);
       },
-    );
+    });
     await a.mgr.tick();
     const epoch = a.mgr.held().get(5)?.epoch ?? 0;
     expect(epoch).toBeGreaterThan(0);

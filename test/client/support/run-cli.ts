@@ -35,12 +35,40 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
+/** CLI children spawned that have not exited: a failed test's `fleet up` must not outlive its file. */
+const running = new Set<ChildProcess>();
+
 export function spawnCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): ChildProcess {
-  return spawn(process.execPath, [FLEET_BIN, ...args], {
+  const child = spawn(process.execPath, [FLEET_BIN, ...args], {
     env: cliEnv(opts.env),
     cwd: opts.cwd ?? process.cwd(),
     stdio: ["ignore", "pipe", "pipe"],
   });
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  child.once("error", () => running.delete(child));
+  return child;
+}
+
+/**
+ * Stops every CLI child still running and resolves once each exited: SIGTERM (a `fleet up` stops its
+ * services and servers), then SIGKILL after `graceMs` (its children die with it: PR_SET_PDEATHSIG).
+ * For a file's `afterAll`, before its directory goes: after a passing test there is nothing to stop.
+ */
+export async function stopClis(graceMs = 30_000): Promise<void> {
+  await Promise.all(
+    [...running].map(async (child) => {
+      const exited = new Promise<void>((resolve) => {
+        child.once("exit", () => resolve());
+        child.once("error", () => resolve());
+      });
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
 }
 
 /** Runs to completion (killed with SIGKILL after `timeoutMs`). */

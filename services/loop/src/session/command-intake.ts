@@ -29,7 +29,7 @@ import { decideContextOf } from "./decide-context.js";
 import { runEffect } from "./effects.js";
 import { readArchiveHeader } from "./lifecycle-runner.js";
 import { providerStreamFn, withContent } from "./llm-ports.js";
-import { announceOwner, appendDraft, killShell, type SessionShell } from "./session-shell.js";
+import { announceOwner, appendDraft, decideAsOwner, killShell, type SessionShell } from "./session-shell.js";
 
 /** When a command whose inputs could not be read or copied is delivered again. */
 const INPUT_RETRY_MS = 1_000;
@@ -75,7 +75,9 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
     // everything appended so far; fetching a fork source or a summary happens outside.
     const decideAndAppend = () =>
       engine.exclusive(async (): Promise<Decision> => {
-        const decision = decideInput(shell.state, shell.sessionId, { kind: "command", input }, ctx);
+        const decision = await decideAsOwner(shell, () =>
+          decideInput(shell.state, shell.sessionId, { kind: "command", input }, ctx),
+        );
         if (decision.kind !== "decided") return decision;
         // An accepted command's parts are in `fleet_blobs` before its acceptance is in the log.
         if (parts.length > 0 && acceptsCommand(decision.events)) await keepParts(parts, deps.blobs);
@@ -158,7 +160,9 @@ export async function decideOwn(shell: SessionShell, command: FleetCommand): Pro
   const ctx = decideContextOf(shell);
   const effects = await shell.engine.exclusive(async () => {
     if (shell.state.commands.has(command.id) || shell.dead || shell.detached) return [];
-    const decided = decideCommand(shell.state, shell.sessionId, { ok: true, command }, ctx);
+    const decided = await decideAsOwner(shell, () =>
+      decideCommand(shell.state, shell.sessionId, { ok: true, command }, ctx),
+    );
     if (decided.kind !== "decided") return [];
     await appendDecided(shell, decided.events);
     return decided.effects;

@@ -10,6 +10,7 @@ import {
 } from "@fleet/protocol";
 import { type Logger, type PublishFailure, publishFailureCause } from "@fleet/runtime";
 import type { GateStep } from "../decide/approval-gate.js";
+import type { Decision } from "../decide/decision.js";
 import { stampDraft } from "../decide/stamp-draft.js";
 import type { SessionEngine } from "../engine/index.js";
 import type { SessionAppender } from "../event-appender.js";
@@ -117,11 +118,25 @@ export function appendDraft(shell: SessionShell, draft: DraftEvent, runId?: stri
 }
 
 /** Appends `owner_change` unless this worker's epoch already owns the session in the log. */
-export async function announceOwner(shell: SessionShell): Promise<void> {
+/** Appends `owner_change` unless the fold's owner is this worker at its epoch; whether it did. */
+export async function announceOwner(shell: SessionShell): Promise<boolean> {
   const owner = shell.state.owner;
   const { workerId, partition, epoch } = shell.deps;
-  if (owner?.workerId === workerId && owner.epoch === epoch) return;
+  if (owner?.workerId === workerId && owner.epoch === epoch) return false;
   await appendDraft(shell, { id: shell.deps.newId(), body: { type: "owner_change", workerId, partition, epoch } });
+  return true;
+}
+
+/**
+ * `decide` on the fold, as this worker's: a decision that writes while this worker has not announced
+ * itself (`owner_change`) yet is made again once the announcement is folded, so that what it
+ * records of the log counts every event before its own (a tombstone's `events` are those its
+ * archive holds: the log before the deletion's `command_accepted`, the announcement included).
+ */
+export async function decideAsOwner(shell: SessionShell, decide: () => Decision): Promise<Decision> {
+  const decision = decide();
+  if (decision.kind !== "decided" || decision.events.length === 0) return decision;
+  return (await announceOwner(shell)) ? decide() : decision;
 }
 
 /**

@@ -12,6 +12,7 @@ import { probeRedis } from "../redis-probe.js";
 import { findStack, fleetHome, removeStack, type StackFile, writeStack } from "../stack-file.js";
 import { getFreePort, preferredPort } from "../up/free-port.js";
 import { type LocalServer, startLocalNats, startLocalRedis } from "../up/local-servers.js";
+import { type ReadinessWatch, watchReadiness } from "../up/readiness-watch.js";
 import { prepareSecureSetup, type SecureSetup, secureDirOf } from "../up/secure-setup.js";
 import { DEMO_SCRIPT, type ServiceName, serviceProgram } from "../up/service-specs.js";
 import { describeExit, type ServiceSpec, Supervisor } from "../up/supervisor.js";
@@ -21,6 +22,8 @@ const GATEWAY_PORT = 8787;
 const CHILD_GRACE_MS = 10_000;
 /** SIGHUP too: a closed terminal stops the stack cleanly instead of killing `fleet up` outright. */
 const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/** A tenant not ready this long after the banner is reported slow (and still reported ready later). */
+const READY_WARN_MS = 30_000;
 
 /** One worker process: which service, its name in logs and the banner, and its own environment. */
 interface Unit {
@@ -97,7 +100,7 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 
   const conns: TenantConnections[] = [];
-  let stopTimers: () => void = () => {};
+  let stopWatches: () => void = () => {};
   try {
     const partitions = io.env.FLEET_PARTITIONS ? Number(io.env.FLEET_PARTITIONS) : undefined;
     if (partitions !== undefined && (!Number.isInteger(partitions) || partitions < 1)) {
@@ -285,44 +288,42 @@ export async function upCommand(io: CliIo, opts: UpOptions = {}): Promise<number
     say(out.dim("Ctrl-C stops everything."));
 
     // 4. Readiness report (once per tenant), while waiting for a signal.
-    const readyAt = Date.now();
-    const timers = new Set<NodeJS.Timeout>();
-    stopTimers = () => {
-      for (const t of timers) clearTimeout(t);
+    const watches: ReadinessWatch[] = [];
+    stopWatches = () => {
+      for (const w of watches) w.stop();
     };
     for (const conn of conns) {
       const jsm = await jetstreamManager(conn.inspect);
       const label = conn.tenant ? `ready (${conn.tenant})` : "ready";
-      const poll = async () => {
-        if (signals) return;
-        const report = await inspectDeployment(conn.inspect, jsm).catch(() => undefined);
-        if (report && isReady(report)) {
-          const [loop, store] = report.leases;
-          say(
-            out.green(
-              `${label}: ${loop?.held}/${report.partitions} loop leases, ${store?.held}/${store?.total} store leases, ${report.tools.length} tools (${report.tools.map((t) => t.name).join(", ")})`,
+      watches.push(
+        watchReadiness({
+          inspect: () => inspectDeployment(conn.inspect, jsm),
+          isReady,
+          onReady: (report) => {
+            const [loop, store] = report.leases;
+            say(
+              out.green(
+                `${label}: ${loop?.held}/${report.partitions} loop leases, ${store?.held}/${store?.total} store leases, ${report.tools.length} tools (${report.tools.map((t) => t.name).join(", ")})`,
+              ),
+            );
+          },
+          onSlow: () =>
+            warn(
+              `! ${conn.tenant ?? "the stack"} not ready after 30 s (still waiting); run \`fleet doctor\` for details`,
             ),
-          );
-          return;
-        }
-        if (Date.now() - readyAt > 30_000) {
-          warn(`! ${conn.tenant ?? "the stack"} not ready after 30 s; run \`fleet doctor\` for details`);
-          return;
-        }
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          void poll();
-        }, 500);
-        timers.add(timer);
-      };
-      void poll();
+          warnAfterMs: READY_WARN_MS,
+          intervalMs: 500,
+          slowIntervalMs: 2_000,
+          now: Date.now,
+        }),
+      );
     }
 
     await stopped;
     say(out.dim("stopping…"));
     return 0;
   } finally {
-    stopTimers();
+    stopWatches();
     await supervisor.stopAll(CHILD_GRACE_MS);
     for (const conn of conns) {
       await conn.setup.close().catch(() => undefined);
