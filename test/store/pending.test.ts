@@ -1,4 +1,4 @@
-import type { EventRecord, Projector } from "@fleet/session-store/testing";
+import type { EventRecord, PreparedBatch, Projector } from "@fleet/session-store/testing";
 import { createNamespaceControl, createSlots, startGroupWorker, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activateNamespaceFromStart, type Fixture, Publisher, silent, startFixture, waitFor } from "./support.js";
@@ -24,12 +24,21 @@ describe("a group worker's pending count", () => {
     const applied: EventRecord[] = [];
     let release: () => void = () => undefined;
     let gate = new Promise<void>((r) => (release = r));
+    const prepared = new Map<PreparedBatch, readonly EventRecord[]>();
+    const applyPrepared = async (batch: PreparedBatch) => {
+      await gate;
+      applied.push(...(prepared.get(batch) ?? []));
+    };
+    const prepareBatch = async (records: readonly EventRecord[]) => {
+      const batch: PreparedBatch = { sessions: new Map(), maxSeqByPartition: new Map() };
+      prepared.set(batch, records);
+      return batch;
+    };
     const projector: Projector = {
       stats: { applied: 0, removed: 0, invalid: 0, gapRepairs: 0, staleRetries: 0 },
-      async applyBatch(_ns, records) {
-        await gate;
-        applied.push(...records);
-      },
+      prepareBatch,
+      applyPrepared: (_ns, batch) => applyPrepared(batch),
+      applyBatch: async (_ns, records) => applyPrepared(await prepareBatch(records)),
     };
     await activateNamespaceFromStart(f.redis, "pending-test");
     const worker = startGroupWorker({

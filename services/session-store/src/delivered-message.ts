@@ -51,16 +51,33 @@ export function prevSeqOf(m: JsMsg): number | undefined {
  */
 export function ackReplyOf(reply: string): { seq: number; pending: number } | null {
   if (!reply.startsWith("$JS.ACK.")) return null;
-  const dots: number[] = [];
-  for (let i = reply.indexOf("."); i >= 0; i = reply.indexOf(".", i + 1)) dots.push(i);
-  const first = dots.length === 8 ? 5 : dots.length >= 10 ? 7 : -1;
+  // One pass, no allocation but the result: this runs for every event the store reads.
+  let count = 0;
+  for (let i = reply.indexOf("."); i >= 0 && count < DOTS.length; i = reply.indexOf(".", i + 1)) DOTS[count++] = i;
+  const first = count === 8 ? 5 : count >= 10 ? 7 : -1;
   if (first < 0) return null;
-  const token = (k: number) => Number(reply.slice((dots[k - 1] as number) + 1, dots[k] ?? reply.length));
-  const seq = token(first);
-  const pending = token(first + 3);
+  const seq = tokenNumber(reply, first, count);
+  const pending = tokenNumber(reply, first + 3, count);
   return Number.isSafeInteger(seq) && seq > 0 && Number.isSafeInteger(pending) && pending >= 0
     ? { seq, pending }
     : null;
+}
+
+/** The first dots of the reply being parsed (scratch space: ackReplyOf is synchronous; 16 > 10 dots). */
+const DOTS = new Array<number>(16).fill(0);
+
+/** Token k (0-based) of a reply whose first `count` dots are in DOTS, as a number (NaN if not digits). */
+function tokenNumber(reply: string, k: number, count: number): number {
+  const from = (DOTS[k - 1] as number) + 1;
+  const to = k < count && k < DOTS.length ? (DOTS[k] as number) : reply.length;
+  if (to <= from) return Number.NaN;
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const c = reply.charCodeAt(i) - 0x30;
+    if (c < 0 || c > 9) return Number.NaN;
+    n = n * 10 + c;
+  }
+  return n;
 }
 
 /** The reply subject of a delivered message (nats.js 3 has it on JsMsg without typing it). */

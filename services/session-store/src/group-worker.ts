@@ -74,7 +74,9 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
   let current: ActiveNamespace | undefined;
   let stopping = false;
   let generation = 0;
-  let serverPending = 0;
+  /** The newest delivered message: its reply subject carries the server's pending count (read on demand). */
+  let newest: JsMsg | undefined;
+  /** Events received and not applied yet, in the batches taken from the inbox. */
   let inFlight = 0;
   let appliedSeq = 0;
 
@@ -83,7 +85,7 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
     messages = undefined;
     generation++;
     // Unknown until the next consumer delivers; if it has nothing to deliver, nothing is pending.
-    serverPending = 0;
+    newest = undefined;
     if (m) await m.close().catch(() => undefined);
     for (const msg of inbox.drain()) msg.nak();
   }
@@ -112,7 +114,7 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
         // Only messages of the consumer opened last: a closed one's stragglers would be stale.
         if (generation === gen && !stopping) {
           inbox.push(m);
-          serverPending = pendingOf(m);
+          newest = m;
         }
       },
     });
@@ -138,13 +140,44 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
     });
   }
 
+  /**
+   * The batch being applied while the next one is received and prepared (two batches in flight).
+   * Batches are applied one after the other and acked in stream order, each only once its writes
+   * are in Redis.
+   */
+  let applying: { batch: JsMsg[]; lastSeq: number; done: Promise<void> } | undefined;
+
+  /** Waits for the batch being applied and acks it; throws (with the batch in `failed`) if it failed. */
+  async function settle(failed: JsMsg[][]) {
+    const a = applying;
+    if (!a) return;
+    applying = undefined;
+    try {
+      await a.done;
+    } catch (err) {
+      failed.push(a.batch);
+      throw err;
+    }
+    inFlight -= a.batch.length;
+    appliedSeq = a.lastSeq;
+    failures = 0;
+    // `ack_policy: all`: acking the batch's last message acknowledges the whole batch (and
+    // nothing delivered after it).
+    (a.batch.at(-1) as JsMsg).ack();
+    opts.onBatch?.(group, a.batch.length, a.lastSeq);
+  }
+
+  /** Batches failed in a row (the back-off before the next attempt grows with it). */
+  let failures = 0;
+
   async function loop() {
-    let failures = 0;
     while (!stopping) {
-      let batch: JsMsg[] = [];
+      // Received and not acked: naked if a batch fails.
+      const failed: JsMsg[][] = [];
       try {
         const active = await opts.namespaces.peek();
         if (!active) {
+          await settle(failed);
           // Nothing may be applied (or acked) until a complete namespace is active again.
           if (current) logger.warn({ evt: "store_namespace_missing", group, ns: current.ns }, "namespace gone");
           current = undefined;
@@ -153,40 +186,57 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
           await new Promise((r) => setTimeout(r, Math.min(idleMs, 250)));
           continue;
         }
-        if (!current || active.ns !== current.ns || !messages) await openConsumer(active);
-        batch = await inbox.take(maxBatch, idleMs);
+        if (!current || active.ns !== current.ns || !messages) {
+          await settle(failed);
+          await openConsumer(active);
+        }
+        if (applying && inbox.length === 0) {
+          await settle(failed);
+          continue;
+        }
+        const batch = await inbox.take(maxBatch, idleMs);
         if (batch.length === 0) continue;
+        failed.push(batch);
+        inFlight += batch.length;
         const ns = (current as ActiveNamespace).ns;
         const records = batch.map(toEventRecord);
-        inFlight = batch.length;
-        await opts.slots.run(() => opts.projector.applyBatch(ns, records));
-        inFlight = 0;
-        appliedSeq = (records.at(-1) as EventRecord).seq;
-        // `ack_policy: all`: acking the batch's last message acknowledges the whole batch (and
-        // nothing delivered after it).
-        (batch.at(-1) as JsMsg).ack();
-        opts.onBatch?.(group, batch.length, appliedSeq);
-        failures = 0;
+        const prepared = await opts.projector.prepareBatch(records);
+        await settle(failed);
+        const done = opts.slots.run(() => opts.projector.applyPrepared(ns, prepared));
+        // Awaited by settle(); handled here so a failure meanwhile is not unhandled.
+        done.catch(() => undefined);
+        applying = { batch, lastSeq: (records.at(-1) as EventRecord).seq, done };
       } catch (err) {
         failures++;
         logger.warn({ evt: "store_batch_failed", group, err, failures }, "applying a batch failed");
-        // The next ack would also acknowledge this batch (`ack_policy: all`), so nothing delivered
-        // after it may be applied first: drop what was received and start over from a fresh consumer,
-        // which prepareStoreConsumer moves back to the ack floor + 1.
-        for (const m of batch) m.nak();
+        // The next ack would also acknowledge the failed batch (`ack_policy: all`), so nothing
+        // delivered after it may be applied first: drop what was received and start over from a fresh
+        // consumer, which prepareStoreConsumer moves back to the ack floor + 1. A batch still being
+        // applied is let finish but not acked (its redelivery is a no-op).
+        const left = applying;
+        applying = undefined;
+        await left?.done.catch(() => undefined);
+        for (const b of left ? [left.batch, ...failed] : failed) for (const m of b) m.nak();
         inFlight = 0;
         current = undefined;
         await closeConsumer();
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** failures)));
       }
     }
+    // Stopping: the batch being applied is finished and acked (or naked if it fails).
+    const failed: JsMsg[][] = [];
+    await settle(failed).catch((err: unknown) => {
+      logger.warn({ evt: "store_batch_failed", group, err }, "applying a batch failed");
+      for (const b of failed) for (const m of b) m.nak();
+    });
+    inFlight = 0;
   }
 
   const done = loop();
   return {
     group,
     get pending() {
-      return serverPending + inbox.length + inFlight;
+      return (newest ? pendingOf(newest) : 0) + inbox.length + inFlight;
     },
     get appliedSeq() {
       return appliedSeq;

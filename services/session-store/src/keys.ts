@@ -68,8 +68,11 @@ export const ALL_SHARDS: readonly number[] = Array.from({ length: STORE_SHARDS }
 /** `<prefix>:<ns>:{s<k>}`: the base of shard k's keys (its hash tag `{s<k>}`). */
 const shardBase = (prefix: string, ns: string, shard: number) => `${prefix}:${ns}:{s${shard}}`;
 
+/** `<prefix>:<ns>:{s<k>}:s:`: a session's keys of shard k are this, its id, `:` and the field. */
+export const sessionKeyBase = (prefix: string, ns: string, shard: number) => `${shardBase(prefix, ns, shard)}:s:`;
+
 export function sessionKeys(prefix: string, ns: string, sessionId: string): SessionKeys {
-  const base = `${shardBase(prefix, ns, shardOf(sessionId))}:s:${sessionId}`;
+  const base = `${sessionKeyBase(prefix, ns, shardOf(sessionId))}${sessionId}`;
   return {
     meta: `${base}:meta`,
     entries: `${base}:entries`,

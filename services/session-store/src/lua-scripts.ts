@@ -21,27 +21,29 @@ export function luaScript(source: string): LuaScript {
 }
 
 /**
- * Applies one write plan to a session, atomically, guarded by the session's `lastSeq`, together with
- * the session's entries in its shard's indexes (PROTOCOL change 44), so no crash can leave an
- * index out of step with the session. Every key shares the shard's hash tag (keys.ts).
- * KEYS: meta, entries, pos, labels, leafev, approvals, terms, idx:running, idx:approvals, idx:search,
- *       idx:agents.
- * ARGV: expectedLastSeq, firstIndex, nMeta, (field, value)…, nEntries, (id, json)…,
+ * Applies the write plans of several sessions of one shard, each atomically and guarded by its
+ * session's `lastSeq`, together with the sessions' entries in the shard's indexes (PROTOCOL change
+ * 44), so no crash can leave an index out of step with a session; and raises index entries of
+ * sessions written before (a redelivery). One call per shard and batch chunk: the sessions' keys are
+ * `ARGV[1] .. sid .. ':<field>'`, in the shard's hash slot like the declared index keys (keys.ts).
+ * KEYS: sessions, idx:running, idx:approvals, idx:search, idx:agents (of one shard).
+ * ARGV: sessionKeyBase (`<prefix>:<ns>:{s<k>}:s:`), nTouch, (updatedAt, sessionId)…, nWrites, then per
+ *       write: blockLength (the ARGV entries after it in this write), sessionId, updatedAt,
+ *       expectedLastSeq, firstIndex, nMeta, (field, value)…, nEntries, (id, json)…,
  *       nLabelSet, (target, label)…, nLabelDel, target…, nLeafEvents, id…,
  *       nApprovalSet, (toolCallId, json)…, nApprovalDel, toolCallId…, nTermAdd, member…,
- *       nTermDel, member…, sessionId, running ("1" or "0"), oldest approval's requestedAt ("" = none),
+ *       nTermDel, member…, running ("1" or "0"), oldest approval's requestedAt ("" = none),
  *       agent version before ("" = none), agent version after (`name@version`, "" = none).
- * Returns -1 when applied; otherwise the stored lastSeq (the plan was computed from a stale state,
- * or was applied already) and nothing is written. A plan whose firstIndex is not the stored entry
- * count is refused the same way (returns -2), so the entries list can never get a hole or a repeat.
+ * Touches are `ZADD GT` on the sessions index. Returns one number per write, in order: -1 when
+ * applied (its sessions index entry raised to updatedAt); otherwise the stored lastSeq (the plan was
+ * computed from a stale state, or was applied already) and nothing of that session is written. A
+ * plan whose firstIndex is not the stored entry count is refused the same way (-2), so the entries
+ * list can never get a hole or a repeat.
  */
-export const APPLY_SCRIPT = luaScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 'lastSeq') or '0')
-if cur ~= tonumber(ARGV[1]) then return cur end
-local first = tonumber(ARGV[2])
-if redis.call('LLEN', KEYS[2]) ~= first then return -2 end
+export const APPLY_SHARD_SCRIPT = luaScript(`
 local CHUNK = 500
-local i = 3
+local base = ARGV[1]
+local i = 2
 local function pairs_to(cmd, key, n)
   local done = 0
   while done < n do
@@ -65,49 +67,82 @@ local function singles_to(cmd, key, n)
   end
 end
 local n = tonumber(ARGV[i]); i = i + 1
-pairs_to('HSET', KEYS[1], n)
-n = tonumber(ARGV[i]); i = i + 1
 local done = 0
 while done < n do
   local m = math.min(CHUNK, n - done)
-  local values = {}
-  local positions = {}
-  for j = 1, m do
-    local id = ARGV[i + 2 * (j - 1)]
-    values[j] = ARGV[i + 2 * (j - 1) + 1]
-    positions[2 * j - 1] = id
-    positions[2 * j] = first + done + j - 1
-  end
-  redis.call('RPUSH', KEYS[2], unpack(values))
-  redis.call('HSET', KEYS[3], unpack(positions))
+  local args = {}
+  for j = 1, 2 * m do args[j] = ARGV[i + j - 1] end
+  redis.call('ZADD', KEYS[1], 'GT', unpack(args))
   i = i + 2 * m
   done = done + m
 end
-n = tonumber(ARGV[i]); i = i + 1
-pairs_to('HSET', KEYS[4], n)
-n = tonumber(ARGV[i]); i = i + 1
-singles_to('HDEL', KEYS[4], n)
-n = tonumber(ARGV[i]); i = i + 1
-singles_to('RPUSH', KEYS[5], n)
-n = tonumber(ARGV[i]); i = i + 1
-pairs_to('HSET', KEYS[6], n)
-n = tonumber(ARGV[i]); i = i + 1
-singles_to('HDEL', KEYS[6], n)
-n = tonumber(ARGV[i]); i = i + 1
-for j = 0, n - 1 do redis.call('ZADD', KEYS[10], 0, ARGV[i + j]) end
-singles_to('SADD', KEYS[7], n)
-n = tonumber(ARGV[i]); i = i + 1
-for j = 0, n - 1 do redis.call('ZREM', KEYS[10], ARGV[i + j]) end
-singles_to('SREM', KEYS[7], n)
-local sid = ARGV[i]
-if ARGV[i + 1] == '1' then redis.call('ZADD', KEYS[8], 0, sid) else redis.call('ZREM', KEYS[8], sid) end
-if ARGV[i + 2] ~= '' then redis.call('ZADD', KEYS[9], tonumber(ARGV[i + 2]), sid) else redis.call('ZREM', KEYS[9], sid) end
-local before, after = ARGV[i + 3], ARGV[i + 4]
-if before ~= after then
-  if before ~= '' and redis.call('HINCRBY', KEYS[11], before, -1) <= 0 then redis.call('HDEL', KEYS[11], before) end
-  if after ~= '' then redis.call('HINCRBY', KEYS[11], after, 1) end
+local function apply(sid, first)
+  local k = base .. sid
+  local meta, entries, pos, labels = k .. ':meta', k .. ':entries', k .. ':pos', k .. ':labels'
+  local leafev, approvals, terms = k .. ':leafev', k .. ':approvals', k .. ':terms'
+  local n = tonumber(ARGV[i]); i = i + 1
+  pairs_to('HSET', meta, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  local done = 0
+  while done < n do
+    local m = math.min(CHUNK, n - done)
+    local values = {}
+    local positions = {}
+    for j = 1, m do
+      values[j] = ARGV[i + 2 * (j - 1) + 1]
+      positions[2 * j - 1] = ARGV[i + 2 * (j - 1)]
+      positions[2 * j] = first + done + j - 1
+    end
+    redis.call('RPUSH', entries, unpack(values))
+    redis.call('HSET', pos, unpack(positions))
+    i = i + 2 * m
+    done = done + m
+  end
+  n = tonumber(ARGV[i]); i = i + 1
+  pairs_to('HSET', labels, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  singles_to('HDEL', labels, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  singles_to('RPUSH', leafev, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  pairs_to('HSET', approvals, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  singles_to('HDEL', approvals, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  for j = 0, n - 1 do redis.call('ZADD', KEYS[4], 0, ARGV[i + j]) end
+  singles_to('SADD', terms, n)
+  n = tonumber(ARGV[i]); i = i + 1
+  for j = 0, n - 1 do redis.call('ZREM', KEYS[4], ARGV[i + j]) end
+  singles_to('SREM', terms, n)
+  if ARGV[i] == '1' then redis.call('ZADD', KEYS[2], 0, sid) else redis.call('ZREM', KEYS[2], sid) end
+  if ARGV[i + 1] ~= '' then redis.call('ZADD', KEYS[3], tonumber(ARGV[i + 1]), sid) else redis.call('ZREM', KEYS[3], sid) end
+  local before, after = ARGV[i + 2], ARGV[i + 3]
+  if before ~= after then
+    if before ~= '' and redis.call('HINCRBY', KEYS[5], before, -1) <= 0 then redis.call('HDEL', KEYS[5], before) end
+    if after ~= '' then redis.call('HINCRBY', KEYS[5], after, 1) end
+  end
 end
-return -1
+local writes = tonumber(ARGV[i]); i = i + 1
+local results = {}
+for w = 1, writes do
+  local nexti = i + 1 + tonumber(ARGV[i])
+  local sid, updatedAt = ARGV[i + 1], ARGV[i + 2]
+  local meta = base .. sid .. ':meta'
+  local cur = tonumber(redis.call('HGET', meta, 'lastSeq') or '0')
+  local first = tonumber(ARGV[i + 4])
+  if cur ~= tonumber(ARGV[i + 3]) then
+    results[w] = cur
+  elseif redis.call('LLEN', base .. sid .. ':entries') ~= first then
+    results[w] = -2
+  else
+    i = i + 5
+    apply(sid, first)
+    redis.call('ZADD', KEYS[1], 'GT', updatedAt, sid)
+    results[w] = -1
+  end
+  i = nexti
+end
+return results
 `);
 
 /**

@@ -1,5 +1,5 @@
-import { appliedKey, indexKeys, indexKeysOf, type SessionKeys, sessionKeys, shardOf } from "./keys.js";
-import { APPLY_SCRIPT, RAISE_SCRIPT, READ_SCRIPT, REMOVE_SCRIPT } from "./lua-scripts.js";
+import { appliedKey, indexKeys, indexKeysOf, type SessionKeys, sessionKeyBase, sessionKeys } from "./keys.js";
+import { APPLY_SHARD_SCRIPT, RAISE_SCRIPT, READ_SCRIPT, REMOVE_SCRIPT } from "./lua-scripts.js";
 import type { RedisClient } from "./redis-client.js";
 import { decodeSession, type RawSession, type WritePlan } from "./session-codec.js";
 import type { ProjectedSession } from "./session-state.js";
@@ -13,6 +13,17 @@ export type LoadResult =
 
 export type WriteResult = { applied: true } | { applied: false; storedLastSeq: number };
 
+/** A session's entry in its shard's sessions index (scored by updatedAt). */
+export interface SessionTouch {
+  sessionId: string;
+  updatedAt: number;
+}
+
+/** One session's write: its plan and the updatedAt its sessions index entry is raised to. */
+export interface SessionWrite extends SessionTouch {
+  plan: WritePlan;
+}
+
 /** Redis access for sessions of one key prefix; every call names its namespace. */
 export interface SessionRepo {
   readonly redis: RedisClient;
@@ -23,12 +34,17 @@ export interface SessionRepo {
    * (flushed, rewritten, corrupted) it is read in full.
    */
   load(ns: string, sessionId: string, known?: ProjectedSession): Promise<LoadResult>;
-  write(ns: string, sessionId: string, plan: WritePlan): Promise<WriteResult>;
   /**
-   * Index entries of sessions (one ZADD GT per shard): idempotent and monotonic, so it may run after
-   * the sessions' writes and again after a redelivery.
+   * Writes the plans of sessions of shard `shard` (each atomic and lastSeq-guarded, with its index
+   * entries) and raises the sessions index entries of `touches` (idempotent and monotonic, so it may
+   * run again after a redelivery), in one call. Results are in `writes` order.
    */
-  touchIndex(ns: string, sessions: ReadonlyArray<{ sessionId: string; updatedAt: number }>): Promise<void>;
+  writeShard(
+    ns: string,
+    shard: number,
+    touches: readonly SessionTouch[],
+    writes: readonly SessionWrite[],
+  ): Promise<WriteResult[]>;
   markApplied(ns: string, partition: number, seq: number): Promise<void>;
   /** Removes a session's keys and its entries in every index, atomically (idempotent). */
   remove(ns: string, sessionId: string): Promise<void>;
@@ -72,40 +88,29 @@ export function createSessionRepo(redis: RedisClient, prefix: string): SessionRe
       if (result !== "reload") return result;
       return (await loadOnce(ns, sessionId)) as LoadResult;
     },
-    async write(ns, sessionId, plan) {
-      const keys = sessionKeys(prefix, ns, sessionId);
-      const args: Array<string | number> = [plan.expectedLastSeq, plan.firstIndex, plan.meta.length];
-      for (const [f, v] of plan.meta) args.push(f, v);
-      args.push(plan.entries.length);
-      for (const e of plan.entries) args.push(e.id, e.json);
-      args.push(plan.labelSet.length);
-      for (const [t, l] of plan.labelSet) args.push(t, l);
-      args.push(plan.labelDel.length, ...plan.labelDel);
-      args.push(plan.leafEvents.length, ...plan.leafEvents);
-      args.push(plan.approvalSet.length);
-      for (const [id, json] of plan.approvalSet) args.push(id, json);
-      args.push(plan.approvalDel.length, ...plan.approvalDel);
-      args.push(plan.termAdd.length, ...plan.termAdd, plan.termDel.length, ...plan.termDel);
-      args.push(sessionId, plan.running ? "1" : "0", plan.oldestApproval === null ? "" : plan.oldestApproval);
-      args.push(plan.agentBefore, plan.agentAfter);
-      const idx = indexKeysOf(prefix, ns, sessionId);
-      const result = Number(
-        await APPLY_SCRIPT.run(redis, [...ownKeys(keys), idx.running, idx.approvals, idx.search, idx.agents], args),
-      );
-      return result === -1 ? { applied: true } : { applied: false, storedLastSeq: result };
-    },
-    async touchIndex(ns, sessions) {
-      if (sessions.length === 0) return;
-      const byShard = new Map<number, Array<string | number>>();
-      for (const s of sessions) {
-        const shard = shardOf(s.sessionId);
-        const args = byShard.get(shard) ?? [];
-        if (args.length === 0) byShard.set(shard, args);
-        args.push(s.updatedAt, s.sessionId);
+    async writeShard(ns, shard, touches, writes) {
+      const args: Array<string | number> = [sessionKeyBase(prefix, ns, shard), touches.length];
+      for (const t of touches) args.push(t.updatedAt, t.sessionId);
+      args.push(writes.length);
+      for (const w of writes) {
+        const at = args.length;
+        args.push(0, w.sessionId, w.updatedAt);
+        pushPlan(args, w.plan);
+        args[at] = args.length - at - 1;
       }
-      await Promise.all(
-        [...byShard].map(([shard, args]) => redis.zadd(indexKeys(prefix, ns, shard).sessions, "GT", ...args)),
+      const idx = indexKeys(prefix, ns, shard);
+      const reply = await APPLY_SHARD_SCRIPT.run(
+        redis,
+        [idx.sessions, idx.running, idx.approvals, idx.search, idx.agents],
+        args,
       );
+      if (!Array.isArray(reply) || reply.length !== writes.length) {
+        throw new Error(`shard ${shard}: unexpected apply reply`);
+      }
+      return reply.map((r) => {
+        const result = Number(r);
+        return result === -1 ? { applied: true } : { applied: false, storedLastSeq: result };
+      });
     },
     async remove(ns, sessionId) {
       const keys = sessionKeys(prefix, ns, sessionId);
@@ -125,7 +130,36 @@ export function createSessionRepo(redis: RedisClient, prefix: string): SessionRe
   };
 }
 
-/** A session's own keys in the order the apply and remove scripts take them. */
+/** A plan's arguments in the order APPLY_SHARD_SCRIPT reads them (after sessionId and updatedAt). */
+function pushPlan(args: Array<string | number>, plan: WritePlan) {
+  args.push(plan.expectedLastSeq, plan.firstIndex);
+  pushPairs(args, plan.meta);
+  args.push(plan.entries.length);
+  for (const e of plan.entries) args.push(e.id, e.json);
+  pushPairs(args, plan.labelSet);
+  pushCounted(args, plan.labelDel);
+  pushCounted(args, plan.leafEvents);
+  pushPairs(args, plan.approvalSet);
+  pushCounted(args, plan.approvalDel);
+  pushCounted(args, plan.termAdd);
+  pushCounted(args, plan.termDel);
+  args.push(plan.running ? "1" : "0", plan.oldestApproval === null ? "" : plan.oldestApproval);
+  args.push(plan.agentBefore, plan.agentAfter);
+}
+
+/** `n, a1, b1, … an, bn`: a count of pairs, then the pairs. */
+function pushPairs(args: Array<string | number>, pairs: ReadonlyArray<readonly [string, string]>) {
+  args.push(pairs.length);
+  for (const [a, b] of pairs) args.push(a, b);
+}
+
+/** `n, x1 … xn`: a count, then the items. */
+function pushCounted(args: Array<string | number>, items: readonly string[]) {
+  args.push(items.length);
+  for (const x of items) args.push(x);
+}
+
+/** A session's own keys in the order the remove script takes them. */
 const ownKeys = (k: SessionKeys) => [k.meta, k.entries, k.pos, k.labels, k.leafEvents, k.approvals, k.terms];
 
 function parseReadReply(reply: unknown): RawRead | null {

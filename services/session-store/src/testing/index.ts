@@ -16,7 +16,7 @@ export {
   shardOf,
 } from "../keys.js";
 export { createNamespaceControl, newNamespaceId } from "../namespace.js";
-export { createProjector, type EventRecord, type Projector } from "../projector.js";
+export { createProjector, type EventRecord, type PreparedBatch, type Projector } from "../projector.js";
 export { handleQuery, type QueryContext } from "../queries.js";
 export { connectRedis, parseRedisTarget } from "../redis-client.js";
 export { streamGapReader } from "../replay.js";
