@@ -31,8 +31,9 @@ describe("a rebuild shared by the store instances", () => {
     }
     const publisher = new Publisher(f.js, f.partitions);
     await publisher.publishInterleaved([...logs.values()]);
-    const a = await spawnStore(f, { env: { FLEET_WORKER_ID: "sh-a" } });
-    const b = await spawnStore(f, { env: { FLEET_WORKER_ID: "sh-b" } });
+    // The stores look for open groups every 50 ms, so they take the groups the builder has not reached.
+    const a = await spawnStore(f, { env: { FLEET_WORKER_ID: "sh-a", FLEET_STORE_HEAL_CHECK_MS: "50" } });
+    const b = await spawnStore(f, { env: { FLEET_WORKER_ID: "sh-b", FLEET_STORE_HEAL_CHECK_MS: "50" } });
     fixture.procs.push(a, b);
     await waitProjected(f, publisher, 60_000);
     const before = await f.redis.hget(`${f.prefix}:ctl`, "ns");
@@ -43,8 +44,8 @@ describe("a rebuild shared by the store instances", () => {
       script: "cli",
       args: ["rebuild", "--grace-ms", "200"],
       readyPattern: null,
-      // Batches of 5 events make each group's replay take seconds, so the stores (checking every
-      // second) take the groups the builder has not reached yet.
+      // Batches of 5 events make each group's replay take a while, so the stores (checking every
+      // 50 ms) take the groups the builder has not reached yet.
       env: { LOG_LEVEL: "info", FLEET_STORE_BATCH: "5" },
     });
     const code = await new Promise<number | null>((r) => {

@@ -17,6 +17,8 @@ export const StoreEnv = z.object({
   FLEET_STORE_CACHE_ENTRIES: envInt(2_000_000, 1_000, 1_000_000_000),
   /** Most events applied per batch and stream group (at most half the consumer's max_ack_pending, 100,000). */
   FLEET_STORE_BATCH: envInt(50_000, 1, 50_000),
+  /** How often an instance reads the namespace control record (a lost namespace, a shared rebuild's groups). */
+  FLEET_STORE_HEAL_CHECK_MS: envInt(1_000, 50, 60_000),
 });
 export type StoreEnv = z.infer<typeof StoreEnv>;
 

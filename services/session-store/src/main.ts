@@ -20,6 +20,7 @@ const service = await startStoreService({
   leaseTtlMs: env.FLEET_LEASE_TTL_MS,
   opsPort: env.FLEET_OPS_PORT,
   cacheEntries: env.FLEET_STORE_CACHE_ENTRIES,
+  healCheckMs: env.FLEET_STORE_HEAL_CHECK_MS,
   maxBatch: env.FLEET_STORE_BATCH,
   logger,
 }).catch((err: unknown) => {

@@ -46,6 +46,8 @@ export interface StoreServiceOptions {
   leaseTtlMs: number;
   opsPort: number;
   cacheEntries: number;
+  /** How often the control record is read (default 1 s). */
+  healCheckMs?: number;
   maxBatch: number;
   /** Batches applied at once across the held groups (default 2). */
   concurrentBatches?: number;
@@ -125,6 +127,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
     deps: replayDeps,
     namespaces,
     logger,
+    ...(opts.healCheckMs !== undefined ? { intervalMs: opts.healCheckMs } : {}),
   });
 
   // A fresh store (or an empty stream) is ready in milliseconds; a long rebuild goes on after start-up.
