@@ -45,7 +45,8 @@ async function emitAppended(shell: SessionShell, event: EngineEvent): Promise<vo
   // resumes the run, which ends again and stores the same answer (same msgID).
   if (sub && parent && body.type === "agent_end") {
     const runId = event.runId ?? event.id;
-    await sub.childFinished(shell.sessionId, parent, { runId, messages: body.messages, spent: shell.state.spend.run });
+    const end = { runId, epoch: shell.deps.epoch, messages: body.messages, spent: shell.state.spend.run };
+    await sub.childFinished(shell.sessionId, parent, end);
   }
   const stamped = stamp(shell, { id: event.id, body }, event.runId);
   await appendEvent(shell, stamped);

@@ -281,12 +281,17 @@ describe("sub-agent port / child side", () => {
     }
   });
 
-  it("the answer is the final assistant text with the run's spend, stored under <child>.result.<runId>", async () => {
+  it("the answer is the final assistant text with the run's spend, stored under <child>.result.<runId>.<epoch>", async () => {
     const h = harness();
     const spent = { ...emptySpend(), totalTokens: 12, inputTokens: 10, outputTokens: 2, costUsd: 0.5 };
-    await h.port.childFinished(child, LINK, { runId: "r9", messages: [assistantMessage([textOf("42")])], spent });
+    await h.port.childFinished(child, LINK, {
+      runId: "r9",
+      epoch: 3,
+      messages: [assistantMessage([textOf("42")])],
+      spent,
+    });
     expect(h.durable.map((d) => [d.subject, d.msgID])).toEqual([
-      ["fleet.tool.result.parent-1.tc-1", `${child}.result.r9`],
+      ["fleet.tool.result.parent-1.tc-1", `${child}.result.r9.3`],
     ]);
     const record = decodeToolResultRecord(h.durable[0]?.data ?? new Uint8Array());
     expect(record.ok && record.value).toEqual({
@@ -300,7 +305,7 @@ describe("sub-agent port / child side", () => {
   it("a run that ended without an answer, or a refused prompt, is an error result", async () => {
     const h = harness();
     const aborted = { ...assistantMessage([textOf("half")]), stopReason: "aborted" as const };
-    await h.port.childFinished(child, LINK, { runId: "r1", messages: [aborted], spent: emptySpend() });
+    await h.port.childFinished(child, LINK, { runId: "r1", epoch: 1, messages: [aborted], spent: emptySpend() });
     await h.port.childRefused(child, LINK, "budget_exceeded: over");
     const records = h.durable.map((d) => decodeToolResultRecord(d.data));
     expect(records.map((r) => r.ok && r.value.kind === "result" && [r.value.isError, r.value.content[0]])).toEqual([

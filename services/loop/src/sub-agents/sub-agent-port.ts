@@ -79,6 +79,12 @@ export interface SubAgentPort {
 /** A child's run as it ends: `agent_end`'s messages and run id, and what the run spent. */
 export interface ChildRunEnd {
   runId: string;
+  /**
+   * The lease epoch of the child's owner that ended the run: a new owner that ends it again (after a
+   * crash between the answer and `agent_end`) stores the answer again, after any progress it published,
+   * so the call's last record is an answer (same msgID, it would be a duplicate and stay hidden).
+   */
+  epoch: number;
   messages: readonly AgentMessage[];
   spent: Spend;
 }
@@ -362,7 +368,7 @@ export function createSubAgentPort(opts: {
       };
       await storeResult(
         link,
-        `${childId}.result.${end.runId}`,
+        `${childId}.result.${end.runId}.${end.epoch}`,
         text === undefined
           ? {
               kind: "result",
