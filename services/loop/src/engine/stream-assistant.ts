@@ -1,6 +1,11 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
 import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
-import { messageEndDrafts, type OpenStream, stepProviderChunk } from "../session-core/provider-chunk.js";
+import {
+  messageEnd,
+  type OpenStream,
+  stepProviderChunk,
+  unstartedMessageStart,
+} from "../session-core/provider-chunk.js";
 import { abortedAssistant, defaultConvertToLlm, finishedContent, syntheticAssistant } from "./messages.js";
 import {
   ABORTED,
@@ -91,10 +96,12 @@ async function finish(
   started: boolean,
 ): Promise<AssistantMessage> {
   context.messages.push(message);
-  for (const draft of messageEndDrafts(message, started)) {
-    const sent = run.sink.emit(draft);
+  if (!started) {
+    const sent = run.sink.emit(unstartedMessageStart(message));
     if (sent !== RESOLVED) await sent;
   }
+  const ended = run.sink.emit(messageEnd(message));
+  if (ended !== RESOLVED) await ended;
   return message;
 }
 

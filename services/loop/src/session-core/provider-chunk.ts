@@ -35,7 +35,7 @@ export interface OpenStream {
  * `start` → `partial` = a copy of the provider's partial, `message_start` (another copy);
  * a delta → applied to `partial`, `message_update {deltas: [delta]}` (ignored before `start`, as pi does);
  * `done` / `error` → `final` set (`errorChunkMessage`), undefined: the caller ends the message with
- * `messageEndDrafts(final, started)`.
+ * `messageEndDrafts(final, started)` (the engine: `unstartedMessageStart` and `messageEnd`).
  */
 export function stepProviderChunk(stream: OpenStream, chunk: AssistantStreamEvent): EventDraft | undefined {
   switch (chunk.type) {
@@ -57,13 +57,22 @@ export function stepProviderChunk(stream: OpenStream, chunk: AssistantStreamEven
   }
 }
 
+/** The `message_start` of a message that ends without having started (ended before `start`, or cut before it). */
+export function unstartedMessageStart(final: AssistantMessage): EventDraft {
+  return { type: "message_start", message: { ...final } };
+}
+
+/** The `message_end` of a streamed message. */
+export function messageEnd(final: AssistantMessage): EventDraft {
+  return { type: "message_end", message: final };
+}
+
 /**
- * The events that end a streamed message: `message_start` first when the stream never started
- * (`started` false: it ended before `start`, or was cut before it), then `message_end`.
+ * The events that end a streamed message: `unstartedMessageStart` first when the stream never
+ * started (`started` false), then `messageEnd`.
  */
 export function messageEndDrafts(final: AssistantMessage, started: boolean): EventDraft[] {
-  const end: EventDraft = { type: "message_end", message: final };
-  return started ? [end] : [{ type: "message_start", message: { ...final } }, end];
+  return started ? [messageEnd(final)] : [unstartedMessageStart(final), messageEnd(final)];
 }
 
 /** What one chunk does to the stream: its events, the partial after it, and the final message when it ended. */
