@@ -12,12 +12,8 @@ export {
   type ToolDefinition,
 } from "./engine/index.js";
 export { loadPluginHooks } from "./hooks.js";
-export {
-  type LoopLifecycleOptions,
-  type LoopWorker,
-  type LoopWorkerOptions,
-  startLoopWorker,
-} from "./loop-worker.js";
+export { startLoopWorker } from "./loop-worker.js";
+export type { LoopLifecycleOptions, LoopWorker, LoopWorkerOptions } from "./loop-worker-options.js";
 export {
   createAnthropicStreamFn,
   createModelCatalog,

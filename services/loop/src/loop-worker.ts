@@ -1,4 +1,4 @@
-import { KV_BUCKETS, OBJECT_STORES, type SessionConfig } from "@fleet/protocol";
+import { KV_BUCKETS, OBJECT_STORES } from "@fleet/protocol";
 import {
   applyTopology,
   createAgentStore,
@@ -6,15 +6,11 @@ import {
   createLeaseManager,
   createStreamPublisher,
   type LeaseManager,
-  type Logger,
 } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
-import type { NatsConnection } from "@nats-io/transport-node";
-import type { Registry } from "prom-client";
 import { type ActorRegistry, createActorRegistry } from "./actor-registry.js";
-import type { EngineHooks, StreamFn } from "./engine/index.js";
 import { createHookServers } from "./hook-servers.js";
 import { createRemoteHookClient } from "./hooks.js";
 import { startIdleEvictor } from "./idle-evictor.js";
@@ -22,96 +18,28 @@ import { purgeLegacySpend } from "./legacy-spend.js";
 import { createDirectoryArchiveStore, createObjectArchiveStore } from "./lifecycle/archive-store.js";
 import { createHaltPoint } from "./lifecycle/halt-point.js";
 import type { LifecycleDeps } from "./lifecycle/lifecycle-deps.js";
-import { type RetentionSettings, retentionRequester, startRetentionJanitor } from "./lifecycle/retention-janitor.js";
 import { createSpendLedger } from "./lifecycle/spend-ledger.js";
-import { createLoopMetrics, type LoopMetrics } from "./metrics.js";
+import type { LoopWorker, LoopWorkerOptions } from "./loop-worker-options.js";
+import { createLoopMetrics } from "./metrics.js";
 import { createOpenWorkIndex } from "./open-work/open-work-index.js";
 import { type CommandDelivery, type PartitionIntake, startPartitionIntake } from "./partition-intake.js";
-import type { RunTraceSink } from "./run-trace-sink.js";
 import { watchRunnerPresence } from "./runner-presence-view.js";
-import { startScheduler } from "./scheduler/scheduler.js";
-import { type ActorDeps, type ActorSettings, SessionActor } from "./session-actor.js";
+import { SessionActor } from "./session-actor.js";
 import type { SnapshotSettings } from "./snapshots/session-load.js";
 import { createSnapshotMetrics } from "./snapshots/snapshot-metrics.js";
 import { createSnapshotStore, DEFAULT_SNAPSHOT_PART_BYTES } from "./snapshots/snapshot-store.js";
 import { DEFAULT_SNAPSHOT_EVERY } from "./snapshots/snapshot-writer.js";
 import { migrateSpendTotals } from "./spend-totals-migration.js";
-import { createSubAgentPort, type SubAgentSettings } from "./sub-agents/sub-agent-port.js";
+import { createSubAgentPort } from "./sub-agents/sub-agent-port.js";
 import { scanPartition } from "./takeover-scan.js";
 import { watchTenantApprovalRules } from "./tenant-approval-rules.js";
 import { watchTenantBudget } from "./tenant-budget-view.js";
 import { createToolDispatcher, DEFAULT_TOOL_PICKUP_MS } from "./tool-dispatcher.js";
-import { type ToolRegistry, watchToolRegistry } from "./tool-registry.js";
+import { watchToolRegistry } from "./tool-registry.js";
+import { startWorkerJobs } from "./worker-jobs.js";
 
 /** Bytes of `fleet_blobs` objects a worker keeps in memory for its LLM calls. */
 const BLOB_CACHE_BYTES = 64 * 1024 * 1024;
-
-export interface LoopWorkerOptions {
-  nc: NatsConnection;
-  workerId: string;
-  /** P and K to provision when the log has none yet (fixed once written; another value refuses to start). */
-  partitions?: number | undefined;
-  groups?: number | undefined;
-  leaseTtlMs: number;
-  shutdownGraceMs: number;
-  sessionIdleMs: number;
-  /** See ToolDispatcher: a call no runner claimed within this long fails. Default 30 s. */
-  toolPickupMs?: number;
-  providers: Readonly<Record<string, StreamFn>>;
-  /** Context window and prices of a model (`ModelCatalog.info`); default Fleet's Anthropic table. */
-  modelInfo?: ActorDeps["modelInfo"];
-  pluginHooks?: readonly EngineHooks[];
-  settings: Omit<ActorSettings, "defaults"> & { defaults: SessionConfig };
-  logger: Logger;
-  registry: Registry;
-  now?: () => number;
-  newId: () => string;
-  /** Session lifecycle (PROTOCOL "Session lifecycle"). */
-  lifecycle?: LoopLifecycleOptions;
-  /**
-   * A session's fold is stored every this many events (`FLEET_SNAPSHOT_EVERY`, PROTOCOL change 42);
-   * 0: no snapshots (every load folds the whole log). Default DEFAULT_SNAPSHOT_EVERY.
-   */
-  snapshotEvery?: number;
-  /** Live span export (change 46; `createRunTraceSink`); absent: no spans are made. */
-  traces?: RunTraceSink;
-  /**
-   * The tenant's scheduler's tick (`FLEET_SCHEDULER_TICK_MS`, change 55): default 1000 ms. Every worker
-   * contends for the scheduler lease; 0 (in-process tests only) starts none on this worker.
-   */
-  schedulerTickMs?: number;
-  /** `FLEET_SCHEDULER_HALT_AFTER=fire_published` (crash tests). */
-  schedulerHaltAfterPublish?: boolean;
-  /** Sub-agents (change 57, `FLEET_SUBAGENT_*`): the `agent` tool and its limits; absent: no `agent` tool. */
-  subAgents?: SubAgentSettings;
-}
-
-export interface LoopLifecycleOptions {
-  /** Archives go to this directory; default object store `fleet_archive`. */
-  archiveDir?: string;
-  /** Retention (`FLEET_RETENTION_DAYS`): absent or `days` 0, none. */
-  retention?: Omit<RetentionSettings, "idleMs" | "batchTimeoutMs"> & { days: number; batchTimeoutMs?: number };
-  /** `FLEET_LIFECYCLE_HALT_AFTER` (crash tests). */
-  haltAfter?: string;
-  /** How long a deletion waits for a store consumer to exist before it takes none as deployed. */
-  storeAbsentMs?: number;
-}
-
-export interface LoopWorker {
-  readonly workerId: string;
-  readonly partitions: number;
-  readonly metrics: LoopMetrics;
-  readonly tools: ToolRegistry;
-  /** Partitions this worker holds. */
-  held(): number[];
-  /** Sessions loaded on this worker. */
-  sessions(): string[];
-  isReady(): boolean;
-  /** SIGTERM path: stop taking commands, let runs finish (up to the grace), release the leases. */
-  stop(): Promise<void>;
-  /** The retention janitor's pass, when this worker runs one (tests). */
-  retentionPass(): Promise<void>;
-}
 
 /**
  * One loop worker: claims a fair share of the partitions, consumes their commands, keeps one
@@ -393,50 +321,25 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
   log.info({ evt: "loop_start_claiming", partitions }, "claiming partitions");
   await leases.start();
   log.info({ evt: "loop_start_claimed", held: leases.held().size }, "first lease pass done");
-  const retention = lifecycleOpts.retention;
-  const janitor =
-    retention && retention.days > 0
-      ? startRetentionJanitor({
-          nc: opts.nc,
-          js,
-          jsm,
-          leases: topology.kv.leases,
-          workerId: opts.workerId,
-          leaseTtlMs,
-          partitions,
-          groups,
-          settings: {
-            idleMs: Math.round(retention.days * 86_400_000),
-            batchSize: retention.batchSize,
-            intervalMs: retention.intervalMs,
-            batchTimeoutMs: retention.batchTimeoutMs ?? 600_000,
-          },
-          requester: retentionRequester(retention.days),
-          now,
-          logger: log,
-          metrics,
-        })
-      : undefined;
-  await janitor?.start();
-  const schedulerTickMs = opts.schedulerTickMs ?? 1_000;
-  const scheduler =
-    schedulerTickMs > 0
-      ? startScheduler({
-          js,
-          jsm,
-          leases: topology.kv.leases,
-          workerId: opts.workerId,
-          leaseTtlMs,
-          partitions,
-          groups,
-          tickMs: schedulerTickMs,
-          now,
-          newId: opts.newId,
-          logger: log,
-          haltAfterPublish: opts.schedulerHaltAfterPublish ?? false,
-        })
-      : undefined;
-  await scheduler?.start();
+  const jobs = await startWorkerJobs({
+    holder: {
+      js,
+      jsm,
+      leases: topology.kv.leases,
+      workerId: opts.workerId,
+      leaseTtlMs,
+      partitions,
+      groups,
+      now,
+      logger: log,
+    },
+    nc: opts.nc,
+    newId: opts.newId,
+    metrics,
+    retention: lifecycleOpts.retention,
+    schedulerTickMs: opts.schedulerTickMs ?? 1_000,
+    schedulerHaltAfterPublish: opts.schedulerHaltAfterPublish ?? false,
+  });
   ready = true;
 
   const evictor = startIdleEvictor({ actors, idleMs: opts.sessionIdleMs, now });
@@ -449,13 +352,12 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     held: () => [...leases.held().keys()].sort((a, b) => a - b),
     sessions: () => actors.keys(),
     isReady: () => ready && !stopping,
-    retentionPass: () => janitor?.pass() ?? Promise.resolve(),
+    retentionPass: () => jobs.janitor?.pass() ?? Promise.resolve(),
     async stop() {
       if (stopping) return;
       stopping = true;
       evictor.stop();
-      await janitor?.stop();
-      await scheduler?.stop();
+      await jobs.stop();
       await detachLifecycles();
       await Promise.all([...intakes.values()].map((i) => i.stop()));
       // Runs get one shared grace period to finish, then every partition is released at once.

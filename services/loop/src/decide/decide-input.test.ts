@@ -163,6 +163,19 @@ describe("runtime core / tool result", () => {
       });
   });
 
+  it("sequential mode: a result closes its call at once, end then its toolResult message", () => {
+    const t1 = { role: "toolResult", toolCallId: "t1", toolName: "bash", ...contentOf(lsOutcome), timestamp: T0 };
+    given(...toolsStarted)
+      .whenInput({ kind: "tool_result", toolCallId: "t1", outcome: lsOutcome, mode: "sequential" })
+      .then({
+        events: [
+          { type: "tool_execution_end", toolCallId: "t1", toolName: "bash", result: lsOutcome.result, isError: false },
+          { type: "message_start", message: t1 },
+          { type: "message_end", message: t1, entry: atLeaf(toolsStarted, "d3") },
+        ],
+      });
+  });
+
   it("a result for a call that is not pending (late, or a duplicate) decides nothing", () => {
     given(...toolsStarted, {
       type: "tool_execution_end",

@@ -8,8 +8,10 @@ import type { DraftEvent } from "../session-core/drafts.js";
 import { decideProviderChunk } from "../session-core/provider-chunk.js";
 import {
   createToolResultMessage,
+  sequentialToolResult,
   type ToolExecutionOutcome,
   toolExecutionEndBody,
+  toolResultMessageDrafts,
 } from "../session-core/tool-result.js";
 import { decideApprovalExpiry } from "./approval-gate.js";
 import { decideCommand } from "./decide-command.js";
@@ -22,8 +24,11 @@ export type RuntimeInput =
   | { kind: "command"; input: CommandInput }
   /** One event of the open LLM call. */
   | { kind: "provider_chunk"; chunk: AssistantStreamEvent }
-  /** A tool call's outcome (after the `afterToolCall` hooks). */
-  | { kind: "tool_result"; toolCallId: string; outcome: ToolExecutionOutcome }
+  /**
+   * A tool call's outcome (after the `afterToolCall` hooks). `mode` is the batch's (the engine's
+   * choice: config and the tools' `executionMode`); default `parallel`.
+   */
+  | { kind: "tool_result"; toolCallId: string; outcome: ToolExecutionOutcome; mode?: "parallel" | "sequential" }
   /** A timer armed from the log fired: an approval request's `expiresAt` passed. */
   | { kind: "timer"; timer: "approval_expiry"; toolCallId: string };
 
@@ -36,9 +41,10 @@ const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
  *   undecodable input with a known id decides nothing).
  * - `provider_chunk`: `decideProviderChunk` on the fold's streaming message: `message_start`,
  *   `message_update`, or `message_end` (after a `message_start` when the call never started).
- * - `tool_result`: the call's `tool_execution_end`; when it was the batch's last call without one,
- *   the batch's toolResult messages follow in source order (those not ended yet). A result for a
- *   call that is not pending (late, or a duplicate) decides nothing.
+ * - `tool_result`: parallel, the call's `tool_execution_end`; when it was the batch's last call
+ *   without one, the batch's toolResult messages follow in source order (those not ended yet).
+ *   Sequential (`sequentialToolResult`), the call's end and its toolResult message at once. A
+ *   result for a call that is not pending (late, or a duplicate) decides nothing.
  * - `timer` `approval_expiry`: `decideApprovalExpiry` (`tool_approval_resolved {outcome: expired}`
  *   and the `approval_decided` effect, unless a decision came first).
  * `turn_end` and what follows it are the run driver's: they depend on the hooks' answers and the
@@ -58,7 +64,7 @@ export function decideInput(state: SessionState, sessionId: string, input: Runti
       return { kind: "decided", events: step.events.map((body) => ({ id: ctx.newId(), body })), effects: [] };
     }
     case "tool_result":
-      return decideToolResult(state, input.toolCallId, input.outcome, ctx);
+      return decideToolResult(state, input.toolCallId, input.outcome, input.mode ?? "parallel", ctx);
     case "timer":
       return decideApprovalExpiry(state, input.toolCallId, ctx.now, ctx.newId);
   }
@@ -68,12 +74,17 @@ function decideToolResult(
   state: SessionState,
   toolCallId: string,
   outcome: ToolExecutionOutcome,
+  mode: "parallel" | "sequential",
   ctx: DecideContext,
 ): Decision {
   const cursor = runCursorOf(state);
   if (cursor.kind !== "tools_pending" || !cursor.pendingToolCallIds.includes(toolCallId)) return NOTHING;
   const call = cursor.toolCalls.find((c) => c.id === toolCallId);
   if (!call) return NOTHING;
+  if (mode === "sequential") {
+    const step = sequentialToolResult(call, outcome, ctx.now);
+    return { kind: "decided", events: step.events.map((body) => ({ id: ctx.newId(), body })), effects: [] };
+  }
   const events: DraftEvent[] = [{ id: ctx.newId(), body: toolExecutionEndBody(call, outcome) }];
   if (cursor.pendingToolCallIds.length === 1) {
     const outcomes = new Map<string, ToolExecutionOutcome>();
@@ -84,8 +95,7 @@ function decideToolResult(
       const known = outcomes.get(c.id);
       if (!known || finished.has(c.id)) continue;
       const message = createToolResultMessage(c.id, c.name, known, ctx.now);
-      events.push({ id: ctx.newId(), body: { type: "message_start", message } });
-      events.push({ id: ctx.newId(), body: { type: "message_end", message } });
+      for (const body of toolResultMessageDrafts(message)) events.push({ id: ctx.newId(), body });
     }
   }
   return { kind: "decided", events, effects: [] };

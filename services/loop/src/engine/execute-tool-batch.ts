@@ -1,7 +1,7 @@
 // The tool calls of one assistant message: preflight, execution, results (pi 0.73 semantics plus
 // Fleet's abort and length-stop rules).
 import { type AssistantMessage, type ToolCallContent, type ToolResultMessage, toolErrorText } from "@fleet/protocol";
-import { createToolResultMessage, toolExecutionEndBody } from "../session-core/tool-result.js";
+import { createToolResultMessage, sequentialToolResult, toolExecutionEndBody } from "../session-core/tool-result.js";
 import { errorToolResult, thrownText } from "./messages.js";
 import { ABORTED, isPromise, noop, RESOLVED, type RunScope } from "./run-scope.js";
 import type { LoopConfig, LoopContext, ToolDefinition, ToolExecutionOutcome, ToolOutput } from "./types.js";
@@ -121,16 +121,20 @@ async function runSequential(
 ): Promise<void> {
   for (const slot of slots) {
     if (slot.message) continue;
-    if (!slot.outcome) {
-      if (run.signal?.aborted) {
-        await emitStart(slot, run);
-        slot.outcome = abortedOutcome();
-      } else {
-        slot.outcome = await decide(slot);
-      }
-      await emitEnd(slot, run);
+    if (slot.outcome) {
+      // Ended before an interruption: only its toolResult message is missing.
+      await emitResultMessage(slot, run);
+      continue;
     }
-    await emitResultMessage(slot, run);
+    if (run.signal?.aborted) {
+      await emitStart(slot, run);
+      slot.outcome = abortedOutcome();
+    } else {
+      slot.outcome = await decide(slot);
+    }
+    const step = sequentialToolResult(slot.call, slot.outcome, run.ports.now());
+    slot.message = step.message;
+    for (const body of step.events) await run.sink.emit(body);
   }
 }
 

@@ -1,6 +1,11 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
 import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
-import { applyDeltaInPlace, errorChunkMessage } from "../session-core/provider-chunk.js";
+import {
+  messageEnd,
+  type OpenStream,
+  stepProviderChunk,
+  unstartedMessageStart,
+} from "../session-core/provider-chunk.js";
 import { abortedAssistant, defaultConvertToLlm, finishedContent, syntheticAssistant } from "./messages.js";
 import {
   ABORTED,
@@ -14,7 +19,7 @@ import {
 } from "./run-scope.js";
 import type { LoopContext, StreamOptions } from "./types.js";
 
-/** Shared with the pure core (`../session-core/provider-chunk.ts`), which does the same mapping per chunk. */
+/** The delta step of the one chunk mapping (`../session-core/provider-chunk.ts`), for the engine's other readers. */
 export { applyDeltaInPlace, applyStreamDelta } from "../session-core/provider-chunk.js";
 
 export const STREAM_ENDED_EARLY = "Stream ended without a done or error event";
@@ -51,11 +56,12 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
     .streamFn({ systemPrompt: context.systemPrompt, messages: llmMessages, tools: context.tools }, options, signal)
     [Symbol.asyncIterator]();
   const reader = abortableReader(iterator, signal ? run.abort : undefined);
-  /** The message so far: owned by this call (its content array is never handed out). */
-  let partial: AssistantMessage | undefined;
+  /** The message so far (owned by this call), advanced in place by the one chunk mapping. */
+  const stream: OpenStream = { partial: undefined, final: undefined };
   try {
     while (true) {
       const next = signal?.aborted ? ABORTED : await readNext(reader);
+      const partial = stream.partial;
       if (next === ABORTED) {
         cancelRead(reader);
         const base = partial ?? syntheticAssistant(model, "aborted", ABORTED_ERROR_MESSAGE, ports.now());
@@ -71,29 +77,11 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
         };
         return await finish(context, run, message, partial !== undefined);
       }
-      const event: AssistantStreamEvent = next.value;
-      switch (event.type) {
-        case "start":
-          partial = { ...event.partial, content: event.partial.content.slice() };
-          {
-            const sent = run.sink.emit({
-              type: "message_start",
-              message: { ...partial, content: partial.content.slice() },
-            });
-            if (sent !== RESOLVED) await sent;
-          }
-          break;
-        case "done":
-          return await finish(context, run, event.message, partial !== undefined);
-        case "error":
-          return await finish(context, run, errorChunkMessage(event), partial !== undefined);
-        default:
-          if (partial) {
-            applyDeltaInPlace(partial.content, event);
-            const accepted = run.sink.emit({ type: "message_update", deltas: [event] });
-            if (accepted !== RESOLVED) await accepted;
-          }
-      }
+      const event = stepProviderChunk(stream, next.value);
+      if (event) {
+        const accepted = run.sink.emit(event);
+        if (accepted !== RESOLVED) await accepted;
+      } else if (stream.final) return await finish(context, run, stream.final, partial !== undefined);
     }
   } finally {
     disposeReader(reader);
@@ -109,10 +97,10 @@ async function finish(
 ): Promise<AssistantMessage> {
   context.messages.push(message);
   if (!started) {
-    const sent = run.sink.emit({ type: "message_start", message: { ...message } });
+    const sent = run.sink.emit(unstartedMessageStart(message));
     if (sent !== RESOLVED) await sent;
   }
-  const ended = run.sink.emit({ type: "message_end", message });
+  const ended = run.sink.emit(messageEnd(message));
   if (ended !== RESOLVED) await ended;
   return message;
 }

@@ -19,6 +19,62 @@ export function errorChunkMessage(chunk: Extract<AssistantStreamEvent, { type: "
   return message.stopReason === "error" ? message : { ...message, stopReason: "error" };
 }
 
+/**
+ * One open stream, advanced in place by `stepProviderChunk` (the engine keeps one per LLM call, so a
+ * delta costs no copy of the message): `partial` is the message so far (its content array owned by
+ * the stream, never handed out), `final` the complete message once a `done` / `error` chunk came.
+ */
+export interface OpenStream {
+  partial: AssistantMessage | undefined;
+  final: AssistantMessage | undefined;
+}
+
+/**
+ * The one mapping of a provider chunk (pi's order), in place on `stream`; returns the event the
+ * chunk adds while the message streams, or undefined:
+ * `start` → `partial` = a copy of the provider's partial, `message_start` (another copy);
+ * a delta → applied to `partial`, `message_update {deltas: [delta]}` (ignored before `start`, as pi does);
+ * `done` / `error` → `final` set (`errorChunkMessage`), undefined: the caller ends the message with
+ * `messageEndDrafts(final, started)` (the engine: `unstartedMessageStart` and `messageEnd`).
+ */
+export function stepProviderChunk(stream: OpenStream, chunk: AssistantStreamEvent): EventDraft | undefined {
+  switch (chunk.type) {
+    case "start": {
+      const partial = { ...chunk.partial, content: chunk.partial.content.slice() };
+      stream.partial = partial;
+      return { type: "message_start", message: { ...partial, content: partial.content.slice() } };
+    }
+    case "done":
+      stream.final = chunk.message;
+      return undefined;
+    case "error":
+      stream.final = errorChunkMessage(chunk);
+      return undefined;
+    default:
+      if (!stream.partial) return undefined;
+      applyDeltaInPlace(stream.partial.content, chunk);
+      return { type: "message_update", deltas: [chunk] };
+  }
+}
+
+/** The `message_start` of a message that ends without having started (ended before `start`, or cut before it). */
+export function unstartedMessageStart(final: AssistantMessage): EventDraft {
+  return { type: "message_start", message: { ...final } };
+}
+
+/** The `message_end` of a streamed message. */
+export function messageEnd(final: AssistantMessage): EventDraft {
+  return { type: "message_end", message: final };
+}
+
+/**
+ * The events that end a streamed message: `unstartedMessageStart` first when the stream never
+ * started (`started` false), then `messageEnd`.
+ */
+export function messageEndDrafts(final: AssistantMessage, started: boolean): EventDraft[] {
+  return started ? [messageEnd(final)] : [unstartedMessageStart(final), messageEnd(final)];
+}
+
 /** What one chunk does to the stream: its events, the partial after it, and the final message when it ended. */
 export interface ChunkStep {
   events: EventDraft[];
@@ -29,32 +85,17 @@ export interface ChunkStep {
 }
 
 /**
- * The events of one chunk on a stream whose message so far is `partial` (pi's order):
- * `start` → `message_start` (a copy of the provider's partial); a delta → `message_update
- * {deltas: [delta]}` (ignored before `start`, as pi does); `done` / `error` → `message_start` when
- * the stream never started, then `message_end` with the complete message.
+ * `stepProviderChunk` as a pure step on a stream whose message so far is `partial` (not modified):
+ * the chunk's events, including the ending ones (`messageEndDrafts`) for `done` / `error`.
  */
 export function decideProviderChunk(partial: AssistantMessage | undefined, chunk: AssistantStreamEvent): ChunkStep {
-  switch (chunk.type) {
-    case "start": {
-      const started = { ...chunk.partial, content: chunk.partial.content.slice() };
-      return {
-        events: [{ type: "message_start", message: { ...started, content: started.content.slice() } }],
-        partial: started,
-      };
-    }
-    case "done":
-    case "error": {
-      const final = chunk.type === "done" ? chunk.message : errorChunkMessage(chunk);
-      const events: EventDraft[] = partial ? [] : [{ type: "message_start", message: { ...final } }];
-      events.push({ type: "message_end", message: final });
-      return { events, partial, final };
-    }
-    default:
-      if (!partial) return { events: [], partial };
-      return { events: [{ type: "message_update", deltas: [chunk] }], partial: applyStreamDelta(partial, chunk) };
-  }
+  const stream: OpenStream = { partial: partial && { ...partial, content: partial.content.slice() }, final: undefined };
+  const event = stepProviderChunk(stream, chunk);
+  if (stream.final)
+    return { events: messageEndDrafts(stream.final, partial !== undefined), partial, final: stream.final };
+  return event ? { events: [event], partial: stream.partial } : { events: [], partial };
 }
+
 /**
  * Applies one delta to the content of a partial message, in place. A changed block is replaced by a
  * new object (blocks may be shared with an emitted `message_start`); tool-call arguments stay as

@@ -44,3 +44,25 @@ export function createToolResultMessage(
   if (outcome.result.details !== undefined) message.details = outcome.result.details;
   return message;
 }
+
+/** A call's toolResult message as events (pi): `message_start`, then `message_end`. */
+export function toolResultMessageDrafts(message: ToolResultMessage): EventDraft[] {
+  return [
+    { type: "message_start", message },
+    { type: "message_end", message },
+  ];
+}
+
+/**
+ * Sequential tool mode (pi: config `toolExecution: "sequential"`, or a call to a tool with
+ * `executionMode: "sequential"`): a call's outcome closes it at once, before the next call starts:
+ * its `tool_execution_end`, then its toolResult message's `message_start` / `message_end`.
+ */
+export function sequentialToolResult(
+  call: ToolCallRef,
+  outcome: ToolExecutionOutcome,
+  timestamp: number,
+): { events: EventDraft[]; message: ToolResultMessage } {
+  const message = createToolResultMessage(call.id, call.name, outcome, timestamp);
+  return { events: [toolExecutionEndBody(call, outcome), ...toolResultMessageDrafts(message)], message };
+}
