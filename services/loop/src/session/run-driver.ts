@@ -50,7 +50,7 @@ async function emitAppended(shell: SessionShell, event: EngineEvent): Promise<vo
   }
   const stamped = stamp(shell, { id: event.id, body }, event.runId);
   await appendEvent(shell, stamped);
-  if (sub && parent) sub.childEvent(shell.sessionId, parent, stamped);
+  if (sub && parent) sub.childEvent(shell.sessionId, parent, stamped, shell.deps.writeGate);
   if (body.type === "message_end" && body.message.role === "assistant") {
     for (const c of body.message.content) if (c.type === "toolCall") shell.freshToolCalls.add(c.id);
   }

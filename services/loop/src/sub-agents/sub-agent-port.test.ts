@@ -281,6 +281,27 @@ describe("sub-agent port / child side", () => {
     }
   });
 
+  it("progress held back is dropped when the owner's lease fence is shut at the window's end", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const h = harness();
+      let held = true;
+      const writable = () => Promise.resolve(held);
+      h.port.childEvent(child, LINK, event("turn_start"), writable);
+      h.port.childEvent(child, LINK, event("tool_execution_start", { toolName: "bash" }), writable);
+      expect(h.core).toHaveLength(1);
+      // Paused past its lease: when the window ends the fence says the lease is gone.
+      held = false;
+      h.tick(1_000);
+      vi.advanceTimersByTime(1_000);
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(h.core).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("the answer is the final assistant text with the run's spend, stored under <child>.result.<runId>.<epoch>", async () => {
     const h = harness();
     const spent = { ...emptySpend(), totalTokens: 12, inputTokens: 10, outputTokens: 2, costUsd: 0.5 };

@@ -70,8 +70,12 @@ export interface SubAgentPort {
   closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
   /** Child side: the child refused its parent's prompt; the refusal is the call's error result. */
   childRefused(childId: string, link: ParentLink, reason: string): Promise<void>;
-  /** Child side: one appended event of a child session (progress, throttled). */
-  childEvent(childId: string, link: ParentLink, event: FleetEvent): void;
+  /**
+   * Child side: one appended event of a child session (progress, throttled). `writable` is the
+   * owner's lease fence: progress held back to the end of its window is dropped when the lease is
+   * no longer held then (a worker paused past its lease must not publish after the new owner's answer).
+   */
+  childEvent(childId: string, link: ParentLink, event: FleetEvent, writable?: () => boolean | Promise<boolean>): void;
   /** Child side: the child's run is about to end; its answer goes to the parent first. */
   childFinished(childId: string, link: ParentLink, end: ChildRunEnd): Promise<void>;
 }
@@ -325,7 +329,7 @@ export function createSubAgentPort(opts: {
         );
       }
     },
-    childEvent(childId, link, event) {
+    childEvent(childId, link, event, writable) {
       if (event.type === "agent_end" || event.type === "message_update") return;
       const now = opts.now();
       const state = progress.get(childId) ?? { at: Number.NEGATIVE_INFINITY };
@@ -346,7 +350,12 @@ export function createSubAgentPort(opts: {
         state.held = undefined;
         if (!held || progress.get(childId) !== state) return;
         state.at = opts.now();
-        publishProgress(held.link, childId, held.event);
+        const publish = (ok: boolean) => {
+          if (ok && progress.get(childId) === state) publishProgress(held.link, childId, held.event);
+        };
+        const ok = writable?.() ?? true;
+        if (typeof ok === "boolean") publish(ok);
+        else void ok.then(publish, () => undefined);
       }, wait).unref();
     },
     async childRefused(childId, link, reason) {
