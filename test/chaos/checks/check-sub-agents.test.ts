@@ -57,6 +57,8 @@ function parentLog(result: { text: string; isError?: boolean; childTokens?: numb
 /** The child: created by the parent's call, prompted, one run answering `answer` for `tokens`. */
 function childEvents(opts: {
   answer?: string;
+  /** The run ended without any assistant text (its stream cut, say). */
+  noAnswer?: boolean;
   tokens?: number;
   runs?: number;
   end?: boolean;
@@ -74,7 +76,9 @@ function childEvents(opts: {
   for (let run = 0; run < (opts.runs ?? 1); run++) {
     b.add({ type: "command_accepted", commandId: run === 0 ? ids.prompt : `again-${run}`, commandType: "prompt" });
     b.add({ type: "agent_start" });
-    const final = assistantMessage([textOf(opts.answer ?? "done")], { tokens: opts.tokens ?? 7 });
+    const final = opts.noAnswer
+      ? assistantMessage([], { tokens: opts.tokens ?? 7, stopReason: "error", errorMessage: "Run interrupted" })
+      : assistantMessage([textOf(opts.answer ?? "done")], { tokens: opts.tokens ?? 7 });
     b.add({ type: "message_end", message: final });
     if (opts.end === false) break;
     b.add({ type: "agent_end", messages: [final] });
@@ -125,6 +129,20 @@ describe("chaos / invariant 9: sub-agents", () => {
     expect(check(parentLog({ text: "done", childTokens: 7 }), childEvents({ end: false })).kinds).toContain(
       "child_stuck",
     );
+  });
+
+  it("a child whose own run ended without an answer may end its call with that error, nothing else", () => {
+    const cut = parentLog({
+      text: `Sub-agent ${CHILD} ended without an answer (Run interrupted while streaming (worker w2 took over))`,
+      isError: true,
+      childTokens: 7,
+    });
+    expect(check(cut, childEvents({ noAnswer: true })).kinds).toEqual([]);
+    // The same error while the child did answer: the answer was lost.
+    expect(check(cut, childEvents({})).kinds).toContain("child_result_error");
+    // Another error for a child without an answer is still a violation.
+    const other = parentLog({ text: "timed out", isError: true, childTokens: 7 });
+    expect(check(other, childEvents({ noAnswer: true })).kinds).toContain("child_result_error");
   });
 
   it("an aborted parent's child must have accepted its close and run nothing after it", () => {

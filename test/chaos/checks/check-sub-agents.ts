@@ -166,17 +166,23 @@ export function checkSubAgents(
     const childEnd = events.findLast((e) => e.type === "agent_end");
     const answer = childEnd?.type === "agent_end" ? finalAssistantText(childEnd.messages) : undefined;
     if (end.isError) {
-      v("child_result_error", `${what} ended with an error though its parent was not aborted: ${endText}`);
-      continue;
-    }
-    if (answer === undefined || endText !== answer) {
+      // The child's own run ended without an answer (its stream cut by a takeover, say): the call's
+      // result is that error, as a runner's failed call is. Any other error is a violation.
+      const ownError =
+        childEnd !== undefined &&
+        answer === undefined &&
+        endText.startsWith(`Sub-agent ${call.childId} ended without an answer`);
+      if (!ownError) {
+        v("child_result_error", `${what} ended with an error though its parent was not aborted: ${endText}`);
+        continue;
+      }
+    } else if (answer === undefined || endText !== answer) {
       v(
         "child_result_mismatch",
         `${what}: result ${JSON.stringify(endText)}, child's answer ${JSON.stringify(answer)}`,
       );
       continue;
-    }
-    summary.answered++;
+    } else summary.answered++;
     const details = ChildResultDetails.safeParse(end.result.details);
     const reported = details.success ? details.data.spend : undefined;
     if (!reported || !sameSpend(reported, childSpend.run))
