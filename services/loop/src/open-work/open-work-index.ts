@@ -25,6 +25,17 @@ export interface OpenWorkIndex {
   noteScanned(partition: number): Promise<void>;
 }
 
+/**
+ * An open-work entry JetStream did not store (no room, no acknowledgement in time, no stream):
+ * nothing that needed it was appended, so the command that needed it can be decided again later.
+ */
+export class OpenWorkNotStoredError extends Error {
+  constructor(subject: string, reason: string) {
+    super(`open-work entry ${subject} not stored: ${reason}`);
+    this.name = "OpenWorkNotStoredError";
+  }
+}
+
 export function createOpenWorkIndex(opts: {
   publisher: StreamPublisher;
   jsm: JetStreamManager;
@@ -40,7 +51,7 @@ export function createOpenWorkIndex(opts: {
       timeoutMs: 5_000,
       ...(keepTrying ? { keepTrying } : {}),
     });
-    if (!ack.ok) throw new Error(`open-work entry ${subject} not stored: ${ack.error}`);
+    if (!ack.ok) throw new OpenWorkNotStoredError(subject, ack.error);
   };
   return {
     mark: (partition, sessionId, keepTrying) => store(subjects.openWork(partition, sessionId), keepTrying),

@@ -20,6 +20,7 @@ import { decideInput } from "../decide/decide-input.js";
 import type { DecideContext, Decision } from "../decide/decision.js";
 import { acceptsCommand, InputUnavailableError, keepParts, readCommand } from "../input-reader.js";
 import { lastLifecycleRecord } from "../lifecycle/lifecycle-records.js";
+import { OpenWorkNotStoredError } from "../open-work/open-work-index.js";
 import { OpenWorkUnwritableError } from "../open-work/session-index-entry.js";
 import type { CommandDelivery } from "../partition-intake.js";
 import type { DraftEvent } from "../session-core/drafts.js";
@@ -33,8 +34,8 @@ import { announceOwner, appendDraft, decideAsOwner, killShell, type SessionShell
 
 /** When a command whose inputs could not be read or copied is delivered again. */
 const INPUT_RETRY_MS = 1_000;
-/** When a command refused for want of storage is delivered again. */
-const STORAGE_RETRY_MS = 2_000;
+/** When a command whose writes were not stored is delivered again. */
+const WRITE_RETRY_MS = 2_000;
 
 /**
  * Handles one delivered command. Contract: never throws for bad input; every command ends in
@@ -103,12 +104,15 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
       killShell(shell, `write failed: ${err.message}`);
       return;
     }
-    // JetStream had no room for a write the decision needed (its open-work entry, an input copy):
-    // the command comes back once space may be free, and its redelivery decides or completes it
-    // (acked, it would be lost, as a child's `abort` was in a chaos run).
-    if (isStorageFullError(err) && !shell.dead) {
-      shell.log.warn({ evt: "command_storage_full", err, commandId }, "storage full; command retried later");
-      delivery.msg.nak(STORAGE_RETRY_MS);
+    // JetStream did not store a write the decision needed (its open-work entry, written before any
+    // of its events; an input copy with no room): the command comes back, and its redelivery decides
+    // or completes it (acked, it would be lost, as children's `abort`s were in chaos runs).
+    if ((err instanceof OpenWorkNotStoredError || isStorageFullError(err)) && !shell.dead) {
+      shell.log.warn(
+        { evt: "command_write_not_stored", err, commandId },
+        "a write was not stored; command retried later",
+      );
+      delivery.msg.nak(WRITE_RETRY_MS);
       return;
     }
     shell.log.error({ err, commandId }, "command failed");
