@@ -47,7 +47,7 @@ const SSE_CATCH_UP_MS = 30_000;
  * comes back after the consumer's ack wait, 15 s, then its retries), or after WEBHOOK_CATCH_UP_MS.
  */
 const WEBHOOK_STALL_MS = 30_000;
-const WEBHOOK_CATCH_UP_MS = 300_000;
+const WEBHOOK_CATCH_UP_MS = 600_000;
 
 export interface ChaosResult {
   lines: string[];
