@@ -105,7 +105,7 @@ const REQUEST_TIMEOUT_MS = 300_000;
  * A burst: 256 connections closed, then a second with at most 16 closes; collected then and 2 s
  * later, at most once per 10 s.
  */
-const MEMORY_RELEASE = { minClosed: 256, quietMs: 1_000, quietCloses: 16, minIntervalMs: 10_000, followUpMs: 2_000 };
+const MEMORY_RELEASE = { minClosed: 256, quietMs: 500, quietCloses: 16, minIntervalMs: 3_000, followUpMs: 1_500 };
 
 /** Shared schemas of the OpenAPI document, by component name. */
 const COMPONENTS = {
