@@ -126,12 +126,18 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     if (held.get(lease.partition) !== lease) return;
     held.delete(lease.partition);
     renewFailing.delete(lease.partition);
-    opts.logger?.warn({ evt: "lease_lost", partition: lease.partition, why }, "partition lease lost");
+    opts.logger?.warn(
+      { evt: "lease_lost", partition: lease.partition, key: keyOf(lease.partition), why },
+      "partition lease lost",
+    );
     const done = (async () => {
       try {
         await opts.onRelease(lease.partition, "lost");
       } catch (err) {
-        opts.logger?.warn({ evt: "lease_release_failed", partition: lease.partition, err }, "release failed");
+        opts.logger?.warn(
+          { evt: "lease_release_failed", partition: lease.partition, key: keyOf(lease.partition), err },
+          "release failed",
+        );
       } finally {
         releasing.delete(lease.partition);
       }
@@ -157,7 +163,10 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
           if (held.get(lease.partition) !== lease) return;
           held.set(lease.partition, { ...lease, revision, renewedAt: sentAt });
           if (renewFailing.delete(lease.partition)) {
-            opts.logger?.info({ evt: "lease_renew_resumed", partition: lease.partition }, "renewals land again");
+            opts.logger?.info(
+              { evt: "lease_renew_resumed", partition: lease.partition, key: keyOf(lease.partition) },
+              "renewals land again",
+            );
           }
         } catch (err) {
           const message = (err as Error).message;
@@ -166,7 +175,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
           else if (!renewFailing.has(lease.partition)) {
             renewFailing.add(lease.partition);
             opts.logger?.warn(
-              { evt: "lease_renew_retry", partition: lease.partition, err },
+              { evt: "lease_renew_retry", partition: lease.partition, key: keyOf(lease.partition), err },
               "renewal failed; retrying (logged once until one lands)",
             );
           }
@@ -222,7 +231,7 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     } catch {
       // Already expired or taken: nothing of ours to delete.
     }
-    opts.logger?.info({ evt: "lease_released", partition, reason }, "partition lease released");
+    opts.logger?.info({ evt: "lease_released", partition, key: keyOf(partition), reason }, "partition lease released");
   }
 
   async function claim(partition: number): Promise<boolean> {
@@ -237,13 +246,19 @@ export function createLeaseManager(opts: LeaseManagerOptions): LeaseManager {
     } catch {
       return false;
     }
-    opts.logger?.info({ evt: "lease_acquired", partition, epoch: revision }, "partition lease acquired");
+    opts.logger?.info(
+      { evt: "lease_acquired", partition, key: keyOf(partition), epoch: revision },
+      "partition lease acquired",
+    );
     try {
       await opts.onAcquire(partition, revision);
       return true;
     } catch (err) {
       // A lease held without serving its partition would strand its work: hand it back, claim it later.
-      opts.logger?.warn({ evt: "lease_serve_failed", partition, err }, "could not serve a claimed partition; released");
+      opts.logger?.warn(
+        { evt: "lease_serve_failed", partition, key: keyOf(partition), err },
+        "could not serve a claimed partition; released",
+      );
       await release(partition, "lost");
       return false;
     }

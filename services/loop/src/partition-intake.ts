@@ -186,7 +186,15 @@ export async function startPartitionIntake(opts: {
         await new Promise((r) => setTimeout(r, 500));
         if (stopped) break;
         try {
-          messages = await open();
+          const opened = await open();
+          // Stopped while it opened: `stop` closed the consume before it, so this one is stopped here
+          // (left open, it would keep pulling the partition's commands for nobody). `stop`, not
+          // `close`: a consume never iterated would keep `close` waiting.
+          if (stopped) {
+            opened.stop();
+            break;
+          }
+          messages = opened;
           watch(messages);
           break;
         } catch (err) {
