@@ -2,7 +2,9 @@
 // sessions. A loop worker (in this process) streams 64 text deltas per turn at a steady rate through
 // the real coalescer; every SSE client records when each delta arrived. Prints delta→SSE-client
 // latency p50/p99 and the gateway's memory per client, next to a direct core-NATS subscriber
-// (another process) measured in the same run on the same deltas, and every process's CPU.
+// (another process) measured in the same run on the same deltas, every process's CPU, how often the
+// gateway was preempted, and how bursty the deltas are at the subscriber (the sessions start together,
+// so their coalescing windows close in step and the gateway fans out a burst of events at once).
 // Knobs: BENCH_CLIENTS, BENCH_SESSIONS, BENCH_PROMPTS, BENCH_COALESCE_MS, BENCH_TOKENS_PER_SECOND;
 // BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the gateway's node;
 // BENCH_REPUBLISH=0 makes FLEET_EVENTS as a log from before change 67 has it (no republish: the
@@ -212,6 +214,11 @@ async function main() {
     "SSE clients": sseProcesses.reduce((sum, c) => sum + cpuSecondsOf(c.pid), 0),
     "NATS subscriber": cpuSecondsOf(baseline.pid),
   });
+  const switchesOf = (pid: number) => {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return Number(status.match(/^nonvoluntary_ctxt_switches:\s+(\d+)/m)?.[1] ?? Number.NaN);
+  };
+  const switches0 = switchesOf(gateway.pid as number);
   const cpu0 = cpuOf();
   const t0 = performance.now();
   await Promise.all(
@@ -226,6 +233,7 @@ async function main() {
   const elapsed = (performance.now() - t0) / 1000;
   clearInterval(rssTimer);
   const cpu1 = cpuOf();
+  const preempted = switchesOf(gateway.pid as number) - switches0;
   const cpuKeys = Object.keys(cpu0) as Array<keyof typeof cpu0>;
   const cpuTotal = cpuKeys.reduce((sum, k) => sum + cpu1[k] - cpu0[k], 0);
   // Late frames still count: wait until the gateway has been idle for a while before the dumps.
@@ -238,13 +246,29 @@ async function main() {
   const latencies = (child: ChildProcess, first: number, readersOf: (reader: number) => number) => {
     const dump = JSON.parse(dumps.get(child) as string) as { events: number; arrived: Array<number | null> };
     const out: number[] = [];
+    const arrivals: number[] = [];
     dump.arrived.forEach((at, j) => {
       const reader = Math.floor(j / (TURNS * DELTAS));
       const rest = j % (TURNS * DELTAS);
       const sent = sentAt[readersOf(first + reader) * TURNS * DELTAS + rest];
+      if (at !== null) arrivals.push(at);
       if (at !== null && sent !== undefined && !Number.isNaN(sent)) out.push(at - sent);
     });
-    return { out, events: dump.events };
+    return { out, arrivals, events: dump.events };
+  };
+  /**
+   * For each event (a distinct arrival time at the NATS subscriber), how many events arrived in its
+   * burst: a run of arrivals each less than 1 ms after the one before.
+   */
+  const burstSizes = (arrivals: number[]) => {
+    const times = [...new Set(arrivals)].sort((a, b) => a - b);
+    const sizes: number[] = [];
+    for (let start = 0, i = 1; i <= times.length; i++) {
+      if (i < times.length && (times[i] as number) - (times[i - 1] as number) < 1) continue;
+      for (let k = start; k < i; k++) sizes.push(i - start);
+      start = i;
+    }
+    return sizes;
   };
   const base = latencies(baseline, 0, (s) => s);
   const sse = sseProcesses.map((child, p) => latencies(child, p * per, (c) => c % SESSIONS));
@@ -266,6 +290,10 @@ async function main() {
   console.log(
     `  delta→NATS subscriber       p50 ${fmt(pct(base.out, 50), 2)} ms   p99 ${fmt(pct(base.out, 99), 2)} ms  (baseline, same run: ${base.out.length} deltas)`,
   );
+  const bursts = burstSizes(base.arrivals);
+  console.log(
+    `  bursts at the subscriber    the median event with text deltas came in a burst of ${pct(bursts, 50)} such events less than 1 ms apart (p90 ${pct(bursts, 90)})`,
+  );
   console.log(
     `  gateway's share             p50 +${fmt(pct(sseLatency, 50) - pct(base.out, 50), 2)} ms   p99 +${fmt(pct(sseLatency, 99) - pct(base.out, 99), 2)} ms`,
   );
@@ -276,6 +304,7 @@ async function main() {
   console.log(
     `                              total ${fmt(cpuTotal, 1)} s in ${fmt(elapsed, 1)} s wall = ${fmt(cpuTotal / elapsed, 2)} of this machine's ${availableParallelism()} cores`,
   );
+  console.log(`  gateway preempted           ${preempted} times during the runs (involuntary context switches)`);
   const p50 = pct(sseLatency, 50);
   const share = p50 - pct(base.out, 50);
   console.log("\n  target");

@@ -2,22 +2,26 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { commentFrame, type EncodedFrame, encodeFrame } from "./frame.js";
+import { flushAtTurnEnd, type TurnFlushable } from "./turn-flush.js";
 
 /** `slow`: dropped for falling behind; `closed`: the client went away or the stream ended. */
 export type DropReason = "slow" | "closed";
 
 /**
  * Contract: frames reach the client in strictly increasing sequence, each at most once (a frame at
- * or below `lastSeq` is ignored). Live frames never wait: they are written at once, and when the
- * bytes the client has not taken yet exceed `maxBufferBytes` the connection is dropped (the client
- * resumes with Last-Event-ID). While the history is written, live frames queue under the same bound.
+ * or below `lastSeq` is ignored). Live frames never wait for the client: the frames (and comments)
+ * of one turn of the event loop are written together at the end of that turn (`flushAtTurnEnd`),
+ * and when the bytes the client has not taken yet exceed `maxBufferBytes` the connection is dropped
+ * (the client resumes with Last-Event-ID). While the history is written, live frames queue under the
+ * same bound.
  *
  * `res` must have sent its head (`flushHeaders`), with `Transfer-Encoding: chunked` when `chunked`.
- * From then on the connection writes the body to the socket itself, one write per frame, of bytes
- * encoded once for every client (each as one HTTP/1.1 chunk when `chunked`, else as they are);
- * `end()` lets `res` end the body.
+ * From then on the connection writes the body to the socket itself, one write per history batch and
+ * one per turn with live frames, of bytes encoded once for every client (each frame one HTTP/1.1
+ * chunk when `chunked`, else as they are); `end()` writes what the turn holds and lets `res` end the
+ * body.
  */
-export class SseConnection {
+export class SseConnection implements TurnFlushable {
   readonly res: ServerResponse;
   readonly #socket: Socket;
   readonly #chunked: boolean;
@@ -28,6 +32,8 @@ export class SseConnection {
   #live = false;
   #queued: { seq: number; frame: EncodedFrame }[] = [];
   #queuedBytes = 0;
+  /** Live bytes of this turn, written by `flushTurn`. */
+  #turn: Buffer[] = [];
   #closed = false;
 
   constructor(
@@ -58,7 +64,7 @@ export class SseConnection {
       return;
     }
     this.lastSeq = seq;
-    this.#write(frame);
+    this.#hold(frame);
   }
 
   /** History frames up to `seq`; resolves once the client can take more (or the connection closed). */
@@ -89,12 +95,23 @@ export class SseConnection {
   }
 
   comment(text: string): void {
-    if (!this.#closed) this.#write(encodeFrame([commentFrame(text)]));
+    if (!this.#closed) this.#hold(encodeFrame([commentFrame(text)]));
+  }
+
+  /** Writes the live bytes of this turn: one socket write. */
+  flushTurn(): void {
+    const turn = this.#turn;
+    if (turn.length === 0) return;
+    this.#turn = [];
+    if (this.#closed) return;
+    this.#socket.write(turn.length === 1 ? (turn[0] as Buffer) : Buffer.concat(turn));
+    if (this.#socket.writableLength > this.#maxBufferBytes) this.drop();
   }
 
   /** Ends the response normally (`follow=false`, shutdown). */
   end(): void {
     if (this.#closed) return;
+    this.flushTurn();
     this.res.end();
     this.#close("closed");
   }
@@ -108,18 +125,24 @@ export class SseConnection {
 
   /** Writes `frame`; false when the socket buffers it (the client has not taken earlier bytes). */
   #send(frame: EncodedFrame): boolean {
-    return this.#socket.write(this.#chunked ? frame.chunk : frame.bytes);
+    return this.#socket.write(this.#bytesOf(frame));
   }
 
-  #write(frame: EncodedFrame): void {
-    this.#send(frame);
-    if (this.#socket.writableLength > this.#maxBufferBytes) this.drop();
+  #bytesOf(frame: EncodedFrame): Buffer {
+    return this.#chunked ? frame.chunk : frame.bytes;
+  }
+
+  /** Holds `frame` for this turn's write. */
+  #hold(frame: EncodedFrame): void {
+    if (this.#turn.length === 0) flushAtTurnEnd(this);
+    this.#turn.push(this.#bytesOf(frame));
   }
 
   #close(reason: DropReason): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#queued = [];
+    this.#turn = [];
     this.#onClose(reason);
   }
 }
