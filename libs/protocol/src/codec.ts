@@ -18,6 +18,15 @@ export type Encoded = { ok: true; bytes: Uint8Array } | { ok: false; error: stri
 
 const textDecoder = new TextDecoder("utf-8", { fatal: true });
 const textEncoder = new TextEncoder();
+/**
+ * UTF-8 bytes of a string: under Node a `Buffer` (a `Uint8Array`; below 4 KiB it is a slice of a
+ * shared pool, where `TextEncoder` gives every message its own backing store, which the garbage
+ * collector then frees one by one), elsewhere `TextEncoder`. The bytes are the same.
+ */
+const utf8Bytes: (text: string) => Uint8Array = (() => {
+  const NodeBuffer = (globalThis as { Buffer?: { from(text: string, encoding: "utf8"): Uint8Array } }).Buffer;
+  return NodeBuffer ? (text) => NodeBuffer.from(text, "utf8") : (text) => textEncoder.encode(text);
+})();
 
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): DecodeIssue[] {
   return issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }));
@@ -81,7 +90,7 @@ function serialise(value: unknown): Encoded {
     // A value nested deeper than the call stack allows (RangeError): bad input, not a crash.
     return fail("", `cannot encode the value: ${(err as Error).message}`);
   }
-  const bytes = textEncoder.encode(json);
+  const bytes = utf8Bytes(json);
   if (bytes.byteLength > MAX_MESSAGE_BYTES) {
     return fail("", `encoded size ${bytes.byteLength} bytes exceeds the limit of ${MAX_MESSAGE_BYTES} bytes`);
   }

@@ -1,6 +1,5 @@
 import type { Match, MsgHdrs } from "@nats-io/transport-node";
 
-const encoder = new TextEncoder();
 const HEADER_LINE = "NATS/1.0";
 
 /**
@@ -74,11 +73,11 @@ export class PublishHeaders implements MsgHdrs {
     }
   }
 
-  /** The wire form nats.js writes before the payload. */
+  /** The wire form nats.js writes before the payload (a slice of Node's shared pool: no backing store each). */
   encode(): Uint8Array {
     let s = HEADER_LINE;
     for (let i = 0; i < this.keyList.length; i++) s += `\r\n${this.keyList[i]}: ${this.valueList[i]}`;
-    return encoder.encode(`${s}\r\n\r\n`);
+    return Buffer.from(`${s}\r\n\r\n`, "utf8");
   }
 
   toString(): string {

@@ -138,6 +138,14 @@ async function engineFloor(sessions: number, prompts: number): Promise<number> {
   return (cpu.user + cpu.system) / 1000 / (sessions * prompts);
 }
 
+/**
+ * BENCH_CHILD_PROFILE=<dir>: the runner and the delta subscriber write V8 CPU profiles of their whole
+ * life into <dir> (`--cpu-prof`) when they exit.
+ */
+const childProfile = process.env.BENCH_CHILD_PROFILE
+  ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CHILD_PROFILE}`]
+  : [];
+
 /** Child processes this bench started; killed when it exits, also after a failure. */
 const children: ChildProcess[] = [];
 process.on("exit", () => {
@@ -152,7 +160,7 @@ async function main() {
 
   const runner = spawn(
     process.execPath,
-    ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, "services/tools/src/main.ts")],
+    [...childProfile, "--conditions=@fleet/source", "--import", "tsx", join(ROOT, "services/tools/src/main.ts")],
     {
       env: {
         ...process.env,
@@ -235,6 +243,7 @@ async function main() {
   const subscriber = spawn(
     process.execPath,
     [
+      ...childProfile,
       "--conditions=@fleet/source",
       "--import",
       "tsx",

@@ -116,6 +116,17 @@ describe("loop / budget guard", () => {
     expect(late.stops).toEqual(["outputTokens@stream"]);
   });
 
+  it("a budget that applies only after hundreds of deltas still ends the call with every delta streamed", async () => {
+    // The guard applies the deltas to its copy of the message only when a budget applies, or in
+    // batches: 300 deltas cross a batch's end before the limit applies.
+    const late = await run({ outputTokens: 10 }, emptySpend(), "abcd".repeat(400), (deltas) => deltas >= 300);
+    const last = late.events.at(-1);
+    expect(last?.type).toBe("error");
+    if (last?.type !== "error") return;
+    expect(last.error.content).toEqual([{ type: "text", text: "abcd".repeat(300) }]);
+    expect(last.error.usage.output).toBe(300);
+  });
+
   it("lets go of the caller's signal once the call ends, read to its end or not", async () => {
     const provider = createScriptedProvider({ steps: [{ text: "abcd" }, { text: "efgh".repeat(50) }], now: () => 5 });
     let stoppedEarly = false;

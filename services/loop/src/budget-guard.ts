@@ -9,6 +9,7 @@ import {
   estimateContextTokens,
   type ModelRef,
   type Spend,
+  type StreamDelta,
   spendOfUsage,
   type Usage,
 } from "@fleet/protocol";
@@ -70,6 +71,8 @@ interface GuardedCall {
 }
 
 const END: IteratorReturnResult<undefined> = { done: true, value: undefined };
+/** Content events a guarded call holds back from its copy of the message at most. */
+const MAX_UNAPPLIED = 256;
 
 /**
  * One guarded call as a plain iterator over the provider's: each event costs the provider's own
@@ -86,6 +89,11 @@ function guardedStream(call: GuardedCall): AsyncIterator<AssistantStreamEvent> {
   let inputEstimate = 0;
   let price: ModelPrice | undefined;
   let partial: AssistantMessage | undefined;
+  /**
+   * Content events not applied to `partial` yet: they are applied only when a budget applies (the
+   * estimate needs nothing but their characters), or once there are MAX_UNAPPLIED of them.
+   */
+  const unapplied: StreamDelta[] = [];
   let outputChars = 0;
   let checkDue = false;
   let ended = false;
@@ -114,10 +122,10 @@ function guardedStream(call: GuardedCall): AsyncIterator<AssistantStreamEvent> {
     }
     const event = next.value;
     if (event.type === "done" || event.type === "error") return last(event);
-    // The guard's own copy of the message so far: its content array is updated in place.
+    // The guard's own copy of the message so far: its content array is updated in place, when needed.
     if (event.type === "start") partial = { ...event.partial, content: event.partial.content.slice() };
     else if (partial) {
-      applyDeltaInPlace(partial.content, event);
+      if (unapplied.push(event) >= MAX_UNAPPLIED) applyUnapplied(partial);
       outputChars += deltaChars(event);
     }
     checkDue = partial !== undefined;
@@ -126,12 +134,17 @@ function guardedStream(call: GuardedCall): AsyncIterator<AssistantStreamEvent> {
   /** The stop once a budget is reached: the provider aborted, the call ended with what streamed. */
   const overBudget = (): AssistantStreamEvent | undefined => {
     if (!partial || !price || guard.limited?.() === false) return undefined;
+    applyUnapplied(partial);
     const usage = estimatedUsage(partial.usage, inputEstimate, outputChars, price);
     const over = guard.check(spendOfUsage(usage));
     if (!over) return undefined;
     abort.abort();
     guard.onExceeded?.(over, "stream");
     return stopped({ ...partial, content: finishedContent(partial.content), usage }, over);
+  };
+  const applyUnapplied = (message: AssistantMessage) => {
+    for (const event of unapplied) applyDeltaInPlace(message.content, event);
+    unapplied.length = 0;
   };
   const start = (): AssistantStreamEvent | undefined => {
     const { context, options } = call;

@@ -84,6 +84,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
     budgets: topology.kv.budgets,
     spend: topology.kv.spend,
     totals: topology.kv.spendTotals,
+    publisher,
     jsm,
     logger: log,
     now,

@@ -12,7 +12,7 @@ import { openWorkOf } from "./open-work/open-work.js";
 import { createSessionIndexEntry } from "./open-work/session-index-entry.js";
 import type { CommandDelivery } from "./partition-intake.js";
 import { createReplayDriver } from "./replay-driver.js";
-import type { ActorDeps } from "./session/actor-deps.js";
+import { type ActorDeps, OPEN_WORK_LINGER_MS } from "./session/actor-deps.js";
 import { decideOwn, handleCommand } from "./session/command-intake.js";
 import { startCompaction } from "./session/compaction-runner.js";
 import { runEffect } from "./session/effects.js";
@@ -275,6 +275,7 @@ function createShell(deps: ActorDeps, loaded: LoadedSession): SessionShell {
           ...(deps.writeGate ? { writeGate: deps.writeGate } : {}),
           signal: detachedSignal.signal,
           logger: log,
+          lingerMs: deps.settings.openWorkLingerMs ?? OPEN_WORK_LINGER_MS,
         })
       : undefined,
     workerApprovals: workerApprovalLayer(deps.settings.approvalTools),

@@ -1,5 +1,5 @@
 import { PartitionDayTotal, SPEND_KEYS, type Spend, TenantSpendRecord } from "@fleet/protocol";
-import { applyTopology, connectNats } from "@fleet/runtime";
+import { applyTopology, connectNats, createStreamPublisher } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -20,8 +20,13 @@ beforeAll(async () => {
   // Two workers: each its own connection, topology and counter.
   const a = await applyTopology(ncA, { partitions: 4 });
   const b = await applyTopology(ncB, { partitions: 4 });
-  counterA = createSpendCounter({ totals: a.kv.spendTotals, records: a.kv.spend }, a.jsm, { retryMs: 20 });
-  counterB = createSpendCounter({ totals: b.kv.spendTotals, records: b.kv.spend }, b.jsm, { retryMs: 20 });
+  const buckets = (t: typeof a, nc: NatsConnection) => ({
+    totals: t.kv.spendTotals,
+    records: t.kv.spend,
+    publisher: createStreamPublisher(nc),
+  });
+  counterA = createSpendCounter(buckets(a, ncA), a.jsm, { retryMs: 20 });
+  counterB = createSpendCounter(buckets(b, ncB), b.jsm, { retryMs: 20 });
 });
 afterAll(async () => {
   await ncA?.close();

@@ -12,7 +12,7 @@ import {
   type SpendIntent,
   TenantSpendRecord,
 } from "@fleet/protocol";
-import { isWrongLastSequence, type Logger, sleep } from "@fleet/runtime";
+import { type Logger, type StreamPublisher, sleep, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV, KvEntry } from "@nats-io/kv";
 
@@ -68,6 +68,12 @@ interface TotalQueue {
   known?: { entry: KvEntryLike | null; total: PartitionDayTotal | undefined };
 }
 
+/** A session's record as read: its entry (null: no message), and its value when that is a valid record. */
+interface RecordRead {
+  entry: KvEntry | null;
+  existing: TenantSpendRecord | undefined;
+}
+
 /** What an update needs of a total's entry: whether one exists, and its revision. */
 interface KvEntryLike {
   revision: number;
@@ -76,18 +82,38 @@ interface KvEntryLike {
 const CAS_ATTEMPTS = 50;
 const FLUSH_ATTEMPTS = 5;
 
-/** The buckets of the day's spend: the partitions' totals, and the sessions' records. */
+/**
+ * The buckets of the day's spend: the partitions' totals, and the sessions' records, read through
+ * the buckets and written through `publisher` (a revision-checked put is a publish to the key's
+ * subject with its expected last subject sequence; the ack's sequence is the new revision).
+ */
 export interface SpendBuckets {
   totals: KV;
   records: KV;
+  publisher: StreamPublisher;
 }
+
+const encoder = new TextEncoder();
 
 export function createSpendCounter(
   buckets: SpendBuckets,
   jsm: JetStreamManager,
   opts: SpendCounterOptions = {},
 ): SpendCounter {
-  const { totals, records: kv } = buckets;
+  const { totals, records: kv, publisher } = buckets;
+
+  /**
+   * Writes `data` as the value of `key` in `bucket` if the key's revision is `revision` (0: the key
+   * has no message): its new revision, or `conflict` when it is not. Throws on any other failure.
+   */
+  async function writeKey(bucket: string, key: string, data: string, revision: number): Promise<number | "conflict"> {
+    const ack = await publisher.publish(`$KV.${bucket}.${key}`, encoder.encode(data), {
+      expectLastSubjectSequence: revision,
+    });
+    if (ack.ok) return ack.seq;
+    if (ack.code === WRONG_LAST_SEQUENCE) return "conflict";
+    throw new Error(`write of ${bucket} ${key}: ${ack.error}`);
+  }
   const queues = new Map<string, TotalQueue>();
   const retryMs = opts.retryMs ?? 200;
   const settleDelayMs = opts.settleDelayMs ?? 200;
@@ -112,11 +138,12 @@ export function createSpendCounter(
       // Read after the total: a record written before the total's settling update is seen.
       const read = await Promise.all(batch.map((w) => readRecord(queue.day, w.request.sessionId)));
       const records = new Map<string, TenantSpendRecord | undefined>();
-      const recordEntries = new Map<string, KvEntry | null>();
+      const recordEntries = new Map<string, RecordRead>();
       batch.forEach((w, i) => {
         const e = read[i] ?? null;
-        recordEntries.set(w.request.sessionId, e);
-        records.set(w.request.sessionId, e?.operation === "PUT" ? decodeRecord(e.value) : undefined);
+        const existing = e?.operation === "PUT" ? decodeRecord(e.value) : undefined;
+        recordEntries.set(w.request.sessionId, { entry: e, existing });
+        records.set(w.request.sessionId, existing);
       });
       const plan = planCount(
         queue.day,
@@ -132,20 +159,24 @@ export function createSpendCounter(
         continue;
       }
       if (plan.total) {
-        const data = JSON.stringify(plan.total);
-        let revision: number;
+        let revision: number | "conflict";
         try {
-          revision = entry ? await totals.update(key, data, entry.revision) : await totals.create(key, data);
+          revision = await writeKey(KV_BUCKETS.spendTotals.name, key, JSON.stringify(plan.total), entry?.revision ?? 0);
         } catch (err) {
           queue.known = undefined;
-          if (isConflict(err)) continue;
           throw err;
+        }
+        if (revision === "conflict") {
+          queue.known = undefined;
+          continue;
         }
         queue.known = { entry: { revision }, total: plan.total };
         opts.onTotal?.(key, revision, plan.total);
       } else queue.known = { entry, total: current };
       for (const w of batch) w.request.onCounted?.(plan.counted.get(w.request.sessionId));
-      await Promise.all(plan.records.map((r) => writeRecord(r, recordEntries.get(r.sessionId) ?? null)));
+      await Promise.all(
+        plan.records.map((r) => writeRecord(r, recordEntries.get(r.sessionId) ?? { entry: null, existing: undefined })),
+      );
       // A record written (or one already as far) settles its pending entry at the next update.
       for (const r of plan.records) queue.settled.push({ sessionId: r.sessionId, events: r.events });
       return;
@@ -153,22 +184,16 @@ export function createSpendCounter(
     throw new Error(`spend total ${key}: too many concurrent writers`);
   }
 
-  /** Writes a session record unless one with as many events is there. */
-  async function writeRecord(record: TenantSpendRecord, first: KvEntry | null): Promise<void> {
+  /** Writes a session record unless one with as many events is there; `first` is the record as read last. */
+  async function writeRecord(record: TenantSpendRecord, first: RecordRead): Promise<void> {
     const key = SPEND_KEYS.session(record.day, record.sessionId);
     const data = JSON.stringify(record);
-    let entry = first;
+    let { entry, existing } = first;
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const existing = entry?.operation === "PUT" ? decodeRecord(entry.value) : undefined;
       if (!replacesRecord(existing, record)) return;
-      try {
-        if (entry) await kv.update(key, data, entry.revision);
-        else await kv.create(key, data);
-        return;
-      } catch (err) {
-        if (!isConflict(err)) throw err;
-      }
+      if ((await writeKey(KV_BUCKETS.spend.name, key, data, entry?.revision ?? 0)) !== "conflict") return;
       entry = await kv.get(key);
+      existing = entry?.operation === "PUT" ? decodeRecord(entry.value) : undefined;
     }
     throw new Error(`spend record ${key}: too many concurrent writers`);
   }
@@ -264,8 +289,6 @@ export function createSpendCounter(
     },
   };
 }
-
-const isConflict = (err: unknown) => isWrongLastSequence(err) || /exists/i.test((err as Error).message);
 
 function decodeJson<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }) {
   return (value: Uint8Array): T | undefined => {

@@ -13,7 +13,7 @@ import {
   sumTotals,
   utcDayOf,
 } from "@fleet/protocol";
-import { type FollowKvOptions, followKv, type Logger } from "@fleet/runtime";
+import { type FollowKvOptions, followKv, type Logger, type StreamPublisher } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { type CountRequest, createSpendCounter, decodeTotal } from "./spend-counter.js";
@@ -49,6 +49,8 @@ export interface TenantBudgetViewOptions {
   spend: KV;
   /** `fleet_spend_totals`: the partitions' totals (watched). */
   totals: KV;
+  /** Writes the totals and the records (see `SpendBuckets`). */
+  publisher: StreamPublisher;
   jsm: JetStreamManager;
   logger?: Logger;
   now?: () => number;
@@ -106,10 +108,14 @@ export function watchTenantBudget(opts: TenantBudgetViewOptions): TenantBudgetVi
       put(key, revision, () => (operation === "PUT" ? decodeTotal(value) : undefined)),
     opts.follow,
   );
-  const counter = createSpendCounter({ totals: opts.totals, records: opts.spend }, opts.jsm, {
-    onTotal: (key, revision, total) => put(key, revision, () => total),
-    ...(opts.logger ? { logger: opts.logger } : {}),
-  });
+  const counter = createSpendCounter(
+    { totals: opts.totals, records: opts.spend, publisher: opts.publisher },
+    opts.jsm,
+    {
+      onTotal: (key, revision, total) => put(key, revision, () => total),
+      ...(opts.logger ? { logger: opts.logger } : {}),
+    },
+  );
   return {
     ready: Promise.all([limitsFollower.ready, totalsFollower.ready]).then(() => undefined),
     limits: () => limits,

@@ -20,7 +20,10 @@ export interface SessionIndexEntry {
   around<T>(event: FleetEvent, append: () => Promise<T>): Promise<T>;
   /** Runs `work` (several appends) with the removal decided only once it is done, not between them. */
   hold<T>(work: () => Promise<T>): Promise<T>;
-  /** Work may have closed outside an append (a restore's last steps, a takeover's check): removes the entry when nothing is open. */
+  /**
+   * Work may have closed outside an append (a restore's last steps, a takeover's check): removes the
+   * entry when nothing is open (after `lingerMs`).
+   */
   settle(): void;
   /** Removes the entry whatever the log shows (the session's log was deleted); resolves once done. */
   forget(): Promise<void>;
@@ -52,10 +55,24 @@ export function createSessionIndexEntry(opts: {
   /** Aborted when the writer lets the session go: a write still being retried gives up. */
   signal: AbortSignal;
   logger: Logger;
+  /**
+   * How long the session must stay settled with nothing open before its entry is removed (default
+   * 0: at once). A session that opens work again within it keeps its entry: no removal, and no
+   * write before its next opening event. Meanwhile the entry is one without open work (harmless).
+   */
+  lingerMs?: number;
 }): SessionIndexEntry {
   let status: IndexStatus = "unknown";
   let inFlight = 0;
   let chain: Promise<unknown> = Promise.resolve();
+  const lingerMs = opts.lingerMs ?? 0;
+  /** The removal waiting out `lingerMs`; cleared by the next append. */
+  let lingering: NodeJS.Timeout | undefined;
+  const stopLingering = () => {
+    if (lingering) clearTimeout(lingering);
+    lingering = undefined;
+  };
+  opts.signal.addEventListener("abort", stopLingering, { once: true });
   /** The write in progress: an append decided after it waits for it (its event may open work too). */
   let marking: Promise<void> | undefined;
   const gateOpen = async () => {
@@ -96,14 +113,25 @@ export function createSessionIndexEntry(opts: {
     return done;
   }
 
-  function settle() {
+  function settleNow() {
     if (inFlight > 0) return;
     const op = whenSettled(status, opts.open());
     if (op) void enqueue(op).catch(() => undefined);
   }
 
+  function settle() {
+    if (lingerMs <= 0) return settleNow();
+    if (inFlight > 0 || lingering || opts.signal.aborted || !whenSettled(status, opts.open())) return;
+    lingering = setTimeout(() => {
+      lingering = undefined;
+      settleNow();
+    }, lingerMs);
+    lingering.unref();
+  }
+
   return {
     async around(event, append) {
+      stopLingering();
       inFlight++;
       try {
         if (marking) await marking.catch(() => undefined);
@@ -116,6 +144,7 @@ export function createSessionIndexEntry(opts: {
       }
     },
     async hold(work) {
+      stopLingering();
       inFlight++;
       try {
         return await work();
@@ -125,6 +154,9 @@ export function createSessionIndexEntry(opts: {
       }
     },
     settle,
-    forget: () => enqueue("unmark"),
+    forget: () => {
+      stopLingering();
+      return enqueue("unmark");
+    },
   };
 }

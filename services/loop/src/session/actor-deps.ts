@@ -41,7 +41,15 @@ export interface ActorSettings {
    * built (`encodeBuiltEvent`), with the same size limit.
    */
   validateAppends?: boolean;
+  /**
+   * How long a session must stay with nothing open before its open-work entry is removed (default
+   * `OPEN_WORK_LINGER_MS`): a session prompted again meanwhile neither removes nor rewrites it.
+   */
+  openWorkLingerMs?: number;
 }
+
+/** Default `openWorkLingerMs`: a follow-up within a second of a run's end keeps the session's entry. */
+export const OPEN_WORK_LINGER_MS = 1_000;
 
 export interface ActorDeps {
   nc: NatsConnection;
