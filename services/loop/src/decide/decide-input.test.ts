@@ -1,7 +1,7 @@
 // Specs of the runtime core: given a log, when an input of any kind arrives (a command, a provider
-// chunk, a tool result, a timer), then these events and effects. No server, no clock: time and ids
+// chunk, a tool result, a timer, a turn's end, a turn boundary), then these events and effects. No server, no clock: time and ids
 // are the spec's.
-import { ABORTED_ERROR_MESSAGE } from "@fleet/protocol";
+import { ABORTED_ERROR_MESSAGE, runCursorOf } from "@fleet/protocol";
 import {
   assistantMessage,
   CONFIG,
@@ -13,7 +13,7 @@ import {
   userMessage,
 } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
-import { command, given, ONE_RUN, secondRunStarted } from "../testing/decider-spec.js";
+import { command, given, ONE_RUN, secondRunStarted, withoutMeta } from "../testing/decider-spec.js";
 
 const go = userMessage("go");
 const idle: EventInput[] = [{ type: "session_created", config: CONFIG }, ...ONE_RUN];
@@ -221,6 +221,206 @@ describe("runtime core / timer", () => {
   });
 });
 
+describe("runtime core / turn end", () => {
+  const answered: EventInput[] = [...streaming, { type: "message_end", message: answer }];
+  const setModel = { type: "model_change", provider: "anthropic", modelId: "claude-next" } as const;
+
+  it("an answer with nothing to run: turn_end, then the writes deferred during the turn are flushed", () => {
+    const log: EventInput[] = [...answered, { type: "pending_write", commandId: "c9", write: setModel, eventId: "w1" }];
+    given(...log)
+      .whenInput({ kind: "turn_end" })
+      .then({
+        events: [
+          { type: "turn_end", message: answer, toolResults: [] },
+          { ...setModel, entry: atLeaf(log, "w1") },
+        ],
+      });
+  });
+
+  it("a terminal message ends the run at its turn: turn_end, then agent_end with the run's messages", () => {
+    const failed = assistantMessage([textOf("hel")], { stopReason: "error", errorMessage: "overloaded" });
+    given(
+      ...streaming.slice(0, -1),
+      { type: "message_start", message: startOf(failed) },
+      {
+        type: "message_end",
+        message: failed,
+      },
+    )
+      .whenInput({ kind: "turn_end" })
+      .then({
+        events: [
+          { type: "turn_end", message: failed, toolResults: [] },
+          { type: "agent_end", messages: [go, failed] },
+        ],
+      });
+  });
+
+  it("an abort accepted during the turn ends the run at turn_end, before the turn hooks", () => {
+    given(
+      ...streaming,
+      { type: "command_accepted", commandId: "c2", commandType: "abort" },
+      {
+        type: "message_end",
+        message: answer,
+      },
+    )
+      .whenInput({ kind: "turn_end" })
+      .then({
+        events: [
+          { type: "turn_end", message: answer, toolResults: [] },
+          { type: "agent_end", messages: [go, answer] },
+        ],
+      });
+  });
+
+  it("after tool calls, once every toolResult message ended: turn_end with them in source order", () => {
+    const t1 = { role: "toolResult", toolCallId: "t1", toolName: "bash", ...contentOf(lsOutcome), timestamp: T0 };
+    const t2 = { role: "toolResult", toolCallId: "t2", toolName: "read", ...contentOf(readOutcome), timestamp: T0 };
+    const ended: EventInput[] = [
+      ...toolsStarted,
+      { type: "tool_execution_end", toolCallId: "t2", toolName: "read", result: readOutcome.result, isError: false },
+      { type: "tool_execution_end", toolCallId: "t1", toolName: "bash", result: lsOutcome.result, isError: false },
+      { type: "message_start", message: t1 } as EventInput,
+      { type: "message_end", message: t1 } as EventInput,
+    ];
+    given(...ended)
+      .whenInput({ kind: "turn_end" })
+      .then({ events: [] });
+    given(
+      ...ended,
+      { type: "message_start", message: t2 } as EventInput,
+      { type: "message_end", message: t2 } as EventInput,
+    )
+      .whenInput({ kind: "turn_end" })
+      .then({ events: [{ type: "turn_end", message: twoCalls, toolResults: [t1, t2] }] });
+  });
+
+  it("while the call streams, or between turns: nothing", () => {
+    given(...streaming)
+      .whenInput({ kind: "turn_end" })
+      .then({ events: [] });
+    given(...answered, { type: "turn_end", message: answer, toolResults: [] })
+      .whenInput({ kind: "turn_end" })
+      .then({ events: [] });
+  });
+});
+
+describe("runtime core / turn boundary", () => {
+  const s1 = userMessage("steer one");
+  const s2 = userMessage("steer two");
+  const f1 = userMessage("then this");
+  const f2 = userMessage("and this");
+  const queued = (steer: unknown[], followUp: unknown[]): EventInput =>
+    ({ type: "queue_update", steer, followUp, nextTurn: [] }) as EventInput;
+  /** The second run with `extra` logged during its turn, right up to its `turn_end`. */
+  const turnEnded = (...extra: EventInput[]): EventInput[] => [
+    ...streaming,
+    ...extra,
+    { type: "message_end", message: answer },
+    { type: "turn_end", message: answer, toolResults: [] },
+  ];
+
+  it("nothing queued and no tool results: the run ends with its messages", () => {
+    given(...turnEnded())
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({ events: [{ type: "agent_end", messages: [go, answer] }] });
+  });
+
+  it("steering, one at a time: turn_start, the drain naming the head, the head delivered; the rest stays", () => {
+    const log = turnEnded(queued([s1, s2], []));
+    const outcome = given(...log)
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({
+        events: [
+          { type: "turn_start" },
+          { type: "queue_update", steer: [s2], followUp: [], nextTurn: [], delivering: [s1] },
+          { type: "message_start", message: s1 },
+          { type: "message_end", message: s1, entry: atLeaf(log, "d4") },
+        ],
+      });
+    expect(outcome.state.status.queues.steer).toEqual([s2]);
+    expect(runCursorOf(outcome.state).kind).toBe("awaiting_llm");
+  });
+
+  it("shouldStopAfterTurn ends the run before any poll: the steering stays queued", () => {
+    const outcome = given(...turnEnded(queued([s1], [])))
+      .whenInput({ kind: "turn_boundary", stop: true })
+      .then({ events: [{ type: "agent_end", messages: [go, answer] }] });
+    expect(outcome.state.status.queues.steer).toEqual([s1]);
+  });
+
+  it("follow-ups only when no steering and no tool results; mode `all` delivers every one", () => {
+    const log = turnEnded({ type: "config_change", followUpMode: "all" }, queued([], [f1, f2]));
+    given(...log)
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({
+        events: [
+          { type: "turn_start" },
+          { type: "queue_update", steer: [], followUp: [], nextTurn: [], delivering: [f1, f2] },
+          { type: "message_start", message: f1 },
+          { type: "message_end", message: f1, entry: atLeaf(log, "d4") },
+          { type: "message_start", message: f2 },
+          { type: "message_end", message: f2, entry: { id: "d6", parentId: "d4" } },
+        ],
+      });
+    const steered = turnEnded(queued([s1], [f1]));
+    given(...steered)
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({
+        events: [
+          { type: "turn_start" },
+          { type: "queue_update", steer: [], followUp: [f1], nextTurn: [], delivering: [s1] },
+          { type: "message_start", message: s1 },
+          { type: "message_end", message: s1, entry: atLeaf(steered, "d4") },
+        ],
+      });
+  });
+
+  it("a turn that ran tools goes on to the next LLM call with nothing queued: turn_start alone", () => {
+    const call = assistantMessage([toolCall("t1", "bash", { command: "ls" })], { stopReason: "toolUse" });
+    const t1 = { role: "toolResult", toolCallId: "t1", toolName: "bash", ...contentOf(lsOutcome), timestamp: T0 };
+    given(
+      ...turnOpen,
+      { type: "message_start", message: startOf(call) },
+      { type: "message_end", message: call },
+      { type: "tool_execution_start", toolCallId: "t1", toolName: "bash", args: { command: "ls" } },
+      { type: "tool_execution_end", toolCallId: "t1", toolName: "bash", result: lsOutcome.result, isError: false },
+      { type: "message_start", message: t1 } as EventInput,
+      { type: "message_end", message: t1 } as EventInput,
+      { type: "turn_end", message: call, toolResults: [t1] } as EventInput,
+    )
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({ events: [{ type: "turn_start" }] });
+  });
+
+  it("an accepted abort ends the run whatever the hooks said; writes deferred meanwhile flush before agent_end", () => {
+    const label = { type: "session_info", name: "renamed" } as const;
+    const log: EventInput[] = [
+      ...turnEnded(queued([s1], [])),
+      { type: "command_accepted", commandId: "c2", commandType: "abort" },
+      { type: "pending_write", commandId: "c3", write: label, eventId: "w1" },
+    ];
+    given(...log)
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({
+        events: [
+          { ...label, entry: atLeaf(log, "w1") },
+          { type: "agent_end", messages: [go, answer] },
+        ],
+      });
+  });
+
+  it("anywhere but between turns: nothing", () => {
+    given(...streaming)
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({ events: [] });
+    given(...idle)
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({ events: [] });
+  });
+});
+
 describe("runtime core / one prompt, input by input", () => {
   it("command → chunks → tool result → the log holds pi's order up to the turn's results", () => {
     const call = assistantMessage([toolCall("t1", "bash", { command: "ls" })], { stopReason: "toolUse" });
@@ -261,5 +461,18 @@ describe("runtime core / one prompt, input by input", () => {
       "message_end",
     ]);
     expect(result.state.status.pendingToolCalls.size).toBe(0);
+    const finished = [
+      ...opened,
+      { type: "message_start", message: startOf(call) },
+      { type: "message_end", message: call },
+      { type: "tool_execution_start", toolCallId: "t1", toolName: "bash", args: { command: "ls" } },
+      ...result.events.map(withoutMeta),
+    ] as EventInput[];
+    const turnEnd = given(...finished).whenInput({ kind: "turn_end" });
+    const next = given(...finished, ...(turnEnd.events.map(withoutMeta) as EventInput[])).whenInput({
+      kind: "turn_boundary",
+      stop: false,
+    });
+    expect([...turnEnd.events, ...next.events].map((e) => e.type)).toEqual(["turn_end", "turn_start"]);
   });
 });

@@ -1,8 +1,8 @@
 // The session's runtime core: for the session's fold and one input, the events to append and the
 // effects to run. Pure: time and ids come in through the context; nothing here reads a clock, a
-// socket or a store. The shell (`../session/`) feeds it every input it receives and appends what it
+// socket or a store. The shell (`../session/`) feeds it the commands and timers it receives, appends what it
 // returns; the engine (`../engine/`) drives a run with the same pure steps for the inputs of a run
-// (`../session-core/provider-chunk.ts`, `../session-core/tool-result.ts`).
+// (`../session-core/provider-chunk.ts`, `tool-result.ts`, `turn-boundary.ts`, `queue-polls.ts`).
 import { type AssistantStreamEvent, runCursorOf, type SessionState, streamingMessageOf } from "@fleet/protocol";
 import type { DraftEvent } from "../session-core/drafts.js";
 import { decideProviderChunk } from "../session-core/provider-chunk.js";
@@ -16,6 +16,7 @@ import {
 import { decideApprovalExpiry } from "./approval-gate.js";
 import { decideCommand } from "./decide-command.js";
 import { decideRedelivered } from "./decide-redelivered.js";
+import { decideTurnBoundary, decideTurnEnd } from "./decide-turn.js";
 import type { CommandInput, DecideContext, Decision } from "./decision.js";
 
 /** One input of a session, by kind. */
@@ -30,7 +31,14 @@ export type RuntimeInput =
    */
   | { kind: "tool_result"; toolCallId: string; outcome: ToolExecutionOutcome; mode?: "parallel" | "sequential" }
   /** A timer armed from the log fired: an approval request's `expiresAt` passed. */
-  | { kind: "timer"; timer: "approval_expiry"; toolCallId: string };
+  | { kind: "timer"; timer: "approval_expiry"; toolCallId: string }
+  /** The open turn's results are all in (its LLM call, and tool calls if any, are done). */
+  | { kind: "turn_end" }
+  /**
+   * Past a `turn_end`, pi 0.75's turn hooks answered (`prepareNextTurn` applied by the run driver):
+   * `stop` is `shouldStopAfterTurn`'s answer (false without the hook).
+   */
+  | { kind: "turn_boundary"; stop: boolean };
 
 const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
 
@@ -47,8 +55,11 @@ const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
  *   result for a call that is not pending (late, or a duplicate) decides nothing.
  * - `timer` `approval_expiry`: `decideApprovalExpiry` (`tool_approval_resolved {outcome: expired}`
  *   and the `approval_decided` effect, unless a decision came first).
- * `turn_end` and what follows it are the run driver's: they depend on the hooks' answers and the
- * queue polls of the turn.
+ * - `turn_end`: `decideTurnEnd`: `turn_end`, the pending writes flushed, and `agent_end` when the
+ *   message is terminal or an abort was accepted.
+ * - `turn_boundary`: `decideTurnBoundary`: the queue polls by the session's modes, then the next
+ *   turn's `turn_start`, drain and delivered messages, or the writes flushed and `agent_end`.
+ * A run step's decision has no effect: the log's run cursor says what the run driver does next.
  */
 export function decideInput(state: SessionState, sessionId: string, input: RuntimeInput, ctx: DecideContext): Decision {
   switch (input.kind) {
@@ -67,6 +78,10 @@ export function decideInput(state: SessionState, sessionId: string, input: Runti
       return decideToolResult(state, input.toolCallId, input.outcome, input.mode ?? "parallel", ctx);
     case "timer":
       return decideApprovalExpiry(state, input.toolCallId, ctx.now, ctx.newId);
+    case "turn_end":
+      return decideTurnEnd(state, ctx);
+    case "turn_boundary":
+      return decideTurnBoundary(state, input.stop, ctx);
   }
 }
 

@@ -1,49 +1,29 @@
 // The session engine's queues and pending writes: polls that leave messages reported as queued
 // until injected, the drain's `queue_update`, and the flush of the log's pending writes.
-import { type AgentMessage, type QueueKind, type SessionConfig, streamingMessageOf } from "@fleet/protocol";
-import { type DraftEvent, queueUpdate, writeDrafts } from "../session-core/drafts.js";
-import { affectsNextTurn } from "../session-core/session-write.js";
-import { type EngineCore, NONE, nothingPolled } from "./engine-core.js";
+import { type AgentMessage, type QueueKind, type QueueMode, streamingMessageOf } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
+import { anyTaken, drainUpdate, takeQueued } from "../session-core/queue-polls.js";
+import { affectsNextTurn, pendingWriteDrafts } from "../session-core/session-write.js";
+import { type EngineCore, nothingPolled } from "./engine-core.js";
 import { sinkEmit } from "./event-sink.js";
 import type { LoopEventBody } from "./types.js";
 
 /**
- * Takes messages from the head of a queue, past the ones already polled; they stay reported as
+ * A poll of one queue (`takeQueued` past the heads already taken); the messages stay reported as
  * queued (in the log's queues) until `announceDrain`.
  */
-export function poll(core: EngineCore, kind: QueueKind, mode: SessionConfig["steeringMode"]): AgentMessage[] {
-  const available = core.session.status.queues[kind].slice(core.polled[kind]);
-  if (available.length === 0) return NONE;
-  const drained = mode === "all" ? available : available.slice(0, 1);
-  core.polled[kind] += drained.length;
-  return drained;
+export function poll(core: EngineCore, kind: QueueKind, mode: QueueMode): AgentMessage[] {
+  const taken = takeQueued(core.session.status.queues, kind, core.polled[kind], mode);
+  core.polled[kind] += taken.length;
+  return taken;
 }
 
-/**
- * The drain's `queue_update`, just before the injected messages' first `message_start`: the queues
- * as they are at delivery, without the drained heads (messages queued meanwhile stay), which it names
- * in `delivering` for a worker that takes the run over before they are delivered.
- */
+/** The drain's `queue_update` (`drainUpdate`), just before the injected messages' first `message_start`. */
 export function announceDrain(core: EngineCore): Promise<void> | undefined {
   const polled = core.polled;
-  if (polled.steer + polled.followUp + polled.nextTurn === 0) return undefined;
+  if (!anyTaken(polled)) return undefined;
   core.polled = nothingPolled();
-  return sinkEmit(core.sink, () => {
-    const queues = core.session.status.queues;
-    const delivering = [
-      ...queues.nextTurn.slice(0, polled.nextTurn),
-      ...queues.steer.slice(0, polled.steer),
-      ...queues.followUp.slice(0, polled.followUp),
-    ];
-    return {
-      ...queueUpdate({
-        steer: queues.steer.slice(polled.steer),
-        followUp: queues.followUp.slice(polled.followUp),
-        nextTurn: queues.nextTurn.slice(polled.nextTurn),
-      }),
-      delivering,
-    } as LoopEventBody;
-  });
+  return sinkEmit(core.sink, () => drainUpdate(core.session.status.queues, polled) as LoopEventBody);
 }
 
 export async function emitDrafts(core: EngineCore, drafts: readonly DraftEvent[]): Promise<void> {
@@ -57,23 +37,12 @@ export async function flushWrites(core: EngineCore): Promise<void> {
     const pending = session.pendingWrites[0];
     if (!pending) break;
     const write = pending.write;
-    const started =
-      write.type === "message" && sameMessage(streamingMessageOf(session), write.message)
-        ? undefined
-        : core.ports.newId();
     if (core.active && affectsNextTurn(write)) {
       core.runDirty = true;
       if (write.type === "message") core.flushedMessages.push(write.message);
     }
-    await emitDrafts(
-      core,
-      writeDrafts(write, { eventId: pending.eventId, startId: write.type === "message" ? started : undefined }),
-    );
+    const streaming = write.type === "message" ? streamingMessageOf(session) : undefined;
+    await emitDrafts(core, pendingWriteDrafts(pending, streaming, core.ports.newId));
     if (session.pendingWrites[0] === pending) break; // the shell did not fold the settling event
   }
-}
-
-/** True when a logged `message_start` (read back from the log) is the message of a write. */
-export function sameMessage(a: AgentMessage | undefined, b: AgentMessage): boolean {
-  return a !== undefined && a.role === b.role && a.timestamp === b.timestamp && JSON.stringify(a) === JSON.stringify(b);
 }

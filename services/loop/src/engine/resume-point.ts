@@ -1,6 +1,7 @@
 // Where an interrupted run stands, as the engine needs it to carry on (a small mirror of
 // @fleet/protocol's RunCursor; see `resumePointFromCursor`).
 import type { AgentMessage, AssistantMessage, RunCursor, ToolResultMessage } from "@fleet/protocol";
+import { hasMoreToolCallsAfter } from "../session-core/turn-boundary.js";
 import type { ToolExecutionOutcome } from "./types.js";
 
 interface ResumeCommon {
@@ -95,14 +96,12 @@ export function resumePointFromCursor(cursor: RunCursor, reason: string): Resume
       };
     case "awaiting_turn_end":
       return { ...common, at: "awaiting_turn_end", assistantMessage: cursor.assistantMessage };
-    case "between_turns": {
-      const calls = cursor.lastAssistant.content.filter((b) => b.type === "toolCall").length;
+    case "between_turns":
       return {
         ...common,
         at: "between_turns",
         lastAssistant: cursor.lastAssistant,
-        hasMoreToolCalls: calls > 0 && cursor.lastToolResults.length > 0,
+        hasMoreToolCalls: hasMoreToolCallsAfter(cursor.lastAssistant, cursor.lastToolResults),
       };
-    }
   }
 }

@@ -1,12 +1,13 @@
 // pi's stateless agent loop (agentLoop / agentLoopContinue, 0.73 + the 0.75 hooks), plus resuming an
 // interrupted run. Every effect goes through the run's ports.
 import type { AgentMessage, AssistantMessage } from "@fleet/protocol";
+import { hasToolCalls, isTerminal, turnBoundary } from "../session-core/turn-boundary.js";
 import { EventSink } from "./event-sink.js";
 import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
 import { abortedAssistant, failureMessage, finishedContent } from "./messages.js";
 import { interruptedErrorMessage, type ResumePoint } from "./resume-point.js";
 import { abortWatch, isPromise, type LoopState, type RunScope } from "./run-scope.js";
-import { completeTurn, drive, endRun, hasToolCalls, inject, isTerminal, NONE, poll, send } from "./run-turns.js";
+import { completeTurn, crossBoundary, drive, endRun, inject, NONE, poll, send } from "./run-turns.js";
 import type { EnginePorts, LoopConfig, LoopContext } from "./types.js";
 
 /**
@@ -36,7 +37,7 @@ async function promptRun(
   if (prompts.length > 0) await inject(prompts, loop, run);
   const polled = skipInitialSteeringPoll ? NONE : poll(loop.config, "getSteeringMessages");
   const pending = isPromise(polled) ? await polled : polled;
-  await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
+  await drive(loop, run, { pending, inTurn: true });
 }
 
 /** A continuation run (pi's agentLoopContinue): no prompt messages, initial steering poll. */
@@ -48,7 +49,7 @@ async function continuationRun(loop: LoopState, run: RunScope): Promise<void> {
   await run.sink.emit({ type: "agent_start" });
   await run.sink.emit({ type: "turn_start" });
   const pending = await poll(loop.config, "getSteeringMessages");
-  await drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: true });
+  await drive(loop, run, { pending, inTurn: true });
 }
 
 /** Carries on an interrupted run from `point` (see `ResumePoint`), after a `run_resumed` event. */
@@ -70,7 +71,6 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       }
       return drive(loop, run, {
         pending: point.undelivered?.slice() ?? [],
-        hasMoreToolCalls: true,
         inTurn: point.turnOpen,
         overflowRetry: point.overflowRetry === true,
       });
@@ -89,10 +89,11 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       await run.sink.emit({ type: "message_end", message: closed });
       loop.context.messages.push(closed);
       loop.newMessages.push(closed);
-      // A turn boundary like any other: writes flushed at it and steering apply to the retried call.
-      const pending = await completeTurn(closed, [], loop, run);
-      if (pending === "ended") return;
-      return drive(loop, run, { pending, hasMoreToolCalls: true, inTurn: false });
+      // A turn boundary like any other (not terminal: the call is made again): writes flushed at it
+      // and steering apply to the retried call.
+      const pending = await completeTurn(closed, [], loop, run, turnBoundary(false, true));
+      if (pending === "end_run") return endRun(loop, run);
+      return drive(loop, run, { pending, inTurn: false });
     }
     case "tools_pending": {
       const prior = new Map<string, PriorToolCall>();
@@ -107,28 +108,28 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
         loop.context.messages.push(m);
         loop.newMessages.push(m);
       }
-      const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run);
-      if (pending === "ended") return;
-      return drive(loop, run, { pending, hasMoreToolCalls: !batch.terminate, inTurn: false });
+      const boundary = turnBoundary(false, !batch.terminate);
+      const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run, boundary);
+      if (pending === "end_run") return endRun(loop, run);
+      return drive(loop, run, { pending, inTurn: false });
     }
     case "awaiting_turn_end": {
       // Cut between an overflowed call and its compaction: recover as the call's own turn would have.
       if (auto && (await auto.recoverOverflow(point.assistantMessage, loop, run))) {
-        return drive(loop, run, { pending: [], hasMoreToolCalls: true, inTurn: true, overflowRetry: true });
+        return drive(loop, run, { pending: NONE, inTurn: true, overflowRetry: true });
       }
-      if (isTerminal(point.assistantMessage)) {
-        await run.sink.emit({ type: "turn_end", message: point.assistantMessage, toolResults: [] });
-        return endRun(loop, run);
-      }
-      const pending = await completeTurn(point.assistantMessage, [], loop, run);
-      if (pending === "ended") return;
-      return drive(loop, run, { pending, hasMoreToolCalls: false, inTurn: false });
+      const boundary = turnBoundary(isTerminal(point.assistantMessage), false);
+      const pending = await completeTurn(point.assistantMessage, [], loop, run, boundary);
+      if (pending === "end_run") return endRun(loop, run);
+      return drive(loop, run, { pending, inTurn: false });
     }
     case "between_turns": {
-      if (isTerminal(point.lastAssistant) || run.signal?.aborted) return endRun(loop, run);
-      const pending = await poll(loop.config, "getSteeringMessages");
+      // No turn hooks: they were asked after this `turn_end`, or the run was cut before they answered.
       const hasMoreToolCalls = point.hasMoreToolCalls ?? hasToolCalls(point.lastAssistant);
-      return drive(loop, run, { pending, hasMoreToolCalls, inTurn: false });
+      const boundary = turnBoundary(isTerminal(point.lastAssistant), hasMoreToolCalls, false);
+      const pending = await crossBoundary(boundary, point.lastAssistant, [], loop, run);
+      if (pending === "end_run") return endRun(loop, run);
+      return drive(loop, run, { pending, inTurn: false });
     }
   }
 }

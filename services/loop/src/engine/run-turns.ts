@@ -1,15 +1,26 @@
 // The turns of a run (pi's runLoop): turn_start, the injected messages, the LLM call (with automatic
-// compaction around it), the tool batch, turn_end with pi 0.75's turn hooks, the queue polls and
-// agent_end. Used by every kind of run (`./run-agent-loop.ts`: prompt, continuation, resumption).
+// compaction around it), the tool batch, then the turn's boundary: `turn_end`, pi 0.75's turn hooks
+// and the queue polls, asked in the order the pure `stepTurnBoundary` (`../session-core/`) says,
+// until it starts a turn or ends the run with `agent_end`. Used by every kind of run
+// (`./run-agent-loop.ts`: prompt, continuation, resumption).
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "@fleet/protocol";
+import {
+  agentEndBody,
+  hasToolCalls,
+  isTerminal,
+  stepTurnBoundary,
+  type TurnBoundary,
+  turnBoundary,
+  turnEndBody,
+} from "../session-core/turn-boundary.js";
 import { executeToolBatch } from "./execute-tool-batch.js";
 import { isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
 import { streamAssistantResponse } from "./stream-assistant.js";
-import type { LoopConfig, TurnContext } from "./types.js";
+import type { LoopConfig, LoopEventBody, NextTurnUpdate, TurnContext } from "./types.js";
 
 export interface DriveState {
-  pending: AgentMessage[];
-  hasMoreToolCalls: boolean;
+  /** Messages the next turn delivers before its LLM call (the prompt's, polled steering or follow-ups). */
+  pending: readonly AgentMessage[];
   /** True while the current turn's `turn_start` is already out (the first turn of a run). */
   inTurn: boolean;
   /** The next LLM call retries one that overflowed: no compaction before it, no second recovery. */
@@ -18,65 +29,47 @@ export interface DriveState {
 
 export const NONE: AgentMessage[] = [];
 
-export function isTerminal(m: AssistantMessage): boolean {
-  return m.stopReason === "error" || m.stopReason === "aborted";
-}
-
-export function hasToolCalls(m: AssistantMessage): boolean {
-  for (const block of m.content) if (block.type === "toolCall") return true;
-  return false;
-}
-
 /** Emits and waits only when the sink did not accept the event at once. */
 export function send(run: RunScope, body: Parameters<RunScope["sink"]["emit"]>[0]): Promise<void> | undefined {
   const accepted = run.sink.emit(body);
   return accepted === RESOLVED ? undefined : accepted;
 }
 
-/** pi's runLoop: inner loop over turns and steering, outer loop over follow-ups. */
+/** pi's runLoop from the start of a turn: turns, each closed by its boundary (`completeTurn`), until one ends the run. */
 export async function drive(loop: LoopState, run: RunScope, state: DriveState): Promise<void> {
   while (true) {
-    while (state.hasMoreToolCalls || state.pending.length > 0) {
-      if (state.inTurn) state.inTurn = false;
-      else {
-        const sent = send(run, { type: "turn_start" });
-        if (sent) await sent;
-      }
-      if (state.pending.length > 0) {
-        await inject(state.pending, loop, run);
-        state.pending = [];
-      }
-
-      const message = await callLlm(loop, run, state.overflowRetry === true);
-      state.overflowRetry = false;
-      loop.newMessages.push(message);
-      if (isTerminal(message)) {
-        await run.sink.emit({ type: "turn_end", message, toolResults: [] });
-        return endRun(loop, run);
-      }
-
-      let toolResults: ToolResultMessage[] = [];
-      state.hasMoreToolCalls = false;
-      if (hasToolCalls(message)) {
-        const batch = await executeToolBatch(loop.context, message, loop.config, run);
-        toolResults = batch.messages;
-        state.hasMoreToolCalls = !batch.terminate;
-        for (const result of toolResults) {
-          loop.context.messages.push(result);
-          loop.newMessages.push(result);
-        }
-      }
-      const pending = await completeTurn(message, toolResults, loop, run);
-      if (pending === "ended") return;
-      state.pending = pending;
+    if (state.inTurn) state.inTurn = false;
+    else {
+      const sent = send(run, { type: "turn_start" });
+      if (sent) await sent;
     }
-    if (run.signal?.aborted) return endRun(loop, run);
-    const polled = poll(loop.config, "getFollowUpMessages");
-    const followUps = isPromise(polled) ? await polled : polled;
-    if (followUps.length === 0) break;
-    state.pending = followUps;
+    if (state.pending.length > 0) {
+      await inject(state.pending, loop, run);
+      state.pending = NONE;
+    }
+
+    const message = await callLlm(loop, run, state.overflowRetry === true);
+    state.overflowRetry = false;
+    loop.newMessages.push(message);
+    const terminal = isTerminal(message);
+    let toolResults: ToolResultMessage[] = [];
+    let hasMoreToolCalls = false;
+    if (!terminal && hasToolCalls(message)) {
+      const batch = await executeToolBatch(loop.context, message, loop.config, run);
+      toolResults = batch.messages;
+      hasMoreToolCalls = !batch.terminate;
+      for (const result of toolResults) {
+        loop.context.messages.push(result);
+        loop.newMessages.push(result);
+      }
+    }
+    // `completeTurn`, inline: one async frame less per turn.
+    const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
+    if (sent) await sent;
+    const next = await crossBoundary(turnBoundary(terminal, hasMoreToolCalls), message, toolResults, loop, run);
+    if (next === "end_run") return endRun(loop, run);
+    state.pending = next;
   }
-  return endRun(loop, run);
 }
 
 /**
@@ -96,44 +89,90 @@ async function callLlm(loop: LoopState, run: RunScope, isOverflowRetry: boolean)
 }
 
 /**
- * `turn_end`, then (Fleet) the abort check between turns, then pi 0.75's `prepareNextTurn`,
- * `shouldStopAfterTurn` and the steering poll. Returns the polled messages, or "ended".
+ * `turn_end`, then the boundary after it (`crossBoundary`). Returns the next turn's messages, or
+ * "end_run": the caller ends the run (`endRun`).
  */
 export async function completeTurn(
   message: AssistantMessage,
   toolResults: ToolResultMessage[],
   loop: LoopState,
   run: RunScope,
-): Promise<AgentMessage[] | "ended"> {
-  const sent = send(run, { type: "turn_end", message, toolResults });
+  boundary: TurnBoundary,
+): Promise<readonly AgentMessage[] | "end_run"> {
+  const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
   if (sent) await sent;
-  if (run.signal?.aborted) {
-    await endRun(loop, run);
-    return "ended";
+  return crossBoundary(boundary, message, toolResults, loop, run);
+}
+
+/**
+ * Learns the facts `stepTurnBoundary` asks for, in its order: the abort (read afresh before each
+ * step), pi 0.75's `prepareNextTurn` and `shouldStopAfterTurn`, the steering poll, the follow-up
+ * poll. Returns the next turn's messages, or "end_run" (the caller emits `agent_end`: kept out of
+ * this function, whose optimised code would otherwise inline the sink and the fold and be dropped
+ * with their per-run hidden classes at every major GC).
+ */
+export async function crossBoundary(
+  boundary: TurnBoundary,
+  message: AssistantMessage,
+  toolResults: ToolResultMessage[],
+  loop: LoopState,
+  run: RunScope,
+): Promise<readonly AgentMessage[] | "end_run"> {
+  while (true) {
+    boundary.aborted = run.signal?.aborted === true;
+    const step = stepTurnBoundary(boundary);
+    switch (step.next) {
+      case "end_run":
+        return "end_run";
+      case "turn":
+        return step.pending;
+      case "ask_turn_hooks": {
+        const asked = askTurnHooks(message, toolResults, loop);
+        boundary.stop = isPromise(asked) ? await asked : asked;
+        break;
+      }
+      case "poll": {
+        const polled = poll(loop.config, step.queue === "steer" ? "getSteeringMessages" : "getFollowUpMessages");
+        const messages = isPromise(polled) ? await polled : polled;
+        if (step.queue === "steer") boundary.steering = messages;
+        else boundary.followUps = messages;
+        break;
+      }
+    }
   }
+}
+
+/** pi 0.75's turn hooks: `prepareNextTurn` (its update applied to the run), then `shouldStopAfterTurn`. */
+function askTurnHooks(
+  message: AssistantMessage,
+  toolResults: ToolResultMessage[],
+  loop: LoopState,
+): boolean | Promise<boolean> {
   const turn: TurnContext = { message, toolResults, context: loop.context, newMessages: loop.newMessages };
-  if (loop.config.prepareNextTurn) {
-    const pending = loop.config.prepareNextTurn(turn);
-    const update = isPromise(pending) ? await pending : pending;
-    if (update) {
-      if (update.context) loop.context = update.context;
-      if (update.model) loop.model = update.model;
-      if (update.thinkingLevel) loop.thinkingLevel = update.thinkingLevel;
-      turn.context = loop.context;
-    }
+  if (!loop.config.prepareNextTurn) return shouldStop(turn, loop);
+  const pending = loop.config.prepareNextTurn(turn);
+  if (!isPromise(pending)) {
+    applyNextTurn(pending, turn, loop);
+    return shouldStop(turn, loop);
   }
-  if (loop.config.shouldStopAfterTurn) {
-    const pending = loop.config.shouldStopAfterTurn(turn);
-    if (isPromise(pending) ? await pending : pending) {
-      await endRun(loop, run);
-      return "ended";
-    }
-  }
-  if (run.signal?.aborted) {
-    await endRun(loop, run);
-    return "ended";
-  }
-  return poll(loop.config, "getSteeringMessages");
+  return pending.then((update) => {
+    applyNextTurn(update, turn, loop);
+    return shouldStop(turn, loop);
+  });
+}
+
+function applyNextTurn(update: NextTurnUpdate | undefined, turn: TurnContext, loop: LoopState): void {
+  if (!update) return;
+  if (update.context) loop.context = update.context;
+  if (update.model) loop.model = update.model;
+  if (update.thinkingLevel) loop.thinkingLevel = update.thinkingLevel;
+  turn.context = loop.context;
+}
+
+function shouldStop(turn: TurnContext, loop: LoopState): boolean | Promise<boolean> {
+  if (!loop.config.shouldStopAfterTurn) return false;
+  const answer = loop.config.shouldStopAfterTurn(turn);
+  return isPromise(answer) ? answer.then(Boolean) : Boolean(answer);
 }
 
 export async function inject(messages: readonly AgentMessage[], loop: LoopState, run: RunScope): Promise<void> {
@@ -161,5 +200,5 @@ export function poll(
 
 export function endRun(loop: LoopState, run: RunScope): Promise<void> {
   loop.ended = loop.newMessages;
-  return run.sink.emit({ type: "agent_end", messages: loop.newMessages });
+  return run.sink.emit(agentEndBody(loop.newMessages) as LoopEventBody);
 }
