@@ -20,7 +20,9 @@ import { describeError } from "./nats-failures.js";
  * outcome event, `command_accepted` or `command_rejected`. The outcome is read from the event subject
  * starting right after the last event that existed before the publish, so it cannot be missed.
  * Errors: `invalid_input` before publishing, `unavailable` (`storage_full`, `publish_failed`,
- * `closed`), `timeout` when no outcome arrived within `timeoutMs` or `signal` aborted.
+ * `closed`), `timeout` when no outcome arrived within `timeoutMs` or `signal` aborted. `timeoutMs`
+ * 0 waits for no outcome: `timeout` as soon as the command is stored (a fast loop's outcome would
+ * otherwise race the timer).
  */
 export async function submitCommand(
   ctx: ClientContext,
@@ -76,6 +78,13 @@ export async function submitCommand(
         { cause: err },
       );
     }
+    const noOutcome = () =>
+      new FleetError(
+        "timeout",
+        "timeout",
+        `no outcome for ${command.type} ${command.id} on session ${command.sessionId} within ${timeoutMs} ms; is a loop worker running? (fleet doctor)`,
+      );
+    if (timeoutMs <= 0) throw noOutcome();
     for await (const record of tail) {
       const decoded = decodeEvent(record.data);
       if (!decoded.ok) continue;
@@ -86,11 +95,7 @@ export async function submitCommand(
       if (record.seq >= logEnd) await republishIfLost().catch(() => undefined);
     }
     if (ctx.nc.isClosed()) throw new FleetError("unavailable", "closed", "the NATS connection was closed");
-    throw new FleetError(
-      "timeout",
-      "timeout",
-      `no outcome for ${command.type} ${command.id} on session ${command.sessionId} within ${timeoutMs} ms; is a loop worker running? (fleet doctor)`,
-    );
+    throw noOutcome();
   } finally {
     clearTimeout(timer);
     abort.abort();

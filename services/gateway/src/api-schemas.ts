@@ -106,7 +106,7 @@ export const CommandBody = z.discriminatedUnion(
 export type CommandBody = { type: string; commandId?: string } & Record<string, unknown>;
 
 export const CommandQuery = z.object({
-  /** How long to wait for the outcome before answering 202 (default: the gateway's setting). */
+  /** How long to wait for the outcome before answering 202 (default: the gateway's setting; 0: no wait, 202 once stored). */
   timeoutMs: z.coerce.number().int().min(0).max(120_000).optional(),
 });
 
