@@ -106,6 +106,9 @@ async function promptThrough(label: string, outage: () => Promise<void>, when: "
   const ids = await Promise.all(during);
   await events.until("agent_end", (e) => count(e, "agent_end") === 1, 90_000);
   console.log(`${label} (${when}): prompt completed ${Date.now() - started} ms after the outage began`);
+  // A write accepted while the run was open is flushed at a turn boundary, or, when it was accepted
+  // after the last one (a re-sent command delivered late), just after `agent_end`.
+  await events.until("three custom entries", (e) => count(e, "custom") >= 3, 10_000);
   const log = events.seen.map((s) => s.event);
   events.stop();
 
