@@ -292,7 +292,9 @@ describe("console / operator views", () => {
     await expect
       .poll(() => ui.page.locator("[data-testid=tree-entry][data-kind=compaction]").count(), { timeout: 15_000 })
       .toBe(1);
-    expect(await ui.page.locator("[data-testid=tree-entry][data-compacted=true]").count()).toBeGreaterThan(0);
+    await expect
+      .poll(() => ui.page.locator("[data-testid=tree-entry][data-compacted=true]").count())
+      .toBeGreaterThan(0);
 
     await ui.page.getByTestId("settings-tab").click();
     await ui.page.getByTestId("model-id").fill("claude-opus-4-7");
@@ -310,9 +312,9 @@ describe("console / operator views", () => {
     const file = await (await download).path();
     const exported = readFileSync(file, "utf8");
     expect(exported).toBe((await call(ui.base, "GET", `/v1/sessions/${traced}/export`)).text);
-    expect(await ui.page.getByTestId("settings-note").textContent()).toBe(
-      `exported ${Buffer.byteLength(exported)} bytes`,
-    );
+    await expect
+      .poll(() => ui.page.getByTestId("settings-note").textContent())
+      .toBe(`exported ${Buffer.byteLength(exported)} bytes`);
 
     await ui.page.goto(`${ui.base}/`);
     await ui.page.getByTestId("import-file").setInputFiles(file);
