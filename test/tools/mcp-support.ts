@@ -1,7 +1,7 @@
 // Shared helpers of the MCP tests: the real servers from npm, started sandboxed or as HTTP processes.
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { getFreePort } from "@fleet/testkit";
 import type { McpStdioServer } from "@fleet/tools";
 import { captureOutput, REPO, until } from "./support.js";
 
@@ -19,15 +19,6 @@ export const everythingStdio = (extra: Partial<McpStdioServer> = {}): McpStdioSe
   ...extra,
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
 export interface HttpServerProcess {
   url: string;
   port: number;
@@ -44,7 +35,7 @@ export async function startEverythingHttp(
   /** Default a free port; the port of a server stopped before, to start it again. */
   fixedPort?: number,
 ): Promise<HttpServerProcess> {
-  const port = fixedPort ?? (await freePort());
+  const port = fixedPort ?? (await getFreePort());
   const proc = spawn(process.execPath, [EVERYTHING, transport], {
     env: { PATH: process.env.PATH ?? "", PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
