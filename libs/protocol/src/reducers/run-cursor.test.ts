@@ -205,6 +205,33 @@ describe("run cursor / other positions", () => {
     expect(findRunCursor(log.events)).toMatchObject({ kind: "awaiting_llm", undelivered: [steer] });
   });
 
+  it("leaves out of the run's messages one a session write logged at a flush point (pi's newMessages)", () => {
+    const note = userMessage("a note");
+    const build = (eventId: string) => {
+      const log = createLogBuilder(4);
+      const prompt = userMessage("do it");
+      log.add({ type: "command_accepted", commandId: "c1", commandType: "prompt", messages: [prompt] });
+      log.add({ type: "agent_start" });
+      log.add({ type: "turn_start" });
+      log.add({ type: "message_start", message: prompt });
+      log.add({ type: "message_end", message: prompt });
+      log.add({ type: "pending_write", commandId: "c2", write: { type: "message", message: note }, eventId });
+      const answer = assistantMessage([textOf("ok")]);
+      streamAssistant(log, answer);
+      log.add({ type: "turn_end", message: answer, toolResults: [] });
+      log.add({ type: "message_start", message: note });
+      const id = log.nextId();
+      log.add({ type: "message_end", message: note });
+      return { events: log.events, id, prompt, answer };
+    };
+    const { events, prompt, answer } = build(build("unknown").id);
+    const cursor = findRunCursor(events);
+    expect(cursor).toMatchObject({ kind: "between_turns", messages: [prompt, answer] });
+    // The same message ended by the run itself (no write names it) is the run's.
+    const { events: unnamed } = build("another-event");
+    expect(findRunCursor(unnamed)).toMatchObject({ messages: [prompt, answer, note] });
+  });
+
   it("ignores message events outside a run", () => {
     const log = createLogBuilder(4);
     const start = log.add({ type: "message_start", message: userMessage("x") });

@@ -13,7 +13,11 @@ export interface RunProgress {
    * input messages it delivers (`command_accepted.messages`; absent in logs written before them).
    */
   trigger: { commandId: string; commandType: string; messages?: AgentMessage[] } | null;
-  /** Messages ended in this run so far, in order (what `agent_end.messages` would carry). */
+  /**
+   * Messages ended in this run so far, in order (what `agent_end.messages` would carry): pi's
+   * `newMessages`, so not a message a session write put in the log at a flush point
+   * (`advanceRunCursorPastWrite`).
+   */
   messages: AgentMessage[];
   /** `turn_start` events seen in this run. */
   turns: number;
@@ -119,6 +123,18 @@ export function foldRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
  */
 export function advanceRunCursor(cursor: RunCursor, event: FleetEvent): RunCursor {
   return step(cursor, event, true);
+}
+
+/**
+ * `advanceRunCursor` for a `message_end` that carries out a session write (the event a
+ * `pending_write` named): the message is the session's, not the run's, so it only closes the open
+ * message. Kept apart from `step`, whose shape the engine's speed depends on.
+ */
+export function advanceRunCursorPastWrite(cursor: RunCursor): RunCursor {
+  if ((cursor.kind === "awaiting_llm" || cursor.kind === "tools_pending") && cursor.openMessage !== null) {
+    cursor.openMessage = null;
+  }
+  return cursor;
 }
 
 /** A copy of `cursor` that shares no array that `advanceRunCursor` modifies. */
@@ -342,9 +358,18 @@ function messageEnded(cursor: OpenCursor, message: AgentMessage, owned: boolean)
   return next;
 }
 
-/** The cursor after `events`, in log order (folded in place: O(1) per event). */
+/**
+ * The cursor after `events`, in log order (folded in place: O(1) per event). A `message_end` whose id
+ * a `pending_write` named is that session write's (`advanceRunCursorPastWrite`), as `evolveSession`
+ * tells it.
+ */
 export function findRunCursor(events: Iterable<FleetEvent>): RunCursor {
   let cursor = idleRunCursor();
-  for (const event of events) cursor = advanceRunCursor(cursor, event);
+  const writes = new Set<string>();
+  for (const event of events) {
+    if (event.type === "pending_write") writes.add(event.eventId);
+    if (event.type === "message_end" && writes.delete(event.meta.id)) cursor = advanceRunCursorPastWrite(cursor);
+    else cursor = advanceRunCursor(cursor, event);
+  }
   return cursor;
 }

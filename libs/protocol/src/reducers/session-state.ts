@@ -15,6 +15,7 @@ import { applyDeltas } from "./apply-deltas.js";
 import { copyEntries } from "./lazy-entries.js";
 import {
   advanceRunCursor,
+  advanceRunCursorPastWrite,
   copyRunCursor,
   idleRunCursor,
   RUN_CURSOR_EVENT_TYPES,
@@ -243,13 +244,25 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
   }
   if (parts & TREE) foldSessionTreeInPlace(state.tree, event);
   if (parts & STATUS) applyAgentStatus(state.status, event);
-  if (parts & CURSOR) state.cursor = advanceRunCursor(state.cursor, event);
+  if (parts & CURSOR) {
+    if (type === "message_end" && state.pendingWrites.length > 0 && settlesWrite(state, event.meta.id)) {
+      state.cursor = advanceRunCursorPastWrite(state.cursor);
+    } else {
+      state.cursor = advanceRunCursor(state.cursor, event);
+    }
+  }
   if (parts & SPEND) foldSessionSpend(state.spend, event);
   if (parts & RECORDS) foldRecords(state, event);
   if (state.pendingWrites.length > 0) {
     const settled = state.pendingWrites.findIndex((w) => w.eventId === event.meta.id);
     if (settled >= 0) state.pendingWrites.splice(settled, 1);
   }
+}
+
+/** True when `eventId` is the event a pending write named to carry it out. */
+function settlesWrite(state: SessionState, eventId: string): boolean {
+  for (const w of state.pendingWrites) if (w.eventId === eventId) return true;
+  return false;
 }
 
 /** Commands, pending writes, approvals, the open compaction and the owner. */

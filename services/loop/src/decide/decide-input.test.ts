@@ -5,6 +5,7 @@ import { ABORTED_ERROR_MESSAGE, runCursorOf } from "@fleet/protocol";
 import {
   assistantMessage,
   CONFIG,
+  createLogBuilder,
   type EventInput,
   startOf,
   T0,
@@ -13,7 +14,7 @@ import {
   userMessage,
 } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
-import { command, given, ONE_RUN, secondRunStarted, withoutMeta } from "../testing/decider-spec.js";
+import { command, given, givenLog, ONE_RUN, secondRunStarted, withoutMeta } from "../testing/decider-spec.js";
 
 const go = userMessage("go");
 const idle: EventInput[] = [{ type: "session_created", config: CONFIG }, ...ONE_RUN];
@@ -323,6 +324,27 @@ describe("runtime core / turn boundary", () => {
 
   it("nothing queued and no tool results: the run ends with its messages", () => {
     given(...turnEnded())
+      .whenInput({ kind: "turn_boundary", stop: false })
+      .then({ events: [{ type: "agent_end", messages: [go, answer] }] });
+  });
+
+  it("a message a session write logged at the turn's flush is not the run's: agent_end leaves it out (pi's newMessages)", () => {
+    const note = userMessage("a note");
+    const write = { type: "message", message: note } as const;
+    /** The run's turn with `note` written during it and flushed after its `turn_end`. */
+    const build = (eventId: string) => {
+      const log = createLogBuilder(9);
+      for (const e of turnEnded({ type: "pending_write", commandId: "c5", write, eventId })) log.add(e);
+      log.add({ type: "message_start", message: note } as EventInput);
+      const id = log.nextId();
+      log.add({ type: "message_end", message: note } as EventInput);
+      return { events: log.events, id };
+    };
+    const { events } = build(build("unknown").id);
+    // The note's message_end settled its write.
+    expect(givenLog(events.slice(0, -1)).state.pendingWrites).toHaveLength(1);
+    expect(givenLog(events).state.pendingWrites).toEqual([]);
+    givenLog(events)
       .whenInput({ kind: "turn_boundary", stop: false })
       .then({ events: [{ type: "agent_end", messages: [go, answer] }] });
   });
