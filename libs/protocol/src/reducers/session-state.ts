@@ -244,8 +244,11 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
   }
   if (parts & TREE) foldSessionTreeInPlace(state.tree, event);
   if (parts & STATUS) applyAgentStatus(state.status, event);
+  // The pending write this event carries out, if any (`foldRecords` only appends to the list, so
+  // the index stays valid until the splice below).
+  const settled = state.pendingWrites.length > 0 ? settledWriteIndex(state.pendingWrites, event.meta.id) : -1;
   if (parts & CURSOR) {
-    if (type === "message_end" && state.pendingWrites.length > 0 && settlesWrite(state, event.meta.id)) {
+    if (settled >= 0 && type === "message_end") {
       state.cursor = advanceRunCursorPastWrite(state.cursor);
     } else {
       state.cursor = advanceRunCursor(state.cursor, event);
@@ -253,16 +256,13 @@ export function evolveSession(state: SessionState, event: FleetEvent): void {
   }
   if (parts & SPEND) foldSessionSpend(state.spend, event);
   if (parts & RECORDS) foldRecords(state, event);
-  if (state.pendingWrites.length > 0) {
-    const settled = state.pendingWrites.findIndex((w) => w.eventId === event.meta.id);
-    if (settled >= 0) state.pendingWrites.splice(settled, 1);
-  }
+  if (settled >= 0) state.pendingWrites.splice(settled, 1);
 }
 
-/** True when `eventId` is the event a pending write named to carry it out. */
-function settlesWrite(state: SessionState, eventId: string): boolean {
-  for (const w of state.pendingWrites) if (w.eventId === eventId) return true;
-  return false;
+/** The index of the pending write that named `eventId` as the event carrying it out, or -1. */
+function settledWriteIndex(writes: readonly PendingWrite[], eventId: string): number {
+  for (let i = 0; i < writes.length; i++) if ((writes[i] as PendingWrite).eventId === eventId) return i;
+  return -1;
 }
 
 /** Commands, pending writes, approvals, the open compaction and the owner. */
