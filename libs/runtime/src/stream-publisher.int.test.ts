@@ -57,6 +57,25 @@ describe("stream publisher", () => {
     p.close();
   });
 
+  it("writes the headers it is given beside msgID and the expected sequence, and honours Nats-Expected-Stream", async () => {
+    const p = createStreamPublisher(nc);
+    const ack = await p.publish("pub.headers", data("h"), {
+      msgID: "h-1",
+      expectLastSubjectSequence: 0,
+      headers: { "Fleet-Runner-Id": "runner-7", "Nats-Expected-Stream": "PUB" },
+    });
+    expect(ack).toMatchObject({ ok: true, stream: "PUB" });
+    const jsm = await jetstreamManager(nc);
+    const stored = await jsm.streams.getMessage("PUB", { last_by_subj: "pub.headers" });
+    expect(stored?.header.get("Fleet-Runner-Id")).toBe("runner-7");
+    expect(stored?.header.get("Nats-Msg-Id")).toBe("h-1");
+    // Another stream named: the server refuses it (10060) and stores nothing.
+    const refused = await p.publish("pub.headers", data("x"), { headers: { "Nats-Expected-Stream": "OTHER" } });
+    expect(refused).toMatchObject({ ok: false, code: 10060 });
+    expect((await jsm.streams.getMessage("PUB", { last_by_subj: "pub.headers" }))?.seq).toBe(stored?.seq);
+    p.close();
+  });
+
   it("reports a subject no stream captures, a missing ack and a closed connection as errors", async () => {
     const p = createStreamPublisher(nc);
     expect(await p.publish("nostream.x", data("x"))).toMatchObject({ ok: false, code: NO_STREAM });

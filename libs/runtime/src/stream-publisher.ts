@@ -22,6 +22,8 @@ export interface PublishOptions {
   msgID?: string;
   /** `Nats-Expected-Last-Subject-Sequence`: stored only if the subject's last sequence is this (0 = empty). */
   expectLastSubjectSequence?: number;
+  /** More headers, written after those two (keys as given; values without CR or LF). */
+  headers?: Readonly<Record<string, string>>;
   timeoutMs?: number;
 }
 
@@ -218,13 +220,14 @@ async function lastMessageOf(
   }
 }
 
-/** The publish's `Nats-Msg-Id` and expected sequence headers, if any (one object, written once). */
+/** The publish's `Nats-Msg-Id`, expected sequence and other headers, if any (one object, written once). */
 function headersOf(o: PublishOptions): PublishHeaders | undefined {
   const seq = o.expectLastSubjectSequence;
-  if (o.msgID === undefined && seq === undefined) return undefined;
+  if (o.msgID === undefined && seq === undefined && o.headers === undefined) return undefined;
   return PublishHeaders.of({
     "Nats-Msg-Id": o.msgID,
     "Nats-Expected-Last-Subject-Sequence": seq === undefined ? undefined : String(seq),
+    ...o.headers,
   });
 }
 

@@ -6,9 +6,7 @@ import {
   type ToolResultRecord,
   toolCallMsgId,
 } from "@fleet/protocol";
-import { WRONG_LAST_SEQUENCE } from "@fleet/runtime";
-import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
-import { headers } from "@nats-io/transport-node";
+import { type StreamPublisher, WRONG_LAST_SEQUENCE } from "@fleet/runtime";
 
 /** Header on every record a runner writes: which runner wrote it (runner-lost detection reads it). */
 export const RUNNER_ID_HEADER = "Fleet-Runner-Id";
@@ -24,28 +22,41 @@ export interface CallId {
 
 export const finalMsgId = (call: CallId) => `${toolCallMsgId(call.sessionId, call.toolCallId)}.result`;
 
+/** A record the stream did not store: `code` is the publisher's (10071 when the expected sequence no longer held). */
+export class RecordNotStored extends Error {
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.name = "RecordNotStored";
+    this.code = code;
+  }
+}
+
 /**
- * Publishes records to `fleet.tool.result.<sid>.<toolCallId>`. `expectLastSeq` turns the publish
- * into a claim: it fails with 10071 when anything else was written to the subject since.
+ * Publishes records to `fleet.tool.result.<sid>.<toolCallId>` through the runner's stream publisher
+ * (one inbox for every ack, no request object per record). `expectLastSeq` turns the publish into a
+ * claim: it fails with 10071 when anything else was written to the subject since. Rejects with
+ * `RecordNotStored` when the record was not stored (or its ack did not come in time).
  */
 export async function publishRecord(
-  js: JetStreamClient,
+  publisher: StreamPublisher,
   runnerId: string,
   call: CallId,
   record: ToolResultRecord,
   opts: { msgID?: string; expectLastSeq?: number } = {},
-): Promise<PubAck> {
+): Promise<{ seq: number; duplicate: boolean }> {
   const encoded = encodeToolResultRecord(record);
   if (!encoded.ok) throw new Error(`cannot encode ${record.kind} record: ${encoded.error}`);
-  const h = headers();
-  h.set(RUNNER_ID_HEADER, runnerId);
-  return js.publish(subjects.toolResult(call.sessionId, call.toolCallId), encoded.bytes, {
-    headers: h,
+  const ack = await publisher.publish(subjects.toolResult(call.sessionId, call.toolCallId), encoded.bytes, {
     ...(opts.msgID ? { msgID: opts.msgID } : {}),
-    ...(opts.expectLastSeq !== undefined
-      ? { expect: { lastSubjectSequence: opts.expectLastSeq, streamName: STREAMS.toolResults.name } }
-      : {}),
+    ...(opts.expectLastSeq !== undefined ? { expectLastSubjectSequence: opts.expectLastSeq } : {}),
+    headers:
+      opts.expectLastSeq !== undefined
+        ? { [RUNNER_ID_HEADER]: runnerId, "Nats-Expected-Stream": STREAMS.toolResults.name }
+        : { [RUNNER_ID_HEADER]: runnerId },
   });
+  if (!ack.ok) throw new RecordNotStored(ack.code, ack.error);
+  return { seq: ack.seq, duplicate: ack.duplicate };
 }
 
 export const errorRecord = (text: string, details: unknown = {}): ToolFinalRecord => ({

@@ -1,5 +1,5 @@
 import { OBJECT_STORES, runnerToolSpan } from "@fleet/protocol";
-import { applyTopology, createLogger } from "@fleet/runtime";
+import { applyTopology, createLogger, createStreamPublisher } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import type { AnyToolDefinition } from "../define-tool.js";
@@ -42,7 +42,8 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
   const inflight = createInflightCalls();
   const cancels = createCancelListener({ nc, running: (key) => inflight.get(key)?.controller, now, logger });
   const consumer = createCallConsumer({ js, tools, concurrency, metrics, logger });
-  const publisher = createResultPublisher({ js, runnerId, now, hardStopped: () => hardStopped });
+  const records = createStreamPublisher(nc);
+  const publisher = createResultPublisher({ publisher: records, runnerId, now, hardStopped: () => hardStopped });
   let presence: PresenceHeartbeat | undefined;
   let served: readonly AnyToolDefinition[] = tools;
   let reconfigure: ((next: readonly AnyToolDefinition[]) => Promise<StartOutcome>) | undefined;
@@ -168,6 +169,7 @@ export function createToolRunner(opts: ToolRunnerOptions): ToolRunner {
       hardStopped = true;
       cancels.stop();
       await presence?.stop();
+      records.close();
       logger.info({ evt: "runner_stopped" }, "tool runner stopped");
     })();
     return stopped;

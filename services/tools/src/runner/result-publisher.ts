@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ToolFinalRecord } from "@fleet/protocol";
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { StreamPublisher } from "@fleet/runtime";
 import type { Logger } from "pino";
 import { type CallId, errorRecord, finalMsgId, publishRecord } from "./call-records.js";
 import { decideResultRetry } from "./result-retry.js";
@@ -22,27 +22,28 @@ export interface ResultPublisher {
 }
 
 export function createResultPublisher(opts: {
-  js: JetStreamClient;
+  /** The runner's stream publisher (closed by the runner, not here). */
+  publisher: StreamPublisher;
   runnerId: string;
   now: () => number;
   /** True once the runner is past its shutdown grace: failed final records are not retried then. */
   hardStopped: () => boolean;
 }): ResultPublisher {
-  const { js, runnerId } = opts;
+  const { publisher, runnerId } = opts;
   return {
     async started(call, expectLastSeq) {
-      await publishRecord(js, runnerId, call, { kind: "started", runnerId, ts: opts.now() }, { expectLastSeq });
+      await publishRecord(publisher, runnerId, call, { kind: "started", runnerId, ts: opts.now() }, { expectLastSeq });
     },
     async failed(call, text, expectLastSeq) {
-      await publishRecord(js, runnerId, call, errorRecord(text), { msgID: finalMsgId(call), expectLastSeq });
+      await publishRecord(publisher, runnerId, call, errorRecord(text), { msgID: finalMsgId(call), expectLastSeq });
     },
     async update(call, partialResult) {
-      await publishRecord(js, runnerId, call, { kind: "update", partialResult });
+      await publishRecord(publisher, runnerId, call, { kind: "update", partialResult });
     },
     async final(call, record, log) {
       for (let attempt = 0; ; attempt++) {
         try {
-          await publishRecord(js, runnerId, call, record, { msgID: finalMsgId(call) });
+          await publishRecord(publisher, runnerId, call, record, { msgID: finalMsgId(call) });
           return;
         } catch (err) {
           const next = decideResultRetry(attempt, opts.hardStopped());
