@@ -8,7 +8,7 @@ import type { ActorRegistry } from "./actor-registry.js";
 export function startIdleEvictor(opts: { actors: ActorRegistry; idleMs: number; now: () => number }): { stop(): void } {
   const timer = setInterval(
     async () => {
-      for (const { sessionId, actor } of opts.actors.entries()) {
+      for (const { sessionId, actor, loadId } of opts.actors.entries()) {
         const loaded = await actor.catch(() => undefined);
         const idle = () => loaded && !loaded.isRunning && opts.now() - loaded.lastUsed > opts.idleMs;
         if (loaded && idle()) {
@@ -16,7 +16,7 @@ export function startIdleEvictor(opts: { actors: ActorRegistry; idleMs: number; 
           await loaded.snapshotBeforeLeaving();
           if (!idle()) continue;
           loaded.detach();
-          opts.actors.drop(sessionId);
+          opts.actors.drop(sessionId, loadId);
         }
       }
     },

@@ -177,7 +177,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
 
   const actors: ActorRegistry = createActorRegistry({
     // A loaded session first finishes what its log shows as begun (a run, a compaction, writes).
-    load: async (sessionId, partition) => {
+    load: async (sessionId, partition, loadId) => {
       const epoch = epochs.get(partition) ?? 0;
       const actor = await SessionActor.load({
         nc: opts.nc,
@@ -209,11 +209,11 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         logger: log,
         metrics,
         onDead: (sid, why) => {
-          log.warn({ evt: "session_dropped", sessionId: sid, why }, "session dropped");
-          actors.drop(sid);
+          log.warn({ evt: "session_dropped", sessionId: sid, why, loadId }, "session dropped");
+          actors.drop(sid, loadId);
         },
         lifecycle,
-        onRemoved: (sid) => actors.drop(sid),
+        onRemoved: (sid) => actors.drop(sid, loadId),
         ...(snapshots ? { snapshots } : {}),
         ...(opts.traces ? { traces: opts.traces } : {}),
         openWork,
@@ -252,7 +252,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
       const actor = await a.actor.catch(() => undefined);
       if (!actor?.inLifecycle) continue;
       actor.detach();
-      actors.drop(a.sessionId);
+      actors.drop(a.sessionId, a.loadId);
     }
   }
 
@@ -267,7 +267,7 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         const actor = await a.actor.catch(() => undefined);
         if (actor && graceMs > 0) await actor.waitForIdle(graceMs);
         actor?.detach();
-        actors.drop(a.sessionId);
+        actors.drop(a.sessionId, a.loadId);
       }),
     );
   }
