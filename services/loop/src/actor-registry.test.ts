@@ -37,13 +37,13 @@ describe("actor registry", () => {
     const [second] = actors.entries();
     expect(second?.loadId).not.toBe(first?.loadId);
     // When: load 1's actor, fenced by its append still in flight, drops itself.
-    actors.drop("s", first?.loadId);
+    expect(actors.drop("s", first?.loadId)).toBe(false);
     // Then: load 2 stays listed (no second actor on the next command), and nothing was forgotten.
     expect(dropped).toEqual(["s"]);
     expect(await actors.get("s", 1)).toBe(again);
     expect(loads).toHaveLength(2);
     // Load 2's own drop, and a drop without a load id, still forget the session.
-    actors.drop("s", second?.loadId);
+    expect(actors.drop("s", second?.loadId)).toBe(true);
     expect(actors.keys()).toEqual([]);
     await actors.get("s", 1);
     actors.drop("s");

@@ -21,9 +21,9 @@ export interface ActorRegistry {
   get(sessionId: string, partition: number): Promise<SessionActor>;
   /**
    * Forgets a session (its actor was detached or died): only the entry of load `loadId` when it is
-   * given (nothing when the session's entry is another load's by now).
+   * given (nothing when the session's entry is another load's by now). True when an entry went.
    */
-  drop(sessionId: string, loadId?: number): void;
+  drop(sessionId: string, loadId?: number): boolean;
   /** Loaded (or loading) sessions, with their partitions. */
   entries(): ActorEntry[];
   keys(): string[];
@@ -37,11 +37,12 @@ export function createActorRegistry(opts: {
 }): ActorRegistry {
   const actors = new Map<string, ActorEntry>();
   let loads = 0;
-  const drop = (sessionId: string, loadId?: number) => {
+  const drop = (sessionId: string, loadId?: number): boolean => {
     const entry = actors.get(sessionId);
-    if (!entry || (loadId !== undefined && entry.loadId !== loadId)) return;
+    if (!entry || (loadId !== undefined && entry.loadId !== loadId)) return false;
     actors.delete(sessionId);
     opts.onDrop(sessionId);
+    return true;
   };
   return {
     get(sessionId, partition) {

@@ -209,11 +209,13 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         logger: log,
         metrics,
         onDead: (sid, why) => {
-          log.warn({ evt: "session_dropped", sessionId: sid, why, loadId }, "session dropped");
-          actors.drop(sid, loadId);
+          // An actor let go earlier (a lost lease) may die later: the session's entry is then another load's.
+          if (actors.drop(sid, loadId))
+            log.warn({ evt: "session_dropped", sessionId: sid, why, loadId }, "session dropped");
+          else log.info({ evt: "released_actor_died", sessionId: sid, why, loadId }, "an actor let go earlier died");
         },
         lifecycle,
-        onRemoved: (sid) => actors.drop(sid, loadId),
+        onRemoved: (sid) => void actors.drop(sid, loadId),
         ...(snapshots ? { snapshots } : {}),
         ...(opts.traces ? { traces: opts.traces } : {}),
         openWork,
