@@ -294,12 +294,19 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         handle,
         onUndeliverable: (subject) => {
           metrics.undeliverableCommands.inc();
-          log.warn({ subject }, "undeliverable command dropped");
+          log.warn({ subject, partition }, "undeliverable command dropped");
         },
+        onForeign: (subject, streamSeq, consumer) =>
+          log.warn(
+            { evt: "intake_foreign", partition, subject, streamSeq, consumer },
+            "another partition's command left stored",
+          ),
         onError: (err, d) => log.error({ err, sessionId: d.sessionId }, "command handling failed"),
         onReopen: (why) => log.warn({ evt: "intake_reopen", partition, why }, "command consumer reopened"),
         onStalled: (counts) =>
           log.warn({ evt: "intake_stalled", partition, ...counts }, "commands stuck pending; consumer made again"),
+        onSwept: (seqs) =>
+          log.warn({ evt: "intake_swept", partition, seqs }, "skipped commands read from the stream and handled"),
         now,
       });
       intakes.set(partition, intake);

@@ -19,6 +19,24 @@ afterAll(async () => {
   await server?.stop();
 });
 
+type IntakeOptions = Parameters<typeof startPartitionIntake>[0];
+/** An intake of `partition` that records each command's body in `handled` and acknowledges it. */
+const intakeOf = async (partition: number, handled: string[], options: Partial<IntakeOptions> = {}) =>
+  startPartitionIntake({
+    js: jetstream(nc),
+    jsm: await jetstreamManager(nc),
+    partition,
+    partitions: PARTITIONS,
+    ackWaitMs: 2_000,
+    handle: async (d) => {
+      handled.push(new TextDecoder().decode(d.data));
+      await d.msg.ackAck();
+    },
+    onUndeliverable: () => undefined,
+    onError: () => undefined,
+    ...options,
+  });
+
 describe("partition intake", () => {
   it("opens its consumer again when it is deleted under it, and the commands flow on", async () => {
     const js = jetstream(nc);
@@ -27,20 +45,7 @@ describe("partition intake", () => {
     const partition = partitionOf(sessionId, PARTITIONS);
     const handled: string[] = [];
     const reopened: string[] = [];
-    const intake = await startPartitionIntake({
-      js,
-      jsm,
-      partition,
-      partitions: PARTITIONS,
-      ackWaitMs: 2_000,
-      handle: async (d) => {
-        handled.push(new TextDecoder().decode(d.data));
-        await d.msg.ackAck();
-      },
-      onUndeliverable: () => undefined,
-      onError: () => undefined,
-      onReopen: (why) => reopened.push(why),
-    });
+    const intake = await intakeOf(partition, handled, { onReopen: (why) => reopened.push(why) });
     try {
       const send = (body: string) => js.publish(subjects.command(partition, sessionId), body, { msgID: body });
       await send("before");
@@ -72,18 +77,8 @@ describe("partition intake", () => {
     expect(lost?.seq).toBe(stuck.seq);
     const handled: string[] = [];
     const stalled: string[] = [];
-    const intake = await startPartitionIntake({
-      js,
-      jsm,
-      partition,
-      partitions: PARTITIONS,
+    const intake = await intakeOf(partition, handled, {
       ackWaitMs,
-      handle: async (d) => {
-        handled.push(new TextDecoder().decode(d.data));
-        await d.msg.ackAck();
-      },
-      onUndeliverable: () => undefined,
-      onError: () => undefined,
       onStalled: (c) => stalled.push(`${c.pending}/${c.undelivered}/${c.held}`),
       stallCheckMs: 200,
       stuckAfterMs: 1_000,
@@ -99,4 +94,97 @@ describe("partition intake", () => {
       await intake.stop();
     }
   }, 30_000);
+
+  it("sweeps a command the consumer moved past: read from the stream, handled, and deleted on ack", async () => {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const sessionId = "intake-skipped";
+    const partition = partitionOf(sessionId, PARTITIONS);
+    const config = loopCommandConsumer(partition, 1_000);
+    // A consumer that passes over a stored command, as a cluster's consumer was seen to: here its
+    // filter names another session (made anew: an earlier test may have left the partition's).
+    await jsm.consumers.delete(STREAMS.commands.name, config.durable_name).catch(() => undefined);
+    await jsm.consumers.add(STREAMS.commands.name, {
+      ...config,
+      filter_subject: subjects.command(partition, "someone-else"),
+    } as never);
+    const skipped = await js.publish(subjects.command(partition, sessionId), "skipped", { msgID: "skipped" });
+    const handled: string[] = [];
+    const swept: number[][] = [];
+    const intake = await intakeOf(partition, handled, {
+      ackWaitMs: 1_000,
+      onSwept: (seqs) => swept.push(seqs),
+      stallCheckMs: 200,
+      stuckAfterMs: 1_000,
+    });
+    try {
+      await vi.waitFor(() => expect(handled).toContain("skipped"), { timeout: 15_000, interval: 200 });
+      expect(swept).toEqual([[skipped.seq]]);
+      const stored = async () => {
+        const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: config.filter_subject });
+        return Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
+      };
+      await vi.waitFor(async () => expect(await stored()).toBe(0), { timeout: 5_000, interval: 100 });
+      // The consumer made again delivers what comes next.
+      await js.publish(subjects.command(partition, sessionId), "next", { msgID: "next" });
+      await vi.waitFor(() => expect(handled).toContain("next"), { timeout: 15_000, interval: 200 });
+    } finally {
+      await intake.stop();
+    }
+  }, 40_000);
+
+  it("leaves another partition's command stored for its own partition and drops one naming no session", async () => {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const own = "intake-own";
+    const p = partitionOf(own, PARTITIONS);
+    const other = Array.from({ length: 50 }, (_, i) => `intake-other-${i}`).find(
+      (s) => partitionOf(s, PARTITIONS) !== p,
+    );
+    if (!other) throw new Error("no session of another partition");
+    const q = partitionOf(other, PARTITIONS);
+    // A consumer that delivers another partition's commands, as a cluster's was seen to: here its
+    // filter is the whole stream (a work-queue stream allows it only alone, so the others go first).
+    for (const c of await jsm.consumers.list(STREAMS.commands.name).next()) {
+      await jsm.consumers.delete(STREAMS.commands.name, c.name);
+    }
+    const config = loopCommandConsumer(p, 1_000);
+    await jsm.consumers.add(STREAMS.commands.name, { ...config, filter_subject: "fleet.cmd.>" } as never);
+    const foreign = await js.publish(subjects.command(q, other), "foreign", { msgID: "foreign" });
+    const garbage = await js.publish(subjects.command(p, other), "garbage", { msgID: "garbage" });
+    await js.publish(subjects.command(p, own), "own", { msgID: "own" });
+    const handled: string[] = [];
+    const left: number[] = [];
+    const dropped: string[] = [];
+    const start = (partition: number) =>
+      intakeOf(partition, handled, {
+        ackWaitMs: 1_000,
+        onUndeliverable: (subject) => dropped.push(subject),
+        onForeign: (_subject, seq) => left.push(seq),
+        stuckAfterMs: 60_000,
+      });
+    const intake = await start(p);
+    try {
+      await vi.waitFor(() => expect(handled).toEqual(["own"]), { timeout: 5_000 });
+      await vi.waitFor(() => expect(left).toContain(foreign.seq), { timeout: 5_000 });
+      expect(dropped).toEqual([subjects.command(p, other)]);
+      await vi.waitFor(
+        async () => expect(await jsm.streams.getMessage(STREAMS.commands.name, { seq: garbage.seq })).toBeNull(),
+        { timeout: 5_000 },
+      );
+      expect((await jsm.streams.getMessage(STREAMS.commands.name, { seq: foreign.seq }))?.subject).toBe(
+        subjects.command(q, other),
+      );
+    } finally {
+      await intake.stop();
+    }
+    // Its own partition's intake handles it.
+    await jsm.consumers.delete(STREAMS.commands.name, config.durable_name);
+    const owner = await start(q);
+    try {
+      await vi.waitFor(() => expect(handled).toEqual(["own", "foreign"]), { timeout: 10_000 });
+    } finally {
+      await owner.stop();
+    }
+  }, 40_000);
 });

@@ -1,6 +1,7 @@
 import { loopCommandConsumer, parseCommandSubject, partitionOf, STREAMS } from "@fleet/protocol";
 import { ensureConsumer } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import { type CommandMsg, readStoredCommands, sweptCommandMsg } from "./command-sweep.js";
 import { decideStall } from "./stall-decision.js";
 
 export interface CommandDelivery {
@@ -13,7 +14,8 @@ export interface CommandDelivery {
   streamSeq: number;
   /** Publish time of the command (ms). */
   time: number;
-  msg: JsMsg;
+  /** The consumer's message, or, for a command read by a sweep, a handle that deletes it on ack. */
+  msg: CommandMsg;
 }
 
 /**
@@ -38,7 +40,9 @@ const MISSED_HEARTBEATS_TO_REOPEN = 2;
  * gone is redelivered within one) means a command will never come back (seen on a 3-node nats-server
  * 2.9 cluster after leader elections). The intake then deletes the consumer and makes it again; in
  * the work-queue stream the new one delivers every command not acked yet, and the actor answers a
- * command that already has an outcome as a duplicate.
+ * command that already has an outcome as a duplicate. When commands were skipped (stored, neither
+ * pending nor undelivered) the intake also sweeps: it reads them from the stream's leader and hands
+ * over those none of its pulls holds (see `decideStall`, `command-sweep.ts`).
  */
 const STALL_CHECK_MS = 5_000;
 
@@ -50,7 +54,8 @@ export interface PartitionIntake {
 /**
  * Consumes one partition's durable consumer `loop-p<p>`. Commands of one session are handed to
  * `handle` in stream order, one at a time; sessions never wait on each other. Commands whose subject
- * names no valid session of this partition are acked and dropped (`onUndeliverable`).
+ * names no valid session are acked and dropped (`onUndeliverable`); a valid command of another
+ * partition is left alone (`onForeign`).
  * The handler acks each message itself, after the command's outcome is durable.
  */
 export async function startPartitionIntake(opts: {
@@ -62,11 +67,15 @@ export async function startPartitionIntake(opts: {
   ackWaitMs: number;
   handle: (delivery: CommandDelivery) => Promise<void>;
   onUndeliverable: (subject: string) => void;
+  /** A valid command of another partition was delivered here; it is left for its own partition. */
+  onForeign?: (subject: string, streamSeq: number, consumer: string) => void;
   onError: (err: unknown, delivery: CommandDelivery) => void;
   /** The consumer stopped delivering and is opened again (see CONSUME_EXPIRES_MS). */
   onReopen?: (why: string) => void;
   /** Commands stayed pending that no pull of this worker holds, or undelivered; the consumer is made again. */
   onStalled?: (counts: { pending: number; undelivered: number; stored: number; held: number }) => void;
+  /** Commands were read from the stream by a sweep and handed over (their stream sequences). */
+  onSwept?: (seqs: number[]) => void;
   stallCheckMs?: number;
   stuckAfterMs?: number;
   now?: () => number;
@@ -112,22 +121,40 @@ export async function startPartitionIntake(opts: {
     })().catch(() => undefined);
   watch(messages);
 
+  // Commands a sweep handed over and the handler has not acknowledged yet, by stream sequence.
+  const swept = new Set<number>();
+  /**
+   * Hands a command to its session's chain. `undeliverable`: its subject names no valid session
+   * (acked and dropped); `foreign`: a valid command of another partition, which a 3-node nats-server
+   * 2.9 cluster was seen to deliver to this partition's consumer. It is left stored, unacknowledged,
+   * for its own partition's consumer or sweep: acknowledging it here would remove it unhandled.
+   */
+  const dispatch = (
+    subject: string,
+    delivery: Omit<CommandDelivery, "partition" | "sessionId">,
+    done: () => void,
+  ): "handed" | "undeliverable" | "foreign" => {
+    const parsed = parseCommandSubject(subject);
+    if (!parsed || partitionOf(parsed.sessionId, opts.partitions) !== parsed.partition) return "undeliverable";
+    if (parsed.partition !== opts.partition) return "foreign";
+    const whole: CommandDelivery = { partition: opts.partition, sessionId: parsed.sessionId, ...delivery };
+    const previous = chains.get(parsed.sessionId) ?? Promise.resolve();
+    const next = previous
+      .then(() => opts.handle(whole))
+      .catch((err) => opts.onError(err, whole))
+      .finally(() => {
+        done();
+        if (chains.get(parsed.sessionId) === next) chains.delete(parsed.sessionId);
+      });
+    chains.set(parsed.sessionId, next);
+    return "handed";
+  };
+
   const serve = async (m: ConsumerMessages) => {
     for await (const msg of m) {
-      const parsed = parseCommandSubject(msg.subject);
-      if (
-        !parsed ||
-        parsed.partition !== opts.partition ||
-        partitionOf(parsed.sessionId, opts.partitions) !== opts.partition
-      ) {
-        opts.onUndeliverable(msg.subject);
-        msg.ack();
-        continue;
-      }
       const msgId = msg.headers?.get("Nats-Msg-Id") ?? "";
-      const delivery: CommandDelivery = {
-        partition: opts.partition,
-        sessionId: parsed.sessionId,
+      held.add(msg);
+      const delivery = {
         data: msg.data,
         commandRef: msgId || `seq:${msg.seq}`,
         hasMsgId: msgId !== "",
@@ -135,18 +162,49 @@ export async function startPartitionIntake(opts: {
         time: Math.floor(msg.info.timestampNanos / 1_000_000),
         msg,
       };
-      held.add(msg);
-      const previous = chains.get(parsed.sessionId) ?? Promise.resolve();
-      const next = previous
-        .then(() => opts.handle(delivery))
-        .catch((err) => opts.onError(err, delivery))
-        .finally(() => {
-          held.delete(msg);
-          if (chains.get(parsed.sessionId) === next) chains.delete(parsed.sessionId);
-        });
-      chains.set(parsed.sessionId, next);
+      const routed = dispatch(msg.subject, delivery, () => held.delete(msg));
+      if (routed === "handed") continue;
+      held.delete(msg);
+      if (routed === "foreign") {
+        opts.onForeign?.(msg.subject, msg.seq, msg.info.consumer);
+        continue;
+      }
+      opts.onUndeliverable(msg.subject);
+      msg.ack();
     }
   };
+
+  const sweep = async () => {
+    const heldSeqs = new Set([...held].map((m) => m.seq));
+    const handed: number[] = [];
+    for (const stored of await readStoredCommands(opts.jsm, config.filter_subject)) {
+      if (stopped) break;
+      if (heldSeqs.has(stored.seq) || swept.has(stored.seq)) continue;
+      swept.add(stored.seq);
+      const settled = () => swept.delete(stored.seq);
+      const msgId = stored.header?.get("Nats-Msg-Id") ?? "";
+      const msg = sweptCommandMsg(opts.jsm, stored.seq, settled);
+      const delivery = {
+        data: stored.data,
+        commandRef: msgId || `seq:${stored.seq}`,
+        hasMsgId: msgId !== "",
+        streamSeq: stored.seq,
+        time: stored.time.getTime(),
+        msg,
+      };
+      const routed = dispatch(stored.subject, delivery, () => undefined);
+      if (routed === "handed") {
+        handed.push(stored.seq);
+      } else if (routed === "foreign") {
+        settled();
+      } else {
+        opts.onUndeliverable(stored.subject);
+        msg.ack();
+      }
+    }
+    if (handed.length > 0) opts.onSwept?.(handed);
+  };
+
   const now = opts.now ?? Date.now;
   const stuckAfterMs = opts.stuckAfterMs ?? 2 * opts.ackWaitMs;
   let stalledSince: number | undefined;
@@ -172,7 +230,11 @@ export async function startPartitionIntake(opts: {
     deliveredBefore = verdict.remake ? undefined : info.delivered.consumer_seq;
     if (!verdict.remake) return;
     opts.onStalled?.({ pending: info.num_ack_pending, undelivered: info.num_pending, stored, held: held.size });
-    await opts.jsm.consumers.delete(STREAMS.commands.name, config.durable_name);
+    // The sweep goes on when the delete fails (a consumer without a leader), and the other way round.
+    await Promise.allSettled([
+      opts.jsm.consumers.delete(STREAMS.commands.name, config.durable_name),
+      verdict.sweep ? sweep() : undefined,
+    ]);
   };
   const stallTimer = setInterval(() => {
     if (!stopped) void checkStalled().catch(() => undefined);

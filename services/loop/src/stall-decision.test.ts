@@ -11,6 +11,7 @@ describe("decideStall", () => {
       decideStall({ ...QUIET, pending: 3, held: 3, stalledSince: 5_000, now: 20_000, stuckAfterMs: STUCK }),
     ).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: undefined,
     });
   });
@@ -20,6 +21,7 @@ describe("decideStall", () => {
       decideStall({ ...QUIET, pending: 2, held: 1, stalledSince: undefined, now: 7_000, stuckAfterMs: STUCK }),
     ).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: 7_000,
     });
   });
@@ -29,6 +31,7 @@ describe("decideStall", () => {
       decideStall({ ...QUIET, pending: 1, held: 0, stalledSince: 7_000, now: 16_999, stuckAfterMs: STUCK }),
     ).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: 7_000,
     });
   });
@@ -38,6 +41,7 @@ describe("decideStall", () => {
       decideStall({ ...QUIET, pending: 1, held: 0, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK }),
     ).toEqual({
       remake: true,
+      sweep: false,
       stalledSince: undefined,
     });
   });
@@ -54,10 +58,12 @@ describe("decideStall", () => {
     };
     expect(decideStall({ ...input, stalledSince: undefined, now: 7_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: 7_000,
     });
     expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
       remake: true,
+      sweep: false,
       stalledSince: undefined,
     });
   });
@@ -74,6 +80,7 @@ describe("decideStall", () => {
     };
     expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: undefined,
     });
   });
@@ -90,11 +97,12 @@ describe("decideStall", () => {
     };
     expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: undefined,
     });
   });
 
-  it("given commands stored that the consumer neither holds pending nor will deliver, when checked for stuckAfterMs, then it is made again", () => {
+  it("given commands stored that the consumer neither holds pending nor will deliver, when checked for stuckAfterMs, then it is made again and the stored commands are swept", () => {
     const input = {
       pending: 0,
       held: 0,
@@ -106,10 +114,12 @@ describe("decideStall", () => {
     };
     expect(decideStall({ ...input, stalledSince: undefined, now: 7_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: 7_000,
     });
     expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
       remake: true,
+      sweep: true,
       stalledSince: undefined,
     });
   });
@@ -126,6 +136,7 @@ describe("decideStall", () => {
     };
     expect(decideStall({ ...input, stalledSince: 7_000, now: 17_000, stuckAfterMs: STUCK })).toEqual({
       remake: false,
+      sweep: false,
       stalledSince: undefined,
     });
   });

@@ -12,6 +12,9 @@
  *   cluster after a node was killed).
  * `stalledSince` is when the current stretch began (undefined: none); the caller keeps it and the
  * consumer's delivered sequence of the previous check.
+ * `sweep`: the stretch ends with commands skipped, so besides making the consumer again the caller
+ * reads the stored commands from the stream itself (a consumer made again on a 3-node nats-server
+ * 2.9 cluster was seen to count 0 undelivered while the stream's leader still stored 2).
  */
 export function decideStall(input: {
   /** Delivered, not acknowledged (`num_ack_pending`). */
@@ -28,13 +31,13 @@ export function decideStall(input: {
   stalledSince: number | undefined;
   now: number;
   stuckAfterMs: number;
-}): { remake: boolean; stalledSince: number | undefined } {
+}): { remake: boolean; sweep: boolean; stalledSince: number | undefined } {
   const lost = input.pending > input.held;
   const silent =
     input.undelivered > 0 && input.delivered === input.deliveredBefore && input.pending < input.maxAckPending;
   const skipped = input.stored > input.pending + input.undelivered;
-  if (!lost && !silent && !skipped) return { remake: false, stalledSince: undefined };
+  if (!lost && !silent && !skipped) return { remake: false, sweep: false, stalledSince: undefined };
   const since = input.stalledSince ?? input.now;
-  if (input.now - since < input.stuckAfterMs) return { remake: false, stalledSince: since };
-  return { remake: true, stalledSince: undefined };
+  if (input.now - since < input.stuckAfterMs) return { remake: false, sweep: false, stalledSince: since };
+  return { remake: true, sweep: skipped, stalledSince: undefined };
 }
