@@ -34,6 +34,7 @@ import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
 import { type ChildBudget, tighterLimits } from "./child-budget.js";
 import { childCreation } from "./child-created.js";
+import { COPY_CHECK_MS, confirmClose, copyGone, type StoredCommand, storeAgain } from "./lost-commands.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
   /** How long a parent's call waits for its child's answer (each progress record restarts it). */
@@ -110,6 +111,8 @@ export function createSubAgentPort(opts: {
   settings: SubAgentSettings;
   now: () => number;
   logger: Logger;
+  /** How long a stored child command waits before its loss is looked for (`lost-commands.ts`). */
+  copyCheckMs?: number;
 }): SubAgentPort {
   const { settings } = opts;
   let catalog: { name: string; description?: string | undefined }[] = [];
@@ -155,16 +158,29 @@ export function createSubAgentPort(opts: {
     if (encoded.ok) opts.nc.publish(subjects.toolResult(link.sessionId, link.toolCallId), encoded.bytes);
   }
 
-  async function publishCommand(command: FleetCommand): Promise<string | undefined> {
+  /** Stores `command` in FLEET_COMMANDS; the error text, or undefined once stored. */
+  async function publishCommand(command: FleetCommand, onStored?: (stored: StoredCommand) => void) {
     const encoded = encodeCommand(command);
     if (!encoded.ok) return `Sub-agent could not be started: ${encoded.error}`;
-    const ack = await opts.publisher.publishDurably(
-      subjects.command(partitionOf(command.sessionId, opts.partitions), command.sessionId),
-      encoded.bytes,
-      { msgID: command.id, stream: STREAMS.commands.name },
-    );
-    return ack.ok ? undefined : `Sub-agent could not be started: ${ack.error}`;
+    const subject = subjects.command(partitionOf(command.sessionId, opts.partitions), command.sessionId);
+    const ack = await opts.publisher.publishDurably(subject, encoded.bytes, {
+      msgID: command.id,
+      stream: STREAMS.commands.name,
+    });
+    if (!ack.ok) return `Sub-agent could not be started: ${ack.error}`;
+    onStored?.({ commandId: command.id, subject, data: encoded.bytes, seq: ack.seq });
+    return undefined;
   }
+
+  /** A stored close is stored again if lost (`confirmClose`); needs the stream (`opts.events`). */
+  const confirmStored = (log: Logger) => (stored: StoredCommand) => {
+    const jsm = opts.events?.jsm;
+    if (!jsm) return;
+    void confirmClose({ jsm, publisher: opts.publisher, stored, checkMs: opts.copyCheckMs }).then((outcome) => {
+      if (outcome === "stored_again")
+        log.info({ evt: "child_close_again", seq: stored.seq }, "child close stored again");
+    });
+  };
 
   /**
    * The child's `create_session` as it is sent: refused when the named agent (or version) does not
@@ -196,13 +212,19 @@ export function createSubAgentPort(opts: {
    */
   async function awaitCreated(
     childId: string,
-    createId: string,
+    create: StoredCommand | undefined,
     signal: AbortSignal,
     detach: AbortSignal,
+    log: Logger,
   ): Promise<string | undefined> {
     const events = opts.events;
-    if (!events) return undefined;
-    const deadline = opts.now() + settings.timeoutMs;
+    if (!events || !create) return undefined;
+    const createId = create.commandId;
+    const startedAt = opts.now();
+    const deadline = startedAt + settings.timeoutMs;
+    // A create whose copy left the stream while the child's log shows neither its session nor its
+    // rejection was lost: it is stored again, once (`storeAgain`).
+    let storedAgain = false;
     let delay = 25;
     for (;;) {
       const found = await childCreation(
@@ -214,6 +236,12 @@ export function createSubAgentPort(opts: {
       if (found.kind === "created") return undefined;
       if (found.kind === "rejected") return `Sub-agent could not be started: create_session rejected ${found.reason}`;
       if (signal.aborted || detach.aborted) return toolErrorText.aborted;
+      if (!storedAgain && opts.now() - startedAt >= (opts.copyCheckMs ?? COPY_CHECK_MS)) {
+        if ((await copyGone(events.jsm, create)) === true && (await storeAgain(opts.publisher, create))) {
+          storedAgain = true;
+          log.info({ evt: "child_create_again", seq: create.seq }, "child create stored again");
+        }
+      }
       if (opts.now() >= deadline)
         return `Sub-agent could not be started: child session ${childId} not created within ${settings.timeoutMs} ms`;
       await new Promise((r) => setTimeout(r, delay));
@@ -259,7 +287,7 @@ export function createSubAgentPort(opts: {
         log.info({ evt: "child_close", policy: decision.link.closePolicy }, "parent aborted: closing child");
         closing = command
           ? starting
-              .then(() => publishCommand(command))
+              .then(() => publishCommand(command, confirmStored(log)))
               .then((failed) => failed && log.warn({ failed }, "child close not sent"))
               .catch((err) => log.warn({ err }, "child close not sent"))
           : Promise.resolve();
@@ -283,14 +311,17 @@ export function createSubAgentPort(opts: {
                 const [first, ...rest] = decision.commands;
                 const create = await childCreate(first as FleetCommand, budget);
                 if (!create.ok) return create.error;
+                let createStored: StoredCommand | undefined;
                 for (const command of [create.command, ...rest]) {
                   // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
                   if (signal.aborted) return toolErrorText.aborted;
                   if (command.type === "prompt") {
-                    const absent = await awaitCreated(decision.childId, create.command.id, signal, detach);
+                    const absent = await awaitCreated(decision.childId, createStored, signal, detach, log);
                     if (absent) return absent;
                   }
-                  const failed = await publishCommand(command);
+                  const failed = await publishCommand(command, (stored) => {
+                    if (command === create.command) createStored = stored;
+                  });
                   if (failed) return failed;
                 }
                 log.info({ evt: "child_started" }, "sub-agent started");
@@ -315,18 +346,9 @@ export function createSubAgentPort(opts: {
         if (running.has(callKey(parentSessionId, toolCallId))) continue;
         const childId = childSessionId(parentSessionId, toolCallId);
         const command = decideChildClose(childId, settings.closePolicy);
-        const failed = command ? await publishCommand(command) : undefined;
-        opts.logger.info(
-          {
-            evt: "child_close",
-            sessionId: parentSessionId,
-            toolCallId,
-            childSessionId: childId,
-            policy: settings.closePolicy,
-            failed,
-          },
-          "aborted run: closing child",
-        );
+        const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: childId });
+        const failed = command ? await publishCommand(command, confirmStored(log)) : undefined;
+        log.info({ evt: "child_close", policy: settings.closePolicy, failed }, "aborted run: closing child");
       }
     },
     childEvent(childId, link, event, writable) {

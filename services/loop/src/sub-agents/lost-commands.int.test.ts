@@ -1,0 +1,145 @@
+// A child's command stored in a real nats-server's FLEET_COMMANDS: a close stored again once its
+// copy is gone, left alone while it is still there.
+import { childCommandIds, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { applyTopology, connectNats, createStreamPublisher, type StreamPublisher } from "@fleet/runtime";
+import { type NatsServer, startNats } from "@fleet/testkit";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { decideChildCall } from "../decide/decide-child.js";
+import type { ToolDispatcher } from "../tool-dispatcher.js";
+import { confirmClose } from "./lost-commands.js";
+import { createSubAgentPort } from "./sub-agent-port.js";
+
+const PARTITIONS = 4;
+let server: NatsServer;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let publisher: StreamPublisher;
+beforeAll(async () => {
+  server = await startNats();
+  nc = await connectNats({ url: server.url, name: "close-confirmation-test" });
+  await applyTopology(nc, { partitions: PARTITIONS });
+  jsm = await jetstreamManager(nc);
+  publisher = createStreamPublisher(nc);
+});
+afterAll(async () => {
+  publisher?.close();
+  await nc?.close();
+  await server?.stop();
+});
+
+const store = async (childId: string) => {
+  const subject = subjects.command(1, childId);
+  const data = new TextEncoder().encode(`{"close":"${childId}"}`);
+  const commandId = `sub.${childId}.abort`;
+  const ack = await publisher.publishDurably(subject, data, { msgID: commandId, stream: STREAMS.commands.name });
+  if (!ack.ok) throw new Error(ack.error);
+  return { stored: { subject, data, commandId, seq: ack.seq } };
+};
+
+describe("confirmClose", () => {
+  it("stores a close again under <id>#<seq> once its copy is gone from the stream", async () => {
+    const { stored } = await store("child-lost");
+    // Gone as a lost command is (or a handled one: the stream cannot tell them apart).
+    await jsm.streams.deleteMessage(STREAMS.commands.name, stored.seq);
+    expect(await confirmClose({ jsm, publisher, stored, checkMs: 20, checks: 5 })).toBe("stored_again");
+    const again = await jsm.streams.getMessage(STREAMS.commands.name, { last_by_subj: stored.subject });
+    expect(again?.seq).toBeGreaterThan(stored.seq);
+    expect(again?.header?.get("Nats-Msg-Id")).toBe(`${stored.commandId}#${stored.seq}`);
+    expect(new TextDecoder().decode(again?.data)).toBe(new TextDecoder().decode(stored.data));
+  });
+
+  it("leaves a close alone while its copy waits in the stream for the child's owner", async () => {
+    const { stored } = await store("child-waiting");
+    expect(await confirmClose({ jsm, publisher, stored, checkMs: 20, checks: 5 })).toBe("gave_up");
+    const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: stored.subject });
+    expect(info.state.subjects).toEqual({ [stored.subject]: 1 });
+  });
+});
+
+describe("sub-agent port: a child's lost commands", () => {
+  const settings = {
+    maxDepth: 3,
+    maxFanOut: 8,
+    closePolicy: "terminate" as const,
+    timeoutMs: 60_000,
+    progressMs: 1_000,
+  };
+  // Starts the call as the dispatcher does; its answer comes when the call is aborted.
+  const dispatcher = {
+    execute: async (call: { start?: () => Promise<string | undefined> }, signal: AbortSignal) => {
+      const failed = await call.start?.();
+      if (!failed && !signal.aborted) await new Promise((r) => signal.addEventListener("abort", r, { once: true }));
+      return { content: [{ type: "text", text: failed ?? "aborted" }], isError: true };
+    },
+    forget: () => undefined,
+    close: () => undefined,
+  } as unknown as ToolDispatcher;
+  const port = () =>
+    createSubAgentPort({
+      nc,
+      publisher,
+      dispatcher,
+      agents: undefined,
+      partitions: PARTITIONS,
+      events: { jsm, groups: 1 },
+      settings,
+      now: Date.now,
+      logger: pino({ level: "silent" }),
+      copyCheckMs: 200,
+    });
+  const decide = (parent: string) => {
+    const decision = decideChildCall({
+      parentSessionId: parent,
+      parentLink: null,
+      runId: "run-1",
+      toolCallId: "tc-1",
+      args: { prompt: "go" },
+      ordinal: 0,
+      limits: settings,
+    });
+    if (decision.kind !== "start") throw new Error("expected a start");
+    return decision;
+  };
+  const copies = async (subject: string) => {
+    const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: subject });
+    return Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);
+  };
+
+  const childSubject = (childId: string) => subjects.command(partitionOf(childId, PARTITIONS), childId);
+  /** The newest command stored on the child's subject, once it has the msgID `msgId`. */
+  const storedAs = (childId: string, msgId: string) =>
+    vi.waitFor(
+      async () => {
+        const m = await jsm.streams.getMessage(STREAMS.commands.name, { last_by_subj: childSubject(childId) });
+        expect(m?.header?.get("Nats-Msg-Id")).toBe(msgId);
+        return m?.seq ?? 0;
+      },
+      { timeout: 5_000, interval: 50 },
+    );
+
+  it("stores again a create whose copy left the stream with no session in the child's log, and a lost close", async () => {
+    const decision = decide("parent-lost");
+    const ids = childCommandIds(decision.childId);
+    const abort = new AbortController();
+    const never = new AbortController().signal;
+    const running = port().run("parent-lost", "tc-1", decision, abort.signal, () => undefined, never, true);
+    try {
+      // Lost: no loop worker runs here, so the child's log stays empty.
+      const created = await storedAs(decision.childId, ids.create);
+      await jsm.streams.deleteMessage(STREAMS.commands.name, created);
+      await storedAs(decision.childId, `${ids.create}#${created}`);
+      // Once: that copy stays in the stream (nobody handles it), so nothing more is stored.
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await copies(childSubject(decision.childId))).toBe(1);
+    } finally {
+      abort.abort();
+      await running;
+    }
+    const closed = await storedAs(decision.childId, ids.abort);
+    await jsm.streams.deleteMessage(STREAMS.commands.name, closed);
+    await storedAs(decision.childId, `${ids.abort}#${closed}`);
+  });
+});

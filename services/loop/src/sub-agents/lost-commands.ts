@@ -1,0 +1,63 @@
+// A child's command stored in FLEET_COMMANDS can still be lost: a 3-node nats-server 2.9 cluster was
+// seen losing stored commands after node kills (and its replicas holding other commands at the same
+// sequences). The parent's owner stores such a command again, as the SDK does a lost command of its
+// own: under a msgID derived from the copy (`<id>#<seq>`), so the copy is not deduplicated to the
+// lost one, and the child's owner answers it as a duplicate if the first was handled after all (the
+// fold keeps every command id).
+import { STREAMS } from "@fleet/protocol";
+import type { StreamPublisher } from "@fleet/runtime";
+import type { JetStreamManager } from "@nats-io/jetstream";
+
+/** A command as stored in FLEET_COMMANDS. */
+export interface StoredCommand {
+  commandId: string;
+  subject: string;
+  data: Uint8Array;
+  seq: number;
+}
+
+/** How long a stored command waits before its loss is looked for; how often a close is looked for. */
+export const COPY_CHECK_MS = 10_000;
+const CLOSE_CHECKS = 30;
+
+/**
+ * Whether the stored copy has left the work-queue stream (handled, or lost): true when the leader
+ * holds nothing, or another command, at its sequence; undefined when the stream could not be read.
+ */
+export async function copyGone(jsm: JetStreamManager, stored: StoredCommand): Promise<boolean | undefined> {
+  const copy = await jsm.streams.getMessage(STREAMS.commands.name, { seq: stored.seq }).catch(() => undefined);
+  if (copy === undefined) return undefined;
+  return copy === null || copy.subject !== stored.subject || copy.header?.get("Nats-Msg-Id") !== stored.commandId;
+}
+
+/** Stores the command again under `<id>#<seq>`; false when it could not be stored. */
+export async function storeAgain(publisher: StreamPublisher, stored: StoredCommand): Promise<boolean> {
+  const ack = await publisher
+    .publishDurably(stored.subject, stored.data, {
+      msgID: `${stored.commandId}#${stored.seq}`,
+      stream: STREAMS.commands.name,
+    })
+    .catch(() => undefined);
+  return ack?.ok === true;
+}
+
+/**
+ * Keeps a child's stored close from being lost: once the parent's call has ended nothing else sends
+ * it again. While its copy waits in the stream for the child's owner (or the owner's sweep) nothing
+ * is done; once the copy is gone, handled or lost (the stream cannot tell them apart), it is stored
+ * again once. Resolves once it is, or after `checks` looks; never rejects.
+ */
+export async function confirmClose(opts: {
+  jsm: JetStreamManager;
+  publisher: StreamPublisher;
+  stored: StoredCommand;
+  checkMs?: number;
+  checks?: number;
+}): Promise<"stored_again" | "gave_up"> {
+  for (let look = 0; look < (opts.checks ?? CLOSE_CHECKS); look++) {
+    await new Promise((resolve) => setTimeout(resolve, opts.checkMs ?? COPY_CHECK_MS).unref());
+    if ((await copyGone(opts.jsm, opts.stored)) !== true) continue;
+    if (await storeAgain(opts.publisher, opts.stored)) return "stored_again";
+  }
+  return "gave_up";
+}
