@@ -3,10 +3,34 @@
 // child's `prompt` only after it: a `prompt` decided before a cut `create_session` was completed
 // (a crash between its outcome and its `session_created`, then the prompt ahead of the create's
 // redelivery) would create the child without its parent link or budget.
-import { decodeEvent, eventStreamOfPartition, partitionOf, subjects } from "@fleet/protocol";
+import { decodeEvent, eventStreamOfPartition, type FleetEvent, partitionOf, subjects } from "@fleet/protocol";
 import type { JetStreamManager } from "@nats-io/jetstream";
 
 export type ChildCreation = { kind: "created" } | { kind: "absent" } | { kind: "rejected"; reason: string };
+
+/** The first answer `visit` gives for the child's events from its log's start (at most `maxEvents`). */
+async function scanChildLog<T>(
+  jsm: JetStreamManager,
+  topology: { partitions: number; groups: number },
+  childId: string,
+  maxEvents: number,
+  visit: (event: FleetEvent) => T | undefined,
+): Promise<T | undefined> {
+  const partition = partitionOf(childId, topology.partitions);
+  const stream = eventStreamOfPartition(partition, topology.groups);
+  const subject = subjects.event(partition, childId);
+  let seq = 1;
+  for (let n = 0; n < maxEvents; n++) {
+    const msg = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
+    if (!msg) return undefined;
+    seq = msg.seq + 1;
+    const decoded = decodeEvent(msg.data);
+    if (!decoded.ok) continue;
+    const found = visit(decoded.value);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 /** Reads the child's log until `session_created` or the rejection of `createId` (at most `maxEvents`). */
 export async function childCreation(
@@ -16,20 +40,30 @@ export async function childCreation(
   createId: string,
   maxEvents = 64,
 ): Promise<ChildCreation> {
-  const partition = partitionOf(childId, topology.partitions);
-  const stream = eventStreamOfPartition(partition, topology.groups);
-  const subject = subjects.event(partition, childId);
-  let seq = 1;
-  for (let n = 0; n < maxEvents; n++) {
-    const msg = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
-    if (!msg) return { kind: "absent" };
-    seq = msg.seq + 1;
-    const decoded = decodeEvent(msg.data);
-    if (!decoded.ok) continue;
-    const event = decoded.value;
+  const found = await scanChildLog<ChildCreation>(jsm, topology, childId, maxEvents, (event) => {
     if (event.type === "session_created") return { kind: "created" };
     if (event.type === "command_rejected" && event.commandId === createId)
       return { kind: "rejected", reason: `${event.code}: ${event.reason}` };
-  }
-  return { kind: "absent" };
+    return undefined;
+  });
+  return found ?? { kind: "absent" };
+}
+
+/**
+ * Whether the child's log holds an outcome of `commandId` among its first `maxEvents` events (a
+ * child's prompt is decided right after its creation).
+ */
+export async function childAnswered(
+  jsm: JetStreamManager,
+  topology: { partitions: number; groups: number },
+  childId: string,
+  commandId: string,
+  maxEvents = 64,
+): Promise<boolean> {
+  const found = await scanChildLog(jsm, topology, childId, maxEvents, (event) =>
+    (event.type === "command_accepted" || event.type === "command_rejected") && event.commandId === commandId
+      ? true
+      : undefined,
+  );
+  return found === true;
 }

@@ -1,6 +1,7 @@
 // A child's command stored in a real nats-server's FLEET_COMMANDS: a close stored again once its
 // copy is gone, left alone while it is still there.
-import { childCommandIds, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { childCommandIds, encodeEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { createLogBuilder } from "@fleet/protocol/testing";
 import { applyTopology, connectNats, createStreamPublisher, type StreamPublisher } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
@@ -9,7 +10,8 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decideChildCall } from "../decide/decide-child.js";
 import type { ToolDispatcher } from "../tool-dispatcher.js";
-import { confirmClose } from "./lost-commands.js";
+import { childAnswered } from "./child-created.js";
+import { confirmStored } from "./lost-commands.js";
 import { createSubAgentPort } from "./sub-agent-port.js";
 
 const PARTITIONS = 4;
@@ -39,23 +41,64 @@ const store = async (childId: string) => {
   return { stored: { subject, data, commandId, seq: ack.seq } };
 };
 
-describe("confirmClose", () => {
-  it("stores a close again under <id>#<seq> once its copy is gone from the stream", async () => {
+describe("confirmStored", () => {
+  it("stores a command again under <id>#<seq> once its copy is gone from the stream", async () => {
     const { stored } = await store("child-lost");
-    // Gone as a lost command is (or a handled one: the stream cannot tell them apart).
+    // Gone as a lost command is (or a handled one: without `handled` the two cannot be told apart).
     await jsm.streams.deleteMessage(STREAMS.commands.name, stored.seq);
-    expect(await confirmClose({ jsm, publisher, stored, checkMs: 20, checks: 5 })).toBe("stored_again");
+    expect(await confirmStored({ jsm, publisher, stored, checkMs: 20, checks: 5 })).toBe("stored_again");
     const again = await jsm.streams.getMessage(STREAMS.commands.name, { last_by_subj: stored.subject });
     expect(again?.seq).toBeGreaterThan(stored.seq);
     expect(again?.header?.get("Nats-Msg-Id")).toBe(`${stored.commandId}#${stored.seq}`);
     expect(new TextDecoder().decode(again?.data)).toBe(new TextDecoder().decode(stored.data));
   });
 
-  it("leaves a close alone while its copy waits in the stream for the child's owner", async () => {
+  it("leaves a command alone while its copy waits in the stream for the child's owner", async () => {
     const { stored } = await store("child-waiting");
-    expect(await confirmClose({ jsm, publisher, stored, checkMs: 20, checks: 5 })).toBe("gave_up");
+    expect(await confirmStored({ jsm, publisher, stored, checkMs: 20, checks: 5 })).toBe("gave_up");
     const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: stored.subject });
     expect(info.state.subjects).toEqual({ [stored.subject]: 1 });
+  });
+
+  it("stores nothing for a gone copy that the child's log answered, and asks again when it cannot tell", async () => {
+    const { stored } = await store("child-answered");
+    await jsm.streams.deleteMessage(STREAMS.commands.name, stored.seq);
+    const answers: (boolean | undefined)[] = [undefined, true];
+    const handled = async () => answers.shift();
+    expect(await confirmStored({ jsm, publisher, stored, handled, checkMs: 20, checks: 5 })).toBe("handled");
+    expect(answers).toEqual([]);
+    const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: stored.subject });
+    expect(info.state.subjects ?? {}).toEqual({});
+  });
+
+  it("stops looking at its signal: a command whose call has ended is not stored again", async () => {
+    const { stored } = await store("child-ended");
+    await jsm.streams.deleteMessage(STREAMS.commands.name, stored.seq);
+    const ended = new AbortController();
+    ended.abort();
+    const handled = async () => false;
+    expect(await confirmStored({ jsm, publisher, stored, handled, signal: ended.signal, checkMs: 20 })).toBe("gave_up");
+    const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: stored.subject });
+    expect(info.state.subjects ?? {}).toEqual({});
+  });
+});
+
+describe("childAnswered", () => {
+  it("finds a command's outcome among the child's first events, and nothing for one not decided", async () => {
+    const childId = "child-answered-log";
+    const log = createLogBuilder(7, childId);
+    log.add({ type: "command_accepted", commandId: `sub.${childId}.create`, commandType: "create_session" });
+    log.add({ type: "command_accepted", commandId: `sub.${childId}.prompt`, commandType: "prompt" });
+    const subject = subjects.event(partitionOf(childId, PARTITIONS), childId);
+    for (const event of log.events) {
+      const encoded = encodeEvent(event);
+      if (!encoded.ok) throw new Error(encoded.error);
+      await publisher.publishDurably(subject, encoded.bytes, { msgID: event.meta.id, stream: STREAMS.events.name });
+    }
+    const topology = { partitions: PARTITIONS, groups: 1 };
+    expect(await childAnswered(jsm, topology, childId, `sub.${childId}.prompt`)).toBe(true);
+    expect(await childAnswered(jsm, topology, childId, `sub.${childId}.abort`)).toBe(false);
+    expect(await childAnswered(jsm, topology, "child-with-no-log", "sub.child-with-no-log.prompt")).toBe(false);
   });
 });
 

@@ -16,9 +16,10 @@ export interface StoredCommand {
   seq: number;
 }
 
-/** How long a stored command waits before its loss is looked for; how often a close is looked for. */
+/** How long a stored command waits before its loss is looked for, and how often it is looked for. */
 export const COPY_CHECK_MS = 10_000;
-const CLOSE_CHECKS = 30;
+/** How many looks `confirmStored` takes at most (5 minutes at the default). */
+const CHECKS = 30;
 
 /**
  * Whether the stored copy has left the work-queue stream (handled, or lost): true when the leader
@@ -42,21 +43,30 @@ export async function storeAgain(publisher: StreamPublisher, stored: StoredComma
 }
 
 /**
- * Keeps a child's stored close from being lost: once the parent's call has ended nothing else sends
- * it again. While its copy waits in the stream for the child's owner (or the owner's sweep) nothing
- * is done; once the copy is gone, handled or lost (the stream cannot tell them apart), it is stored
- * again once. Resolves once it is, or after `checks` looks; never rejects.
+ * Keeps a child's stored command from being lost once nothing else would send it again (a close
+ * after the parent's call has ended; a prompt while the call waits for the child's answer). While
+ * its copy waits in the stream for the child's owner (or the owner's sweep) nothing is done. Once the
+ * copy is gone it was handled or lost: `handled` asks the child's log (undefined: it could not be
+ * read); without it the two cannot be told apart and the command is stored again anyway (a handled
+ * one is then answered as a duplicate). Stored again at most once. Stops at `signal`, or after
+ * `checks` looks; never rejects.
  */
-export async function confirmClose(opts: {
+export async function confirmStored(opts: {
   jsm: JetStreamManager;
   publisher: StreamPublisher;
   stored: StoredCommand;
+  handled?: () => Promise<boolean | undefined>;
+  signal?: AbortSignal;
   checkMs?: number;
   checks?: number;
-}): Promise<"stored_again" | "gave_up"> {
-  for (let look = 0; look < (opts.checks ?? CLOSE_CHECKS); look++) {
+}): Promise<"stored_again" | "handled" | "gave_up"> {
+  for (let look = 0; look < (opts.checks ?? CHECKS); look++) {
     await new Promise((resolve) => setTimeout(resolve, opts.checkMs ?? COPY_CHECK_MS).unref());
+    if (opts.signal?.aborted) break;
     if ((await copyGone(opts.jsm, opts.stored)) !== true) continue;
+    const handled = opts.handled ? await opts.handled().catch(() => undefined) : false;
+    if (handled === true) return "handled";
+    if (handled === undefined || opts.signal?.aborted) continue;
     if (await storeAgain(opts.publisher, opts.stored)) return "stored_again";
   }
   return "gave_up";

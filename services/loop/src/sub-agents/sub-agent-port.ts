@@ -33,8 +33,8 @@ import { decideChildClose } from "../decide/decide-child.js";
 import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
 import { type ChildBudget, tighterLimits } from "./child-budget.js";
-import { childCreation } from "./child-created.js";
-import { COPY_CHECK_MS, confirmClose, copyGone, type StoredCommand, storeAgain } from "./lost-commands.js";
+import { childAnswered, childCreation } from "./child-created.js";
+import { COPY_CHECK_MS, confirmStored, copyGone, type StoredCommand, storeAgain } from "./lost-commands.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
   /** How long a parent's call waits for its child's answer (each progress record restarts it). */
@@ -172,15 +172,35 @@ export function createSubAgentPort(opts: {
     return undefined;
   }
 
-  /** A stored close is stored again if lost (`confirmClose`); needs the stream (`opts.events`). */
-  const confirmStored = (log: Logger) => (stored: StoredCommand) => {
-    const jsm = opts.events?.jsm;
-    if (!jsm) return;
-    void confirmClose({ jsm, publisher: opts.publisher, stored, checkMs: opts.copyCheckMs }).then((outcome) => {
-      if (outcome === "stored_again")
-        log.info({ evt: "child_close_again", seq: stored.seq }, "child close stored again");
-    });
-  };
+  /**
+   * A stored child command is stored again if lost (`confirmStored`; needs the stream,
+   * `opts.events`). A prompt asks the child's log whether it was answered and is watched until
+   * `signal` (the call's end); a close is watched after the call has ended.
+   */
+  const watchStored =
+    (log: Logger, childId: string, prompt?: { signal: AbortSignal }) =>
+    (stored: StoredCommand): void => {
+      const events = opts.events;
+      if (!events) return;
+      const topology = { partitions: opts.partitions, groups: events.groups };
+      const handled = prompt ? () => childAnswered(events.jsm, topology, childId, stored.commandId) : undefined;
+      const signal = prompt?.signal;
+      const watching = {
+        jsm: events.jsm,
+        publisher: opts.publisher,
+        stored,
+        handled,
+        signal,
+        checkMs: opts.copyCheckMs,
+      };
+      void confirmStored(watching).then((outcome) => {
+        if (outcome === "stored_again")
+          log.info(
+            { evt: "child_command_again", seq: stored.seq, commandId: stored.commandId },
+            "child command stored again",
+          );
+      });
+    };
 
   /**
    * The child's `create_session` as it is sent: refused when the named agent (or version) does not
@@ -273,6 +293,8 @@ export function createSubAgentPort(opts: {
       const key = callKey(parentSessionId, toolCallId);
       running.add(key);
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
+      // Aborted when the call has ended: its prompt is no longer watched (`watchStored`).
+      const ended = new AbortController();
       // The start in flight, if any. The close is published after it settles: a close published
       // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
       // leave the child running to its end.
@@ -287,7 +309,7 @@ export function createSubAgentPort(opts: {
         log.info({ evt: "child_close", policy: decision.link.closePolicy }, "parent aborted: closing child");
         closing = command
           ? starting
-              .then(() => publishCommand(command, confirmStored(log)))
+              .then(() => publishCommand(command, watchStored(log, decision.childId)))
               .then((failed) => failed && log.warn({ failed }, "child close not sent"))
               .catch((err) => log.warn({ err }, "child close not sent"))
           : Promise.resolve();
@@ -321,6 +343,8 @@ export function createSubAgentPort(opts: {
                   }
                   const failed = await publishCommand(command, (stored) => {
                     if (command === create.command) createStored = stored;
+                    else if (command.type === "prompt")
+                      watchStored(log, decision.childId, { signal: ended.signal })(stored);
                   });
                   if (failed) return failed;
                 }
@@ -336,6 +360,7 @@ export function createSubAgentPort(opts: {
           detach,
         );
       } finally {
+        ended.abort();
         signal.removeEventListener("abort", close);
         await closing;
         running.delete(key);
@@ -347,7 +372,7 @@ export function createSubAgentPort(opts: {
         const childId = childSessionId(parentSessionId, toolCallId);
         const command = decideChildClose(childId, settings.closePolicy);
         const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: childId });
-        const failed = command ? await publishCommand(command, confirmStored(log)) : undefined;
+        const failed = command ? await publishCommand(command, watchStored(log, childId)) : undefined;
         log.info({ evt: "child_close", policy: settings.closePolicy, failed }, "aborted run: closing child");
       }
     },
