@@ -317,7 +317,10 @@ export async function startLoopWorker(opts: LoopWorkerOptions): Promise<LoopWork
         partition,
         groups,
         active: () => !stopping && intakes.has(partition),
-        recover: async (sessionId) => (await actors.get(sessionId, partition)).settleIndex(),
+        recover: async (sessionId) => {
+          log.debug({ evt: "takeover_recover", partition, sessionId }, "session listed by the takeover scan");
+          return (await actors.get(sessionId, partition)).settleIndex();
+        },
         onError: (err, what) => log.warn({ err, what }, "recovery failed; trying again"),
       })
         .then((o) => log.info({ evt: "takeover_scanned", partition, ...o, ms: now() - scanStart }, "partition scanned"))

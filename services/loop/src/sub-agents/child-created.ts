@@ -49,10 +49,7 @@ export async function childCreation(
   return found ?? { kind: "absent" };
 }
 
-/**
- * Whether the child's log holds an outcome of `commandId` among its first `maxEvents` events (a
- * child's prompt is decided right after its creation).
- */
+/** Whether the child's log holds an outcome of `commandId` among its first `maxEvents` events. */
 export async function childAnswered(
   jsm: JetStreamManager,
   topology: { partitions: number; groups: number },

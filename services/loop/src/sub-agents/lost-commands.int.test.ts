@@ -83,18 +83,29 @@ describe("confirmStored", () => {
   });
 });
 
+let logSeed = 0;
+/** Writes a child's log: one `command_accepted` per command id (event ids of its own seed). */
+async function writeChildLog(
+  childId: string,
+  commandIds: { id: string; type: "create_session" | "prompt" | "abort" }[],
+) {
+  const log = createLogBuilder(++logSeed, childId);
+  for (const c of commandIds) log.add({ type: "command_accepted", commandId: c.id, commandType: c.type });
+  const subject = subjects.event(partitionOf(childId, PARTITIONS), childId);
+  for (const event of log.events) {
+    const encoded = encodeEvent(event);
+    if (!encoded.ok) throw new Error(encoded.error);
+    await publisher.publishDurably(subject, encoded.bytes, { msgID: event.meta.id, stream: STREAMS.events.name });
+  }
+}
+
 describe("childAnswered", () => {
   it("finds a command's outcome among the child's first events, and nothing for one not decided", async () => {
     const childId = "child-answered-log";
-    const log = createLogBuilder(7, childId);
-    log.add({ type: "command_accepted", commandId: `sub.${childId}.create`, commandType: "create_session" });
-    log.add({ type: "command_accepted", commandId: `sub.${childId}.prompt`, commandType: "prompt" });
-    const subject = subjects.event(partitionOf(childId, PARTITIONS), childId);
-    for (const event of log.events) {
-      const encoded = encodeEvent(event);
-      if (!encoded.ok) throw new Error(encoded.error);
-      await publisher.publishDurably(subject, encoded.bytes, { msgID: event.meta.id, stream: STREAMS.events.name });
-    }
+    await writeChildLog(childId, [
+      { id: `sub.${childId}.create`, type: "create_session" },
+      { id: `sub.${childId}.prompt`, type: "prompt" },
+    ]);
     const topology = { partitions: PARTITIONS, groups: 1 };
     expect(await childAnswered(jsm, topology, childId, `sub.${childId}.prompt`)).toBe(true);
     expect(await childAnswered(jsm, topology, childId, `sub.${childId}.abort`)).toBe(false);
@@ -184,5 +195,23 @@ describe("sub-agent port: a child's lost commands", () => {
     const closed = await storedAs(decision.childId, ids.abort);
     await jsm.streams.deleteMessage(STREAMS.commands.name, closed);
     await storedAs(decision.childId, `${ids.abort}#${closed}`);
+  });
+
+  it("leaves a close alone once its copy is gone and the child's log answered it", async () => {
+    const decision = decide("parent-closed");
+    const ids = childCommandIds(decision.childId);
+    const abort = new AbortController();
+    const never = new AbortController().signal;
+    const running = port().run("parent-closed", "tc-1", decision, abort.signal, () => undefined, never, true);
+    await storedAs(decision.childId, ids.create);
+    abort.abort();
+    await running;
+    const closed = await storedAs(decision.childId, ids.abort);
+    // Handled: the child's owner logged its outcome and acknowledged it (removed from the stream).
+    await writeChildLog(decision.childId, [{ id: ids.abort, type: "abort" }]);
+    await jsm.streams.deleteMessage(STREAMS.commands.name, closed);
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Only the create is left (nobody handles it here): the close was not stored again.
+    expect(await copies(childSubject(decision.childId))).toBe(1);
   });
 });

@@ -94,6 +94,9 @@ export interface ChildRunEnd {
   spent: Spend;
 }
 
+/** How many of a child's first events a lost close's outcome is looked for in (a direct get each). */
+const CLOSE_SCAN_EVENTS = 512;
+
 /** How long the tenant's agent list is reused for the tool description. */
 const CATALOG_TTL_MS = 30_000;
 
@@ -174,8 +177,9 @@ export function createSubAgentPort(opts: {
 
   /**
    * A stored child command is stored again if lost (`confirmStored`; needs the stream,
-   * `opts.events`). A prompt asks the child's log whether it was answered and is watched until
-   * `signal` (the call's end); a close is watched after the call has ended.
+   * `opts.events`) and the child's log holds no outcome for it: a prompt among the child's first
+   * events (it is decided right after the creation), watched until `signal` (the call's end); a
+   * close among the first `CLOSE_SCAN_EVENTS`, watched after the call has ended.
    */
   const watchStored =
     (log: Logger, childId: string, prompt?: { signal: AbortSignal }) =>
@@ -183,7 +187,8 @@ export function createSubAgentPort(opts: {
       const events = opts.events;
       if (!events) return;
       const topology = { partitions: opts.partitions, groups: events.groups };
-      const handled = prompt ? () => childAnswered(events.jsm, topology, childId, stored.commandId) : undefined;
+      const scan = prompt ? undefined : CLOSE_SCAN_EVENTS;
+      const handled = () => childAnswered(events.jsm, topology, childId, stored.commandId, scan);
       const signal = prompt?.signal;
       const watching = {
         jsm: events.jsm,
