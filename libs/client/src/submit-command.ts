@@ -4,6 +4,7 @@ import {
   eventStreamOfPartition,
   type FleetCommand,
   partitionOf,
+  resentCommandMsgId,
   STREAMS,
   subjects,
 } from "@fleet/protocol";
@@ -51,7 +52,7 @@ export async function submitCommand(
     if (seq === undefined) return;
     const stored = await ctx.jsm.streams.getMessage(STREAMS.commands.name, { seq }).catch(() => "unknown");
     if (stored !== null) return;
-    await ctx.js.publish(commandSubject, encoded.bytes, { msgID: `${command.id}#${seq}` });
+    await ctx.js.publish(commandSubject, encoded.bytes, { msgID: resentCommandMsgId(command.id, seq) });
   };
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);

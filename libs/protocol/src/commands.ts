@@ -165,3 +165,9 @@ export const COMMAND_TYPES = FleetCommand.options.map((o) => o.shape.type.value)
 
 /** The minimal envelope read before full validation, to tell `unsupported` from `invalid`. */
 export const CommandEnvelope = z.object({ type: z.string(), id: z.string().min(1), sessionId: z.string() });
+
+/**
+ * The `Nats-Msg-Id` of a command stored again because its first copy, at stream sequence `seq`,
+ * was lost (PROTOCOL "Re-sending"): re-senders of one lost copy store one more copy, not one each.
+ */
+export const resentCommandMsgId = (commandId: string, seq: number) => `${commandId}#${seq}`;

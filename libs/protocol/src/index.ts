@@ -93,6 +93,7 @@ export {
   type CommandOf,
   FleetCommand,
   type FleetCommandType,
+  resentCommandMsgId,
 } from "./commands.js";
 export {
   applyConfigPatch,

@@ -46,6 +46,17 @@ const MISSED_HEARTBEATS_TO_REOPEN = 2;
  */
 const STALL_CHECK_MS = 5_000;
 
+/** A delivery's fields but its session: the command is referred to by its msgID, else its sequence. */
+function deliveryOf(
+  data: Uint8Array,
+  msgId: string | undefined,
+  streamSeq: number,
+  time: number,
+  msg: CommandMsg,
+): Omit<CommandDelivery, "partition" | "sessionId"> {
+  return { data, commandRef: msgId || `seq:${streamSeq}`, hasMsgId: !!msgId, streamSeq, time, msg };
+}
+
 export interface PartitionIntake {
   readonly partition: number;
   stop(): Promise<void>;
@@ -152,16 +163,9 @@ export async function startPartitionIntake(opts: {
 
   const serve = async (m: ConsumerMessages) => {
     for await (const msg of m) {
-      const msgId = msg.headers?.get("Nats-Msg-Id") ?? "";
       held.add(msg);
-      const delivery = {
-        data: msg.data,
-        commandRef: msgId || `seq:${msg.seq}`,
-        hasMsgId: msgId !== "",
-        streamSeq: msg.seq,
-        time: Math.floor(msg.info.timestampNanos / 1_000_000),
-        msg,
-      };
+      const time = Math.floor(msg.info.timestampNanos / 1_000_000);
+      const delivery = deliveryOf(msg.data, msg.headers?.get("Nats-Msg-Id"), msg.seq, time, msg);
       const routed = dispatch(msg.subject, delivery, () => held.delete(msg));
       if (routed === "handed") continue;
       held.delete(msg);
@@ -182,16 +186,14 @@ export async function startPartitionIntake(opts: {
       if (heldSeqs.has(stored.seq) || swept.has(stored.seq)) continue;
       swept.add(stored.seq);
       const settled = () => swept.delete(stored.seq);
-      const msgId = stored.header?.get("Nats-Msg-Id") ?? "";
       const msg = sweptCommandMsg(opts.jsm, stored.seq, settled);
-      const delivery = {
-        data: stored.data,
-        commandRef: msgId || `seq:${stored.seq}`,
-        hasMsgId: msgId !== "",
-        streamSeq: stored.seq,
-        time: stored.time.getTime(),
+      const delivery = deliveryOf(
+        stored.data,
+        stored.header?.get("Nats-Msg-Id"),
+        stored.seq,
+        stored.time.getTime(),
         msg,
-      };
+      );
       const routed = dispatch(stored.subject, delivery, () => undefined);
       if (routed === "handed") {
         handed.push(stored.seq);

@@ -11,6 +11,7 @@ import {
   evolveSchedule,
   type FleetCommand,
   partitionOf,
+  resentCommandMsgId,
   type ScheduleEvent,
   type ScheduleEventBody,
   type ScheduleState,
@@ -104,7 +105,7 @@ export function startScheduler(opts: {
     const encoded = encodeCommand(command);
     if (!encoded.ok) throw new TerminalFireError(`the ${command.type} command cannot be sent: ${encoded.error}`);
     const subject = subjects.command(partitionOf(command.sessionId, opts.partitions), command.sessionId);
-    const msgID = resendOf === undefined ? command.id : `${command.id}#${resendOf}`;
+    const msgID = resendOf === undefined ? command.id : resentCommandMsgId(command.id, resendOf);
     const ack = await opts.js.publish(subject, encoded.bytes, { msgID });
     return ack.seq;
   }

@@ -38,7 +38,7 @@ const store = async (childId: string) => {
   const commandId = `sub.${childId}.abort`;
   const ack = await publisher.publishDurably(subject, data, { msgID: commandId, stream: STREAMS.commands.name });
   if (!ack.ok) throw new Error(ack.error);
-  return { stored: { subject, data, commandId, seq: ack.seq } };
+  return { stored: { subject, data, commandId, commandType: "abort" as const, seq: ack.seq } };
 };
 
 describe("confirmStored", () => {

@@ -4,20 +4,21 @@
 // own: under a msgID derived from the copy (`<id>#<seq>`), so the copy is not deduplicated to the
 // lost one, and the child's owner answers it as a duplicate if the first was handled after all (the
 // fold keeps every command id).
-import { STREAMS } from "@fleet/protocol";
+import { type FleetCommandType, resentCommandMsgId, STREAMS } from "@fleet/protocol";
 import type { StreamPublisher } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 
 /** A command as stored in FLEET_COMMANDS. */
 export interface StoredCommand {
   commandId: string;
+  commandType: FleetCommandType;
   subject: string;
   data: Uint8Array;
   seq: number;
 }
 
 /** How long a stored command waits before its loss is looked for, and how often it is looked for. */
-export const COPY_CHECK_MS = 10_000;
+const COPY_CHECK_MS = 10_000;
 /** How many looks `confirmStored` takes at most (5 minutes at the default). */
 const CHECKS = 30;
 
@@ -25,17 +26,17 @@ const CHECKS = 30;
  * Whether the stored copy has left the work-queue stream (handled, or lost): true when the leader
  * holds nothing, or another command, at its sequence; undefined when the stream could not be read.
  */
-export async function copyGone(jsm: JetStreamManager, stored: StoredCommand): Promise<boolean | undefined> {
+async function copyGone(jsm: JetStreamManager, stored: StoredCommand): Promise<boolean | undefined> {
   const copy = await jsm.streams.getMessage(STREAMS.commands.name, { seq: stored.seq }).catch(() => undefined);
   if (copy === undefined) return undefined;
   return copy === null || copy.subject !== stored.subject || copy.header?.get("Nats-Msg-Id") !== stored.commandId;
 }
 
 /** Stores the command again under `<id>#<seq>`; false when it could not be stored. */
-export async function storeAgain(publisher: StreamPublisher, stored: StoredCommand): Promise<boolean> {
+async function storeAgain(publisher: StreamPublisher, stored: StoredCommand): Promise<boolean> {
   const ack = await publisher
     .publishDurably(stored.subject, stored.data, {
-      msgID: `${stored.commandId}#${stored.seq}`,
+      msgID: resentCommandMsgId(stored.commandId, stored.seq),
       stream: STREAMS.commands.name,
     })
     .catch(() => undefined);
@@ -43,8 +44,8 @@ export async function storeAgain(publisher: StreamPublisher, stored: StoredComma
 }
 
 /**
- * Keeps a child's stored command from being lost once nothing else would send it again (a close
- * after the parent's call has ended; a prompt while the call waits for the child's answer). While
+ * Keeps a child's stored command from being lost once nothing else would send it again (a create
+ * or prompt while the parent's call runs; a close after it has ended). While
  * its copy waits in the stream for the child's owner (or the owner's sweep) nothing is done. Once the
  * copy is gone it was handled or lost: `handled` asks the child's log (undefined: it could not be
  * read); without it the two cannot be told apart and the command is stored again anyway (a handled

@@ -34,7 +34,7 @@ import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
 import { type ChildBudget, tighterLimits } from "./child-budget.js";
 import { childAnswered, childCreation } from "./child-created.js";
-import { COPY_CHECK_MS, confirmStored, copyGone, type StoredCommand, storeAgain } from "./lost-commands.js";
+import { confirmStored, type StoredCommand } from "./lost-commands.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
   /** How long a parent's call waits for its child's answer (each progress record restarts it). */
@@ -171,25 +171,36 @@ export function createSubAgentPort(opts: {
       stream: STREAMS.commands.name,
     });
     if (!ack.ok) return `Sub-agent could not be started: ${ack.error}`;
-    onStored?.({ commandId: command.id, subject, data: encoded.bytes, seq: ack.seq });
+    onStored?.({ commandId: command.id, commandType: command.type, subject, data: encoded.bytes, seq: ack.seq });
     return undefined;
   }
 
   /**
    * A stored child command is stored again if lost (`confirmStored`; needs the stream,
-   * `opts.events`) and the child's log holds no outcome for it: a prompt among the child's first
-   * events (it is decided right after the creation), watched until `signal` (the call's end); a
-   * close among the first `CLOSE_SCAN_EVENTS`, watched after the call has ended.
+   * `opts.events`) and the child's log holds no answer to it, until `signal` (the call's end, for
+   * the create and the prompt; a close is watched after it): a create is answered by the child's
+   * `session_created` or its rejection, a prompt by its outcome among the child's first events (it
+   * is decided right after the creation), a close by its outcome among the first
+   * `CLOSE_SCAN_EVENTS`.
    */
   const watchStored =
-    (log: Logger, childId: string, prompt?: { signal: AbortSignal }) =>
+    (log: Logger, childId: string, signal?: AbortSignal) =>
     (stored: StoredCommand): void => {
       const events = opts.events;
       if (!events) return;
       const topology = { partitions: opts.partitions, groups: events.groups };
-      const scan = prompt ? undefined : CLOSE_SCAN_EVENTS;
-      const handled = () => childAnswered(events.jsm, topology, childId, stored.commandId, scan);
-      const signal = prompt?.signal;
+      const kind = stored.commandType;
+      const handled =
+        kind === "create_session"
+          ? async () => (await childCreation(events.jsm, topology, childId, stored.commandId)).kind !== "absent"
+          : () =>
+              childAnswered(
+                events.jsm,
+                topology,
+                childId,
+                stored.commandId,
+                kind === "prompt" ? undefined : CLOSE_SCAN_EVENTS,
+              );
       const watching = {
         jsm: events.jsm,
         publisher: opts.publisher,
@@ -237,19 +248,13 @@ export function createSubAgentPort(opts: {
    */
   async function awaitCreated(
     childId: string,
-    create: StoredCommand | undefined,
+    createId: string,
     signal: AbortSignal,
     detach: AbortSignal,
-    log: Logger,
   ): Promise<string | undefined> {
     const events = opts.events;
-    if (!events || !create) return undefined;
-    const createId = create.commandId;
-    const startedAt = opts.now();
-    const deadline = startedAt + settings.timeoutMs;
-    // A create whose copy left the stream while the child's log shows neither its session nor its
-    // rejection was lost: it is stored again, once (`storeAgain`).
-    let storedAgain = false;
+    if (!events) return undefined;
+    const deadline = opts.now() + settings.timeoutMs;
     let delay = 25;
     for (;;) {
       const found = await childCreation(
@@ -261,12 +266,6 @@ export function createSubAgentPort(opts: {
       if (found.kind === "created") return undefined;
       if (found.kind === "rejected") return `Sub-agent could not be started: create_session rejected ${found.reason}`;
       if (signal.aborted || detach.aborted) return toolErrorText.aborted;
-      if (!storedAgain && opts.now() - startedAt >= (opts.copyCheckMs ?? COPY_CHECK_MS)) {
-        if ((await copyGone(events.jsm, create)) === true && (await storeAgain(opts.publisher, create))) {
-          storedAgain = true;
-          log.info({ evt: "child_create_again", seq: create.seq }, "child create stored again");
-        }
-      }
       if (opts.now() >= deadline)
         return `Sub-agent could not be started: child session ${childId} not created within ${settings.timeoutMs} ms`;
       await new Promise((r) => setTimeout(r, delay));
@@ -298,7 +297,7 @@ export function createSubAgentPort(opts: {
       const key = callKey(parentSessionId, toolCallId);
       running.add(key);
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
-      // Aborted when the call has ended: its prompt is no longer watched (`watchStored`).
+      // Aborted when the call has ended: its create and prompt are no longer watched (`watchStored`).
       const ended = new AbortController();
       // The start in flight, if any. The close is published after it settles: a close published
       // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
@@ -338,19 +337,14 @@ export function createSubAgentPort(opts: {
                 const [first, ...rest] = decision.commands;
                 const create = await childCreate(first as FleetCommand, budget);
                 if (!create.ok) return create.error;
-                let createStored: StoredCommand | undefined;
                 for (const command of [create.command, ...rest]) {
                   // Aborted meanwhile: the rest is not sent (a child already created is closed by `close`).
                   if (signal.aborted) return toolErrorText.aborted;
                   if (command.type === "prompt") {
-                    const absent = await awaitCreated(decision.childId, createStored, signal, detach, log);
+                    const absent = await awaitCreated(decision.childId, create.command.id, signal, detach);
                     if (absent) return absent;
                   }
-                  const failed = await publishCommand(command, (stored) => {
-                    if (command === create.command) createStored = stored;
-                    else if (command.type === "prompt")
-                      watchStored(log, decision.childId, { signal: ended.signal })(stored);
-                  });
+                  const failed = await publishCommand(command, watchStored(log, decision.childId, ended.signal));
                   if (failed) return failed;
                 }
                 log.info({ evt: "child_started" }, "sub-agent started");
