@@ -32,6 +32,11 @@ export interface RemoteToolCall {
    * applies; the result is awaited on the same subject, stored and live, as a runner's.
    */
   start?: () => Promise<string | undefined>;
+  /**
+   * Asked at each recheck that finds no stored result (a sub-agent's answer read from its log when
+   * the record never arrived, change 71): a result it gives settles the call. Never rejects.
+   */
+  recover?: () => Promise<RemoteToolResult | undefined>;
 }
 
 export interface RemoteToolResult {
@@ -107,6 +112,8 @@ export function createToolDispatcher(opts: {
   awaitRunner?: (toolName: string, ms: number) => Promise<boolean>;
   /** How long a call waits for a runner of its tool to (re)appear before failing. Default 0. */
   runnerGraceMs?: number;
+  /** How often a waiting call's stored result is read. Default `RESULT_RECHECK_MS`. */
+  resultRecheckMs?: number;
 }): ToolDispatcher {
   const cancelGrace = opts.cancelGraceMs ?? 2_000;
   const pickupTimeout = opts.pickupTimeoutMs ?? DEFAULT_TOOL_PICKUP_MS;
@@ -250,10 +257,17 @@ export function createToolDispatcher(opts: {
             }, pickupTimeout),
           );
         }
+        let checking = false;
         const recheck = setInterval(async () => {
-          const stored = done ? null : await storedResult(call.sessionId, call.toolCallId);
-          if (stored) finish(stored);
-        }, RESULT_RECHECK_MS);
+          if (done || checking) return;
+          checking = true;
+          try {
+            const stored = (await storedResult(call.sessionId, call.toolCallId)) ?? (await call.recover?.());
+            if (stored) finish(stored);
+          } finally {
+            checking = false;
+          }
+        }, opts.resultRecheckMs ?? RESULT_RECHECK_MS);
         timers.push(recheck);
         // The runner enforces the deadline; this timer covers "no runner picked it up" and lost runners.
         // Each update record restarts it: a runner may extend a call's deadline on progress (MCP).

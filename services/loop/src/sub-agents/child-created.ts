@@ -3,39 +3,15 @@
 // child's `prompt` only after it: a `prompt` decided before a cut `create_session` was completed
 // (a crash between its outcome and its `session_created`, then the prompt ahead of the create's
 // redelivery) would create the child without its parent link or budget.
-import { decodeEvent, eventStreamOfPartition, type FleetEvent, partitionOf, subjects } from "@fleet/protocol";
 import type { JetStreamManager } from "@nats-io/jetstream";
+import { type ChildLogTopology, scanChildLog } from "./child-log.js";
 
 export type ChildCreation = { kind: "created" } | { kind: "absent" } | { kind: "rejected"; reason: string };
-
-/** The first answer `visit` gives for the child's events from its log's start (at most `maxEvents`). */
-async function scanChildLog<T>(
-  jsm: JetStreamManager,
-  topology: { partitions: number; groups: number },
-  childId: string,
-  maxEvents: number,
-  visit: (event: FleetEvent) => T | undefined,
-): Promise<T | undefined> {
-  const partition = partitionOf(childId, topology.partitions);
-  const stream = eventStreamOfPartition(partition, topology.groups);
-  const subject = subjects.event(partition, childId);
-  let seq = 1;
-  for (let n = 0; n < maxEvents; n++) {
-    const msg = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
-    if (!msg) return undefined;
-    seq = msg.seq + 1;
-    const decoded = decodeEvent(msg.data);
-    if (!decoded.ok) continue;
-    const found = visit(decoded.value);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
 
 /** Reads the child's log until `session_created` or the rejection of `createId` (at most `maxEvents`). */
 export async function childCreation(
   jsm: JetStreamManager,
-  topology: { partitions: number; groups: number },
+  topology: ChildLogTopology,
   childId: string,
   createId: string,
   maxEvents = 64,
@@ -52,7 +28,7 @@ export async function childCreation(
 /** Whether the child's log holds an outcome of `commandId` among its first `maxEvents` events. */
 export async function childAnswered(
   jsm: JetStreamManager,
-  topology: { partitions: number; groups: number },
+  topology: ChildLogTopology,
   childId: string,
   commandId: string,
   maxEvents = 64,

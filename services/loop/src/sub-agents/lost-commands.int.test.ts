@@ -1,6 +1,6 @@
 // A child's command stored in a real nats-server's FLEET_COMMANDS: a close stored again once its
 // copy is gone, left alone while it is still there.
-import { childCommandIds, encodeEvent, partitionOf, STREAMS, subjects } from "@fleet/protocol";
+import { childCommandIds, partitionOf, STREAMS, subjects } from "@fleet/protocol";
 import { createLogBuilder } from "@fleet/protocol/testing";
 import { applyTopology, connectNats, createStreamPublisher, type StreamPublisher } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
@@ -8,7 +8,7 @@ import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { decideChildCall } from "../decide/decide-child.js";
+import { startedChildCall, writeChildEvents } from "../testing/child-call.js";
 import type { ToolDispatcher } from "../tool-dispatcher.js";
 import { childAnswered } from "./child-created.js";
 import { confirmStored } from "./lost-commands.js";
@@ -91,12 +91,7 @@ async function writeChildLog(
 ) {
   const log = createLogBuilder(++logSeed, childId);
   for (const c of commandIds) log.add({ type: "command_accepted", commandId: c.id, commandType: c.type });
-  const subject = subjects.event(partitionOf(childId, PARTITIONS), childId);
-  for (const event of log.events) {
-    const encoded = encodeEvent(event);
-    if (!encoded.ok) throw new Error(encoded.error);
-    await publisher.publishDurably(subject, encoded.bytes, { msgID: event.meta.id, stream: STREAMS.events.name });
-  }
+  await writeChildEvents(publisher, PARTITIONS, childId, log.events);
 }
 
 describe("childAnswered", () => {
@@ -144,19 +139,7 @@ describe("sub-agent port: a child's lost commands", () => {
       logger: pino({ level: "silent" }),
       copyCheckMs: 200,
     });
-  const decide = (parent: string) => {
-    const decision = decideChildCall({
-      parentSessionId: parent,
-      parentLink: null,
-      runId: "run-1",
-      toolCallId: "tc-1",
-      args: { prompt: "go" },
-      ordinal: 0,
-      limits: settings,
-    });
-    if (decision.kind !== "start") throw new Error("expected a start");
-    return decision;
-  };
+  const decide = (parent: string) => startedChildCall(parent, settings);
   const copies = async (subject: string) => {
     const info = await jsm.streams.info(STREAMS.commands.name, { subjects_filter: subject });
     return Object.values(info.state.subjects ?? {}).reduce((sum, n) => sum + n, 0);

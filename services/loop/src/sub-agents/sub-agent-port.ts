@@ -8,7 +8,6 @@ import {
   type AgentVersion,
   agentToolDefinition,
   type ChildProgress,
-  type ChildResultDetails,
   childSessionId,
   encodeCommand,
   encodeToolResultRecord,
@@ -32,8 +31,10 @@ import type { ChildCallDecision, SubAgentLimits } from "../decide/decide-child.j
 import { decideChildClose } from "../decide/decide-child.js";
 import type { ToolDefinition } from "../engine/types.js";
 import type { RemoteToolResult, ToolDispatcher } from "../tool-dispatcher.js";
+import { childAnswerMsgIds, childAnswerRecord, childRefusalRecord } from "./child-answer.js";
 import { type ChildBudget, tighterLimits } from "./child-budget.js";
 import { childAnswered, childCreation } from "./child-created.js";
+import { lostAnswerCheck } from "./lost-answer.js";
 import { confirmStored, type StoredCommand } from "./lost-commands.js";
 
 export interface SubAgentSettings extends SubAgentLimits {
@@ -116,6 +117,8 @@ export function createSubAgentPort(opts: {
   logger: Logger;
   /** How long a stored child command waits before its loss is looked for (`lost-commands.ts`). */
   copyCheckMs?: number;
+  /** How long a child's log stands still before a missing answer is read from it (`lost-answer.ts`). */
+  answerGraceMs?: number;
 }): SubAgentPort {
   const { settings } = opts;
   let catalog: { name: string; description?: string | undefined }[] = [];
@@ -273,6 +276,38 @@ export function createSubAgentPort(opts: {
     }
   }
 
+  /**
+   * The call's `recover`: the child's answer read from its log once its record is overdue
+   * (`lost-answer.ts`), stored on the call's subject for a later owner too. Needs the stream.
+   */
+  function answerFromLog(log: Logger, decision: ChildCallDecision & { kind: "start" }) {
+    const events = opts.events;
+    if (!events) return undefined;
+    const check = lostAnswerCheck({
+      jsm: events.jsm,
+      topology: { partitions: opts.partitions, groups: events.groups },
+      childId: decision.childId,
+      now: opts.now,
+      graceMs: opts.answerGraceMs,
+    });
+    return async (): Promise<RemoteToolResult | undefined> => {
+      const found = await check().catch((err) => {
+        log.warn({ err }, "child's log could not be read for its answer");
+        return undefined;
+      });
+      if (!found) return undefined;
+      log.warn(
+        { evt: "child_answer_from_log", msgId: found.msgId },
+        "child's answer was not stored: read from its log",
+      );
+      await storeResult(decision.link, found.msgId, found.record).catch((err) =>
+        log.warn({ err }, "child's answer from its log not stored"),
+      );
+      const { content, details, isError } = found.record;
+      return { content, isError, ...(details !== undefined ? { details } : {}) };
+    };
+  }
+
   /** Stores a child's answer as its parent's call's `result` record (retried through passing failures). */
   async function storeResult(link: ParentLink, msgID: string, record: ToolFinalRecord): Promise<void> {
     const encoded = encodeToolResultRecord(record);
@@ -332,6 +367,7 @@ export function createSubAgentPort(opts: {
             args: undefined,
             timeoutMs: settings.timeoutMs,
             fresh,
+            recover: answerFromLog(log, decision),
             start: () => {
               const started = (async () => {
                 const [first, ...rest] = decision.commands;
@@ -405,45 +441,13 @@ export function createSubAgentPort(opts: {
       }, wait).unref();
     },
     async childRefused(childId, link, reason) {
-      await storeResult(link, `${childId}.refused`, {
-        kind: "result",
-        content: [{ type: "text", text: `Sub-agent ${childId} refused the task (${reason})` }],
-        details: { childSessionId: childId } satisfies ChildResultDetails,
-        isError: true,
-      });
+      await storeResult(link, childAnswerMsgIds.refused(childId), childRefusalRecord(childId, reason));
     },
     async childFinished(childId, link, end) {
       clearTimeout(progress.get(childId)?.timer);
       progress.delete(childId);
-      const spent = end.spent;
-      const text = finalAssistantText(end.messages);
-      const details: ChildResultDetails = {
-        childSessionId: childId,
-        spend: { ...spent },
-      };
-      await storeResult(
-        link,
-        `${childId}.result.${end.runId}.${end.epoch}`,
-        text === undefined
-          ? {
-              kind: "result",
-              content: [
-                { type: "text", text: `Sub-agent ${childId} ended without an answer (${stopOf(end.messages)})` },
-              ],
-              details,
-              isError: true,
-            }
-          : { kind: "result", content: [{ type: "text", text }], details, isError: false },
-      );
+      const msgId = childAnswerMsgIds.result(childId, end.runId, end.epoch);
+      await storeResult(link, msgId, childAnswerRecord(childId, end.messages, end.spent));
     },
   };
-}
-
-function stopOf(messages: readonly AgentMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (m?.role === "assistant")
-      return m.stopReason === "aborted" ? toolErrorText.aborted : (m.errorMessage ?? m.stopReason);
-  }
-  return "no assistant message";
 }

@@ -17,6 +17,7 @@ export {
   trace,
   user,
 } from "../engine/testing/harness.js";
+export { startedChildCall, writeChildEvents } from "./child-call.js";
 export {
   command,
   type Given,
