@@ -8,7 +8,7 @@ import {
   STREAMS,
   subjects,
 } from "@fleet/protocol";
-import { isStorageFullError } from "@fleet/runtime";
+import { commandCopyState, isStorageFullError } from "@fleet/runtime";
 import { type ClientContext, lastEventSeq } from "./client-context.js";
 import { commandBytes } from "./command-bytes.js";
 import type { OutcomeRecord } from "./command-options.js";
@@ -50,8 +50,8 @@ export async function submitCommand(
     const seq = firstCopy;
     firstCopy = undefined;
     if (seq === undefined) return;
-    const stored = await ctx.jsm.streams.getMessage(STREAMS.commands.name, { seq }).catch(() => "unknown");
-    if (stored !== null) return;
+    const copy = await commandCopyState(ctx.jsm, { seq, subject: commandSubject, msgId: command.id });
+    if (copy !== "gone") return;
     await ctx.js.publish(commandSubject, encoded.bytes, { msgID: resentCommandMsgId(command.id, seq) });
   };
   const abort = new AbortController();

@@ -9,6 +9,7 @@ export {
 } from "./agent-store.js";
 export { ensureAuditMirror } from "./audit-feed.js";
 export { type BlobAccess, createBlobAccess, resolveBlobBlocks, type StoredObject } from "./blob-access.js";
+export { type CommandCopy, commandCopyState } from "./command-copy.js";
 export {
   envBool,
   envInt,

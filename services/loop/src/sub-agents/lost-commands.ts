@@ -5,7 +5,7 @@
 // lost one, and the child's owner answers it as a duplicate if the first was handled after all (the
 // fold keeps every command id).
 import { type FleetCommandType, resentCommandMsgId, STREAMS } from "@fleet/protocol";
-import type { StreamPublisher } from "@fleet/runtime";
+import { commandCopyState, type StreamPublisher } from "@fleet/runtime";
 import type { JetStreamManager } from "@nats-io/jetstream";
 
 /** A command as stored in FLEET_COMMANDS. */
@@ -21,16 +21,6 @@ export interface StoredCommand {
 const COPY_CHECK_MS = 10_000;
 /** How many looks `confirmStored` takes at most (5 minutes at the default). */
 const CHECKS = 30;
-
-/**
- * Whether the stored copy has left the work-queue stream (handled, or lost): true when the leader
- * holds nothing, or another command, at its sequence; undefined when the stream could not be read.
- */
-async function copyGone(jsm: JetStreamManager, stored: StoredCommand): Promise<boolean | undefined> {
-  const copy = await jsm.streams.getMessage(STREAMS.commands.name, { seq: stored.seq }).catch(() => undefined);
-  if (copy === undefined) return undefined;
-  return copy === null || copy.subject !== stored.subject || copy.header?.get("Nats-Msg-Id") !== stored.commandId;
-}
 
 /** Stores the command again under `<id>#<seq>`; false when it could not be stored. */
 async function storeAgain(publisher: StreamPublisher, stored: StoredCommand): Promise<boolean> {
@@ -64,7 +54,8 @@ export async function confirmStored(opts: {
   for (let look = 0; look < (opts.checks ?? CHECKS); look++) {
     await new Promise((resolve) => setTimeout(resolve, opts.checkMs ?? COPY_CHECK_MS).unref());
     if (opts.signal?.aborted) break;
-    if ((await copyGone(opts.jsm, opts.stored)) !== true) continue;
+    const { seq, subject, commandId } = opts.stored;
+    if ((await commandCopyState(opts.jsm, { seq, subject, msgId: commandId })) !== "gone") continue;
     const handled = opts.handled ? await opts.handled().catch(() => undefined) : false;
     if (handled === true) return "handled";
     if (handled === undefined || opts.signal?.aborted) continue;
