@@ -4,15 +4,8 @@
 // returns; the engine (`../engine/`) drives a run with the same pure steps for the inputs of a run
 // (`../session-core/provider-chunk.ts`, `tool-result.ts`, `turn-boundary.ts`, `queue-polls.ts`).
 import { type AssistantStreamEvent, runCursorOf, type SessionState, streamingMessageOf } from "@fleet/protocol";
-import type { DraftEvent } from "../session-core/drafts.js";
 import { decideProviderChunk } from "../session-core/provider-chunk.js";
-import {
-  createToolResultMessage,
-  sequentialToolResult,
-  type ToolExecutionOutcome,
-  toolExecutionEndBody,
-  toolResultMessageDrafts,
-} from "../session-core/tool-result.js";
+import { type BatchCall, stepToolResult, type ToolExecutionOutcome } from "../session-core/tool-result.js";
 import { decideApprovalExpiry } from "./approval-gate.js";
 import { decideCommand } from "./decide-command.js";
 import { decideRedelivered } from "./decide-redelivered.js";
@@ -49,10 +42,11 @@ const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
  *   undecodable input with a known id decides nothing).
  * - `provider_chunk`: `decideProviderChunk` on the fold's streaming message: `message_start`,
  *   `message_update`, or `message_end` (after a `message_start` when the call never started).
- * - `tool_result`: parallel, the call's `tool_execution_end`; when it was the batch's last call
- *   without one, the batch's toolResult messages follow in source order (those not ended yet).
- *   Sequential (`sequentialToolResult`), the call's end and its toolResult message at once. A
- *   result for a call that is not pending (late, or a duplicate) decides nothing.
+ * - `tool_result`: `stepToolResult` (the live run's step too) on the batch as the fold has it:
+ *   parallel, the call's `tool_execution_end`, and when it was the batch's last call without one,
+ *   the batch's toolResult messages in source order (those not ended yet); sequential, the call's
+ *   end and its toolResult message at once. A result for a call that is not pending (late, or a
+ *   duplicate) decides nothing.
  * - `timer` `approval_expiry`: `decideApprovalExpiry` (`tool_approval_resolved {outcome: expired}`
  *   and the `approval_decided` effect, unless a decision came first).
  * - `turn_end`: `decideTurnEnd`: `turn_end`, the pending writes flushed, and `agent_end` when the
@@ -94,24 +88,13 @@ function decideToolResult(
 ): Decision {
   const cursor = runCursorOf(state);
   if (cursor.kind !== "tools_pending" || !cursor.pendingToolCallIds.includes(toolCallId)) return NOTHING;
-  const call = cursor.toolCalls.find((c) => c.id === toolCallId);
-  if (!call) return NOTHING;
-  if (mode === "sequential") {
-    const step = sequentialToolResult(call, outcome, ctx.now);
-    return { kind: "decided", events: step.events.map((body) => ({ id: ctx.newId(), body })), effects: [] };
-  }
-  const events: DraftEvent[] = [{ id: ctx.newId(), body: toolExecutionEndBody(call, outcome) }];
-  if (cursor.pendingToolCallIds.length === 1) {
-    const outcomes = new Map<string, ToolExecutionOutcome>();
-    for (const ended of cursor.endedResults) outcomes.set(ended.toolCallId, ended);
-    outcomes.set(toolCallId, outcome);
-    const finished = new Set(cursor.finishedResults.map((m) => m.toolCallId));
-    for (const c of cursor.toolCalls) {
-      const known = outcomes.get(c.id);
-      if (!known || finished.has(c.id)) continue;
-      const message = createToolResultMessage(c.id, c.name, known, ctx.now);
-      for (const body of toolResultMessageDrafts(message)) events.push({ id: ctx.newId(), body });
-    }
-  }
-  return { kind: "decided", events, effects: [] };
+  const index = cursor.toolCalls.findIndex((c) => c.id === toolCallId);
+  if (index < 0) return NOTHING;
+  const calls: BatchCall[] = cursor.toolCalls.map((call) => ({
+    call,
+    outcome: cursor.endedResults.find((e) => e.toolCallId === call.id),
+    message: cursor.finishedResults.find((m) => m.toolCallId === call.id),
+  }));
+  const step = stepToolResult(calls, index, outcome, mode, ctx.now);
+  return { kind: "decided", events: step.events.map((body) => ({ id: ctx.newId(), body })), effects: [] };
 }

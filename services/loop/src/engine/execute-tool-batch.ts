@@ -1,7 +1,7 @@
 // The tool calls of one assistant message: preflight, execution, results (pi 0.73 semantics plus
 // Fleet's abort and length-stop rules).
 import { type AssistantMessage, type ToolCallContent, type ToolResultMessage, toolErrorText } from "@fleet/protocol";
-import { createToolResultMessage, sequentialToolResult, toolExecutionEndBody } from "../session-core/tool-result.js";
+import { batchMessages, stepToolResult, type ToolResultStep } from "../session-core/tool-result.js";
 import { errorToolResult, thrownText } from "./messages.js";
 import { ABORTED, isPromise, noop, RESOLVED, type RunScope } from "./run-scope.js";
 import type { LoopConfig, LoopContext, ToolDefinition, ToolExecutionOutcome, ToolOutput } from "./types.js";
@@ -119,22 +119,22 @@ async function runSequential(
   run: RunScope,
   decide: (slot: Slot) => Promise<ToolExecutionOutcome>,
 ): Promise<void> {
-  for (const slot of slots) {
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as Slot;
     if (slot.message) continue;
     if (slot.outcome) {
       // Ended before an interruption: only its toolResult message is missing.
-      await emitResultMessage(slot, run);
+      await emitStep(slots, batchMessages(slots, run.ports.now()), run);
       continue;
     }
+    let outcome: ToolExecutionOutcome;
     if (run.signal?.aborted) {
       await emitStart(slot, run);
-      slot.outcome = abortedOutcome();
+      outcome = abortedOutcome();
     } else {
-      slot.outcome = await decide(slot);
+      outcome = await decide(slot);
     }
-    const step = sequentialToolResult(slot.call, slot.outcome, run.ports.now());
-    slot.message = step.message;
-    for (const body of step.events) await run.sink.emit(body);
+    await settle(slots, i, outcome, "sequential", run);
   }
 }
 
@@ -169,22 +169,21 @@ async function runParallel(
   config: LoopConfig,
   run: RunScope,
 ): Promise<void> {
-  for (const slot of slots) {
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as Slot;
     if (slot.outcome || run.signal?.aborted) continue;
     await emitStart(slot, run);
     const preflight = prepare(slot, context, assistant, config, run);
     const immediate = isPromise(preflight) ? await preflight : preflight;
-    if (immediate) {
-      slot.outcome = immediate;
-      await emitEnd(slot, run);
-    }
+    if (immediate) await settle(slots, i, immediate, "parallel", run);
   }
 
   const batch: ParallelBatch = { aborted: false, failure: undefined, failed: false };
   const running: Promise<void>[] = [];
   if (!run.signal?.aborted) {
-    for (const slot of slots) {
-      if (slot.prepared && !slot.outcome) running.push(runSlot(slot, batch, context, assistant, config, run));
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as Slot;
+      if (slot.prepared && !slot.outcome) running.push(runSlot(slots, i, batch, context, assistant, config, run));
     }
   }
   if (running.length > 0) {
@@ -203,16 +202,21 @@ async function runParallel(
 
   if (slots.some((s) => !s.outcome)) {
     batch.aborted = true;
-    for (const slot of slots) {
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as Slot;
       if (slot.outcome) continue;
       slot.accepting = false;
       slot.dropped = true;
       await emitStart(slot, run);
-      slot.outcome = abortedOutcome();
-      await emitEnd(slot, run);
+      await settle(slots, i, abortedOutcome(), "parallel", run);
     }
   }
-  for (const slot of slots) if (!slot.message) await emitResultMessage(slot, run);
+  // A resumed batch whose calls all ended before the interruption still owes their messages.
+  for (const slot of slots) {
+    if (slot.message) continue;
+    await emitStep(slots, batchMessages(slots, run.ports.now()), run);
+    break;
+  }
 }
 
 /** What the concurrently running calls of a parallel batch share. */
@@ -224,20 +228,21 @@ interface ParallelBatch {
   failed: boolean;
 }
 
-/** One prepared call of a parallel batch: executes, then emits its `tool_execution_end`. */
+/** One prepared call of a parallel batch: executes, then settles (`settle`). */
 async function runSlot(
-  slot: Slot,
+  slots: Slot[],
+  index: number,
   batch: ParallelBatch,
   context: LoopContext,
   assistant: AssistantMessage,
   config: LoopConfig,
   run: RunScope,
 ): Promise<void> {
+  const slot = slots[index] as Slot;
   try {
     const outcome = await executeAndFinalize(slot, context, assistant, config, run);
     if (batch.aborted) return;
-    slot.outcome = outcome;
-    await emitEnd(slot, run);
+    await settle(slots, index, outcome, "parallel", run);
   } catch (error) {
     if (!batch.failed) {
       batch.failed = true;
@@ -386,15 +391,39 @@ function emitStart(slot: Slot, run: RunScope): Promise<void> {
   });
 }
 
-function emitEnd(slot: Slot, run: RunScope): Promise<void> {
-  return run.sink.emit(toolExecutionEndBody(slot.call, slot.outcome as ToolExecutionOutcome));
+/**
+ * A call's outcome in its batch: the core's `stepToolResult` (the runtime core's `tool_result` step
+ * too) says what to emit; the outcome and the messages are the slots' before anything is emitted,
+ * so a call settling meanwhile sees them.
+ */
+function settle(
+  slots: Slot[],
+  index: number,
+  outcome: ToolExecutionOutcome,
+  mode: "parallel" | "sequential",
+  run: RunScope,
+): Promise<void> {
+  const step = stepToolResult(slots, index, outcome, mode, run.ports.now());
+  (slots[index] as Slot).outcome = outcome;
+  return emitStep(slots, step, run);
 }
 
-function emitResultMessage(slot: Slot, run: RunScope): Promise<void> {
-  const outcome = slot.outcome as ToolExecutionOutcome;
-  const message = createToolResultMessage(slot.call.id, slot.call.name, outcome, run.ports.now());
-  slot.message = message;
-  const started = run.sink.emit({ type: "message_start", message });
-  if (started === RESOLVED) return run.sink.emit({ type: "message_end", message });
-  return started.then(() => run.sink.emit({ type: "message_end", message }));
+/**
+ * Emits a step's events one after the other, its messages recorded on their slots first; no
+ * promise while the sink accepts each at once.
+ */
+function emitStep(slots: Slot[], step: ToolResultStep, run: RunScope): Promise<void> {
+  for (const { toolCallId, message } of step.messages) {
+    for (const slot of slots) if (slot.call.id === toolCallId) slot.message = message;
+  }
+  return emitFrom(step.events, 0, run);
+}
+
+function emitFrom(events: ToolResultStep["events"], from: number, run: RunScope): Promise<void> {
+  for (let i = from; i < events.length; i++) {
+    const sent = run.sink.emit(events[i] as ToolResultStep["events"][number]);
+    if (sent === RESOLVED) continue;
+    return i + 1 < events.length ? sent.then(() => emitFrom(events, i + 1, run)) : sent;
+  }
+  return RESOLVED;
 }
