@@ -5,7 +5,12 @@
 // (`../session-core/provider-chunk.ts`, `tool-result.ts`, `turn-boundary.ts`, `queue-polls.ts`).
 import { type AssistantStreamEvent, runCursorOf, type SessionState, streamingMessageOf } from "@fleet/protocol";
 import { decideProviderChunk } from "../session-core/provider-chunk.js";
-import { type BatchCall, stepToolResult, type ToolExecutionOutcome } from "../session-core/tool-result.js";
+import {
+  type BatchCall,
+  stepToolResult,
+  type ToolExecutionOutcome,
+  type ToolResultInput,
+} from "../session-core/tool-result.js";
 import { decideApprovalExpiry } from "./approval-gate.js";
 import { decideCommand } from "./decide-command.js";
 import { decideRedelivered } from "./decide-redelivered.js";
@@ -18,11 +23,8 @@ export type RuntimeInput =
   | { kind: "command"; input: CommandInput }
   /** One event of the open LLM call. */
   | { kind: "provider_chunk"; chunk: AssistantStreamEvent }
-  /**
-   * A tool call's outcome (after the `afterToolCall` hooks). `mode` is the batch's (the engine's
-   * choice: config and the tools' `executionMode`); default `parallel`.
-   */
-  | { kind: "tool_result"; toolCallId: string; outcome: ToolExecutionOutcome; mode?: "parallel" | "sequential" }
+  /** A tool call's outcome (default mode `parallel`); a live run's come from the engine's batch. */
+  | ToolResultInput
   /** A timer armed from the log fired: an approval request's `expiresAt` passed. */
   | { kind: "timer"; timer: "approval_expiry"; toolCallId: string }
   /** The open turn's results are all in (its LLM call, and tool calls if any, are done). */

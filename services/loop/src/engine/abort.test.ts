@@ -1,7 +1,7 @@
 // Abort and LLM errors, including Fleet's deliberate differences from pi 0.73 (README §Differences).
 import { ABORTED_ERROR_MESSAGE, toolErrorText } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { echoTool, flush, manualSleep, resultText, T0, testEngine, trace, user } from "./testing/harness.js";
+import { deferred, echoTool, flush, manualSleep, resultText, T0, testEngine, trace, user } from "./testing/harness.js";
 
 const call = (id: string) => ({ type: "toolCall" as const, id, name: "echo", arguments: { text: id } });
 const ok = (text: string) => ({ content: [{ type: "text" as const, text }] });
@@ -223,6 +223,41 @@ describe("abort", () => {
     engine.abort();
     await engine.prompt("hi");
     expect(trace(rec.events).slice(-3)).toEqual(["message_end:assistant(stop)", "turn_end[]", "agent_end(2)"]);
+  });
+
+  it("an abort while the last call's results go out: they all precede turn_end and agent_end", async () => {
+    // The emit port holds the last call's tool_execution_end until the abort was requested.
+    const held = deferred();
+    let holding = false;
+    const { engine, rec } = testEngine({
+      tools: [echoTool],
+      steps: [{ content: [call("t1"), call("t2")] }, { text: "never" }],
+      handlers: { echo: async (args: unknown) => ok((args as { text: string }).text) },
+      wrapEmit: (emit) => (event) => {
+        if (event.body.type === "tool_execution_end" && event.body.toolCallId === "t2" && !holding) {
+          holding = true;
+          return held.promise.then(() => emit(event));
+        }
+        return emit(event);
+      },
+    });
+    const run = engine.prompt("go");
+    for (let i = 0; i < 50 && !holding; i++) await flush();
+    expect(holding).toBe(true);
+    engine.abort();
+    await flush();
+    held.resolve();
+    await run;
+    expect(trace(rec.events).slice(-8)).toEqual([
+      "tool_execution_end:t1",
+      "tool_execution_end:t2",
+      "message_start:toolResult(t1)",
+      "message_end:toolResult(t1)",
+      "message_start:toolResult(t2)",
+      "message_end:toolResult(t2)",
+      "turn_end[t1,t2]",
+      "agent_end(4)",
+    ]);
   });
 });
 

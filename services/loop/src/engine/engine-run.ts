@@ -2,6 +2,7 @@
 // turn callbacks (queue polls, drains, `prepareNextTurn`), and the run's sink, which flushes pending
 // writes after `turn_end` and before `agent_end`.
 import type { AgentMessage } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import {
   type ActiveRun,
   activeToolsOf,
@@ -15,7 +16,7 @@ import {
   settingsOf,
 } from "./engine-core.js";
 import { announceDrain, flushWrites, poll } from "./engine-queues.js";
-import { sinkEmit } from "./event-sink.js";
+import { sinkEmit, sinkEmitDecided } from "./event-sink.js";
 import type { ResumePoint } from "./resume-point.js";
 import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
 import { abortWatch, type LoopState, type RunScope, type Sink } from "./run-scope.js";
@@ -174,7 +175,16 @@ export interface RunSink extends Sink {
 }
 
 /** A literal (one fixed hidden class for every engine), its methods module functions. */
-export const runSinkOf = (core: EngineCore): RunSink => ({ core, emit: runSinkEmit, failed: runSinkFailed });
+export const runSinkOf = (core: EngineCore): RunSink => ({
+  core,
+  emit: runSinkEmit,
+  failed: runSinkFailed,
+  emitDecided: runSinkEmitDecided,
+});
+
+export function runSinkEmitDecided(this: RunSink, decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]> {
+  return sinkEmitDecided(this.core.sink, decide);
+}
 
 export function runSinkFailed(this: RunSink): Error | undefined {
   return this.core.sink.failed;

@@ -34,6 +34,36 @@ describe("event sink", () => {
     expect(maxInFlight).toBe(1);
   });
 
+  it("decided drafts: decided once every event before them was accepted, delivered together, in order", async () => {
+    const delivered: string[] = [];
+    const gate = deferred();
+    const sink = new EventSink({
+      newId: sequentialIds(),
+      leafId: null,
+      emit: async (e: EngineEvent) => {
+        if (e.id === "e1") await gate.promise;
+        delivered.push(e.id);
+      },
+    });
+    let decidedAfter: string[] | undefined;
+    const first = sink.emit({ type: "agent_start" });
+    const decided = sink.emitDecided(() => {
+      decidedAfter = delivered.slice();
+      return [
+        { id: "d1", body: { type: "turn_start" } },
+        { id: "d2", body: { type: "turn_start" } },
+      ];
+    });
+    const later = sink.emit({ type: "turn_start" });
+    await flush();
+    expect(decidedAfter).toBeUndefined();
+    gate.resolve();
+    await Promise.all([first, decided, later]);
+    expect(decidedAfter).toEqual(["e1"]);
+    expect(delivered).toEqual(["e1", "d1", "d2", "e2"]);
+    expect((await decided).map((d) => d.id)).toEqual(["d1", "d2"]);
+  });
+
   it("an emit made from inside a synchronous port call is queued, never nested", async () => {
     const log: string[] = [];
     let depth = 0;

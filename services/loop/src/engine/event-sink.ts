@@ -1,6 +1,7 @@
 // The single path from the engine to the `emit` port: mints ids, fills `entry` from the leaf, and
 // delivers events strictly one after another.
 import { ENTRY_EVENT_TYPES, type EventBody, ensureError } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import { isPromise, noop, RESOLVED, type Sink } from "./run-scope.js";
 import type { Emit, EngineEvent, LoopEventBody } from "./types.js";
 
@@ -98,6 +99,11 @@ export class EventSink implements Sink {
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return sinkExclusive(this.state, fn);
   }
+
+  /** See `sinkEmitDecided`. */
+  emitDecided(decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]> {
+    return sinkEmitDecided(this.state, decide);
+  }
 }
 
 export function sinkLeafId(s: SinkState): string | null {
@@ -152,6 +158,42 @@ export function sinkExclusive<T>(s: SinkState, fn: () => Promise<T>): Promise<T>
   const settled = run.finally(() => {
     s.inFlight--;
   });
+  s.tail = settled.then(noop, noop);
+  return settled;
+}
+
+/**
+ * Decides events in the delivery order and delivers them: `decide` runs once every event queued
+ * before it was accepted (so folded by the shell), and its drafts reach the port one after the
+ * other, under their own ids, before any event queued after. Resolves with the drafts delivered.
+ */
+export function sinkEmitDecided(s: SinkState, decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]> {
+  if (s.failed) return Promise.reject(s.failed);
+  const runId = s.runId;
+  const deliver = async (): Promise<readonly DraftEvent[]> => {
+    if (s.failed) throw s.failed;
+    const drafts = decide();
+    for (const draft of drafts) {
+      if (s.failed) throw s.failed;
+      const accepted = s.port(complete(s, draft.body as LoopEventBody, draft.id, runId));
+      if (isPromise(accepted)) await accepted;
+    }
+    return drafts;
+  };
+  // Always behind the tail (a microtask when nothing is queued): an emit made meanwhile, even from
+  // inside the port, queues behind these drafts.
+  s.inFlight++;
+  const delivery = s.tail.then(deliver);
+  const settled = delivery.then(
+    (drafts) => {
+      s.inFlight--;
+      return drafts;
+    },
+    (error: unknown) => {
+      s.inFlight--;
+      throw fail(s, error);
+    },
+  );
   s.tail = settled.then(noop, noop);
   return settled;
 }

@@ -1,7 +1,12 @@
 // The tool calls of one assistant message: preflight, execution, results (pi 0.73 semantics plus
 // Fleet's abort and length-stop rules).
 import { type AssistantMessage, type ToolCallContent, type ToolResultMessage, toolErrorText } from "@fleet/protocol";
-import { batchMessages, stepToolResult, type ToolResultStep } from "../session-core/tool-result.js";
+import {
+  batchMessages,
+  stepToolResult,
+  type ToolResultInput,
+  type ToolResultStep,
+} from "../session-core/tool-result.js";
 import { errorToolResult, thrownText } from "./messages.js";
 import { ABORTED, isPromise, noop, RESOLVED, type RunScope } from "./run-scope.js";
 import type { LoopConfig, LoopContext, ToolDefinition, ToolExecutionOutcome, ToolOutput } from "./types.js";
@@ -178,7 +183,7 @@ async function runParallel(
     if (immediate) await settle(slots, i, immediate, "parallel", run);
   }
 
-  const batch: ParallelBatch = { aborted: false, failure: undefined, failed: false };
+  const batch: ParallelBatch = { aborted: false, failure: undefined, failed: false, settling: [] };
   const running: Promise<void>[] = [];
   if (!run.signal?.aborted) {
     for (let i = 0; i < slots.length; i++) {
@@ -186,11 +191,12 @@ async function runParallel(
       if (slot.prepared && !slot.outcome) running.push(runSlot(slots, i, batch, context, assistant, config, run));
     }
   }
+  let abortedWait = false;
   if (running.length > 0) {
     if (run.signal) {
       const abort = run.abort.promise();
       try {
-        await Promise.race([Promise.all(running), abort.promise]);
+        abortedWait = (await Promise.race([Promise.all(running), abort.promise])) === ABORTED;
       } finally {
         abort.dispose();
       }
@@ -198,10 +204,14 @@ async function runParallel(
       await Promise.all(running);
     }
   }
+  const unfinished = slots.some((s) => !s.outcome);
+  if (unfinished) batch.aborted = true;
+  // An abort ended the wait: a call settling from here on is dropped (above); one already settling
+  // is waited for, so its events are all out before the batch emits anything more.
+  if (abortedWait) await Promise.allSettled(batch.settling);
   if (batch.failed) throw batch.failure;
 
-  if (slots.some((s) => !s.outcome)) {
-    batch.aborted = true;
+  if (unfinished) {
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as Slot;
       if (slot.outcome) continue;
@@ -226,6 +236,8 @@ interface ParallelBatch {
   /** The first failure (an emit that threw), rethrown once every call settled. */
   failure: unknown;
   failed: boolean;
+  /** The settles of calls that finished (their failures are recorded above by `runSlot`). */
+  settling: Promise<void>[];
 }
 
 /** One prepared call of a parallel batch: executes, then settles (`settle`). */
@@ -242,7 +254,9 @@ async function runSlot(
   try {
     const outcome = await executeAndFinalize(slot, context, assistant, config, run);
     if (batch.aborted) return;
-    await settle(slots, index, outcome, "parallel", run);
+    const settled = settle(slots, index, outcome, "parallel", run);
+    batch.settling.push(settled);
+    await settled;
   } catch (error) {
     if (!batch.failed) {
       batch.failed = true;
@@ -392,9 +406,10 @@ function emitStart(slot: Slot, run: RunScope): Promise<void> {
 }
 
 /**
- * A call's outcome in its batch: the core's `stepToolResult` (the runtime core's `tool_result` step
- * too) says what to emit; the outcome and the messages are the slots' before anything is emitted,
- * so a call settling meanwhile sees them.
+ * A call's outcome in its batch. The engine's own step (`stepToolResult` on the slots) is taken as
+ * the result arrives, and the outcome is the slot's before anything is emitted, so a call settling
+ * meanwhile sees it. With a `decideToolResult` port (a session engine), the session's fold decides
+ * instead, in the delivery order (`emitDecided`); what it decided is what is emitted.
  */
 function settle(
   slots: Slot[],
@@ -404,13 +419,27 @@ function settle(
   run: RunScope,
 ): Promise<void> {
   const step = stepToolResult(slots, index, outcome, mode, run.ports.now());
-  (slots[index] as Slot).outcome = outcome;
-  return emitStep(slots, step, run);
+  const slot = slots[index] as Slot;
+  slot.outcome = outcome;
+  const decide = run.ports.decideToolResult;
+  const emitDecided = run.sink.emitDecided;
+  if (!decide || !emitDecided) return emitStep(slots, step, run);
+  const input: ToolResultInput = { kind: "tool_result", toolCallId: slot.call.id, outcome, mode };
+  return emitDecided
+    .call(run.sink, () => decide(input) ?? step.events.map((body) => ({ id: run.ports.newId(), body })))
+    .then((drafts) => {
+      for (const { body } of drafts) {
+        if (body.type !== "message_end" || body.message.role !== "toolResult") continue;
+        const message = body.message;
+        for (const s of slots) if (s.call.id === message.toolCallId) s.message = message;
+      }
+    });
 }
 
 /**
  * Emits a step's events one after the other, its messages recorded on their slots first; no
- * promise while the sink accepts each at once.
+ * promise while the sink accepts each at once. A batch waits for every settle it started before it
+ * goes on, so nothing the batch emits later comes between them.
  */
 function emitStep(slots: Slot[], step: ToolResultStep, run: RunScope): Promise<void> {
   for (const { toolCallId, message } of step.messages) {

@@ -1,4 +1,5 @@
 import type { AgentMessage, ThinkingLevel } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import type { EngineModel, EnginePorts, LoopConfig, LoopContext, LoopEventBody } from "./types.js";
 
 /** The mutable state of one run. `prepareNextTurn` may swap context, model and thinking level. */
@@ -24,6 +25,8 @@ export interface Sink {
   emit(body: LoopEventBody): Promise<void>;
   /** The emit port's failure, once it failed: nothing more can be emitted. */
   failed(): Error | undefined;
+  /** See `sinkEmitDecided` (a session engine's sink; the stateless loop's has none). */
+  emitDecided?(decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]>;
 }
 
 /** What every step of one run shares: the ports, the event sink, the run's abort signal and its watch. */

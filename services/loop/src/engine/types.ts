@@ -18,7 +18,8 @@ import type {
   ToolResultMessage,
 } from "@fleet/protocol";
 import type { SummaryResult } from "../session-core/compaction.js";
-import type { ToolExecutionOutcome } from "../session-core/tool-result.js";
+import type { DraftEvent } from "../session-core/drafts.js";
+import type { ToolExecutionOutcome, ToolResultInput } from "../session-core/tool-result.js";
 
 /** A call's outcome (shared with the pure core). */
 export type { ToolExecutionOutcome };
@@ -141,6 +142,13 @@ export interface EnginePorts {
   now: () => number;
   /** A fresh event or run id (UUIDv7 / ULID in production). */
   newId: () => string;
+  /**
+   * Decides a call's outcome on the session's fold (the shell's `decideInput {tool_result}`),
+   * asked in the delivery order: once every event emitted before it was accepted, so folded. Its
+   * events are emitted as decided. Undefined when it decides nothing: the engine then emits what
+   * its own batch says (the same step, `stepToolResult`). Absent: always the engine's own.
+   */
+  decideToolResult?: (input: ToolResultInput) => readonly DraftEvent[] | undefined;
 }
 
 /** The working context of a run (pi's `AgentContext`). */

@@ -53,6 +53,17 @@ export function toolResultMessageDrafts(message: ToolResultMessage): EventDraft[
   ];
 }
 
+/**
+ * A call's outcome as an input of the runtime core (`decideInput {tool_result}`), after the
+ * `afterToolCall` hooks. `mode` is the batch's (config and the tools' `executionMode`).
+ */
+export interface ToolResultInput {
+  kind: "tool_result";
+  toolCallId: string;
+  outcome: ToolExecutionOutcome;
+  mode?: "parallel" | "sequential";
+}
+
 /** One call of a batch as known when a result comes in (the engine's batch slots have this shape). */
 export interface BatchCall {
   readonly call: ToolCallRef;

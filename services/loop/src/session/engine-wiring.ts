@@ -1,14 +1,18 @@
 // The session's engine, wired to the shell: its hooks (pi's conversion, plugins, remote hooks, the
 // approval gate, named hook servers), its LLM port (budget guard, trace context, payload hook,
 // time to first delta), its tool port, its emit port and the automatic compaction's summary port.
-import { convertToLlm } from "@fleet/protocol";
+import { convertToLlm, runCursorOf } from "@fleet/protocol";
 import { guardBudget } from "../budget-guard.js";
+import { decideInput } from "../decide/decide-input.js";
 import { createSessionEngine, type SessionEngine } from "../engine/index.js";
 import { type HookSessionPort, withHookServers, withPayloadHook } from "../hook-servers.js";
 import { composeHooks } from "../hooks.js";
+import type { DraftEvent } from "../session-core/drafts.js";
+import type { ToolResultInput } from "../session-core/tool-result.js";
 import { summarizeForCompaction } from "../summarizer.js";
 import { timeToFirstDelta } from "../time-to-first-delta.js";
 import { approvalGate } from "./approval-waits.js";
+import { decideContextOf } from "./decide-context.js";
 import { modelInfoOf, providerStreamFn, toolDefinitions, traced } from "./llm-ports.js";
 import { emitEngineEvent } from "./run-driver.js";
 import { appendDraft, type SessionShell } from "./session-shell.js";
@@ -41,6 +45,7 @@ export function createShellEngine(shell: SessionShell): SessionEngine {
       now: deps.now,
       newId: deps.newId,
       emit: (event) => emitEngineEvent(shell, event),
+      decideToolResult: (input) => decideRunToolResult(shell, input),
       streamFn: guardBudget(
         (context, options, signal) =>
           timeToFirstDelta(llm(options.model.provider)(context, traced(shell, options), signal), deps.now, (ms) =>
@@ -66,4 +71,19 @@ function hookSessionPort(shell: SessionShell): HookSessionPort {
     },
     blobs: shell.deps.blobs,
   };
+}
+
+/**
+ * A live run's tool result, decided by the runtime core on the session's fold (`decideInput`), as
+ * any other input. Deciding nothing means the fold and the engine's batch disagree: logged, and the
+ * engine's own step is emitted instead.
+ */
+function decideRunToolResult(shell: SessionShell, input: ToolResultInput): readonly DraftEvent[] | undefined {
+  const decision = decideInput(shell.state, shell.sessionId, input, decideContextOf(shell));
+  if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+  shell.log.warn(
+    { evt: "tool_result_undecided", toolCallId: input.toolCallId, cursor: runCursorOf(shell.state).kind },
+    "the fold decided nothing for a tool result: the engine's batch step is used",
+  );
+  return undefined;
 }
