@@ -1,6 +1,7 @@
 // Carries out the effects a decision returned (`../decide/decision.ts` `Effect`), after its events
 // are durable: a run in the engine, an abort, an approval gate released, a compaction, a deletion.
 import { runCursorOf } from "@fleet/protocol";
+import { sleep } from "@fleet/runtime";
 import { stepOfDecision } from "../decide/approval-gate.js";
 import { childrenToClose } from "../decide/decide-child.js";
 import type { Effect } from "../decide/decision.js";
@@ -9,6 +10,9 @@ import { resumeLifecycle } from "./lifecycle-runner.js";
 import { toolDefinitions } from "./llm-ports.js";
 import { startRun } from "./run-driver.js";
 import type { SessionShell } from "./session-shell.js";
+
+/** How long an abort waits for its children's closes to be stored before it aborts the run anyway. */
+const ABORT_CLOSE_WAIT_MS = 2_000;
 
 /** Resolves once the effect has begun (a run: once its first message is durable). */
 export async function runEffect(shell: SessionShell, effect: Effect): Promise<void> {
@@ -21,13 +25,19 @@ export async function runEffect(shell: SessionShell, effect: Effect): Promise<vo
       return;
     }
     case "abort_run": {
-      // Children of started `agent` calls are closed now too: calls the engine ends without
-      // running them (an abort ahead of a resumed batch) never reach the port's own close.
+      // The children of started, unended `agent` calls get their close stored before the run is
+      // aborted: the engine ends those calls at once, and a worker that died between their ends and
+      // a close would leave the child running (nothing resumes an ended call). Bounded: a stream
+      // that cannot store it does not hold the abort (the port's own close follows the call).
       const sub = shell.deps.subAgents;
       const closing = sub ? childrenToClose(runCursorOf(shell.state)) : [];
+      if (sub && closing.length > 0) {
+        const closed = sub
+          .closeChildren(shell.sessionId, closing, { running: true })
+          .catch((err) => shell.log.warn({ err }, "children not closed"));
+        await Promise.race([closed, sleep(ABORT_CLOSE_WAIT_MS)]);
+      }
       engine.abort();
-      if (sub && closing.length > 0)
-        void sub.closeChildren(shell.sessionId, closing).catch((err) => shell.log.warn({ err }, "children not closed"));
       return;
     }
     case "approval_decided": {

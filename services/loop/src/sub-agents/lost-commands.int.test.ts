@@ -180,6 +180,29 @@ describe("sub-agent port: a child's lost commands", () => {
     await storedAs(decision.childId, `${ids.abort}#${closed}`);
   });
 
+  it("an accepted abort closes a running call's child at once (running: true); otherwise the call closes it", async () => {
+    const decision = decide("parent-running");
+    const ids = childCommandIds(decision.childId);
+    const abort = new AbortController();
+    const never = new AbortController().signal;
+    const sub = port();
+    const running = sub.run("parent-running", "tc-1", decision, abort.signal, () => undefined, never, true);
+    try {
+      await storedAs(decision.childId, ids.create);
+      // Skipped while the call runs: its own close follows its start.
+      await sub.closeChildren("parent-running", ["tc-1"]);
+      expect(await copies(childSubject(decision.childId))).toBe(1);
+      // Before the engine ends the call: stored now, the call still running.
+      await sub.closeChildren("parent-running", ["tc-1"], { running: true });
+      await storedAs(decision.childId, ids.abort);
+    } finally {
+      abort.abort();
+      await running;
+    }
+    // The call's own close has the same id: the stream keeps one.
+    expect(await copies(childSubject(decision.childId))).toBe(2);
+  });
+
   it("leaves a close alone once its copy is gone and the child's log answered it", async () => {
     const decision = decide("parent-closed");
     const ids = childCommandIds(decision.childId);

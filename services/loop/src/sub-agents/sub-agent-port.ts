@@ -65,11 +65,11 @@ export interface SubAgentPort {
   ): Promise<RemoteToolResult>;
   /**
    * Parent side: the children of these `agent` calls get their close command (a resumed aborted run,
-   * or an abort of a run whose calls the engine may end without running them). A call this port is
-   * running is skipped: its own close follows its start (a close sent beside it would be decided
-   * before the child's prompt, and its id would make the later one a duplicate).
+   * or an accepted abort, before the engine ends the calls). A call this port is running is skipped
+   * unless `running`: its own close follows its start anyway (same id). A close decided before the
+   * child's create or prompt leaves the child refusing them (`closedChild`).
    */
-  closeChildren(parentSessionId: string, toolCallIds: readonly string[]): Promise<void>;
+  closeChildren(parentSessionId: string, toolCallIds: readonly string[], opts?: { running?: boolean }): Promise<void>;
   /** Child side: the child refused its parent's prompt; the refusal is the call's error result. */
   childRefused(childId: string, link: ParentLink, reason: string): Promise<void>;
   /**
@@ -401,9 +401,9 @@ export function createSubAgentPort(opts: {
         running.delete(key);
       }
     },
-    async closeChildren(parentSessionId, toolCallIds) {
+    async closeChildren(parentSessionId, toolCallIds, closeOpts) {
       for (const toolCallId of toolCallIds) {
-        if (running.has(callKey(parentSessionId, toolCallId))) continue;
+        if (!closeOpts?.running && running.has(callKey(parentSessionId, toolCallId))) continue;
         const childId = childSessionId(parentSessionId, toolCallId);
         const command = decideChildClose(childId, settings.closePolicy);
         const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: childId });
