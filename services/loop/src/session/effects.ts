@@ -35,7 +35,9 @@ export async function runEffect(shell: SessionShell, effect: Effect): Promise<vo
         const closed = sub
           .closeChildren(shell.sessionId, closing, { running: true })
           .catch((err) => shell.log.warn({ err }, "children not closed"));
-        await Promise.race([closed, sleep(ABORT_CLOSE_WAIT_MS)]);
+        const waited = new AbortController();
+        await Promise.race([closed, sleep(ABORT_CLOSE_WAIT_MS, waited.signal)]);
+        waited.abort();
       }
       engine.abort();
       return;

@@ -5,11 +5,11 @@ import {
   type AgentMessage,
   type ChildResultDetails,
   childCommandIds,
-  evolveSession,
   type FleetEvent,
   finalAssistantText,
-  initialSessionState,
-  type SessionState,
+  foldSessionSpend,
+  initialSessionSpend,
+  type SessionSpend,
   type Spend,
   type ToolFinalRecord,
   toolErrorText,
@@ -63,15 +63,18 @@ export interface LoggedAnswer {
 /** A child's log folded from its start, event by event, looking for the answer to its parent's prompt. */
 export interface ChildAnswerFold {
   readonly childId: string;
-  /** The session's fold (`evolveSession`): the run's spend, as its owner had it at `agent_end`. */
-  readonly state: SessionState;
+  /**
+   * The child's spend folded as the session's fold folds it (`foldSessionSpend`): the run's, as its
+   * owner had it at `agent_end`. Nothing else of the child's log is kept.
+   */
+  readonly spend: SessionSpend;
   /** The parent's prompt was accepted: the next run's end answers it. */
   accepted: boolean;
   answer: LoggedAnswer | undefined;
 }
 
 export function childAnswerFold(childId: string): ChildAnswerFold {
-  return { childId, state: initialSessionState(), accepted: false, answer: undefined };
+  return { childId, spend: initialSessionSpend(), accepted: false, answer: undefined };
 }
 
 /**
@@ -81,7 +84,7 @@ export function childAnswerFold(childId: string): ChildAnswerFold {
  */
 export function foldChildAnswer(fold: ChildAnswerFold, event: FleetEvent): void {
   if (fold.answer) return;
-  evolveSession(fold.state, event);
+  foldSessionSpend(fold.spend, event);
   const prompt = childCommandIds(fold.childId).prompt;
   if (event.type === "command_rejected" && event.commandId === prompt) {
     const reason = `${event.code}: ${event.reason}`;
@@ -92,7 +95,7 @@ export function foldChildAnswer(fold: ChildAnswerFold, event: FleetEvent): void 
     const runId = event.meta.runId ?? event.meta.id;
     fold.answer = {
       msgId: childAnswerMsgIds.result(fold.childId, runId, "log"),
-      record: childAnswerRecord(fold.childId, event.messages, fold.state.spend.run),
+      record: childAnswerRecord(fold.childId, event.messages, fold.spend.run),
     };
   }
 }

@@ -334,13 +334,13 @@ export function createSubAgentPort(opts: {
       const log = opts.logger.child({ sessionId: parentSessionId, toolCallId, childSessionId: decision.childId });
       // Aborted when the call has ended: its create and prompt are no longer watched (`watchStored`).
       const ended = new AbortController();
-      // The start in flight, if any. The close is published after it settles: a close published
-      // beside the child's `prompt` could be decided first (an idle child ignores an abort) and
-      // leave the child running to its end.
+      // The start in flight, if any. This call's own close is published after it settles. The
+      // accepted abort has usually stored the same close already (`closeChildren` with `running`,
+      // change 72), before the engine ended the call; a close decided before the child's create or
+      // prompt makes the child refuse them (`closedChild`).
       let starting: Promise<unknown> = Promise.resolve();
-      // The close in flight: the call returns (and its aborted end is appended) only once the close
-      // is stored, so no crash between the two leaves the child running; a resumed run whose cursor
-      // holds the abort sends it again (`closeChildren`).
+      // The close in flight: the port's promise settles only once it is stored. A resumed run
+      // whose cursor holds the abort sends it again (`closeChildren`).
       let closing: Promise<unknown> | undefined;
       const close = () => {
         if (closing || detach.aborted) return;
