@@ -15,7 +15,7 @@ import {
   type SessionSettings,
   settingsOf,
 } from "./engine-core.js";
-import { announceDrain, flushWrites, poll } from "./engine-queues.js";
+import { announceDrain, decideNotingWrites, flushWrites, poll } from "./engine-queues.js";
 import { sinkEmit, sinkEmitDecided } from "./event-sink.js";
 import type { ResumePoint } from "./resume-point.js";
 import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
@@ -183,7 +183,8 @@ export const runSinkOf = (core: EngineCore): RunSink => ({
 });
 
 export function runSinkEmitDecided(this: RunSink, decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]> {
-  return sinkEmitDecided(this.core.sink, decide);
+  const core = this.core;
+  return sinkEmitDecided(core.sink, () => decideNotingWrites(core, decide));
 }
 
 export function runSinkFailed(this: RunSink): Error | undefined {

@@ -47,6 +47,7 @@ export type {
   BeforeToolCallContext,
   BeforeToolCallResult,
   Emit,
+  EndedTurn,
   EngineEvent,
   EngineHooks,
   EngineModel,

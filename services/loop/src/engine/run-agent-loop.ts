@@ -91,7 +91,8 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       loop.newMessages.push(closed);
       // A turn boundary like any other (not terminal: the call is made again): writes flushed at it
       // and steering apply to the retried call.
-      const pending = await completeTurn(closed, [], loop, run, turnBoundary(false, true));
+      const pending = await completeTurn(closed, [], loop, run, turnBoundary(false, true), false);
+      if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
       return drive(loop, run, { pending, inTurn: false });
     }
@@ -110,6 +111,7 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       }
       const boundary = turnBoundary(false, !batch.terminate);
       const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run, boundary);
+      if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
       return drive(loop, run, { pending, inTurn: false });
     }
@@ -120,6 +122,7 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       }
       const boundary = turnBoundary(isTerminal(point.assistantMessage), false);
       const pending = await completeTurn(point.assistantMessage, [], loop, run, boundary);
+      if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
       return drive(loop, run, { pending, inTurn: false });
     }

@@ -64,8 +64,8 @@ export async function drive(loop: LoopState, run: RunScope, state: DriveState): 
       }
     }
     // `completeTurn`, inline: one async frame less per turn.
-    const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
-    if (sent) await sent;
+    const ended = emitTurnEnd(message, toolResults, loop, run);
+    if (ended !== undefined && (await ended)) return;
     const next = await crossBoundary(turnBoundary(terminal, hasMoreToolCalls), message, toolResults, loop, run);
     if (next === "end_run") return endRun(loop, run);
     state.pending = next;
@@ -89,8 +89,10 @@ async function callLlm(loop: LoopState, run: RunScope, isOverflowRetry: boolean)
 }
 
 /**
- * `turn_end`, then the boundary after it (`crossBoundary`). Returns the next turn's messages, or
- * "end_run": the caller ends the run (`endRun`).
+ * `turn_end`, then the boundary after it (`crossBoundary`). Returns the next turn's messages,
+ * "end_run": the caller ends the run (`endRun`), or "ended": the fold's decision already did.
+ * `decided: false` for a turn whose end the fold would read otherwise than the engine (a resumed
+ * run's cut stream, closed as an error and called again).
  */
 export async function completeTurn(
   message: AssistantMessage,
@@ -98,11 +100,49 @@ export async function completeTurn(
   loop: LoopState,
   run: RunScope,
   boundary: TurnBoundary,
-): Promise<readonly AgentMessage[] | "end_run"> {
-  const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
-  if (sent) await sent;
+  decided = true,
+): Promise<readonly AgentMessage[] | "end_run" | "ended"> {
+  if (decided) {
+    const ended = emitTurnEnd(message, toolResults, loop, run);
+    if (ended !== undefined && (await ended)) return "ended";
+  } else {
+    const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
+    if (sent) await sent;
+  }
   return crossBoundary(boundary, message, toolResults, loop, run);
 }
+
+/**
+ * A turn's `turn_end`: decided on the session's fold when the ports have `decideTurnEnd` (with the
+ * writes flushed at it, and `agent_end` when the fold ends the run there), else the engine's own.
+ * Resolves true when the run ended (`loop.ended` set to what `agent_end` carried); undefined when
+ * the sink accepted the engine's own `turn_end` at once.
+ */
+function emitTurnEnd(
+  message: AssistantMessage,
+  toolResults: ToolResultMessage[],
+  loop: LoopState,
+  run: RunScope,
+): Promise<boolean> | undefined {
+  const decide = run.ports.decideTurnEnd;
+  const emitDecided = run.sink.emitDecided;
+  if (!decide || !emitDecided) {
+    const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
+    return sent?.then(notEnded);
+  }
+  return emitDecided
+    .call(run.sink, () => decide({ message, toolResults }))
+    .then((drafts) => {
+      for (const { body } of drafts) {
+        if (body.type !== "agent_end") continue;
+        loop.ended = body.messages;
+        return true;
+      }
+      return false;
+    });
+}
+
+const notEnded = (): boolean => false;
 
 /**
  * Learns the facts `stepTurnBoundary` asks for, in its order: the abort (read afresh before each

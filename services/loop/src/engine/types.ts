@@ -149,6 +149,21 @@ export interface EnginePorts {
    * its own batch says (the same step, `stepToolResult`). Absent: always the engine's own.
    */
   decideToolResult?: (input: ToolResultInput) => readonly DraftEvent[] | undefined;
+  /**
+   * Decides a live turn's end on the session's fold (the shell's `decideInput {turn_end}`), asked
+   * in the delivery order once the turn's results were accepted: `turn_end`, the pending writes
+   * flushed at it, and `agent_end` when the fold ends the run there (a terminal message, an
+   * accepted abort). `turn` is the engine's own view of the turn, for a fold that decides nothing
+   * (the port then returns `turn_end` of it and the writes flushed). Absent: the engine emits its
+   * own `turn_end`.
+   */
+  decideTurnEnd?: (turn: EndedTurn) => readonly DraftEvent[];
+}
+
+/** A turn whose LLM call and tool calls are done, as the engine's run has it. */
+export interface EndedTurn {
+  message: AssistantMessage;
+  toolResults: ToolResultMessage[];
 }
 
 /** The working context of a run (pi's `AgentContext`). */

@@ -1,14 +1,16 @@
 // The session's engine, wired to the shell: its hooks (pi's conversion, plugins, remote hooks, the
 // approval gate, named hook servers), its LLM port (budget guard, trace context, payload hook,
 // time to first delta), its tool port, its emit port and the automatic compaction's summary port.
-import { convertToLlm, runCursorOf } from "@fleet/protocol";
+import { convertToLlm, runCursorOf, streamingMessageOf } from "@fleet/protocol";
 import { guardBudget } from "../budget-guard.js";
 import { decideInput } from "../decide/decide-input.js";
-import { createSessionEngine, type SessionEngine } from "../engine/index.js";
+import { createSessionEngine, type EndedTurn, type SessionEngine } from "../engine/index.js";
 import { type HookSessionPort, withHookServers, withPayloadHook } from "../hook-servers.js";
 import { composeHooks } from "../hooks.js";
 import type { DraftEvent } from "../session-core/drafts.js";
+import { flushDrafts } from "../session-core/session-write.js";
 import type { ToolResultInput } from "../session-core/tool-result.js";
+import { turnEndBody } from "../session-core/turn-boundary.js";
 import { summarizeForCompaction } from "../summarizer.js";
 import { timeToFirstDelta } from "../time-to-first-delta.js";
 import { approvalGate } from "./approval-waits.js";
@@ -46,6 +48,7 @@ export function createShellEngine(shell: SessionShell): SessionEngine {
       newId: deps.newId,
       emit: (event) => emitEngineEvent(shell, event),
       decideToolResult: (input) => decideRunToolResult(shell, input),
+      decideTurnEnd: (turn) => decideRunTurnEnd(shell, turn),
       streamFn: guardBudget(
         (context, options, signal) =>
           timeToFirstDelta(llm(options.model.provider)(context, traced(shell, options), signal), deps.now, (ms) =>
@@ -87,3 +90,26 @@ function decideRunToolResult(shell: SessionShell, input: ToolResultInput): reado
   );
   return undefined;
 }
+
+/**
+ * A live turn's end, decided by the runtime core on the session's fold (`decideInput {turn_end}`):
+ * `turn_end`, the writes flushed at it, and `agent_end` when the fold ends the run there. Deciding
+ * nothing means the fold and the engine disagree on where the run stands: logged, and the engine's
+ * own `turn_end` is emitted with the writes flushed after it (the engine's boundary goes on).
+ */
+function decideRunTurnEnd(shell: SessionShell, turn: EndedTurn): readonly DraftEvent[] {
+  const ctx = decideContextOf(shell);
+  const decision = decideInput(shell.state, shell.sessionId, TURN_END, ctx);
+  if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+  shell.log.warn(
+    { evt: "turn_end_undecided", cursor: runCursorOf(shell.state).kind },
+    "the fold decided nothing for a turn's end: the engine's turn_end is used",
+  );
+  const state = shell.state;
+  return [
+    { id: ctx.newId(), body: turnEndBody(turn.message, turn.toolResults) },
+    ...flushDrafts(state.pendingWrites, streamingMessageOf(state), ctx.newId),
+  ];
+}
+
+const TURN_END = { kind: "turn_end" } as const;
