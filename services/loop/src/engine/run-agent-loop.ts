@@ -7,7 +7,7 @@ import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
 import { abortedAssistant, failureMessage, finishedContent } from "./messages.js";
 import { interruptedErrorMessage, type ResumePoint } from "./resume-point.js";
 import { abortWatch, isPromise, type LoopState, type RunScope } from "./run-scope.js";
-import { completeTurn, crossBoundary, drive, endRun, inject, NONE, poll, send } from "./run-turns.js";
+import { completeTurn, crossBoundary, drive, endRun, inject, NONE, nextTurn, poll, send } from "./run-turns.js";
 import type { EnginePorts, LoopConfig, LoopContext } from "./types.js";
 
 /**
@@ -94,7 +94,7 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       const pending = await completeTurn(closed, [], loop, run, turnBoundary(false, true), false);
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
-      return drive(loop, run, { pending, inTurn: false });
+      return drive(loop, run, nextTurn(pending));
     }
     case "tools_pending": {
       const prior = new Map<string, PriorToolCall>();
@@ -113,7 +113,7 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       const pending = await completeTurn(point.assistantMessage, batch.messages, loop, run, boundary);
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
-      return drive(loop, run, { pending, inTurn: false });
+      return drive(loop, run, nextTurn(pending));
     }
     case "awaiting_turn_end": {
       // Cut between an overflowed call and its compaction: recover as the call's own turn would have.
@@ -124,15 +124,16 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       const pending = await completeTurn(point.assistantMessage, [], loop, run, boundary);
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
-      return drive(loop, run, { pending, inTurn: false });
+      return drive(loop, run, nextTurn(pending));
     }
     case "between_turns": {
       // No turn hooks: they were asked after this `turn_end`, or the run was cut before they answered.
       const hasMoreToolCalls = point.hasMoreToolCalls ?? hasToolCalls(point.lastAssistant);
       const boundary = turnBoundary(isTerminal(point.lastAssistant), hasMoreToolCalls, false);
       const pending = await crossBoundary(boundary, point.lastAssistant, [], loop, run);
+      if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
-      return drive(loop, run, { pending, inTurn: false });
+      return drive(loop, run, nextTurn(pending));
     }
   }
 }

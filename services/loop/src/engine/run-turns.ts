@@ -4,6 +4,7 @@
 // until it starts a turn or ends the run with `agent_end`. Used by every kind of run
 // (`./run-agent-loop.ts`: prompt, continuation, resumption).
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import {
   agentEndBody,
   hasToolCalls,
@@ -68,8 +69,20 @@ export async function drive(loop: LoopState, run: RunScope, state: DriveState): 
     if (ended !== undefined && (await ended)) return;
     const next = await crossBoundary(turnBoundary(terminal, hasMoreToolCalls), message, toolResults, loop, run);
     if (next === "end_run") return endRun(loop, run);
-    state.pending = next;
+    if (next === "ended") return;
+    if (next === "turn_started") {
+      state.inTurn = true;
+      state.pending = NONE;
+    } else state.pending = next;
   }
+}
+
+/** Where a boundary leaves the run: the next turn's messages (to deliver), or a decided start or end. */
+export type BoundaryResult = readonly AgentMessage[] | "end_run" | "ended" | "turn_started";
+
+/** The drive state that carries on from a boundary that started a turn or returned its messages. */
+export function nextTurn(next: readonly AgentMessage[] | "turn_started"): DriveState {
+  return next === "turn_started" ? { pending: NONE, inTurn: true } : { pending: next, inTurn: false };
 }
 
 /**
@@ -90,9 +103,10 @@ async function callLlm(loop: LoopState, run: RunScope, isOverflowRetry: boolean)
 
 /**
  * `turn_end`, then the boundary after it (`crossBoundary`). Returns the next turn's messages,
- * "end_run": the caller ends the run (`endRun`), or "ended": the fold's decision already did.
- * `decided: false` for a turn whose end the fold would read otherwise than the engine (a resumed
- * run's cut stream, closed as an error and called again).
+ * "end_run": the caller ends the run (`endRun`), or the fold's decision: "ended" (its `agent_end`
+ * went out) or "turn_started" (the next turn's start and messages went out). `decided: false` for
+ * a turn whose end the fold would read otherwise than the engine (a resumed run's cut stream,
+ * closed as an error and called again).
  */
 export async function completeTurn(
   message: AssistantMessage,
@@ -101,7 +115,7 @@ export async function completeTurn(
   run: RunScope,
   boundary: TurnBoundary,
   decided = true,
-): Promise<readonly AgentMessage[] | "end_run" | "ended"> {
+): Promise<BoundaryResult> {
   if (decided) {
     const ended = emitTurnEnd(message, toolResults, loop, run);
     if (ended !== undefined && (await ended)) return "ended";
@@ -109,7 +123,7 @@ export async function completeTurn(
     const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
     if (sent) await sent;
   }
-  return crossBoundary(boundary, message, toolResults, loop, run);
+  return crossBoundary(boundary, message, toolResults, loop, run, decided);
 }
 
 /**
@@ -147,9 +161,11 @@ const notEnded = (): boolean => false;
 /**
  * Learns the facts `stepTurnBoundary` asks for, in its order: the abort (read afresh before each
  * step), pi 0.75's `prepareNextTurn` and `shouldStopAfterTurn`, the steering poll, the follow-up
- * poll. Returns the next turn's messages, or "end_run" (the caller emits `agent_end`: kept out of
- * this function, whose optimised code would otherwise inline the sink and the fold and be dropped
- * with their per-run hidden classes at every major GC).
+ * poll. With a `decideTurnBoundary` port (and `decided`), the fold decides everything past the
+ * hooks (`decideBoundary`); else, or when it decides nothing, the engine polls its queues.
+ * Returns the next turn's messages, "end_run" (the caller emits `agent_end`: kept out of this
+ * function, whose optimised code would otherwise inline the sink and the fold and be dropped with
+ * their per-run hidden classes at every major GC), or the decision's "ended" / "turn_started".
  */
 export async function crossBoundary(
   boundary: TurnBoundary,
@@ -157,10 +173,18 @@ export async function crossBoundary(
   toolResults: ToolResultMessage[],
   loop: LoopState,
   run: RunScope,
-): Promise<readonly AgentMessage[] | "end_run"> {
+  decided = true,
+): Promise<BoundaryResult> {
+  let ask = decided && run.ports.decideTurnBoundary !== undefined && run.sink.emitDecided !== undefined;
   while (true) {
     boundary.aborted = run.signal?.aborted === true;
     const step = stepTurnBoundary(boundary);
+    if (ask && step.next !== "ask_turn_hooks" && !boundary.aborted) {
+      ask = false;
+      const outcome = await decideBoundary(boundary.stop === true, loop, run);
+      if (outcome) return outcome;
+      continue;
+    }
     switch (step.next) {
       case "end_run":
         return "end_run";
@@ -181,6 +205,34 @@ export async function crossBoundary(
     }
   }
 }
+
+/**
+ * The rest of a boundary decided on the session's fold (`decideTurnBoundary`): its drafts are
+ * emitted in the delivery order; the messages they deliver join the run's context and messages.
+ * Undefined when the fold decided nothing.
+ */
+function decideBoundary(stop: boolean, loop: LoopState, run: RunScope): Promise<"ended" | "turn_started" | undefined> {
+  const decide = run.ports.decideTurnBoundary as (stop: boolean) => readonly DraftEvent[] | undefined;
+  const emitDecided = run.sink.emitDecided as NonNullable<RunScope["sink"]["emitDecided"]>;
+  return emitDecided
+    .call(run.sink, () => decide(stop) ?? NO_DRAFTS)
+    .then((drafts) => {
+      if (drafts.length === 0) return undefined;
+      for (const { body } of drafts) {
+        if (body.type !== "agent_end") continue;
+        loop.ended = body.messages;
+        return "ended";
+      }
+      for (const { body } of drafts) {
+        if (body.type !== "message_end") continue;
+        loop.context.messages.push(body.message);
+        loop.newMessages.push(body.message);
+      }
+      return "turn_started";
+    });
+}
+
+const NO_DRAFTS: readonly DraftEvent[] = [];
 
 /** pi 0.75's turn hooks: `prepareNextTurn` (its update applied to the run), then `shouldStopAfterTurn`. */
 function askTurnHooks(

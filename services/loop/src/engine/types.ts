@@ -158,6 +158,16 @@ export interface EnginePorts {
    * own `turn_end`.
    */
   decideTurnEnd?: (turn: EndedTurn) => readonly DraftEvent[];
+  /**
+   * Decides where a live run goes past a turn's boundary on the session's fold (the shell's
+   * `decideInput {turn_boundary, stop}`), asked in the delivery order once pi 0.75's turn hooks
+   * answered (`stop`: `shouldStopAfterTurn`'s; false at a boundary that asks none): the queue
+   * polls by the session's modes, then the next turn's `turn_start`, the drain's `queue_update`
+   * and the taken messages; or the pending writes flushed and `agent_end`. Undefined when it
+   * decides nothing: the engine polls and goes on itself. Not asked once the run's own signal
+   * aborted (the engine ends the run).
+   */
+  decideTurnBoundary?: (stop: boolean) => readonly DraftEvent[] | undefined;
 }
 
 /** A turn whose LLM call and tool calls are done, as the engine's run has it. */

@@ -49,6 +49,7 @@ export function createShellEngine(shell: SessionShell): SessionEngine {
       emit: (event) => emitEngineEvent(shell, event),
       decideToolResult: (input) => decideRunToolResult(shell, input),
       decideTurnEnd: (turn) => decideRunTurnEnd(shell, turn),
+      decideTurnBoundary: (stop) => decideRunTurnBoundary(shell, stop),
       streamFn: guardBudget(
         (context, options, signal) =>
           timeToFirstDelta(llm(options.model.provider)(context, traced(shell, options), signal), deps.now, (ms) =>
@@ -113,3 +114,22 @@ function decideRunTurnEnd(shell: SessionShell, turn: EndedTurn): readonly DraftE
 }
 
 const TURN_END = { kind: "turn_end" } as const;
+
+/**
+ * Where a live run goes past a turn's boundary, decided by the runtime core on the session's fold
+ * (`decideInput {turn_boundary, stop}`): the queue polls, then the next turn's start or the run's
+ * end. Deciding nothing is logged, and the engine polls and goes on itself.
+ */
+function decideRunTurnBoundary(shell: SessionShell, stop: boolean): readonly DraftEvent[] | undefined {
+  const input = stop ? STOPPED : GOING_ON;
+  const decision = decideInput(shell.state, shell.sessionId, input, decideContextOf(shell));
+  if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+  shell.log.warn(
+    { evt: "turn_boundary_undecided", cursor: runCursorOf(shell.state).kind },
+    "the fold decided nothing at a turn boundary: the engine polls its queues",
+  );
+  return undefined;
+}
+
+const STOPPED = { kind: "turn_boundary", stop: true } as const;
+const GOING_ON = { kind: "turn_boundary", stop: false } as const;

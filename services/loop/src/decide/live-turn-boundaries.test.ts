@@ -1,11 +1,12 @@
-// A live run's turn ends are inputs of the runtime core: the engine asks the port the shell wires to
-// `decideInput {turn_end}` on the session's fold, and emits what it decided (`turn_end`, the writes
-// flushed at it, `agent_end` when the fold ends the run there), in pi's order: the same trace as
-// the engine's own. The fold's accepted abort ends the run at the turn's end even before the
-// engine's signal aborts.
+// A live run's turn ends and boundaries are inputs of the runtime core: the engine asks the ports
+// the shell wires to `decideInput {turn_end}` and `{turn_boundary, stop}` on the session's fold, and
+// emits what they decided (`turn_end`, the writes flushed at it, `agent_end` where the fold ends the
+// run; past the turn hooks, the queue polls and the next turn's start and messages), in pi's order:
+// the same trace as the engine's own. The fold's accepted abort ends the run at the turn's end even
+// before the engine's signal aborts.
 import type { AgentMessage, FleetEvent } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { echoTool, T0, TEST_SESSION_ID, type TestEngine, testEngine, trace } from "../engine/testing/harness.js";
+import { echoTool, T0, TEST_SESSION_ID, type TestEngine, testEngine, trace, user } from "../engine/testing/harness.js";
 import { flushDrafts } from "../session-core/session-write.js";
 import { turnEndBody } from "../session-core/turn-boundary.js";
 import { SPEC_DEFAULTS } from "../testing/decider-spec.js";
@@ -23,7 +24,7 @@ const custom = (text: string): AgentMessage => ({
   timestamp: 7,
 });
 
-/** The engine with both run inputs wired to `decideInput` on its fold, as the shell wires them. */
+/** The engine with its run inputs wired to `decideInput` on its fold, as the shell wires them. */
 function wired(options: Options): TestEngine & { undecided: number } {
   const t = testEngine(options);
   let n = 0;
@@ -43,14 +44,29 @@ function wired(options: Options): TestEngine & { undecided: number } {
       ...flushDrafts(t.session.pendingWrites, undefined, c.newId),
     ];
   };
+  t.ports.decideTurnBoundary = (stop) => {
+    const decision = decideInput(t.session, TEST_SESSION_ID, { kind: "turn_boundary", stop }, ctx());
+    if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+    out.undecided++;
+    return undefined;
+  };
+
   return out;
 }
 
-async function both(options: (rec: "own" | "core") => Options, act: (t: TestEngine) => Promise<unknown>) {
-  const own = testEngine(options("own"));
-  await act(own);
-  const core = wired(options("core"));
-  await act(core);
+/**
+ * The same run twice: on the engine's own steps, then wired to the core. `options` may reach the
+ * engine that runs (`current()`, for tools and hooks that act on it); each run is a prompt "go".
+ */
+async function both(options: (current: () => TestEngine) => Options) {
+  let current: TestEngine | undefined;
+  const get = () => current as TestEngine;
+  const own = testEngine(options(get));
+  current = own;
+  await own.engine.prompt("go");
+  const core = wired(options(get));
+  current = core;
+  await core.engine.prompt("go");
   return { own, core };
 }
 
@@ -58,10 +74,11 @@ const idsOf = (t: TestEngine, type: string) => t.rec.events.filter((e) => e.body
 
 describe("a live run's turn ends through decideInput", () => {
   it("a tool turn and a final turn: each turn_end, and agent_end, decided by the core; the trace is the engine's own", async () => {
-    const { own, core } = await both(
-      () => ({ tools: [echoTool], steps: [toolTurn, { text: "done" }], handlers: { echo: ok } }),
-      (t) => t.engine.prompt("go"),
-    );
+    const { own, core } = await both(() => ({
+      tools: [echoTool],
+      steps: [toolTurn, { text: "done" }],
+      handlers: { echo: ok },
+    }));
     expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
     expect(core.rec.events).toHaveLength(own.rec.events.length);
     expect(core.undecided).toBe(0);
@@ -71,42 +88,31 @@ describe("a live run's turn ends through decideInput", () => {
   });
 
   it("an errored message ends the run at its turn: agent_end decided with turn_end", async () => {
-    const { own, core } = await both(
-      () => ({ steps: [{ error: "provider down" }] }),
-      (t) => t.engine.prompt("go"),
-    );
+    const { own, core } = await both(() => ({ steps: [{ error: "provider down" }] }));
     expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
     expect(trace(core.rec.events).slice(-2)).toEqual(["turn_end[]", "agent_end(2)"]);
     expect(idsOf(core, "agent_end")[0]).toMatch(/^core-/);
   });
 
   it("writes made during a tool call are flushed in the decision and reach the next LLM call", async () => {
-    const contexts: Record<string, number[]> = { own: [], core: [] };
-    let engines: Record<string, TestEngine> = {};
-    const { own, core } = await both(
-      (kind) => ({
-        tools: [echoTool],
-        steps: [toolTurn, { text: "done" }],
-        handlers: {
-          echo: async () => {
-            const e = engines[kind] as TestEngine;
-            expect(await e.engine.setThinkingLevel("high")).toBe("buffered");
-            expect(await e.engine.appendMessage(custom("mid-run"))).toBe("buffered");
-            return ok();
-          },
+    const contexts = new Map<TestEngine, number[]>();
+    const { own, core } = await both((current) => ({
+      tools: [echoTool],
+      steps: [toolTurn, { text: "done" }],
+      handlers: {
+        echo: async () => {
+          expect(await current().engine.setThinkingLevel("high")).toBe("buffered");
+          expect(await current().engine.appendMessage(custom("mid-run"))).toBe("buffered");
+          return ok();
         },
-        hooks: {
-          transformContext: async (messages) => {
-            contexts[kind]?.push(messages.length);
-            return messages;
-          },
-        },
-      }),
-      async (t) => {
-        engines = { ...engines, [engines.own ? "core" : "own"]: t };
-        await t.engine.prompt("hi");
       },
-    );
+      hooks: {
+        transformContext: async (messages) => {
+          contexts.set(current(), [...(contexts.get(current()) ?? []), messages.length]);
+          return messages;
+        },
+      },
+    }));
     expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
     const events = trace(core.rec.events);
     const at = events.indexOf("turn_end[t1]");
@@ -119,8 +125,8 @@ describe("a live run's turn ends through decideInput", () => {
       "message_start:assistant(…)",
       "message_end:assistant(stop)",
     ]);
-    expect(contexts.core).toEqual([1, 4]);
-    expect(contexts.core).toEqual(contexts.own);
+    expect(contexts.get(core)).toEqual([1, 4]);
+    expect(contexts.get(core)).toEqual(contexts.get(own));
     expect(core.provider.requests[1]?.options.thinkingLevel).toBe("high");
     // the flushed events are the ones their pending_write named
     const level = core.rec.events.find((e) => e.body.type === "thinking_level_change");
@@ -130,30 +136,23 @@ describe("a live run's turn ends through decideInput", () => {
   });
 
   it("a model change during the last turn's tool call applies to the next turn; a late write flushes before agent_end", async () => {
-    let current: TestEngine | undefined;
-    const options = (): Options => ({
+    const { own, core } = await both((current) => ({
       tools: [echoTool, { ...echoTool, name: "other" }],
       steps: [toolTurn, { text: "done" }],
       hooks: {
         shouldStopAfterTurn: ({ toolResults }) => {
-          if (toolResults.length === 0) void current?.engine.setName("named late");
+          if (toolResults.length === 0) void current().engine.setName("named late");
           return false;
         },
       },
       handlers: {
         echo: async () => {
-          await current?.engine.setModel({ provider: "p2", modelId: "m2" });
-          await current?.engine.setActiveTools(["other"]);
+          await current().engine.setModel({ provider: "p2", modelId: "m2" });
+          await current().engine.setActiveTools(["other"]);
           return ok();
         },
       },
-    });
-    const own = testEngine(options());
-    current = own;
-    await own.engine.prompt("go");
-    const core = wired(options());
-    current = core;
-    await core.engine.prompt("go");
+    }));
     expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
     expect(core.provider.requests[1]?.options.model).toEqual({ provider: "p2", modelId: "m2" });
     expect(core.provider.requests[1]?.context.tools.map((tool) => tool.name)).toEqual(["other"]);
@@ -188,5 +187,56 @@ describe("a live run's turn ends through decideInput", () => {
     t = own;
     await own.engine.prompt("go");
     expect(own.provider.requests).toHaveLength(2);
+  });
+});
+
+describe("a live run's turn boundaries through decideInput", () => {
+  /** A tool that queues S1, S2 (steer) and F1, F2 (follow-up) while it runs. */
+  const queueing = (get: () => TestEngine) => ({
+    echo: async () => {
+      const e = get().engine;
+      await e.steer(user("S1"));
+      await e.steer(user("S2"));
+      await e.followUp(user("F1"));
+      await e.followUp(user("F2"));
+      return ok();
+    },
+  });
+
+  it.each(["one-at-a-time", "all"] as const)(
+    "steering and follow-ups polled by the fold (%s): the trace, the LLM's contexts and the run's messages are the engine's own",
+    async (mode) => {
+      const { own, core } = await both((current) => ({
+        tools: [echoTool],
+        handlers: queueing(current),
+        steps: [toolTurn, { text: "a1" }, { text: "a2" }, { text: "a3" }, { text: "a4" }, { text: "a5" }],
+        config: { steeringMode: mode, followUpMode: mode },
+      }));
+      expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
+      expect(trace(core.rec.events)).toContain("message_end:user(F2)");
+      expect(core.provider.requests.map((r) => r.context.messages.length)).toEqual(
+        own.provider.requests.map((r) => r.context.messages.length),
+      );
+      expect(core.rec.events.at(-1)?.body).toEqual(own.rec.events.at(-1)?.body);
+      expect(core.engine.state.messages).toEqual(own.engine.state.messages);
+      // every turn past the first was started by the core, and the run's end too
+      const starts = idsOf(core, "turn_start");
+      expect(starts.slice(1).every((id) => id.startsWith("core-"))).toBe(true);
+      expect(idsOf(core, "agent_end")).toEqual([expect.stringMatching(/^core-/)]);
+      expect(core.undecided).toBe(0);
+    },
+  );
+
+  it("shouldStopAfterTurn ends the run past the hooks: agent_end decided by the core", async () => {
+    const { own, core } = await both(() => ({
+      tools: [echoTool],
+      handlers: { echo: ok },
+      steps: [toolTurn, { text: "never" }],
+      hooks: { shouldStopAfterTurn: () => true },
+    }));
+    expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
+    expect(trace(core.rec.events).slice(-2)).toEqual(["turn_end[t1]", "agent_end(3)"]);
+    expect(idsOf(core, "agent_end")).toEqual([expect.stringMatching(/^core-/)]);
+    expect(core.provider.requests).toHaveLength(1);
   });
 });
