@@ -630,6 +630,33 @@ describe("session decider / a command redelivered after a crash", () => {
     expect(started.state.cursor).toMatchObject({ kind: "run_started", undelivered: [logged] });
   });
 
+  it("a command meeting a creation whose session_created was cut waits for it; the creation's redelivery completes it", () => {
+    const cut = given({ type: "command_accepted", commandId: "c-create", commandType: "create_session" });
+    const waiting = cut.when(command("abort", { id: "c-abort" }));
+    expect(waiting.decision).toEqual({ kind: "after_creation", commandId: "c-create" });
+    expect(waiting.events).toEqual([]);
+    // a prompt (or any creating command) would create a second session: it waits too
+    expect(cut.when(command("prompt", { id: "c-p", text: "go" })).decision).toEqual({
+      kind: "after_creation",
+      commandId: "c-create",
+    });
+    const completed = cut.whenRedelivered(command("create_session", { id: "c-create", config: CONFIG }));
+    expect(completed.events.map((e) => e.type)).toEqual(["session_created"]);
+    givenLog([...cut.log, ...completed.events])
+      .when(command("abort", { id: "c-abort" }))
+      .then({ events: [{ type: "command_accepted", commandId: "c-abort", commandType: "abort" }], effects: [] });
+    // a rejected creation leaves no session: the command is not_found as before
+    given({
+      type: "command_rejected",
+      commandId: "c-create",
+      commandType: "create_session",
+      code: "invalid",
+      reason: "x",
+    })
+      .when(command("abort", { id: "c-abort" }))
+      .thenRejected("not_found");
+  });
+
   it("a steer whose queue_update was cut is queued now", () => {
     given(...STATES.streaming, { type: "command_accepted", commandId: "cmd-1", commandType: "steer" })
       .whenRedelivered(command("steer", { text: "s" }))

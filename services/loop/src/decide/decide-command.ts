@@ -39,6 +39,14 @@ const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "impo
 /** Lifecycle commands decide a session without a log themselves (`decideLifecycle`). */
 const LIFECYCLE: ReadonlySet<string> = new Set(["delete_session", "archive_session", "restore_session"]);
 
+/** The id of an accepted creating command whose `session_created` the log lacks (with no config). */
+function cutCreation(state: SessionState): string | undefined {
+  for (const [id, record] of state.commands) {
+    if (record.outcome === "accepted" && CREATING.has(record.type)) return id;
+  }
+  return undefined;
+}
+
 /**
  * Decides one command against the log's fold. Contract: never throws; every command that is not a
  * duplicate gets exactly one outcome event, first; the acceptance's own events follow it, marked
@@ -64,6 +72,10 @@ export function decideCommand(
   }
   // A session being deleted takes no command: its log is about to go.
   if (state.deleting) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.deleting(sessionId));
+  if (!state.tree.config) {
+    const creation = cutCreation(state);
+    if (creation) return { kind: "after_creation", commandId: creation };
+  }
   const activity = sessionActivity(state);
   if (activity === "none" && !CREATING.has(cmd.type) && !LIFECYCLE.has(cmd.type)) {
     return rejected(ctx, cmd.id, cmd.type, "not_found", DECIDER_TEXT.notFound(sessionId));

@@ -46,6 +46,13 @@ export type Effect =
 export type Decision =
   /** The outcome and the acceptance's events, in append order, then the effects. */
   | { kind: "decided"; events: DraftEvent[]; effects: Effect[] }
+  /**
+   * The session's creation (`commandId`) was accepted and its `session_created` is not in the log
+   * yet (a write the crash or a full store cut): decided before it, a command would find no
+   * session, or create a second one. The shell leaves the command for later (a nak); the
+   * creation's redelivery completes it first.
+   */
+  | { kind: "after_creation"; commandId: string }
   /** `create_session {forkFrom}`: decide again with the source session's tree (`forkSource`). */
   | { kind: "needs_fork_source"; sessionId: string }
   /**

@@ -86,9 +86,18 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
         return decision;
       });
     let decision = await decideAndAppend();
-    while (decision.kind !== "decided") {
+    while (decision.kind !== "decided" && decision.kind !== "after_creation") {
       await fetchNeeded(shell, decision, ctx);
       decision = await decideAndAppend();
+    }
+    if (decision.kind === "after_creation") {
+      // Decided after the creation's redelivery completes it (acked, it would be rejected: no session).
+      shell.log.warn(
+        { evt: "command_after_creation", commandId, creation: decision.commandId },
+        "the session's creation is not complete in the log; command retried later",
+      );
+      delivery.msg.nak(WRITE_RETRY_MS);
+      return;
     }
     for (const effect of decision.effects) await runEffect(shell, effect);
   } catch (err) {
@@ -125,7 +134,7 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
 /** Fetches what the decider asked for (outside the engine's deliveries) into `ctx`. */
 async function fetchNeeded(
   shell: SessionShell,
-  decision: Exclude<Decision, { kind: "decided" }>,
+  decision: Exclude<Decision, { kind: "decided" } | { kind: "after_creation" }>,
   ctx: DecideContext,
 ): Promise<void> {
   const deps = shell.deps;
