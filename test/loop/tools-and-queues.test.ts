@@ -1,5 +1,5 @@
 import { createScriptedProvider, type ScriptStep } from "@fleet/loop";
-import { type FleetEvent, foldAgentEvents } from "@fleet/protocol";
+import { encodeCommand, type FleetEvent, foldAgentEvents } from "@fleet/protocol";
 import { sleep as realSleep } from "@fleet/runtime";
 import { defineTool } from "@fleet/tools";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -188,6 +188,29 @@ describe("loop service / abort", () => {
     expect(text?.type === "text" && text.text.length).toBeGreaterThan(0);
     expect(text?.type === "text" && text.text.length).toBeLessThan(400);
     expect(fromRun(events).slice(-3)).toEqual(["me:assistant(aborted)", "turn_end", "agent_end"]);
+  });
+
+  it("an abort delivered again after its run ended does not abort the next run", async () => {
+    script({ text: "x".repeat(400), tokensPerSecond: 100 });
+    await cmd.send("abort-again", { type: "prompt", text: "go" });
+    await cmd.waitFor("abort-again", (ev) => ev.some((e) => e.type === "message_update"));
+    const abortId = await cmd.send("abort-again", { type: "abort" });
+    await cmd.waitFor("abort-again", ended);
+    script({ text: "y".repeat(800), tokensPerSecond: 100 });
+    await cmd.send("abort-again", { type: "prompt", text: "again" });
+    await cmd.waitFor(
+      "abort-again",
+      (ev) => ev.filter((e) => e.type === "agent_start").length === 2 && ev.at(-1)?.type === "message_update",
+    );
+    // The same command stored again (another msgID: as an intake sweep or a re-store delivers it).
+    const again = encodeCommand({ type: "abort", id: abortId, sessionId: "abort-again" });
+    if (!again.ok) throw new Error(again.error);
+    await cmd.sendRaw("abort-again", again.bytes, `${abortId}#again`);
+    const events = await cmd.waitFor("abort-again", (ev) => ev.filter((e) => e.type === "agent_end").length === 2);
+    const second = events.slice(events.findLastIndex((e) => e.type === "agent_start"));
+    const end = second.findLast((e) => e.type === "message_end");
+    expect(end?.type === "message_end" && end.message.role === "assistant" && end.message.stopReason).toBe("stop");
+    expect(events.filter((e) => e.type === "command_accepted" && e.commandId === abortId)).toHaveLength(1);
   });
 
   it("abort while a tool runs cancels it on the runner: Operation aborted, then the run ends (no empty aborted turn)", async () => {

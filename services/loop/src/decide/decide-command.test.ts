@@ -657,6 +657,31 @@ describe("session decider / a command redelivered after a crash", () => {
       .thenRejected("not_found");
   });
 
+  it("a redelivered abort aborts the run it was accepted in, never a later run", () => {
+    const abortAccepted: EventInput = { type: "command_accepted", commandId: "cmd-1", commandType: "abort" };
+    // accepted in the open run, whose abort a crash kept from reaching the engine: aborted now
+    given(...STATES.streaming, abortAccepted)
+      .whenRedelivered(command("abort"))
+      .then({ events: [], effects: [{ type: "abort_run" }] });
+    // accepted in a run that has ended since; another run is open now (seen in chaos: a swept
+    // intake delivered the abort 21 s later and it aborted the next run's tool calls)
+    const later = given(
+      ...STATES.streaming,
+      abortAccepted,
+      { type: "message_end", message: hi },
+      { type: "turn_end", message: hi, toolResults: [] },
+      { type: "agent_end", messages: [userMessage("go"), hi] },
+      { type: "command_accepted", commandId: "c-next", commandType: "prompt" },
+      { type: "agent_start" },
+      { type: "turn_start" },
+    );
+    later.whenRedelivered(command("abort")).then({ events: [], effects: [] });
+    // accepted while idle: no run is its
+    given(...STATES.idle, abortAccepted, ...runOpen)
+      .whenRedelivered(command("abort"))
+      .then({ events: [], effects: [] });
+  });
+
   it("a steer whose queue_update was cut is queued now", () => {
     given(...STATES.streaming, { type: "command_accepted", commandId: "cmd-1", commandType: "steer" })
       .whenRedelivered(command("steer", { text: "s" }))

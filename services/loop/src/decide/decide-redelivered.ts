@@ -1,6 +1,6 @@
 // A command whose id already has an outcome in the log (a redelivery after a crash, or a client
 // re-sending it): nothing new is decided, but an acceptance that a crash cut short is completed.
-import { applyConfigPatch, type FleetCommand, type SessionState } from "@fleet/protocol";
+import { applyConfigPatch, type FleetCommand, runCursorOf, type SessionState } from "@fleet/protocol";
 import { type DraftEvent, enqueueDraft, ofCommand } from "../session-core/drafts.js";
 import { isAwaitingApproval } from "./approval-gate.js";
 import { commandWrites, writes } from "./command-writes.js";
@@ -90,8 +90,13 @@ export function decideRedelivered(state: SessionState, cmd: FleetCommand, ctx: D
       return done > 0 ? NOTHING : rest([{ id: ctx.newId(), body: { type: "approval_rules_set", rules: cmd.rules } }]);
     case "set_budget":
       return done > 0 ? NOTHING : rest([{ id: ctx.newId(), body: { type: "budget_change", budget: cmd.budget } }]);
-    case "abort":
-      return state.status.isStreaming ? { kind: "decided", events: [], effects: [{ type: "abort_run" }] } : NOTHING;
+    case "abort": {
+      // Only the run the abort was accepted in (its cursor has `abortRequested`): a later run, started
+      // after that one ended, is not the abort's.
+      const cursor = runCursorOf(state);
+      const own = cursor.kind !== "idle" && cursor.abortRequested;
+      return own ? { kind: "decided", events: [], effects: [{ type: "abort_run" }] } : NOTHING;
+    }
     case "compact":
     case "navigate":
     case "set_compaction_settings":
