@@ -1,5 +1,6 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
 import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import {
   messageEnd,
   type OpenStream,
@@ -17,7 +18,7 @@ import {
   RESOLVED,
   type RunScope,
 } from "./run-scope.js";
-import type { LoopContext, StreamOptions } from "./types.js";
+import type { EnginePorts, LoopContext, StreamOptions } from "./types.js";
 
 /** The delta step of the one chunk mapping (`../session-core/provider-chunk.ts`), for the engine's other readers. */
 export { applyDeltaInPlace, applyStreamDelta } from "../session-core/provider-chunk.js";
@@ -81,12 +82,41 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
       if (event) {
         const accepted = run.sink.emit(event);
         if (accepted !== RESOLVED) await accepted;
-      } else if (stream.final) return await finish(context, run, stream.final, partial !== undefined);
+      } else if (stream.final) {
+        const decided = run.ports.decideProviderChunk && run.sink.emitDecided ? decideEnd(next.value, run) : undefined;
+        if (decided) {
+          const message = await decided;
+          if (message) {
+            context.messages.push(message);
+            return message;
+          }
+        }
+        return await finish(context, run, stream.final, partial !== undefined);
+      }
     }
   } finally {
     disposeReader(reader);
   }
 }
+
+/**
+ * The chunk that ended the call, decided on the session's fold (`decideProviderChunk`) and emitted
+ * in the delivery order: resolves with the message its `message_end` carries, or undefined when the
+ * fold decided nothing (nothing was emitted).
+ */
+function decideEnd(chunk: AssistantStreamEvent, run: RunScope): Promise<AssistantMessage | undefined> {
+  const decide = run.ports.decideProviderChunk as NonNullable<EnginePorts["decideProviderChunk"]>;
+  const emitDecided = run.sink.emitDecided as NonNullable<RunScope["sink"]["emitDecided"]>;
+  return emitDecided
+    .call(run.sink, () => decide(chunk) ?? NO_DRAFTS)
+    .then((drafts) => {
+      for (const { body } of drafts)
+        if (body.type === "message_end" && body.message.role === "assistant") return body.message;
+      return undefined;
+    });
+}
+
+const NO_DRAFTS: readonly DraftEvent[] = [];
 
 /** Appends the final message to the context and emits its message_start (unless streamed) and message_end. */
 async function finish(

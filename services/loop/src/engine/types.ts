@@ -150,6 +150,14 @@ export interface EnginePorts {
    */
   decideToolResult?: (input: ToolResultInput) => readonly DraftEvent[] | undefined;
   /**
+   * Decides the provider chunk that ends an LLM call (`done` or `error`) on the session's fold (the
+   * shell's `decideInput {provider_chunk}`), asked in the delivery order: the message's `message_end`
+   * (its `message_start` first when the stream never started). Undefined when it decides nothing:
+   * the engine ends the message itself (the same step). The deltas before it are the engine's own
+   * step on its in-place partial (the shell folds them only coalesced).
+   */
+  decideProviderChunk?: (chunk: AssistantStreamEvent) => readonly DraftEvent[] | undefined;
+  /**
    * Decides a live turn's end on the session's fold (the shell's `decideInput {turn_end}`), asked
    * in the delivery order once the turn's results were accepted: `turn_end`, the pending writes
    * flushed at it, and `agent_end` when the fold ends the run there (a terminal message, an

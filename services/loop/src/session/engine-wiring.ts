@@ -1,7 +1,7 @@
 // The session's engine, wired to the shell: its hooks (pi's conversion, plugins, remote hooks, the
 // approval gate, named hook servers), its LLM port (budget guard, trace context, payload hook,
 // time to first delta), its tool port, its emit port and the automatic compaction's summary port.
-import { convertToLlm, runCursorOf, streamingMessageOf } from "@fleet/protocol";
+import { type AssistantStreamEvent, convertToLlm, runCursorOf, streamingMessageOf } from "@fleet/protocol";
 import { guardBudget } from "../budget-guard.js";
 import { decideInput } from "../decide/decide-input.js";
 import { createSessionEngine, type EndedTurn, type SessionEngine } from "../engine/index.js";
@@ -48,6 +48,7 @@ export function createShellEngine(shell: SessionShell): SessionEngine {
       newId: deps.newId,
       emit: (event) => emitEngineEvent(shell, event),
       decideToolResult: (input) => decideRunToolResult(shell, input),
+      decideProviderChunk: (chunk) => decideRunProviderEnd(shell, chunk),
       decideTurnEnd: (turn) => decideRunTurnEnd(shell, turn),
       decideTurnBoundary: (stop) => decideRunTurnBoundary(shell, stop),
       streamFn: guardBudget(
@@ -114,6 +115,22 @@ function decideRunTurnEnd(shell: SessionShell, turn: EndedTurn): readonly DraftE
 }
 
 const TURN_END = { kind: "turn_end" } as const;
+
+/**
+ * The chunk that ends a live LLM call, decided by the runtime core on the session's fold
+ * (`decideInput {provider_chunk}`): the message's end. Deciding nothing is logged, and the engine
+ * ends the message itself.
+ */
+function decideRunProviderEnd(shell: SessionShell, chunk: AssistantStreamEvent): readonly DraftEvent[] | undefined {
+  const input = { kind: "provider_chunk", chunk } as const;
+  const decision = decideInput(shell.state, shell.sessionId, input, decideContextOf(shell));
+  if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+  shell.log.warn(
+    { evt: "provider_chunk_undecided", chunk: chunk.type, cursor: runCursorOf(shell.state).kind },
+    "the fold decided nothing for the chunk that ends an LLM call: the engine ends the message",
+  );
+  return undefined;
+}
 
 /**
  * Where a live run goes past a turn's boundary, decided by the runtime core on the session's fold

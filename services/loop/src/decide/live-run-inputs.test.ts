@@ -1,12 +1,15 @@
-// A live run's turn ends and boundaries are inputs of the runtime core: the engine asks the ports
-// the shell wires to `decideInput {turn_end}` and `{turn_boundary, stop}` on the session's fold, and
-// emits what they decided (`turn_end`, the writes flushed at it, `agent_end` where the fold ends the
-// run; past the turn hooks, the queue polls and the next turn's start and messages), in pi's order:
-// the same trace as the engine's own. The fold's accepted abort ends the run at the turn's end even
-// before the engine's signal aborts.
-import type { AgentMessage, FleetEvent } from "@fleet/protocol";
+// A live run's inputs are inputs of the runtime core: the engine asks the ports the shell wires to
+// `decideInput` on the session's fold (`{provider_chunk}` for the chunk that ends an LLM call,
+// `{turn_end}`, `{turn_boundary, stop}`; tool results: `live-tool-results.test.ts`) and emits what
+// they decided (the message's end; `turn_end`, the writes flushed at it, `agent_end` where the fold
+// ends the run; past the turn hooks, the queue polls and the next turn's start and messages), in
+// pi's order: the same trace as the engine's own. The fold's accepted abort ends the run at the
+// turn's end even before the engine's signal aborts.
+import type { AgentMessage, AssistantStreamEvent, FleetEvent } from "@fleet/protocol";
+import { assistantMessage, textOf } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
 import { echoTool, T0, TEST_SESSION_ID, type TestEngine, testEngine, trace, user } from "../engine/testing/harness.js";
+import type { StreamFn } from "../engine/types.js";
 import { flushDrafts } from "../session-core/session-write.js";
 import { turnEndBody } from "../session-core/turn-boundary.js";
 import { SPEC_DEFAULTS } from "../testing/decider-spec.js";
@@ -33,6 +36,12 @@ function wired(options: Options): TestEngine & { undecided: number } {
   t.ports.decideToolResult = (input) => {
     const decision = decideInput(t.session, TEST_SESSION_ID, input, ctx());
     return decision.kind === "decided" && decision.events.length > 0 ? decision.events : undefined;
+  };
+  t.ports.decideProviderChunk = (chunk) => {
+    const decision = decideInput(t.session, TEST_SESSION_ID, { kind: "provider_chunk", chunk }, ctx());
+    if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+    out.undecided++;
+    return undefined;
   };
   t.ports.decideTurnEnd = (turn) => {
     const c = ctx();
@@ -238,5 +247,47 @@ describe("a live run's turn boundaries through decideInput", () => {
     expect(trace(core.rec.events).slice(-2)).toEqual(["turn_end[t1]", "agent_end(3)"]);
     expect(idsOf(core, "agent_end")).toEqual([expect.stringMatching(/^core-/)]);
     expect(core.provider.requests).toHaveLength(1);
+  });
+});
+
+describe("a live run's ending provider chunks through decideInput", () => {
+  it("each call's message_end is decided on the fold; the trace and the messages are the engine's own", async () => {
+    const { own, core } = await both(() => ({
+      tools: [echoTool],
+      steps: [toolTurn, { text: "done" }],
+      handlers: { echo: ok },
+    }));
+    expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
+    const assistantEnds = core.rec.events.filter(
+      (e) => e.body.type === "message_end" && e.body.message.role === "assistant",
+    );
+    expect(assistantEnds.map((e) => e.id)).toEqual([expect.stringMatching(/^core-/), expect.stringMatching(/^core-/)]);
+    expect(core.engine.state.messages).toEqual(own.engine.state.messages);
+    expect(core.provider.requests[1]?.context.messages).toEqual(own.provider.requests[1]?.context.messages);
+    expect(core.undecided).toBe(0);
+  });
+
+  it("an error chunk: the errored message is the core's, and ends the run", async () => {
+    const { own, core } = await both(() => ({ steps: [{ error: "provider down" }] }));
+    expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
+    const end = core.rec.events.find((e) => e.body.type === "message_end" && e.body.message.role === "assistant");
+    expect(end?.id).toMatch(/^core-/);
+    expect(end?.body).toMatchObject({ message: { stopReason: "error", errorMessage: "provider down" } });
+  });
+
+  it("a stream that ends before its start chunk: message_start and message_end both decided", async () => {
+    const stream: StreamFn = () =>
+      (async function* () {
+        yield { type: "done", reason: "stop", message: assistantMessage([textOf("quick")]) } as AssistantStreamEvent;
+      })();
+    const { own, core } = await both(() => ({ streamFn: stream }));
+    expect(trace(core.rec.events)).toEqual(trace(own.rec.events));
+    const ids = core.rec.events
+      .filter(
+        (e) =>
+          (e.body.type === "message_start" || e.body.type === "message_end") && e.body.message.role === "assistant",
+      )
+      .map((e) => e.id);
+    expect(ids).toEqual([expect.stringMatching(/^core-/), expect.stringMatching(/^core-/)]);
   });
 });
