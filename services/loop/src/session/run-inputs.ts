@@ -1,0 +1,55 @@
+// A live run's inputs as inputs of the runtime core: the engine's ports for the chunk that ends an
+// LLM call, each tool result, a turn's end and its boundary, each wired to `decideInput` on the
+// session's fold and asked in the delivery order (so on the fold of every event emitted before).
+// A fold that decides nothing disagrees with the engine on where the run stands: logged
+// `<input kind>_undecided`, and the engine's own step goes out.
+import { runCursorOf, streamingMessageOf } from "@fleet/protocol";
+import type { RuntimeInput } from "../decide/decide-input.js";
+import { decideInput } from "../decide/decide-input.js";
+import type { EnginePorts } from "../engine/index.js";
+import type { DraftEvent } from "../session-core/drafts.js";
+import { flushDrafts } from "../session-core/session-write.js";
+import { turnEndBody } from "../session-core/turn-boundary.js";
+import { decideContextOf } from "./decide-context.js";
+import type { SessionShell } from "./session-shell.js";
+
+type RunInputPorts = Required<
+  Pick<EnginePorts, "decideProviderChunk" | "decideToolResult" | "decideTurnEnd" | "decideTurnBoundary">
+>;
+
+export function runInputPorts(shell: SessionShell): RunInputPorts {
+  return {
+    decideProviderChunk: (chunk) => decideRunInput(shell, { kind: "provider_chunk", chunk }, { chunk: chunk.type }),
+    decideToolResult: (input) => decideRunInput(shell, input, { toolCallId: input.toolCallId }),
+    // Undecided: the engine's own `turn_end`, with the writes flushed at it (its boundary goes on).
+    decideTurnEnd: (turn) => {
+      const decided = decideRunInput(shell, TURN_END, {});
+      if (decided) return decided;
+      const state = shell.state;
+      const newId = shell.deps.newId;
+      return [
+        { id: newId(), body: turnEndBody(turn.message, turn.toolResults) },
+        ...flushDrafts(state.pendingWrites, streamingMessageOf(state), newId),
+      ];
+    },
+    decideTurnBoundary: (stop) => decideRunInput(shell, stop ? STOPPED : GOING_ON, {}),
+  };
+}
+
+function decideRunInput(
+  shell: SessionShell,
+  input: RuntimeInput,
+  detail: Record<string, unknown>,
+): readonly DraftEvent[] | undefined {
+  const decision = decideInput(shell.state, shell.sessionId, input, decideContextOf(shell));
+  if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+  shell.log.warn(
+    { evt: `${input.kind}_undecided`, ...detail, cursor: runCursorOf(shell.state).kind },
+    `the fold decided nothing for a run's ${input.kind}: the engine's own step is used`,
+  );
+  return undefined;
+}
+
+const TURN_END: RuntimeInput = { kind: "turn_end" };
+const STOPPED: RuntimeInput = { kind: "turn_boundary", stop: true };
+const GOING_ON: RuntimeInput = { kind: "turn_boundary", stop: false };
