@@ -21,7 +21,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { ENGINE_ERROR_TEXT } from "../session-core/run-refusals.js";
 import { command, given, givenLog, HELLO, HI, ONE_RUN, SPEC_DEFAULTS } from "../testing/decider-spec.js";
-import { DECIDER_TEXT } from "./decide-command.js";
+import { DECIDER_TEXT, MAX_CREATION_WAITS } from "./decide-command.js";
 
 // ---- the states a command meets -------------------------------------------------------------------
 
@@ -645,6 +645,11 @@ describe("session decider / a command redelivered after a crash", () => {
     givenLog([...cut.log, ...completed.events])
       .when(command("abort", { id: "c-abort" }))
       .then({ events: [{ type: "command_accepted", commandId: "c-abort", commandType: "abort" }], effects: [] });
+    // bounded: a creation whose command the stream lost would hold the session's commands forever
+    expect(cut.when(command("abort", { id: "c-abort" }), { deliveries: MAX_CREATION_WAITS - 1 }).decision.kind).toBe(
+      "after_creation",
+    );
+    cut.when(command("abort", { id: "c-abort" }), { deliveries: MAX_CREATION_WAITS }).thenRejected("not_found");
     // a rejected creation leaves no session: the command is not_found as before
     given({
       type: "command_rejected",

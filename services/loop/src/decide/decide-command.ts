@@ -39,6 +39,9 @@ const CREATING: ReadonlySet<string> = new Set(["create_session", "prompt", "impo
 /** Lifecycle commands decide a session without a log themselves (`decideLifecycle`). */
 const LIFECYCLE: ReadonlySet<string> = new Set(["delete_session", "archive_session", "restore_session"]);
 
+/** Deliveries after which a command no longer waits for a cut creation (about a minute at 2 s per nak). */
+export const MAX_CREATION_WAITS = 30;
+
 /** The id of an accepted creating command whose `session_created` the log lacks (with no config). */
 function cutCreation(state: SessionState): string | undefined {
   for (const [id, record] of state.commands) {
@@ -72,7 +75,7 @@ export function decideCommand(
   }
   // A session being deleted takes no command: its log is about to go.
   if (state.deleting) return rejected(ctx, cmd.id, cmd.type, "conflict", DECIDER_TEXT.deleting(sessionId));
-  if (!state.tree.config) {
+  if (!state.tree.config && (decideCtx.deliveries ?? 1) < MAX_CREATION_WAITS) {
     const creation = cutCreation(state);
     if (creation) return { kind: "after_creation", commandId: creation };
   }

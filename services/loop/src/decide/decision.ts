@@ -50,7 +50,8 @@ export type Decision =
    * The session's creation (`commandId`) was accepted and its `session_created` is not in the log
    * yet (a write the crash or a full store cut): decided before it, a command would find no
    * session, or create a second one. The shell leaves the command for later (a nak); the
-   * creation's redelivery completes it first.
+   * creation's redelivery completes it first. Bounded (`MAX_CREATION_WAITS` deliveries): a
+   * creation whose command the stream lost would otherwise hold every command forever.
    */
   | { kind: "after_creation"; commandId: string }
   /** `create_session {forkFrom}`: decide again with the source session's tree (`forkSource`). */
@@ -108,6 +109,11 @@ export interface DecideContext {
   lastLifecycle?: LifecycleRecord | null | undefined;
   /** The agent version a command names (`null`: no such agent or version), once the shell read it. */
   agentVersion?: AgentVersion | null | undefined;
+  /**
+   * How many times the command was delivered (1: the first). A command that met a cut creation is
+   * decided as usual from `MAX_CREATION_WAITS` deliveries on (`after_creation`).
+   */
+  deliveries?: number | undefined;
   /** The branch summary, once the shell made it. */
   branchSummary?: { ok: true; summary: string; usage?: Usage } | { ok: false; error: string } | undefined;
 }

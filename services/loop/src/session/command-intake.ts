@@ -72,6 +72,7 @@ export async function handleCommand(shell: SessionShell, delivery: CommandDelive
     // even while the engine settles in memory; the command is decided after it settled.
     if (engine.state.isStreaming && !shell.state.status.isStreaming) await engine.waitForIdle();
     const ctx = decideContextOf(shell);
+    ctx.deliveries = delivery.msg.info.deliveryCount;
     // Deciding and appending happen between two of the engine's deliveries, on the fold of
     // everything appended so far; fetching a fork source or a summary happens outside.
     const decideAndAppend = () =>
