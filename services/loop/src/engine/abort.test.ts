@@ -79,6 +79,26 @@ describe("abort", () => {
     });
   });
 
+  it("an abort naming another run leaves the active run alone; naming it, aborts it", async () => {
+    const { engine, rec, ports } = testEngine({});
+    // A provider that never answers: only an abort ends the run.
+    ports.streamFn = async function* () {
+      yield* [];
+      await never();
+    };
+    const run = engine.prompt("hi");
+    await flush();
+    const active = engine.state.runId;
+    expect(active).toBeDefined();
+    engine.abort("an-earlier-run");
+    await flush();
+    expect(engine.state.isStreaming).toBe(true);
+    expect(trace(rec.events).at(-1)).toBe("message_end:user(hi)");
+    engine.abort(active);
+    await run;
+    expect(trace(rec.events).slice(-3)).toEqual(["message_end:assistant(aborted)", "turn_end[]", "agent_end(2)"]);
+  });
+
   it("before the stream started: message_start and message_end back to back, no LLM call", async () => {
     const { engine, rec, provider } = testEngine({ steps: [{ text: "never" }] });
     rec.listen((e) => {

@@ -37,6 +37,20 @@ export interface RunScope {
   abort: AbortWatch;
 }
 
+const NO_DRAFTS: readonly DraftEvent[] = [];
+
+/**
+ * Emits what a decision of the session's fold decided (`sink.emitDecided`, which the caller checked
+ * is there); `undefined` from `decide` emits nothing and resolves with no drafts.
+ */
+export function emitDecision(
+  run: RunScope,
+  decide: () => readonly DraftEvent[] | undefined,
+): Promise<readonly DraftEvent[]> {
+  const emitDecided = run.sink.emitDecided as NonNullable<Sink["emitDecided"]>;
+  return emitDecided.call(run.sink, () => decide() ?? NO_DRAFTS);
+}
+
 export const ABORTED: unique symbol = Symbol("aborted");
 export const RESOLVED: Promise<void> = Promise.resolve();
 export const noop = (): void => {};

@@ -15,7 +15,7 @@ import {
   turnEndBody,
 } from "../session-core/turn-boundary.js";
 import { executeToolBatch } from "./execute-tool-batch.js";
-import { isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
+import { emitDecision, isPromise, type LoopState, RESOLVED, type RunScope } from "./run-scope.js";
 import { streamAssistantResponse } from "./stream-assistant.js";
 import type { LoopConfig, LoopEventBody, NextTurnUpdate, TurnContext } from "./types.js";
 
@@ -139,21 +139,18 @@ function emitTurnEnd(
   run: RunScope,
 ): Promise<boolean> | undefined {
   const decide = run.ports.decideTurnEnd;
-  const emitDecided = run.sink.emitDecided;
-  if (!decide || !emitDecided) {
+  if (!decide || !run.sink.emitDecided) {
     const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
     return sent?.then(notEnded);
   }
-  return emitDecided
-    .call(run.sink, () => decide({ message, toolResults }))
-    .then((drafts) => {
-      for (const { body } of drafts) {
-        if (body.type !== "agent_end") continue;
-        loop.ended = body.messages;
-        return true;
-      }
-      return false;
-    });
+  return emitDecision(run, () => decide({ message, toolResults })).then((drafts) => {
+    for (const { body } of drafts) {
+      if (body.type !== "agent_end") continue;
+      loop.ended = body.messages;
+      return true;
+    }
+    return false;
+  });
 }
 
 const notEnded = (): boolean => false;
@@ -213,26 +210,21 @@ export async function crossBoundary(
  */
 function decideBoundary(stop: boolean, loop: LoopState, run: RunScope): Promise<"ended" | "turn_started" | undefined> {
   const decide = run.ports.decideTurnBoundary as (stop: boolean) => readonly DraftEvent[] | undefined;
-  const emitDecided = run.sink.emitDecided as NonNullable<RunScope["sink"]["emitDecided"]>;
-  return emitDecided
-    .call(run.sink, () => decide(stop) ?? NO_DRAFTS)
-    .then((drafts) => {
-      if (drafts.length === 0) return undefined;
-      for (const { body } of drafts) {
-        if (body.type !== "agent_end") continue;
-        loop.ended = body.messages;
-        return "ended";
-      }
-      for (const { body } of drafts) {
-        if (body.type !== "message_end") continue;
-        loop.context.messages.push(body.message);
-        loop.newMessages.push(body.message);
-      }
-      return "turn_started";
-    });
+  return emitDecision(run, () => decide(stop)).then((drafts) => {
+    if (drafts.length === 0) return undefined;
+    for (const { body } of drafts) {
+      if (body.type !== "agent_end") continue;
+      loop.ended = body.messages;
+      return "ended";
+    }
+    for (const { body } of drafts) {
+      if (body.type !== "message_end") continue;
+      loop.context.messages.push(body.message);
+      loop.newMessages.push(body.message);
+    }
+    return "turn_started";
+  });
 }
-
-const NO_DRAFTS: readonly DraftEvent[] = [];
 
 /** pi 0.75's turn hooks: `prepareNextTurn` (its update applied to the run), then `shouldStopAfterTurn`. */
 function askTurnHooks(

@@ -234,8 +234,12 @@ export class SessionEngine {
     return startRun(this.core, this.runSink, point.runId, body, point.runMessages ?? [], point.aborted === true);
   }
 
-  /** Aborts the active run (no-op when idle). Queues are left as they are (pi 0.73 Agent). */
-  abort(): void {
+  /**
+   * Aborts the active run (no-op when idle, or when `runId` is given and another run, or none, is
+   * active). Queues are left as they are (pi 0.73 Agent).
+   */
+  abort(runId?: string): void {
+    if (runId !== undefined && this.core.active?.runId !== runId) return;
     abortRun(this.core);
   }
 

@@ -1,6 +1,5 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
 import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
-import type { DraftEvent } from "../session-core/drafts.js";
 import {
   messageEnd,
   type OpenStream,
@@ -12,6 +11,7 @@ import {
   ABORTED,
   type AbortWatch,
   type AbortWatcher,
+  emitDecision,
   isPromise,
   type LoopState,
   noop,
@@ -106,17 +106,12 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
  */
 function decideEnd(chunk: AssistantStreamEvent, run: RunScope): Promise<AssistantMessage | undefined> {
   const decide = run.ports.decideProviderChunk as NonNullable<EnginePorts["decideProviderChunk"]>;
-  const emitDecided = run.sink.emitDecided as NonNullable<RunScope["sink"]["emitDecided"]>;
-  return emitDecided
-    .call(run.sink, () => decide(chunk) ?? NO_DRAFTS)
-    .then((drafts) => {
-      for (const { body } of drafts)
-        if (body.type === "message_end" && body.message.role === "assistant") return body.message;
-      return undefined;
-    });
+  return emitDecision(run, () => decide(chunk)).then((drafts) => {
+    for (const { body } of drafts)
+      if (body.type === "message_end" && body.message.role === "assistant") return body.message;
+    return undefined;
+  });
 }
-
-const NO_DRAFTS: readonly DraftEvent[] = [];
 
 /** Appends the final message to the context and emits its message_start (unless streamed) and message_end. */
 async function finish(

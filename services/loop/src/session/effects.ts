@@ -29,6 +29,9 @@ export async function runEffect(shell: SessionShell, effect: Effect): Promise<vo
       // aborted: the engine ends those calls at once, and a worker that died between their ends and
       // a close would leave the child running (nothing resumes an ended call). Bounded: a stream
       // that cannot store it does not hold the abort (the port's own close follows the call).
+      // The run the abort was accepted in: the wait below may outlast it (the fold can end it at its
+      // turn's end), and a run started since is not the abort's.
+      const runId = shell.state.status.runId;
       const sub = shell.deps.subAgents;
       const closing = sub ? childrenToClose(runCursorOf(shell.state)) : [];
       if (sub && closing.length > 0) {
@@ -39,7 +42,7 @@ export async function runEffect(shell: SessionShell, effect: Effect): Promise<vo
         await Promise.race([closed, sleep(ABORT_CLOSE_WAIT_MS, waited.signal)]);
         waited.abort();
       }
-      engine.abort();
+      engine.abort(runId);
       return;
     }
     case "approval_decided": {
