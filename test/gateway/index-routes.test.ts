@@ -5,6 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openSse } from "@fleet/gateway/testing";
+import { connectRedis } from "@fleet/session-store";
 import { fakeReply, fakeToolUse } from "@fleet/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiChecker } from "./openapi-check.js";
@@ -98,5 +100,41 @@ describe("gateway, SDK and CLI / store indexes", () => {
     await expect
       .poll(async () => ids((await api("GET", "/v1/sessions?status=running")).body), { timeout: 10_000 })
       .toEqual([]);
+  });
+
+  it("the change feed names a session once the store's indexes hold its change, not when it is appended", async () => {
+    expect((await api("POST", "/v1/sessions", { sessionId: "s-idx-feed" })).status).toBe(201);
+    await expect
+      .poll(async () => ids((await api("GET", "/v1/sessions?q=s-idx-feed")).body), { timeout: 10_000 })
+      .toEqual(["s-idx-feed"]);
+    const feed = await openSse(`${stack.gateway.url}/v1/changes`);
+    expect(feed.status).toBe(200);
+    const redis = connectRedis(stack.redis.url);
+    try {
+      // The store's writes wait (a lagging store); its reads, and so the queries, do not.
+      const PAUSE_MS = 2_000;
+      const pausedAt = Date.now();
+      await redis.call("CLIENT", "PAUSE", String(PAUSE_MS), "WRITE");
+      await api("POST", "/v1/sessions/s-idx-feed/commands", { type: "set_name", name: "Lagging index" });
+      let frameAt: number | undefined;
+      let found: string[] | undefined;
+      const giveUp = setTimeout(() => feed.close(), 15_000);
+      for await (const f of feed.frames) {
+        if (f.event !== "changes") continue;
+        const batch = JSON.parse(f.data ?? "{}") as { sessions: string[]; approvals: boolean };
+        if (!batch.sessions.includes("s-idx-feed")) continue;
+        frameAt = Date.now();
+        // What a view does on the frame: reload from the index.
+        found = ids((await api("GET", "/v1/sessions?q=lagging")).body);
+        break;
+      }
+      clearTimeout(giveUp);
+      expect(found).toEqual(["s-idx-feed"]);
+      expect((frameAt ?? 0) - pausedAt).toBeGreaterThanOrEqual(PAUSE_MS);
+    } finally {
+      feed.close();
+      await redis.call("CLIENT", "UNPAUSE").catch(() => undefined);
+      redis.disconnect();
+    }
   });
 });

@@ -11,6 +11,7 @@ import {
   SessionConfig,
   SessionEntry,
   STORE_OPS,
+  StoreAppliedNotice,
   StoreReply,
   StoreRequest,
   ToolCallRequest,
@@ -35,6 +36,7 @@ function topLevelSchemas(): Array<{ file: string; title: string; schema: z.ZodTy
     { file: "schedule-definition", title: "ScheduleDefinition", schema: ScheduleDefinition },
     { file: "agent-version", title: "AgentVersion", schema: AgentVersion },
     { file: "agent-latest", title: "AgentLatest", schema: AgentLatest },
+    { file: "store-applied-notice", title: "StoreAppliedNotice", schema: StoreAppliedNotice },
   ];
   for (const op of STORE_OPS) {
     const name = op.replace(/_/g, "-");

@@ -551,6 +551,12 @@ export {
   sumTotals,
 } from "./spend-totals.js";
 export {
+  APPROVAL_CHANGING_TYPES,
+  MAX_NOTICE_SESSIONS,
+  StoreAppliedNotice,
+  storeAppliedNotices,
+} from "./store-applied.js";
+export {
   SessionSummary,
   STORE_OPS,
   StoreError,

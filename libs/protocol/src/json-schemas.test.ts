@@ -36,6 +36,7 @@ describe("JSON Schemas", () => {
         "schedule-definition",
         "agent-version",
         "agent-latest",
+        "store-applied-notice",
         ...[
           "get-context",
           "get-tree",

@@ -126,6 +126,9 @@ describe("permissions / rolePermissions", () => {
     expect(perms("store").subscribe.allow).toContain("fleet.store.* fleet-store");
     expect(perms("store").allowResponses).toBe(true);
     expect(FLEET_ROLES.filter((r) => perms(r).allowResponses)).toEqual(["store", "hooks"]);
+    // Only the store announces what its indexes took in (change 74); the gateway's change feed hears it.
+    expect(FLEET_ROLES.filter((r) => mayPublish(r, "fleet.store.applied.0"))).toEqual(["store"]);
+    expect(allows(perms("gateway").subscribe.allow, "fleet.store.applied.3")).toBe(true);
     expect(perms("hooks").subscribe.allow).toEqual(["fleet.hook.>", "_INBOX_hooks.>"]);
     expect(perms("hooks").publish).toEqual({ allow: [], deny: [">"] });
   });

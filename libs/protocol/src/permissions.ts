@@ -358,6 +358,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           // Exports resolve content by reference; replies over max_payload go to `fleet_inputs`.
           ...jsApi.objRead(BLOBS),
           ...jsApi.objWrite(INPUTS),
+          // Its notices that a batch is in the indexes (change 74), for the gateway's change feed.
+          subjects.storeAppliedAll,
         ],
         [`fleet.store.* ${STORE_QUEUE_GROUP}`],
         true,
@@ -404,9 +406,10 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...ev(jsApi.ack),
         ],
         // Events and lifecycle records arrive live: a deleted or restored session's SSE hub is
-        // dropped at once, and the change feed (`GET /v1/changes`) tells views what changed.
-        // Stored events' copies on the live path (change 67) feed its SSE hubs.
-        [subjects.eventsAll, subjects.liveAll],
+        // dropped at once. Stored events' copies on the live path (change 67) feed its SSE hubs.
+        // The change feed (`GET /v1/changes`) follows the store's notices (change 74) and the
+        // lifecycle records.
+        [subjects.eventsAll, subjects.liveAll, subjects.storeAppliedAll],
       );
     case "auditor":
       // The SDK's live path subscribes to a session's subject before it reads the stream (change 58).

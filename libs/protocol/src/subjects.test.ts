@@ -27,6 +27,8 @@ describe("subjects / builders", () => {
     expect(subjects.toolCancel("s-1", "toolu_01")).toBe("fleet.tool.cancel.s-1.toolu_01");
     expect(subjects.toolCancelsAll).toBe("fleet.tool.cancel.*.*");
     expect(subjects.store("get_context")).toBe("fleet.store.get_context");
+    expect(subjects.storeApplied(2)).toBe("fleet.store.applied.2");
+    expect(subjects.storeAppliedAll).toBe("fleet.store.applied.*");
     expect(subjects.hook("before_tool_call")).toBe("fleet.hook.before_tool_call");
     expect(STORE_QUEUE_GROUP).toBe("fleet-store");
     expect(toolCallMsgId("s-1", "toolu_01")).toBe("s-1.toolu_01");

@@ -43,6 +43,12 @@ export const subjects = {
   schedule: (scheduleId: string) => `fleet.sched.${token(scheduleId, isScheduleId)}`,
   schedulesAll: "fleet.sched.*" as const,
   store: (op: StoreOp) => `fleet.store.${op}`,
+  /**
+   * The store's notices that group g's events up to a sequence are in its indexes (change 74). Two
+   * tokens after `store`, so the store's request subscription (`fleet.store.*`) never hears them.
+   */
+  storeApplied: (group: number) => `fleet.store.applied.${part(group)}`,
+  storeAppliedAll: "fleet.store.applied.*" as const,
   hook: (hook: "before_tool_call" | "after_tool_call") => `fleet.hook.${hook}`,
   /** A named hook server's subject for one hook (change 53); its instances share queue group `hooks-<server>`. */
   hookServer: (hook: RemoteHookName, server: string) => `fleet.hook.${hook}.${token(server, isHookServer)}`,

@@ -1,6 +1,7 @@
 import { eventStreamName, storeGroupConsumer } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import { type AppliedAnnouncer, changesOfBatch } from "./applied-notices.js";
 import { deleteLegacyPartitionConsumers, prepareStoreConsumer } from "./consumer-control.js";
 import { pendingOf, toEventRecord } from "./delivered-message.js";
 import { createInbox } from "./inbox.js";
@@ -34,6 +35,8 @@ export interface GroupWorkerOptions {
   /** Idle wake-up interval: how soon a namespace switch is noticed without traffic. */
   idleMs?: number;
   onBatch?: (group: number, size: number, lastSeq: number) => void;
+  /** Told of each batch once it is in the indexes and acked (the store's notices, change 74). */
+  onApplied?: AppliedAnnouncer;
   /** Called when there is no active namespace (Redis lost its data): the worker pauses until one exists. */
   onNoNamespace?: () => void;
 }
@@ -145,7 +148,9 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
    * Batches are applied one after the other and acked in stream order, each only once its writes
    * are in Redis.
    */
-  let applying: { batch: JsMsg[]; lastSeq: number; done: Promise<void> } | undefined;
+  let applying:
+    | { batch: JsMsg[]; lastSeq: number; changes: ReturnType<typeof changesOfBatch>; done: Promise<void> }
+    | undefined;
 
   /** Waits for the batch being applied and acks it; throws (with the batch in `failed`) if it failed. */
   async function settle(failed: JsMsg[][]) {
@@ -165,6 +170,7 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
     // nothing delivered after it).
     (a.batch.at(-1) as JsMsg).ack();
     opts.onBatch?.(group, a.batch.length, a.lastSeq);
+    opts.onApplied?.(group, a.lastSeq, a.changes);
   }
 
   /** Batches failed in a row (the back-off before the next attempt grows with it). */
@@ -205,7 +211,7 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
         const done = opts.slots.run(() => opts.projector.applyPrepared(ns, prepared));
         // Awaited by settle(); handled here so a failure meanwhile is not unhandled.
         done.catch(() => undefined);
-        applying = { batch, lastSeq: (records.at(-1) as EventRecord).seq, done };
+        applying = { batch, lastSeq: (records.at(-1) as EventRecord).seq, changes: changesOfBatch(prepared), done };
       } catch (err) {
         failures++;
         logger.warn({ evt: "store_batch_failed", group, err, failures }, "applying a batch failed");

@@ -16,6 +16,7 @@ import {
 } from "@fleet/runtime";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createAppliedAnnouncer } from "./applied-notices.js";
 import { type GroupWorker, startGroupWorker } from "./group-worker.js";
 import { upgradeIndexes } from "./index-upgrade.js";
 import { createStoreMetrics } from "./metrics.js";
@@ -137,6 +138,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
   void healer.firstCheck.then(() => upgradeIndexes(replayDeps, namespaces, logger));
 
   const workers = new Map<number, GroupWorker>();
+  const announce = createAppliedAnnouncer(nc, logger);
   const slots = createSlots(opts.concurrentBatches ?? 2);
   const ops = await startOpsServer({
     port: opts.opsPort,
@@ -187,6 +189,7 @@ export async function startStoreService(opts: StoreServiceOptions): Promise<Stor
           logger,
           maxBatch: opts.maxBatch,
           onNoNamespace: healer.poke,
+          onApplied: announce,
         }),
       );
       metrics.groups.set(workers.size);

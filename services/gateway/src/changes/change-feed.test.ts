@@ -4,24 +4,31 @@ import { changeOf } from "./change-feed.js";
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
 describe("gateway / change feed", () => {
-  it("names the session of an event or a lifecycle record, and whether approvals may have changed", () => {
-    expect(changeOf("fleet.evt.3.s-1", json({ type: "message_update" }))).toEqual({
-      sessionId: "s-1",
-      approvals: false,
-    });
-    for (const type of ["tool_approval_requested", "tool_approval_resolved", "agent_end", "session_deleting"]) {
-      expect(changeOf("fleet.evt.0.s-2", json({ type }))).toEqual({ sessionId: "s-2", approvals: true });
-    }
-    expect(changeOf("fleet.evt.lifecycle.s-3", json({ type: "session_deleted" }))).toEqual({
-      sessionId: "s-3",
+  it("takes a store notice's sessions and approvals flag, and a lifecycle record's session", () => {
+    expect(
+      changeOf("fleet.store.applied.0", json({ group: 0, seq: 9, sessions: ["s-1", "s-2"], approvals: false })),
+    ).toEqual({ sessions: ["s-1", "s-2"], approvals: false });
+    expect(changeOf("fleet.store.applied.2", json({ group: 2, seq: 1, sessions: ["s-3"], approvals: true }))).toEqual({
+      sessions: ["s-3"],
       approvals: true,
     });
-    // Not JSON, or no type: the session still changed.
-    expect(changeOf("fleet.evt.1.s-4", new TextEncoder().encode("{oops"))).toEqual({
-      sessionId: "s-4",
-      approvals: false,
+    expect(changeOf("fleet.evt.lifecycle.s-3", json({ type: "session_deleted" }))).toEqual({
+      sessions: ["s-3"],
+      approvals: true,
     });
+  });
+
+  it("ignores the events themselves: they can come before the store applied them", () => {
+    expect(changeOf("fleet.evt.0.s-2", json({ type: "tool_approval_requested" }))).toBeNull();
     expect(changeOf("fleet.cmd.1.s-4", json({ type: "prompt" }))).toBeNull();
-    expect(changeOf("fleet.evt.x.s-4", json({ type: "agent_end" }))).toBeNull();
+  });
+
+  it("names what is wrong with a notice that does not parse", () => {
+    expect(changeOf("fleet.store.applied.0", new TextEncoder().encode("{oops"))).toEqual({ error: "not JSON" });
+    const bad = changeOf("fleet.store.applied.0", json({ group: 0, seq: 1, sessions: ["a.b"], approvals: false }));
+    expect(bad).toEqual({ error: expect.stringContaining("must match") });
+    expect(changeOf("fleet.store.applied.0", json({ group: 0, sessions: [], approvals: false }))).toHaveProperty(
+      "error",
+    );
   });
 });

@@ -1,11 +1,12 @@
-// The tenant's change feed (PROTOCOL change 49): which sessions' logs grew and whether pending
-// approvals may have changed, coalesced, for views that refresh from the store's indexes when
-// something changed instead of on a timer. Live only: it subscribes to the events as they are
-// appended while someone listens, and costs in proportion to the fleet's activity, never its history.
-import { parseEventSubject, parseLifecycleSubject, subjects } from "@fleet/protocol";
+// The tenant's change feed (PROTOCOL changes 49 and 74): which sessions changed in the store's
+// indexes and whether pending approvals may have, coalesced, for views that reload from those indexes
+// when something changed instead of on a timer. It follows the store's notices that a batch is in
+// the indexes (not the events as they are appended, which can come before the store applied them)
+// and the lifecycle records. Live only: it subscribes while someone listens, and costs in proportion
+// to the store's batches, never the log's history.
+import { parseLifecycleSubject, StoreAppliedNotice, subjects } from "@fleet/protocol";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { z } from "zod";
 
 /** What changed in one window: the sessions whose log grew (or were deleted, archived, restored). */
 export interface ChangeBatch {
@@ -22,34 +23,35 @@ export interface ChangeFeed {
   readonly listeners: number;
 }
 
-/** Event types after which a session's pending approvals may differ. */
-const APPROVAL_TYPES = new Set(["tool_approval_requested", "tool_approval_resolved", "agent_end", "session_deleting"]);
-const TypeOnly = z.looseObject({ type: z.string() });
 const decoder = new TextDecoder();
 
 /**
- * The change one appended message makes (pure): its session, and whether approvals may have
- * changed. `null` for a subject that is not a session's event or lifecycle record.
+ * The change one message makes (pure): a store notice's sessions and approvals flag, or a lifecycle
+ * record's session (approvals may differ: its session was deleted, archived or restored). `null`
+ * for any other subject, and an error for a notice that does not parse.
  */
-export function changeOf(subject: string, data: Uint8Array): { sessionId: string; approvals: boolean } | null {
+export function changeOf(
+  subject: string,
+  data: Uint8Array,
+): { sessions: string[]; approvals: boolean } | { error: string } | null {
   const lifecycle = parseLifecycleSubject(subject);
-  if (lifecycle) return { sessionId: lifecycle, approvals: true };
-  const event = parseEventSubject(subject);
-  if (!event) return null;
-  let type = "";
+  if (lifecycle) return { sessions: [lifecycle], approvals: true };
+  if (!subject.startsWith("fleet.store.applied.")) return null;
+  let json: unknown;
   try {
-    const parsed = TypeOnly.safeParse(JSON.parse(decoder.decode(data)));
-    if (parsed.success) type = parsed.data.type;
+    json = JSON.parse(decoder.decode(data));
   } catch {
-    // Not JSON: the session still changed.
+    return { error: "not JSON" };
   }
-  return { sessionId: event.sessionId, approvals: APPROVAL_TYPES.has(type) };
+  const notice = StoreAppliedNotice.safeParse(json);
+  if (!notice.success) return { error: notice.error.issues[0]?.message ?? "invalid notice" };
+  return { sessions: notice.data.sessions, approvals: notice.data.approvals };
 }
 
 /** `windowMs`: changes are sent at most once per window, the first `windowMs` after it opens. */
 export function createChangeFeed(nc: NatsConnection, opts: { windowMs: number; logger: Logger }): ChangeFeed {
   const listeners = new Set<ChangeListener>();
-  let sub: Subscription | undefined;
+  let subs: Subscription[] | undefined;
   let pending: { sessions: Set<string>; approvals: boolean } | undefined;
   let timer: NodeJS.Timeout | undefined;
 
@@ -70,25 +72,31 @@ export function createChangeFeed(nc: NatsConnection, opts: { windowMs: number; l
   const note = (subject: string, data: Uint8Array) => {
     const change = changeOf(subject, data);
     if (!change) return;
+    if ("error" in change) {
+      opts.logger.warn({ evt: "gateway_notice_invalid", subject, error: change.error }, "ignored a store notice");
+      return;
+    }
     pending ??= { sessions: new Set(), approvals: false };
-    pending.sessions.add(change.sessionId);
+    for (const sessionId of change.sessions) pending.sessions.add(sessionId);
     pending.approvals ||= change.approvals;
     timer ??= setTimeout(flush, opts.windowMs);
   };
+  const subscribe = (subject: string) =>
+    nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (!err) note(msg.subject, msg.data);
+      },
+    });
 
   return {
     join(listener) {
       listeners.add(listener);
-      sub ??= nc.subscribe(subjects.eventsAll, {
-        callback: (err, msg) => {
-          if (!err) note(msg.subject, msg.data);
-        },
-      });
+      subs ??= [subscribe(subjects.storeAppliedAll), subscribe(subjects.lifecycleAll)];
       return () => {
         listeners.delete(listener);
-        if (listeners.size > 0 || !sub) return;
-        sub.unsubscribe();
-        sub = undefined;
+        if (listeners.size > 0 || !subs) return;
+        for (const sub of subs) sub.unsubscribe();
+        subs = undefined;
         clearTimeout(timer);
         timer = undefined;
         pending = undefined;

@@ -1,0 +1,48 @@
+// The store's notice that its indexes took in a batch of events (PROTOCOL change 74): what a view
+// that reads the indexes (`list_sessions`, `list_approvals`) waits for before it reloads, where the
+// events themselves can arrive before the store applied them.
+import { z } from "zod";
+import { SessionId } from "./ids.js";
+
+/** Most sessions one notice names; a batch that changed more is announced in several notices. */
+export const MAX_NOTICE_SESSIONS = 1_000;
+
+/** Event types after which a session's pending approvals may differ. */
+export const APPROVAL_CHANGING_TYPES: ReadonlySet<string> = new Set([
+  "tool_approval_requested",
+  "tool_approval_resolved",
+  "agent_end",
+  "session_deleting",
+]);
+
+/**
+ * Published by the store on `fleet.store.applied.<g>` (core NATS) once a batch of group g's events
+ * is written to its indexes and acked: every event of group g's stream up to `seq` is now in them.
+ */
+export const StoreAppliedNotice = z.object({
+  group: z.number().int().nonnegative(),
+  /** Stream sequence of the batch's last event, in group g's stream. */
+  seq: z.number().int().positive(),
+  /** The sessions whose events the batch held (or that it removed). */
+  sessions: z.array(SessionId).max(MAX_NOTICE_SESSIONS),
+  /** One of those events may have changed pending approvals (`APPROVAL_CHANGING_TYPES`). */
+  approvals: z.boolean(),
+});
+export type StoreAppliedNotice = z.infer<typeof StoreAppliedNotice>;
+
+/**
+ * The notices of one applied batch (pure): its sessions in slices of `MAX_NOTICE_SESSIONS`, each
+ * notice with the whole batch's `approvals` and `seq`. None for a batch that named no session.
+ */
+export function storeAppliedNotices(
+  group: number,
+  seq: number,
+  sessions: readonly string[],
+  approvals: boolean,
+): StoreAppliedNotice[] {
+  const notices: StoreAppliedNotice[] = [];
+  for (let i = 0; i < sessions.length; i += MAX_NOTICE_SESSIONS) {
+    notices.push({ group, seq, sessions: sessions.slice(i, i + MAX_NOTICE_SESSIONS), approvals });
+  }
+  return notices;
+}

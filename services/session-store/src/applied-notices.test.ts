@@ -1,0 +1,37 @@
+import type { FleetEvent } from "@fleet/protocol";
+import { MAX_NOTICE_SESSIONS, storeAppliedNotices } from "@fleet/protocol";
+import { describe, expect, it } from "vitest";
+import { changesOfBatch } from "./applied-notices.js";
+import type { Decoded, PreparedBatch } from "./projector.js";
+
+const decoded = (seq: number, type: string | null): Decoded => ({
+  seq,
+  prevSeq: undefined,
+  event: type === null ? null : ({ type } as unknown as FleetEvent),
+});
+const batch = (sessions: Record<string, Decoded[]>): PreparedBatch => ({
+  sessions: new Map(Object.entries(sessions).map(([id, events]) => [id, { subject: `fleet.evt.0.${id}`, events }])),
+  maxSeqByPartition: new Map(),
+});
+
+describe("session store / applied notices", () => {
+  it("names every session of a batch, and approvals when one of its events may change them", () => {
+    expect(changesOfBatch(batch({ "s-1": [decoded(1, "message_update")], "s-2": [decoded(2, null)] }))).toEqual({
+      sessions: ["s-1", "s-2"],
+      approvals: false,
+    });
+    for (const type of ["tool_approval_requested", "tool_approval_resolved", "agent_end", "session_deleting"]) {
+      const changes = changesOfBatch(batch({ "s-1": [decoded(1, "turn_end")], "s-2": [decoded(2, type)] }));
+      expect(changes, type).toEqual({ sessions: ["s-1", "s-2"], approvals: true });
+    }
+  });
+
+  it("splits a batch of many sessions into notices of at most MAX_NOTICE_SESSIONS, none for an empty one", () => {
+    const ids = Array.from({ length: MAX_NOTICE_SESSIONS * 2 + 1 }, (_, i) => `s-${i}`);
+    const notices = storeAppliedNotices(1, 77, ids, true);
+    expect(notices.map((n) => n.sessions.length)).toEqual([MAX_NOTICE_SESSIONS, MAX_NOTICE_SESSIONS, 1]);
+    expect(notices.flatMap((n) => n.sessions)).toEqual(ids);
+    expect(notices.every((n) => n.group === 1 && n.seq === 77 && n.approvals)).toBe(true);
+    expect(storeAppliedNotices(0, 5, [], true)).toEqual([]);
+  });
+});
