@@ -1,8 +1,19 @@
 // The Done-when of change 57 (sub-agents as child sessions), on real processes: loop workers (the
 // service's entry point), nats-server, the Anthropic SDK on the fake. A parent with three parallel
 // children survives a SIGKILL of its worker (each child ran once, the parent got all three answers,
-// its spend holds theirs); a parent's abort stops its children.
-import { AGENT_TOOL_NAME, childCommandIds, childSessionId, type FleetEvent, foldSessionEvents } from "@fleet/protocol";
+// its spend holds theirs); a parent's abort stops its children, also when the parent's worker is
+// SIGKILLed as the abort is accepted.
+import { randomUUID } from "node:crypto";
+import {
+  AGENT_TOOL_NAME,
+  childCommandIds,
+  childSessionId,
+  decodeEvent,
+  type FleetEvent,
+  foldSessionEvents,
+  partitionOf,
+  subjects,
+} from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse, type RecordedRequest } from "@fleet/testkit";
 import { describe, expect, it } from "vitest";
 import { useLoopCrashWorld } from "../support/loop-crash-world.js";
@@ -214,4 +225,57 @@ describe("loop service / sub-agents as child sessions", () => {
     }
     await c.kill("SIGTERM");
   }, 60_000);
+
+  it("aborting the parent as its worker is SIGKILLed once the abort is accepted: the next owner closes the children, the run ends once", async () => {
+    const c = world.spawn("loop-sub-kill-c");
+    await waitForLog(c, "loop_started");
+    world.fake.respondWith(respond({ childDelayMs: 20, stall: true }));
+    const cmd = commander(world.nc);
+    const SID = "sub-parent-abort-kill";
+    await cmd.send(SID, { type: "prompt", text: "fan out: r, s" });
+    const children = ["r", "s"].map((t, i) => childSessionId(SID, `toolu_${t}_${i}`));
+    const streaming = (ev: FleetEvent[]) =>
+      ev.some((e) => e.type === "message_start" && e.message.role === "assistant");
+    for (const child of children) await cmd.waitFor(child, streaming, 20_000);
+    // The owner dies the moment its abort's acceptance is on the log, before the abort effect
+    // stored the children's closes (in the runs checked, every close came from the next owner) and
+    // never after the run ended: the next owner carries the accepted abort out.
+    const abortId = randomUUID();
+    let killedAfter: string[] = [];
+    const seen: string[] = [];
+    const sub = world.nc.subscribe(subjects.event(partitionOf(SID, 16), SID), {
+      callback: (err, msg) => {
+        const ev = err ? undefined : decodeEvent(msg.data);
+        if (!ev?.ok) return;
+        seen.push(ev.value.type);
+        if (ev.value.type === "command_accepted" && ev.value.commandId === abortId) {
+          void c.kill("SIGKILL");
+          killedAfter = [...seen];
+        }
+      },
+    });
+    await world.nc.flush();
+    await cmd.send(SID, { type: "abort" }, abortId);
+    await cmd.waitFor(SID, (ev) => ev.some((e) => e.type === "command_accepted" && e.commandId === abortId), 20_000);
+    sub.unsubscribe();
+    expect(killedAfter).not.toContain("agent_end");
+    const d = world.spawn("loop-sub-kill-d");
+    const parent = await cmd.waitFor(SID, ended, 30_000);
+    expect(count(parent, "agent_end")).toBe(1);
+    expect(parent.filter((e) => e.type === "command_accepted" && e.commandId === abortId)).toHaveLength(1);
+    const ends = parent.filter((e) => e.type === "tool_execution_end");
+    expect(ends).toHaveLength(2);
+    expect(ends.every((e) => e.type === "tool_execution_end" && e.isError)).toBe(true);
+    for (const child of children) {
+      const log = await cmd.waitFor(child, ended, 30_000);
+      const ids = childCommandIds(child);
+      expect(log.filter((e) => e.type === "command_accepted" && e.commandId === ids.abort)).toHaveLength(1);
+      expect(count(log, "agent_end")).toBe(1);
+      const end = log.find((e) => e.type === "agent_end");
+      const lastAssistant =
+        end?.type === "agent_end" ? end.messages.filter((m) => m.role === "assistant").at(-1) : undefined;
+      expect(lastAssistant?.role === "assistant" && lastAssistant.stopReason).toBe("aborted");
+    }
+    await d.kill("SIGTERM");
+  }, 90_000);
 });
