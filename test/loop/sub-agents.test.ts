@@ -241,7 +241,7 @@ describe("loop service / sub-agents as child sessions", () => {
     // stored the children's closes (in the runs checked, every close came from the next owner) and
     // never after the run ended: the next owner carries the accepted abort out.
     const abortId = randomUUID();
-    let killedAfter: string[] = [];
+    let killedAfter: string[] | undefined;
     const seen: string[] = [];
     const sub = world.nc.subscribe(subjects.event(partitionOf(SID, 16), SID), {
       callback: (err, msg) => {
@@ -258,9 +258,15 @@ describe("loop service / sub-agents as child sessions", () => {
     await cmd.send(SID, { type: "abort" }, abortId);
     await cmd.waitFor(SID, (ev) => ev.some((e) => e.type === "command_accepted" && e.commandId === abortId), 20_000);
     sub.unsubscribe();
+    // The kill happened, and before the run ended.
+    expect(killedAfter).toBeDefined();
     expect(killedAfter).not.toContain("agent_end");
     const d = world.spawn("loop-sub-kill-d");
     const parent = await cmd.waitFor(SID, ended, 30_000);
+    // The next owner took the session over after the acceptance, and ended the run.
+    const afterAbort = parent.slice(parent.findIndex((e) => e.type === "command_accepted" && e.commandId === abortId));
+    expect(afterAbort.some((e) => e.type === "owner_change")).toBe(true);
+    expect(afterAbort.find((e) => e.type === "agent_end")?.meta.producer).toBe("loop-sub-kill-d");
     expect(count(parent, "agent_end")).toBe(1);
     expect(parent.filter((e) => e.type === "command_accepted" && e.commandId === abortId)).toHaveLength(1);
     const ends = parent.filter((e) => e.type === "tool_execution_end");

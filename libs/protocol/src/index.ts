@@ -606,6 +606,7 @@ export {
   parseLifecycleSubject,
   parseOpenWorkSubject,
   parseScheduleSubject,
+  parseStoreAppliedSubject,
   parseToolCallSubject,
   parseToolCancelSubject,
   parseToolResultSubject,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   parseCommandSubject,
   parseEventSubject,
+  parseStoreAppliedSubject,
   parseToolCallSubject,
   parseToolCancelSubject,
   parseToolResultSubject,
@@ -29,6 +30,14 @@ describe("subjects / builders", () => {
     expect(subjects.store("get_context")).toBe("fleet.store.get_context");
     expect(subjects.storeApplied(2)).toBe("fleet.store.applied.2");
     expect(subjects.storeAppliedAll).toBe("fleet.store.applied.*");
+    expect(parseStoreAppliedSubject(subjects.storeApplied(12))).toBe(12);
+    for (const other of [
+      "fleet.store.applied",
+      "fleet.store.applied.x",
+      "fleet.store.applied.01",
+      "fleet.store.list_sessions",
+    ])
+      expect(parseStoreAppliedSubject(other), other).toBeNull();
     expect(subjects.hook("before_tool_call")).toBe("fleet.hook.before_tool_call");
     expect(STORE_QUEUE_GROUP).toBe("fleet-store");
     expect(toolCallMsgId("s-1", "toolu_01")).toBe("s-1.toolu_01");

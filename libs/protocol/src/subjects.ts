@@ -112,6 +112,13 @@ export function parseLifecycleSubject(subject: string): string | null {
 }
 export const parseCommandSubject = (subject: string) => parsePartitioned("cmd", subject);
 
+/** The group of a store notice's subject `fleet.store.applied.<g>` (change 74), or `null`. */
+export function parseStoreAppliedSubject(subject: string): number | null {
+  const parts = subject.split(".");
+  if (parts.length !== 4 || parts[0] !== "fleet" || parts[1] !== "store" || parts[2] !== "applied") return null;
+  return /^(0|[1-9][0-9]*)$/.test(parts[3] as string) ? Number(parts[3]) : null;
+}
+
 export function parseToolCallSubject(subject: string): { toolName: string } | null {
   const parts = subject.split(".");
   if (parts.length !== 4 || parts[0] !== "fleet" || parts[1] !== "tool" || parts[2] !== "call") return null;

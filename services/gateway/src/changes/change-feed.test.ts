@@ -27,6 +27,9 @@ describe("gateway / change feed", () => {
     expect(changeOf("fleet.store.applied.0", new TextEncoder().encode("{oops"))).toEqual({ error: "not JSON" });
     const bad = changeOf("fleet.store.applied.0", json({ group: 0, seq: 1, sessions: ["a.b"], approvals: false }));
     expect(bad).toEqual({ error: expect.stringContaining("must match") });
+    expect(changeOf("fleet.store.applied.1", json({ group: 2, seq: 1, sessions: [], approvals: false }))).toEqual({
+      error: "group 2 is not its subject's 1",
+    });
     expect(changeOf("fleet.store.applied.0", json({ group: 0, sessions: [], approvals: false }))).toHaveProperty(
       "error",
     );

@@ -4,7 +4,7 @@
 // the indexes (not the events as they are appended, which can come before the store applied them)
 // and the lifecycle records. Live only: it subscribes while someone listens, and costs in proportion
 // to the store's batches, never the log's history.
-import { parseLifecycleSubject, StoreAppliedNotice, subjects } from "@fleet/protocol";
+import { parseLifecycleSubject, parseStoreAppliedSubject, StoreAppliedNotice, subjects } from "@fleet/protocol";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 
@@ -36,7 +36,8 @@ export function changeOf(
 ): { sessions: string[]; approvals: boolean } | { error: string } | null {
   const lifecycle = parseLifecycleSubject(subject);
   if (lifecycle) return { sessions: [lifecycle], approvals: true };
-  if (!subject.startsWith("fleet.store.applied.")) return null;
+  const group = parseStoreAppliedSubject(subject);
+  if (group === null) return null;
   let json: unknown;
   try {
     json = JSON.parse(decoder.decode(data));
@@ -45,6 +46,7 @@ export function changeOf(
   }
   const notice = StoreAppliedNotice.safeParse(json);
   if (!notice.success) return { error: notice.error.issues[0]?.message ?? "invalid notice" };
+  if (notice.data.group !== group) return { error: `group ${notice.data.group} is not its subject's ${group}` };
   return { sessions: notice.data.sessions, approvals: notice.data.approvals };
 }
 
