@@ -1,4 +1,4 @@
-import type { FleetEvent } from "@fleet/protocol";
+import { type FleetEvent, StoreAppliedNotice, subjects } from "@fleet/protocol";
 import type { StoreService } from "@fleet/session-store";
 import { indexKeysOf, sessionKeys, syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -62,6 +62,13 @@ afterAll(async () => {
 describe("rebuild", () => {
   it("replays into a fresh namespace and switches while reads and live projection keep working", async () => {
     const oldNs = await activeNs();
+    // The store's notices: after the switch, one per group says that anything may read differently.
+    const notices: StoreAppliedNotice[] = [];
+    const sub = f.nc.subscribe(subjects.storeAppliedAll, {
+      callback: (err, msg) => {
+        if (!err) notices.push(StoreAppliedNotice.parse(msg.json()));
+      },
+    });
     const reads: Array<Record<string, unknown>> = [];
     let reading = true;
     const reader = (async () => {
@@ -85,6 +92,14 @@ describe("rebuild", () => {
     for (const r of reads) expect(r.ok).toBe(true);
     await waitProjected(f, publisher);
     await expectAllProjected();
+    await expect.poll(() => notices.filter((n) => n.all).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    sub.unsubscribe();
+    const switched = notices.filter((n) => n.all);
+    expect(switched).toEqual([{ group: 0, seq: expect.any(Number), sessions: [], approvals: true, all: true }]);
+    // What the new namespace was built through: the rebuild replayed the log up to there.
+    expect(switched[0]?.seq).toBeGreaterThan(0);
+    // Batches were announced before and after it, each naming its sessions.
+    expect(notices.filter((n) => !n.all && n.sessions.length > 0).length).toBeGreaterThan(0);
   });
 
   it("after FLUSHALL, rebuild gives identical trees and verify passes", async () => {

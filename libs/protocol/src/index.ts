@@ -555,6 +555,7 @@ export {
   MAX_NOTICE_SESSIONS,
   StoreAppliedNotice,
   storeAppliedNotices,
+  storeSwitchedNotice,
 } from "./store-applied.js";
 export {
   SessionSummary,

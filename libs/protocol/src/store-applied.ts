@@ -18,15 +18,20 @@ export const APPROVAL_CHANGING_TYPES: ReadonlySet<string> = new Set([
 /**
  * Published by the store on `fleet.store.applied.<g>` (core NATS) once a batch of group g's events
  * is written to its indexes and acked: every event of group g's stream up to `seq` is now in them.
+ * A notice with `all: true` (PROTOCOL change 75) says the indexes were switched to another
+ * namespace (a rebuild, or the heal after Redis lost its data): any session, and any approval, may
+ * read differently now; `sessions` is empty and `seq` is what the new namespace holds of group g.
  */
 export const StoreAppliedNotice = z.object({
   group: z.number().int().nonnegative(),
-  /** Stream sequence of the batch's last event, in group g's stream. */
-  seq: z.number().int().positive(),
+  /** Stream sequence of the batch's last event, in group g's stream (0: none of its events yet). */
+  seq: z.number().int().nonnegative(),
   /** The sessions whose events the batch held (or that it removed). */
   sessions: z.array(SessionId).max(MAX_NOTICE_SESSIONS),
   /** One of those events may have changed pending approvals (`APPROVAL_CHANGING_TYPES`). */
   approvals: z.boolean(),
+  /** Everything the indexes answer may differ (a namespace switch): views load everything again. */
+  all: z.literal(true).optional(),
 });
 export type StoreAppliedNotice = z.infer<typeof StoreAppliedNotice>;
 
@@ -46,3 +51,12 @@ export function storeAppliedNotices(
   }
   return notices;
 }
+
+/** The notice of a namespace switch (pure): group g's indexes now hold its stream up to `seq`. */
+export const storeSwitchedNotice = (group: number, seq: number): StoreAppliedNotice => ({
+  group,
+  seq,
+  sessions: [],
+  approvals: true,
+  all: true,
+});

@@ -5,14 +5,17 @@
 import { useEffect, useRef } from "preact/hooks";
 import { api, gatewayUrl } from "./api.js";
 
-/** `opened`: the feed (re)opened, changes before it are unknown (load everything again). */
+/**
+ * `opened`: the feed (re)opened, or a frame said `all` (the store switched namespaces, the gateway
+ * may have missed notices): what changed is unknown, load everything again.
+ */
 export type ChangeNotice = { kind: "opened" } | { kind: "changes"; sessions: string[]; approvals: boolean };
 
 /** Wait before asking for a new ticket after the feed could not be opened. */
 const RETRY_MS = 1_000;
 
-/** The frame's data, or `undefined` when it is not a `changes` frame's. */
-export function changesOf(data: string): { sessions: string[]; approvals: boolean } | undefined {
+/** The frame's data, or `undefined` when it is not a `changes` frame's (`all` is false when absent). */
+export function changesOf(data: string): { sessions: string[]; approvals: boolean; all: boolean } | undefined {
   let value: unknown;
   try {
     value = JSON.parse(data);
@@ -20,10 +23,11 @@ export function changesOf(data: string): { sessions: string[]; approvals: boolea
     return undefined;
   }
   if (typeof value !== "object" || value === null) return undefined;
-  const { sessions, approvals } = value as { sessions?: unknown; approvals?: unknown };
+  const { sessions, approvals, all } = value as { sessions?: unknown; approvals?: unknown; all?: unknown };
   if (!Array.isArray(sessions) || !sessions.every((s) => typeof s === "string")) return undefined;
   if (typeof approvals !== "boolean") return undefined;
-  return { sessions, approvals };
+  if (all !== undefined && typeof all !== "boolean") return undefined;
+  return { sessions, approvals, all: all === true };
 }
 
 /** Opens the feed once; resolves when the browser gives it up (the ticket expired) or `signal` aborts. */
@@ -39,7 +43,8 @@ async function followOnce(signal: AbortSignal, on: (notice: ChangeNotice) => voi
     };
     source.addEventListener("changes", (e) => {
       const changes = changesOf((e as MessageEvent<string>).data);
-      if (changes) on({ kind: "changes", ...changes });
+      if (changes?.all) on({ kind: "opened" });
+      else if (changes) on({ kind: "changes", sessions: changes.sessions, approvals: changes.approvals });
     });
     const finish = () => {
       source.close();

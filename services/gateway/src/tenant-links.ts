@@ -69,6 +69,7 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
   const open = async (tenant: string, nc: NatsConnection): Promise<TenantLink> => {
     const client = await FleetClient.fromConnection(nc, { commandTimeoutMs: opts.commandTimeoutMs });
     let up = true;
+    const changes = createChangeFeed(nc, { windowMs: CHANGE_WINDOW_MS, logger });
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === "disconnect") {
@@ -77,6 +78,8 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
         } else if (s.type === "reconnect") {
           up = true;
           logger.info({ evt: "gateway_nats_reconnected", tenant, server: s.server }, "NATS connection back");
+          // The store's notices are core NATS: those sent while the connection was down are gone.
+          changes.missed();
         }
       }
     })().catch(() => undefined);
@@ -94,7 +97,7 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
       client,
       hubs,
       views: createViewCache(client, VIEW_CACHE_ENTRIES),
-      changes: createChangeFeed(nc, { windowMs: CHANGE_WINDOW_MS, logger }),
+      changes,
       isUp: () => up && !nc.isClosed(),
     };
   };

@@ -1,5 +1,5 @@
 import type { FleetEvent } from "@fleet/protocol";
-import { MAX_NOTICE_SESSIONS, storeAppliedNotices } from "@fleet/protocol";
+import { MAX_NOTICE_SESSIONS, StoreAppliedNotice, storeAppliedNotices, storeSwitchedNotice } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
 import { changesOfBatch } from "./applied-notices.js";
 import type { Decoded, PreparedBatch } from "./projector.js";
@@ -33,5 +33,16 @@ describe("session store / applied notices", () => {
     expect(notices.flatMap((n) => n.sessions)).toEqual(ids);
     expect(notices.every((n) => n.group === 1 && n.seq === 77 && n.approvals)).toBe(true);
     expect(storeAppliedNotices(0, 5, [], true)).toEqual([]);
+  });
+
+  it("a namespace switch is one notice naming no session, with `all` (seq 0 when the namespace holds none of the group)", () => {
+    expect(StoreAppliedNotice.parse(storeSwitchedNotice(2, 0))).toEqual({
+      group: 2,
+      seq: 0,
+      sessions: [],
+      approvals: true,
+      all: true,
+    });
+    expect(StoreAppliedNotice.parse(storeSwitchedNotice(0, 41)).seq).toBe(41);
   });
 });

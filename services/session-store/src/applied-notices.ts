@@ -1,7 +1,7 @@
 // The store's notices that a batch is in its indexes (PROTOCOL change 74): published on
 // `fleet.store.applied.<g>` once the batch's writes are in Redis, so a view that reloads from the
 // indexes on a notice reads what the notice names.
-import { APPROVAL_CHANGING_TYPES, storeAppliedNotices, subjects } from "@fleet/protocol";
+import { APPROVAL_CHANGING_TYPES, storeAppliedNotices, storeSwitchedNotice, subjects } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { PreparedBatch } from "./projector.js";
@@ -16,12 +16,11 @@ export function changesOfBatch(batch: PreparedBatch): { sessions: string[]; appr
   return { sessions: [...batch.sessions.keys()], approvals };
 }
 
+/** What the indexes took in: a batch's sessions, or (`all`) a switch to another namespace. */
+export type AppliedChange = { sessions: string[]; approvals: boolean } | { all: true };
+
 /** Announces applied batches on core NATS; a failed publish is logged and lost (the next batch's notice follows). */
-export type AppliedAnnouncer = (
-  group: number,
-  seq: number,
-  changes: { sessions: string[]; approvals: boolean },
-) => void;
+export type AppliedAnnouncer = (group: number, seq: number, change: AppliedChange) => void;
 
 /**
  * Notices are built from subjects the projector already parsed (session ids checked), so they are
@@ -29,8 +28,12 @@ export type AppliedAnnouncer = (
  */
 export function createAppliedAnnouncer(nc: NatsConnection, logger: Logger): AppliedAnnouncer {
   const encoder = new TextEncoder();
-  return (group, seq, changes) => {
-    for (const notice of storeAppliedNotices(group, seq, changes.sessions, changes.approvals)) {
+  return (group, seq, change) => {
+    const notices =
+      "all" in change
+        ? [storeSwitchedNotice(group, seq)]
+        : storeAppliedNotices(group, seq, change.sessions, change.approvals);
+    for (const notice of notices) {
       try {
         nc.publish(subjects.storeApplied(group), encoder.encode(JSON.stringify(notice)));
       } catch (err) {

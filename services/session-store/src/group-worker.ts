@@ -75,6 +75,8 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
   const inbox = createInbox<JsMsg>();
   let messages: ConsumerMessages | undefined;
   let current: ActiveNamespace | undefined;
+  /** The namespace this worker last applied to (kept while none is active), to announce a switch. */
+  let announcedNs: string | undefined;
   let stopping = false;
   let generation = 0;
   /** The newest delivered message: its reply subject carries the server's pending count (read on demand). */
@@ -195,6 +197,12 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
         if (!current || active.ns !== current.ns || !messages) {
           await settle(failed);
           await openConsumer(active);
+          // Another namespace answers queries now (a rebuild switched, or the heal after Redis lost
+          // its data): what a view loaded from the old one may read differently in it.
+          if (announcedNs !== undefined && announcedNs !== active.ns) {
+            opts.onApplied?.(group, startSeqOfGroup(active, group) - 1, { all: true });
+          }
+          announcedNs = active.ns;
         }
         if (applying && inbox.length === 0) {
           await settle(failed);

@@ -7,15 +7,26 @@ describe("gateway / change feed", () => {
   it("takes a store notice's sessions and approvals flag, and a lifecycle record's session", () => {
     expect(
       changeOf("fleet.store.applied.0", json({ group: 0, seq: 9, sessions: ["s-1", "s-2"], approvals: false })),
-    ).toEqual({ sessions: ["s-1", "s-2"], approvals: false });
+    ).toEqual({ sessions: ["s-1", "s-2"], approvals: false, all: false });
     expect(changeOf("fleet.store.applied.2", json({ group: 2, seq: 1, sessions: ["s-3"], approvals: true }))).toEqual({
       sessions: ["s-3"],
       approvals: true,
+      all: false,
     });
     expect(changeOf("fleet.evt.lifecycle.s-3", json({ type: "session_deleted" }))).toEqual({
       sessions: ["s-3"],
       approvals: true,
+      all: false,
     });
+  });
+
+  it("takes a namespace switch's notice as `all`", () => {
+    expect(
+      changeOf("fleet.store.applied.1", json({ group: 1, seq: 0, sessions: [], approvals: true, all: true })),
+    ).toEqual({ sessions: [], approvals: true, all: true });
+    expect(
+      changeOf("fleet.store.applied.1", json({ group: 1, seq: 3, sessions: [], approvals: true, all: false })),
+    ).toHaveProperty("error");
   });
 
   it("ignores the events themselves: they can come before the store applied them", () => {

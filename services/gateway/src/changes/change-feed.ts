@@ -8,11 +8,20 @@ import { parseLifecycleSubject, parseStoreAppliedSubject, StoreAppliedNotice, su
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 
+/** Most sessions one frame names; a window that changed more is sent as `all` (PROTOCOL change 75). */
+export const MAX_FRAME_SESSIONS = 1_000;
+
 /** What changed in one window: the sessions whose log grew (or were deleted, archived, restored). */
 export interface ChangeBatch {
   sessions: string[];
   /** An approval may have been asked for, answered or dropped (its run or session ended). */
   approvals: boolean;
+  /**
+   * Anything may have changed (`sessions` is then empty and `approvals` true): the store switched
+   * namespaces, this gateway's connection was down (notices are core NATS: it missed any sent
+   * meanwhile), or the window changed more than `MAX_FRAME_SESSIONS` sessions.
+   */
+  all: boolean;
 }
 
 export type ChangeListener = (batch: ChangeBatch) => void;
@@ -20,6 +29,8 @@ export type ChangeListener = (batch: ChangeBatch) => void;
 export interface ChangeFeed {
   /** Adds a listener; the returned function removes it. The first one subscribes, the last one's leave unsubscribes. */
   join(listener: ChangeListener): () => void;
+  /** Notices may have been lost (the connection came back): the next frame says `all`. */
+  missed(): void;
   readonly listeners: number;
 }
 
@@ -33,9 +44,9 @@ const decoder = new TextDecoder();
 export function changeOf(
   subject: string,
   data: Uint8Array,
-): { sessions: string[]; approvals: boolean } | { error: string } | null {
+): { sessions: string[]; approvals: boolean; all: boolean } | { error: string } | null {
   const lifecycle = parseLifecycleSubject(subject);
-  if (lifecycle) return { sessions: [lifecycle], approvals: true };
+  if (lifecycle) return { sessions: [lifecycle], approvals: true, all: false };
   const group = parseStoreAppliedSubject(subject);
   if (group === null) return null;
   let json: unknown;
@@ -47,14 +58,14 @@ export function changeOf(
   const notice = StoreAppliedNotice.safeParse(json);
   if (!notice.success) return { error: notice.error.issues[0]?.message ?? "invalid notice" };
   if (notice.data.group !== group) return { error: `group ${notice.data.group} is not its subject's ${group}` };
-  return { sessions: notice.data.sessions, approvals: notice.data.approvals };
+  return { sessions: notice.data.sessions, approvals: notice.data.approvals, all: notice.data.all === true };
 }
 
 /** `windowMs`: changes are sent at most once per window, the first `windowMs` after it opens. */
 export function createChangeFeed(nc: NatsConnection, opts: { windowMs: number; logger: Logger }): ChangeFeed {
   const listeners = new Set<ChangeListener>();
   let subs: Subscription[] | undefined;
-  let pending: { sessions: Set<string>; approvals: boolean } | undefined;
+  let pending: { sessions: Set<string>; approvals: boolean; all: boolean } | undefined;
   let timer: NodeJS.Timeout | undefined;
 
   const flush = () => {
@@ -62,7 +73,10 @@ export function createChangeFeed(nc: NatsConnection, opts: { windowMs: number; l
     const batch = pending;
     pending = undefined;
     if (!batch) return;
-    const out: ChangeBatch = { sessions: [...batch.sessions], approvals: batch.approvals };
+    const all = batch.all || batch.sessions.size > MAX_FRAME_SESSIONS;
+    const out: ChangeBatch = all
+      ? { sessions: [], approvals: true, all }
+      : { sessions: [...batch.sessions], approvals: batch.approvals, all };
     for (const listener of listeners) {
       try {
         listener(out);
@@ -78,8 +92,15 @@ export function createChangeFeed(nc: NatsConnection, opts: { windowMs: number; l
       opts.logger.warn({ evt: "gateway_notice_invalid", subject, error: change.error }, "ignored a store notice");
       return;
     }
-    pending ??= { sessions: new Set(), approvals: false };
-    for (const sessionId of change.sessions) pending.sessions.add(sessionId);
+    add(change);
+  };
+  const add = (change: { sessions: string[]; approvals: boolean; all: boolean }) => {
+    pending ??= { sessions: new Set(), approvals: false, all: false };
+    pending.all ||= change.all;
+    // Past the cap the frame says `all`: the names are not kept.
+    if (!pending.all && pending.sessions.size <= MAX_FRAME_SESSIONS) {
+      for (const sessionId of change.sessions) pending.sessions.add(sessionId);
+    }
     pending.approvals ||= change.approvals;
     timer ??= setTimeout(flush, opts.windowMs);
   };
@@ -103,6 +124,9 @@ export function createChangeFeed(nc: NatsConnection, opts: { windowMs: number; l
         timer = undefined;
         pending = undefined;
       };
+    },
+    missed() {
+      if (subs) add({ sessions: [], approvals: true, all: true });
     },
     get listeners() {
       return listeners.size;

@@ -21,7 +21,7 @@ const SSE_HEADERS = {
 /** A client that leaves this many bytes unread is dropped (frames are small: it is gone or stuck). */
 const MAX_UNREAD_BYTES = 256 * 1024;
 
-const ChangesFrame = z.object({ sessions: z.array(z.string()), approvals: z.boolean() });
+const ChangesFrame = z.object({ sessions: z.array(z.string()), approvals: z.boolean(), all: z.boolean() });
 
 /** One `changes` frame. */
 export const changesFrame = (batch: ChangeBatch): string =>
@@ -53,7 +53,7 @@ export function changeRoutes(ctx: RouteContext, tickets: TicketSettings): AnyRou
       operationId: "streamChanges",
       summary: "The tenant's change feed: which sessions changed and whether approvals may have, as Server-Sent Events",
       description:
-        "Live only, from when the stream opens. Each frame is `event: changes`, `data: {sessions, approvals}`: the sessions whose log grew (or that were deleted, archived or restored) in the last window (at most one frame per 250 ms), and `approvals: true` when an approval may have been asked for, answered or dropped. A `:` comment line comes every 15 s. A view refreshes what it shows from the indexes (`GET /v1/approvals`, `GET /v1/sessions`) when the stream opens and on a frame that concerns it, never on a timer. A browser's EventSource passes a ticket: `?ticket=` (`POST /v1/changes/ticket`).",
+        "Live only, from when the stream opens. Each frame is `event: changes`, `data: {sessions, approvals, all}`: the sessions whose changes the store's indexes took in (or that were deleted, archived or restored) in the last window (at most one frame per 250 ms), and `approvals: true` when an approval may have been asked for, answered or dropped. `all: true` (with no sessions) means anything may differ: the store switched to a rebuilt namespace, the gateway's NATS connection was down and may have missed notices, or more than 1,000 sessions changed in the window; a view then loads everything it shows again. A `:` comment line comes every 15 s. A view refreshes what it shows from the indexes (`GET /v1/approvals`, `GET /v1/sessions`) when the stream opens and on a frame that concerns it, never on a timer. A browser's EventSource passes a ticket: `?ticket=` (`POST /v1/changes/ticket`).",
       tag: "events",
       access: "read",
       usesNats: true,
