@@ -31,6 +31,15 @@ function collect(frames: AsyncIterable<SseFrame>): Frame[] {
   return seen;
 }
 
+/** Polls `check` every 100 ms until it holds or `ms` pass; whether it held. */
+async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return check();
+}
+
 describe("gateway / change feed after a lost connection", () => {
   it("says `all` once the gateway's NATS connection is back, then names sessions again", async () => {
     expect((await call(stack.gateway.url, "POST", "/v1/sessions", { body: { sessionId: "s-resync" } })).status).toBe(
@@ -41,25 +50,28 @@ describe("gateway / change feed after a lost connection", () => {
     const frames = collect(feed.frames);
     try {
       await stack.nats.restart();
-      // The reconnect waits out nats.js's reconnect delay (2 s, jittered), longer on a loaded machine.
-      await expect
-        .poll(() => frames.find((f) => f.all), { timeout: 45_000, interval: 100 })
-        .toEqual({ sessions: [], approvals: true, all: true });
+      const restartedAt = Date.now();
+      const seen = () => `${Date.now() - restartedAt} ms after the restart; frames: ${JSON.stringify(frames)}`;
+      // The reconnect waits out nats.js's reconnect delay, longer on a loaded machine.
+      const all = await waitUntil(() => frames.some((f) => f.all), 45_000);
+      expect(all, `no \`all\` frame: ${seen()}`).toBe(true);
+      expect(frames.find((f) => f.all)).toEqual({ sessions: [], approvals: true, all: true });
 
-      // The feed's subscriptions came back with the connection.
-      const named = async () => {
+      // The feed's subscriptions came back with the connection. 503 while the gateway reconnects,
+      // 202 while the loop worker does; one commandId never runs twice.
+      const answers: number[] = [];
+      for (const deadline = Date.now() + 45_000; Date.now() < deadline && answers.at(-1) !== 200; ) {
         const sent = await call(stack.gateway.url, "POST", "/v1/sessions/s-resync/commands", {
           body: { type: "set_name", name: "After the outage", commandId: "c-resync-name" },
         });
-        return sent.status;
-      };
-      // 503 while the gateway reconnects; the same commandId never runs twice.
-      await expect.poll(named, { timeout: 30_000, interval: 500 }).toBe(200);
-      await expect
-        .poll(() => frames.some((f) => !f.all && f.sessions.includes("s-resync")), { timeout: 30_000 })
-        .toBe(true);
+        answers.push(sent.status);
+        if (sent.status !== 200) await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(answers.at(-1), `set_name answered ${answers.join(", ")}: ${seen()}`).toBe(200);
+      const named = await waitUntil(() => frames.some((f) => !f.all && f.sessions.includes("s-resync")), 45_000);
+      expect(named, `no frame named s-resync: ${seen()}`).toBe(true);
     } finally {
       feed.close();
     }
-  });
+  }, 180_000);
 });

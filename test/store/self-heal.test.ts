@@ -1,7 +1,7 @@
 // Redis loses everything (FLUSHALL, or a SIGKILLed redis-server restarted empty) while two store
 // processes project a live workload and queries keep coming. Every reply must be `unavailable` or the
 // exact fold of the log up to the reply's seq, and the store must heal by itself.
-import { type FleetEvent, foldSessionTreeEvents } from "@fleet/protocol";
+import { type FleetEvent, foldSessionTreeEvents, StoreAppliedNotice, subjects } from "@fleet/protocol";
 import { syntheticEvents } from "@fleet/session-store/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -136,6 +136,14 @@ async function expectHealed() {
 /** Loses Redis's data with `lose` mid-workload, then checks every reply and the unaided heal. */
 async function expectHealsAfter(label: string, lose: () => Promise<void>) {
   const healedBefore = healedCount();
+  // Views that loaded from the lost indexes are told to load everything again (PROTOCOL change 75).
+  const switched: StoreAppliedNotice[] = [];
+  const notices = f.nc.subscribe(subjects.storeAppliedAll, {
+    callback: (err, msg) => {
+      const notice = err ? undefined : StoreAppliedNotice.parse(msg.json());
+      if (notice?.all) switched.push(notice);
+    },
+  });
   const q = startQuerying();
   const writing = publishMore(20);
   await new Promise((r) => setTimeout(r, 200));
@@ -147,6 +155,10 @@ async function expectHealsAfter(label: string, lose: () => Promise<void>) {
     expect(line).toMatchObject({ level: 40, fresh: false, msg: "rebuilt from the log after Redis lost its data" });
   }
   await expectHealed();
+  await waitFor("the healed namespace's `all` notice", async () => switched.length > 0, 10_000);
+  notices.unsubscribe();
+  // One from the worker that applied to the lost namespace, and one more if the group moved meanwhile.
+  expect(new Set(switched.map((n) => n.group))).toEqual(new Set([0]));
   const tally = await q.stop();
   expect(tally.wrong).toEqual([]);
   expect(tally.ok).toBeGreaterThan(0);

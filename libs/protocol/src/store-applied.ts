@@ -18,9 +18,10 @@ export const APPROVAL_CHANGING_TYPES: ReadonlySet<string> = new Set([
 /**
  * Published by the store on `fleet.store.applied.<g>` (core NATS) once a batch of group g's events
  * is written to its indexes and acked: every event of group g's stream up to `seq` is now in them.
- * A notice with `all: true` (PROTOCOL change 75) says the indexes were switched to another
- * namespace (a rebuild, or the heal after Redis lost its data): any session, and any approval, may
- * read differently now; `sessions` is empty and `seq` is what the new namespace holds of group g.
+ * A notice with `all: true` (PROTOCOL change 75) says any session, and any approval, may read
+ * differently now: a store instance started applying group g, or its indexes were switched to
+ * another namespace (a rebuild, or the heal after Redis lost its data). `sessions` is empty, and the
+ * namespace holds every event of group g up to `seq`.
  */
 export const StoreAppliedNotice = z.object({
   group: z.number().int().nonnegative(),
@@ -52,7 +53,7 @@ export function storeAppliedNotices(
   return notices;
 }
 
-/** The notice of a namespace switch (pure): group g's indexes now hold its stream up to `seq`. */
+/** The `all` notice (pure): group g's indexes hold at least its stream up to `seq`. */
 export const storeSwitchedNotice = (group: number, seq: number): StoreAppliedNotice => ({
   group,
   seq,

@@ -75,7 +75,7 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
   const inbox = createInbox<JsMsg>();
   let messages: ConsumerMessages | undefined;
   let current: ActiveNamespace | undefined;
-  /** The namespace this worker last applied to (kept while none is active), to announce a switch. */
+  /** The namespace this worker last applied to (kept while none is active), to announce a change of it. */
   let announcedNs: string | undefined;
   let stopping = false;
   let generation = 0;
@@ -197,9 +197,10 @@ export function startGroupWorker(opts: GroupWorkerOptions): GroupWorker {
         if (!current || active.ns !== current.ns || !messages) {
           await settle(failed);
           await openConsumer(active);
-          // Another namespace answers queries now (a rebuild switched, or the heal after Redis lost
-          // its data): what a view loaded from the old one may read differently in it.
-          if (announcedNs !== undefined && announcedNs !== active.ns) {
+          // This worker starts applying the group (a store started or took the group over: what was
+          // announced before it is unknown), or another namespace answers queries now (a rebuild
+          // switched, or the heal after Redis lost its data): anything may read differently.
+          if (announcedNs !== active.ns) {
             opts.onApplied?.(group, startSeqOfGroup(active, group) - 1, { all: true });
           }
           announcedNs = active.ns;
