@@ -1,10 +1,12 @@
 // The web console in a real browser (Chromium via playwright-core) against the real stack: NATS,
 // Redis, store, tool runner, loop worker (fake Anthropic API) and the gateway serving the console.
+import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { formatSpend, type SessionEntry } from "@fleet/protocol";
 import { fakeReply, fakeText, fakeToolUse } from "@fleet/testkit";
 import { describe, expect, it } from "vitest";
-import { call } from "../gateway/support.js";
+import { call, PARTITIONS } from "../gateway/support.js";
 import { useConsoleStack } from "../support/console-stack.js";
 import { ROOT } from "./browser.js";
 
@@ -540,6 +542,40 @@ describe("web console", () => {
     expect(ran).toBeNull();
     await expect.poll(() => ui.cspViolations.length).toBe(1);
     ui.cspViolations.length = 0;
+  });
+
+  it("loads the approvals view again once the store's indexes are rebuilt: the feed says `all`", async () => {
+    const opened = feedOpened();
+    await ui.page.goto(`${ui.base}/approvals`);
+    await ui.page.getByRole("heading", { name: "Pending approvals" }).waitFor();
+    await opened;
+    expect(await apiRequestsDuring(IDLE_MS)).toEqual([]);
+    const before = await storeQueries();
+    // The store's own CLI replays the log into a fresh namespace and switches to it. No session
+    // changes, so only the switch's notice can make the view load again.
+    const rebuilt = await promisify(execFile)(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--conditions=@fleet/source",
+        join(ROOT, "services/session-store/src/cli.ts"),
+        "--nats-url",
+        ui.stack.nats.url,
+        "--redis-url",
+        ui.stack.redis.url,
+        "--prefix",
+        "fleet:store",
+        "rebuild",
+        "--grace-ms",
+        "0",
+      ],
+      { cwd: ROOT, env: { ...process.env, FLEET_PARTITIONS: String(PARTITIONS), LOG_LEVEL: "warn" } },
+    );
+    expect(rebuilt.stdout).toMatch(/rebuild: namespace n\w+ replaces n\w+/);
+    const reloaded = async () =>
+      ((await storeQueries()).get("list_approvals") ?? 0) - (before.get("list_approvals") ?? 0);
+    await expect.poll(reloaded, { timeout: 10_000 }).toBeGreaterThan(0);
   });
 
   it(`benchmark: opening a ${BENCH_EVENTS.toLocaleString("en")}-event session and stepping the slider`, async () => {
