@@ -570,7 +570,8 @@ describe("web console", () => {
         "--grace-ms",
         "0",
       ],
-      { cwd: ROOT, env: { ...process.env, FLEET_PARTITIONS: String(PARTITIONS), LOG_LEVEL: "warn" } },
+      // Killed if it hangs, so the test fails instead of leaving the process behind.
+      { cwd: ROOT, timeout: 60_000, env: { ...process.env, FLEET_PARTITIONS: String(PARTITIONS), LOG_LEVEL: "warn" } },
     );
     expect(rebuilt.stdout).toMatch(/rebuild: namespace n\w+ replaces n\w+/);
     const reloaded = async () =>

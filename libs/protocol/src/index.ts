@@ -554,8 +554,8 @@ export {
   APPROVAL_CHANGING_TYPES,
   MAX_NOTICE_SESSIONS,
   StoreAppliedNotice,
+  storeAllNotice,
   storeAppliedNotices,
-  storeSwitchedNotice,
 } from "./store-applied.js";
 export {
   SessionSummary,

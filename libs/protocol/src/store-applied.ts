@@ -25,13 +25,16 @@ export const APPROVAL_CHANGING_TYPES: ReadonlySet<string> = new Set([
  */
 export const StoreAppliedNotice = z.object({
   group: z.number().int().nonnegative(),
-  /** Stream sequence of the batch's last event, in group g's stream (0: none of its events yet). */
+  /**
+   * Stream sequence of the batch's last event, in group g's stream. For an `all` notice, a sequence
+   * up to which the namespace holds every event of the group (0: none of its events yet).
+   */
   seq: z.number().int().nonnegative(),
   /** The sessions whose events the batch held (or that it removed). */
   sessions: z.array(SessionId).max(MAX_NOTICE_SESSIONS),
   /** One of those events may have changed pending approvals (`APPROVAL_CHANGING_TYPES`). */
   approvals: z.boolean(),
-  /** Everything the indexes answer may differ (a namespace switch): views load everything again. */
+  /** Anything the indexes answer may differ (a store took the group up, or a namespace switch): load everything again. */
   all: z.literal(true).optional(),
 });
 export type StoreAppliedNotice = z.infer<typeof StoreAppliedNotice>;
@@ -54,7 +57,7 @@ export function storeAppliedNotices(
 }
 
 /** The `all` notice (pure): group g's indexes hold at least its stream up to `seq`. */
-export const storeSwitchedNotice = (group: number, seq: number): StoreAppliedNotice => ({
+export const storeAllNotice = (group: number, seq: number): StoreAppliedNotice => ({
   group,
   seq,
   sessions: [],

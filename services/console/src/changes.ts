@@ -6,8 +6,8 @@ import { useEffect, useRef } from "preact/hooks";
 import { api, gatewayUrl } from "./api.js";
 
 /**
- * `opened`: the feed (re)opened, or a frame said `all` (the store switched namespaces, the gateway
- * may have missed notices): what changed is unknown, load everything again.
+ * `opened`: the feed (re)opened, or a frame said `all` (a store took a group up or switched
+ * namespaces, the gateway may have missed notices): what changed is unknown, load everything again.
  */
 export type ChangeNotice = { kind: "opened" } | { kind: "changes"; sessions: string[]; approvals: boolean };
 

@@ -1,5 +1,5 @@
 import type { FleetEvent } from "@fleet/protocol";
-import { MAX_NOTICE_SESSIONS, StoreAppliedNotice, storeAppliedNotices, storeSwitchedNotice } from "@fleet/protocol";
+import { MAX_NOTICE_SESSIONS, StoreAppliedNotice, storeAllNotice, storeAppliedNotices } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
 import { changesOfBatch } from "./applied-notices.js";
 import type { Decoded, PreparedBatch } from "./projector.js";
@@ -36,13 +36,13 @@ describe("session store / applied notices", () => {
   });
 
   it("a namespace switch is one notice naming no session, with `all` (seq 0 when the namespace holds none of the group)", () => {
-    expect(StoreAppliedNotice.parse(storeSwitchedNotice(2, 0))).toEqual({
+    expect(StoreAppliedNotice.parse(storeAllNotice(2, 0))).toEqual({
       group: 2,
       seq: 0,
       sessions: [],
       approvals: true,
       all: true,
     });
-    expect(StoreAppliedNotice.parse(storeSwitchedNotice(0, 41)).seq).toBe(41);
+    expect(StoreAppliedNotice.parse(storeAllNotice(0, 41)).seq).toBe(41);
   });
 });

@@ -1,7 +1,7 @@
 // The store's notices that a batch is in its indexes (PROTOCOL change 74): published on
 // `fleet.store.applied.<g>` once the batch's writes are in Redis, so a view that reloads from the
 // indexes on a notice reads what the notice names.
-import { APPROVAL_CHANGING_TYPES, storeAppliedNotices, storeSwitchedNotice, subjects } from "@fleet/protocol";
+import { APPROVAL_CHANGING_TYPES, storeAllNotice, storeAppliedNotices, subjects } from "@fleet/protocol";
 import type { Logger } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { PreparedBatch } from "./projector.js";
@@ -16,7 +16,7 @@ export function changesOfBatch(batch: PreparedBatch): { sessions: string[]; appr
   return { sessions: [...batch.sessions.keys()], approvals };
 }
 
-/** What the indexes took in: a batch's sessions, or (`all`) a switch to another namespace. */
+/** What the indexes took in: a batch's sessions, or (`all`) anything (a worker took the group up, or a namespace switch). */
 export type AppliedChange = { sessions: string[]; approvals: boolean } | { all: true };
 
 /** Announces applied batches on core NATS; a failed publish is logged and lost (the next batch's notice follows). */
@@ -31,7 +31,7 @@ export function createAppliedAnnouncer(nc: NatsConnection, logger: Logger): Appl
   return (group, seq, change) => {
     const notices =
       "all" in change
-        ? [storeSwitchedNotice(group, seq)]
+        ? [storeAllNotice(group, seq)]
         : storeAppliedNotices(group, seq, change.sessions, change.approvals);
     for (const notice of notices) {
       try {

@@ -1,7 +1,7 @@
 // The change feed on a real nats-server: store notices and lifecycle records coalesced into one
 // frame per window; a namespace switch, a window past the cap, and a connection that came back
 // each give one `all` frame (PROTOCOL change 75).
-import { storeAppliedNotices, storeSwitchedNotice, subjects } from "@fleet/protocol";
+import { storeAllNotice, storeAppliedNotices, subjects } from "@fleet/protocol";
 import { connectNats, createLogger } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -34,7 +34,7 @@ function follow() {
   return { feed, frames, leave };
 }
 
-async function publish(...notices: Array<ReturnType<typeof storeSwitchedNotice>>) {
+async function publish(...notices: Array<ReturnType<typeof storeAllNotice>>) {
   await nc.flush();
   for (const n of notices) store.publish(subjects.storeApplied(n.group), encode(n));
   store.publish(subjects.lifecycle("s-gone"), encode({ type: "session_deleted" }));
@@ -58,7 +58,7 @@ describe("gateway / change feed on a real server", () => {
 
   it("a namespace switch's notice gives an `all` frame, with no sessions named", async () => {
     const { frames, leave } = follow();
-    await publish(...storeAppliedNotices(0, 11, ["s-3"], false), storeSwitchedNotice(1, 7));
+    await publish(...storeAppliedNotices(0, 11, ["s-3"], false), storeAllNotice(1, 7));
     await expect.poll(() => frames.length).toBe(1);
     leave();
     expect(frames[0]).toEqual({ sessions: [], approvals: true, all: true });

@@ -17,8 +17,8 @@ export interface ChangeBatch {
   /** An approval may have been asked for, answered or dropped (its run or session ended). */
   approvals: boolean;
   /**
-   * Anything may have changed (`sessions` is then empty and `approvals` true): the store switched
-   * namespaces, this gateway's connection was down (notices are core NATS: it missed any sent
+   * Anything may have changed (`sessions` is then empty and `approvals` true): a store took a group
+   * up or switched namespaces, this gateway's connection was down (notices are core NATS: it missed any sent
    * meanwhile), or the window changed more than `MAX_FRAME_SESSIONS` sessions.
    */
   all: boolean;
