@@ -1,10 +1,15 @@
 import { createScriptedProvider } from "@fleet/loop";
 import { foldAgentEvents } from "@fleet/protocol";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { notation } from "../support/loop-harness.js";
 import { useScriptedWorker } from "../support/worker-world.js";
 
-const w = useScriptedWorker();
+/** The worker's log lines (pino JSON): a run input the fold did not decide is logged `<kind>_undecided`. */
+const logged: { evt?: string }[] = [];
+const w = useScriptedWorker({
+  logger: pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line)) }),
+});
 
 const script = (...steps: Parameters<typeof createScriptedProvider>[0]["steps"]) =>
   w.scripted.use(createScriptedProvider({ steps, now: () => 1_000, chunkChars: 4 }).streamFn);
@@ -40,6 +45,17 @@ describe("loop service / a prompt", () => {
     const runIds = new Set(events.filter((e) => e.meta.runId).map((e) => e.meta.runId));
     expect(runIds.size).toBe(1);
     for (const e of events) if (e.type === "message_end") expect(e.entry.id).toBe(e.meta.id);
+  });
+
+  it("every input of a live run is decided on the fold: no chunk, turn end or boundary falls back to the engine", async () => {
+    script({ text: "A longer answer, streamed four characters at a time." }, { text: "And a second run." });
+    await w.cmd.send("flow-core", { type: "prompt", text: "hi" });
+    await w.cmd.waitFor("flow-core", isEnded);
+    await w.cmd.send("flow-core", { type: "prompt", text: "again" });
+    const events = await w.cmd.waitFor("flow-core", (es) => es.filter((e) => e.type === "agent_end").length === 2);
+    const deltas = events.flatMap((e) => (e.type === "message_update" ? e.deltas : []));
+    expect(deltas.filter((d) => d.type === "text_delta").length).toBeGreaterThan(15);
+    expect(logged.filter((l) => l.evt?.endsWith("_undecided"))).toEqual([]);
   });
 
   it("a redelivered (re-sent) command id produces nothing new", async () => {

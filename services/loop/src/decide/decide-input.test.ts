@@ -98,6 +98,36 @@ describe("runtime core / provider chunk", () => {
       .then({ events: [] });
   });
 
+  it("a delta's decision does not depend on the deltas before it: the fold may hold them back (coalesced)", () => {
+    const opened = { type: "text_start", contentIndex: 0 } as const;
+    const more = { type: "text_delta", contentIndex: 0, delta: "lo" } as const;
+    const folded: EventInput[] = [
+      ...streaming,
+      { type: "message_update", deltas: [opened, { type: "text_delta", contentIndex: 0, delta: "hel" }] },
+    ];
+    given(...folded)
+      .whenInput({ kind: "provider_chunk", chunk: more })
+      .then({ events: [{ type: "message_update", deltas: [more] }] });
+    given(...streaming)
+      .whenInput({ kind: "provider_chunk", chunk: more })
+      .then({ events: [{ type: "message_update", deltas: [more] }] });
+    // A delta naming no block of the message is still logged (pi emits it; applying it changes nothing).
+    const stray = { type: "text_delta", contentIndex: 5, delta: "?" } as const;
+    given(...streaming)
+      .whenInput({ kind: "provider_chunk", chunk: stray })
+      .then({ events: [{ type: "message_update", deltas: [stray] }] });
+  });
+
+  it("a delta while the fold streams no assistant message (a user message open, or the run ended) decides nothing", () => {
+    const delta = { type: "text_delta", contentIndex: 0, delta: "x" } as const;
+    given(...turnOpen, { type: "message_start", message: userMessage("late") })
+      .whenInput({ kind: "provider_chunk", chunk: delta })
+      .then({ events: [] });
+    given(...idle)
+      .whenInput({ kind: "provider_chunk", chunk: delta })
+      .then({ events: [] });
+  });
+
   it("done ends the streamed message; a call that never started gets its message_start first", () => {
     given(...streaming)
       .whenInput({ kind: "provider_chunk", chunk: { type: "done", reason: "stop", message: answer } })

@@ -4,7 +4,7 @@
 // returns; the engine (`../engine/`) drives a run with the same pure steps for the inputs of a run
 // (`../session-core/provider-chunk.ts`, `tool-result.ts`, `turn-boundary.ts`, `queue-polls.ts`).
 import { type AssistantStreamEvent, runCursorOf, type SessionState, streamingMessageOf } from "@fleet/protocol";
-import { decideProviderChunk } from "../session-core/provider-chunk.js";
+import { decideProviderChunk, deltaEvent, isStreamDelta } from "../session-core/provider-chunk.js";
 import {
   type BatchCall,
   stepToolResult,
@@ -15,7 +15,7 @@ import { decideApprovalExpiry } from "./approval-gate.js";
 import { decideCommand } from "./decide-command.js";
 import { decideRedelivered } from "./decide-redelivered.js";
 import { decideTurnBoundary, decideTurnEnd } from "./decide-turn.js";
-import type { CommandInput, DecideContext, Decision } from "./decision.js";
+import type { CommandInput, DecideContext, Decision, Effect } from "./decision.js";
 
 /** One input of a session, by kind. */
 export type RuntimeInput =
@@ -35,15 +35,16 @@ export type RuntimeInput =
    */
   | { kind: "turn_boundary"; stop: boolean };
 
-const NOTHING: Decision = { kind: "decided", events: [], effects: [] };
+const NO_EFFECTS: Effect[] = [];
+const NOTHING: Decision = { kind: "decided", events: [], effects: NO_EFFECTS };
 
 /**
  * Decides one input against the log's fold. Contract: never throws; a `needs_*` decision (commands
  * only) asks the shell for an input it must fetch, then to decide again.
  * - `command`: `decideCommand`, or `decideRedelivered` when the id already has an outcome (an
  *   undecodable input with a known id decides nothing).
- * - `provider_chunk`: `decideProviderChunk` on the fold's streaming message: `message_start`,
- *   `message_update`, or `message_end` (after a `message_start` when the call never started).
+ * - `provider_chunk`: `decideChunk`: `message_start`, `message_update`, or `message_end` (after a
+ *   `message_start` when the call never started).
  * - `tool_result`: `stepToolResult` (the live run's step too) on the batch as the fold has it:
  *   parallel, the call's `tool_execution_end`, and when it was the batch's last call without one,
  *   the batch's toolResult messages in source order (those not ended yet); sequential, the call's
@@ -65,11 +66,8 @@ export function decideInput(state: SessionState, sessionId: string, input: Runti
       if (!state.commands.has(id)) return decideCommand(state, sessionId, cmd, ctx);
       return cmd.ok ? decideRedelivered(state, cmd.command, ctx) : NOTHING;
     }
-    case "provider_chunk": {
-      const partial = state.status.isStreaming ? streamingMessageOf(state) : undefined;
-      const step = decideProviderChunk(partial?.role === "assistant" ? partial : undefined, input.chunk);
-      return { kind: "decided", events: step.events.map((body) => ({ id: ctx.newId(), body })), effects: [] };
-    }
+    case "provider_chunk":
+      return decideChunk(state, input.chunk, ctx.newId);
     case "tool_result":
       return decideToolResult(state, input.toolCallId, input.outcome, input.mode ?? "parallel", ctx);
     case "timer":
@@ -79,6 +77,26 @@ export function decideInput(state: SessionState, sessionId: string, input: Runti
     case "turn_boundary":
       return decideTurnBoundary(state, input.stop, ctx);
   }
+}
+
+/**
+ * `decideInput {provider_chunk}`, which needs ids and nothing else of the context (a live run asks
+ * it for every chunk). A delta is `deltaEvent` while the fold has an assistant message streaming,
+ * and nothing before its `start` (pi): the deltas the fold does not hold yet (the shell folds them
+ * coalesced) cannot change that answer. `start`, `done` and `error` are `decideProviderChunk` on
+ * the fold's streaming message.
+ */
+export function decideChunk(state: SessionState, chunk: AssistantStreamEvent, newId: () => string): Decision {
+  const status = state.status;
+  if (isStreamDelta(chunk)) {
+    // The message's role, not its content: no need to apply the deltas the fold holds back.
+    if (!status.isStreaming || status.streamingMessage?.role !== "assistant") return NOTHING;
+    return { kind: "decided", events: [{ id: newId(), body: deltaEvent(chunk) }], effects: NO_EFFECTS };
+  }
+  const partial = status.isStreaming ? streamingMessageOf(state) : undefined;
+  const open = partial?.role === "assistant" ? partial : undefined;
+  const step = decideProviderChunk(open, chunk);
+  return { kind: "decided", events: step.events.map((body) => ({ id: newId(), body })), effects: [] };
 }
 
 function decideToolResult(

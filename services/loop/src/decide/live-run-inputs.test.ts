@@ -5,9 +5,10 @@
 // ends the run; past the turn hooks, the queue polls and the next turn's start and messages), in
 // pi's order: the same trace as the engine's own. The fold's accepted abort ends the run at the
 // turn's end even before the engine's signal aborts.
-import type { AgentMessage, AssistantStreamEvent, FleetEvent } from "@fleet/protocol";
+import { ABORTED_ERROR_MESSAGE, type AgentMessage, type AssistantStreamEvent, type FleetEvent } from "@fleet/protocol";
 import { assistantMessage, textOf } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
+import { STREAM_ENDED_EARLY } from "../engine/stream-assistant.js";
 import { echoTool, T0, TEST_SESSION_ID, type TestEngine, testEngine, trace, user } from "../engine/testing/harness.js";
 import type { StreamFn } from "../engine/types.js";
 import { flushDrafts } from "../session-core/session-write.js";
@@ -250,7 +251,70 @@ describe("a live run's turn boundaries through decideInput", () => {
   });
 });
 
-describe("a live run's ending provider chunks through decideInput", () => {
+describe("a live run's provider chunks through decideInput", () => {
+  it("every chunk is decided on the fold: message_start and each message_update are the core's, as the engine would emit them", async () => {
+    const { own, core } = await both(() => ({
+      tools: [echoTool],
+      steps: [toolTurn, { text: "Hello there, world" }],
+      handlers: { echo: ok },
+      chunkChars: 4,
+    }));
+    expect(trace(core.rec.events, { updates: true })).toEqual(trace(own.rec.events, { updates: true }));
+    const streamed = (t: TestEngine) =>
+      t.rec.events.filter(
+        (e) =>
+          e.body.type === "message_update" || (e.body.type === "message_start" && e.body.message.role === "assistant"),
+      );
+    expect(streamed(core).map((e) => e.body)).toEqual(streamed(own).map((e) => e.body));
+    expect(streamed(core).length).toBeGreaterThan(8);
+    for (const e of streamed(core)) expect(e.id).toMatch(/^core-/);
+    expect(core.undecided).toBe(0);
+  });
+
+  it("an abort mid-stream: the aborted message_end is the core's, with the content streamed so far", async () => {
+    const core = wired({ steps: [{ text: "Hello world" }], chunkChars: 5 });
+    core.rec.listen((e) => {
+      if (e.body.type === "message_update" && e.body.deltas[0]?.type === "text_delta") core.engine.abort();
+    });
+    await core.engine.prompt("go");
+    expect(trace(core.rec.events, { updates: true }).slice(-5)).toEqual([
+      "message_update:text_start",
+      "message_update:text_delta",
+      "message_end:assistant(aborted)",
+      "turn_end[]",
+      "agent_end(2)",
+    ]);
+    const end = core.rec.events.find((e) => e.body.type === "message_end" && e.body.message.role === "assistant");
+    expect(end?.id).toMatch(/^core-/);
+    expect(end?.body).toMatchObject({
+      message: {
+        content: [{ type: "text", text: "Hello" }],
+        stopReason: "aborted",
+        errorMessage: ABORTED_ERROR_MESSAGE,
+      },
+    });
+    expect(core.undecided).toBe(0);
+  });
+
+  it("a stream that stops without done or error: the errored message_end is the core's", async () => {
+    const stream: StreamFn = () =>
+      (async function* () {
+        const partial = assistantMessage([]);
+        yield { type: "start", partial } as AssistantStreamEvent;
+        yield { type: "text_start", contentIndex: 0 } as AssistantStreamEvent;
+        yield { type: "text_delta", contentIndex: 0, delta: "cut" } as AssistantStreamEvent;
+      })();
+    const { own, core } = await both(() => ({ streamFn: stream }));
+    expect(trace(core.rec.events, { updates: true })).toEqual(trace(own.rec.events, { updates: true }));
+    const end = core.rec.events.find((e) => e.body.type === "message_end" && e.body.message.role === "assistant");
+    expect(end?.id).toMatch(/^core-/);
+    expect(end?.body).toMatchObject({
+      message: { content: [{ type: "text", text: "cut" }], stopReason: "error", errorMessage: STREAM_ENDED_EARLY },
+    });
+    expect(core.engine.state.messages).toEqual(own.engine.state.messages);
+    expect(core.undecided).toBe(0);
+  });
+
   it("each call's message_end is decided on the fold; the trace and the messages are the engine's own", async () => {
     const { own, core } = await both(() => ({
       tools: [echoTool],

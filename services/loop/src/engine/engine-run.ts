@@ -16,7 +16,7 @@ import {
   settingsOf,
 } from "./engine-core.js";
 import { announceDrain, decideNotingWrites, flushWrites, poll } from "./engine-queues.js";
-import { sinkEmit, sinkEmitDecided } from "./event-sink.js";
+import { sinkEmit, sinkEmitDecided, sinkEmitDecidedNow, sinkIdle } from "./event-sink.js";
 import type { ResumePoint } from "./resume-point.js";
 import { runContinuation, runPrompt, runResumed } from "./run-agent-loop.js";
 import { abortWatch, type LoopState, type RunScope, type Sink } from "./run-scope.js";
@@ -180,11 +180,19 @@ export const runSinkOf = (core: EngineCore): RunSink => ({
   emit: runSinkEmit,
   failed: runSinkFailed,
   emitDecided: runSinkEmitDecided,
+  emitDecidedNow: runSinkEmitDecidedNow,
 });
 
 export function runSinkEmitDecided(this: RunSink, decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]> {
   const core = this.core;
   return sinkEmitDecided(core.sink, () => decideNotingWrites(core, decide));
+}
+
+export function runSinkEmitDecidedNow(this: RunSink, decide: () => readonly DraftEvent[]): Promise<void> {
+  const core = this.core;
+  // Decided now with no write pending (a delta's usual case): none can be carried out.
+  if (core.session.pendingWrites.length === 0 && sinkIdle(core.sink)) return sinkEmitDecidedNow(core.sink, decide);
+  return sinkEmitDecidedNow(core.sink, () => decideNotingWrites(core, decide));
 }
 
 export function runSinkFailed(this: RunSink): Error | undefined {

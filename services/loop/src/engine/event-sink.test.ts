@@ -1,6 +1,7 @@
 // The event sink (ordering, entries, leaf) and what happens when the emit port fails.
 import { describe, expect, it } from "vitest";
 import { EventSink } from "./event-sink.js";
+import { RESOLVED } from "./run-scope.js";
 import { deferred, echoTool, flush, sequentialIds, testEngine, trace } from "./testing/harness.js";
 import type { EngineEvent } from "./types.js";
 
@@ -34,34 +35,78 @@ describe("event sink", () => {
     expect(maxInFlight).toBe(1);
   });
 
-  it("decided drafts: decided once every event before them was accepted, delivered together, in order", async () => {
+  it.each(["emitDecided", "emitDecidedNow"] as const)(
+    "decided drafts (%s behind a queue): decided once every event before them was accepted, delivered together, in order",
+    async (method) => {
+      const delivered: string[] = [];
+      const gate = deferred();
+      const sink = new EventSink({
+        newId: sequentialIds(),
+        leafId: null,
+        emit: async (e: EngineEvent) => {
+          if (e.id === "e1") await gate.promise;
+          delivered.push(e.id);
+        },
+      });
+      let decidedAfter: string[] | undefined;
+      const first = sink.emit({ type: "agent_start" });
+      const decided = sink[method](() => {
+        decidedAfter = delivered.slice();
+        return [
+          { id: "d1", body: { type: "turn_start" } },
+          { id: "d2", body: { type: "turn_start" } },
+        ];
+      });
+      const later = sink.emit({ type: "turn_start" });
+      await flush();
+      expect(decidedAfter).toBeUndefined();
+      gate.resolve();
+      await Promise.all([first, decided, later]);
+      expect(decidedAfter).toEqual(["e1"]);
+      expect(delivered).toEqual(["e1", "d1", "d2", "e2"]);
+    },
+  );
+
+  it("emitDecided resolves with the drafts it delivered", async () => {
+    const sink = new EventSink({ newId: sequentialIds(), leafId: null, emit: () => undefined });
+    const decided = await sink.emitDecided(() => [{ id: "d1", body: { type: "turn_start" } }]);
+    expect(decided.map((d) => d.id)).toEqual(["d1"]);
+  });
+
+  it("decided now: with nothing queued, decided and delivered at once, no promise (a delta's path)", async () => {
+    const delivered: string[] = [];
+    const sink = new EventSink({ newId: sequentialIds(), leafId: null, emit: (e) => void delivered.push(e.id) });
+    let decided = false;
+    const accepted = sink.emitDecidedNow(() => {
+      decided = true;
+      return [{ id: "d1", body: { type: "message_update", deltas: [{ type: "text_start", contentIndex: 0 }] } }];
+    });
+    expect(decided).toBe(true);
+    expect(delivered).toEqual(["d1"]);
+    expect(accepted).toBe(RESOLVED);
+  });
+
+  it("decided now, a draft the port takes asynchronously: the rest follow it, before anything emitted after", async () => {
     const delivered: string[] = [];
     const gate = deferred();
     const sink = new EventSink({
       newId: sequentialIds(),
       leafId: null,
-      emit: async (e: EngineEvent) => {
-        if (e.id === "e1") await gate.promise;
-        delivered.push(e.id);
+      emit: (e: EngineEvent) => {
+        if (e.id !== "d1") return void delivered.push(e.id);
+        return gate.promise.then(() => void delivered.push(e.id));
       },
     });
-    let decidedAfter: string[] | undefined;
-    const first = sink.emit({ type: "agent_start" });
-    const decided = sink.emitDecided(() => {
-      decidedAfter = delivered.slice();
-      return [
-        { id: "d1", body: { type: "turn_start" } },
-        { id: "d2", body: { type: "turn_start" } },
-      ];
-    });
+    const decided = sink.emitDecidedNow(() => [
+      { id: "d1", body: { type: "turn_start" } },
+      { id: "d2", body: { type: "turn_start" } },
+    ]);
     const later = sink.emit({ type: "turn_start" });
     await flush();
-    expect(decidedAfter).toBeUndefined();
+    expect(delivered).toEqual([]);
     gate.resolve();
-    await Promise.all([first, decided, later]);
-    expect(decidedAfter).toEqual(["e1"]);
-    expect(delivered).toEqual(["e1", "d1", "d2", "e2"]);
-    expect((await decided).map((d) => d.id)).toEqual(["d1", "d2"]);
+    await Promise.all([decided, later]);
+    expect(delivered).toEqual(["d1", "d2", "e1"]);
   });
 
   it("an emit made from inside a synchronous port call is queued, never nested", async () => {

@@ -104,6 +104,11 @@ export class EventSink implements Sink {
   emitDecided(decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]> {
     return sinkEmitDecided(this.state, decide);
   }
+
+  /** See `sinkEmitDecidedNow`. */
+  emitDecidedNow(decide: () => readonly DraftEvent[]): Promise<void> {
+    return sinkEmitDecidedNow(this.state, decide);
+  }
 }
 
 export function sinkLeafId(s: SinkState): string | null {
@@ -196,6 +201,57 @@ export function sinkEmitDecided(s: SinkState, decide: () => readonly DraftEvent[
   );
   s.tail = settled.then(noop, noop);
   return settled;
+}
+
+/** Nothing queued and no port call on the stack: an emit now reaches the port at once. */
+export function sinkIdle(s: SinkState): boolean {
+  return s.inFlight === 0 && !s.delivering;
+}
+
+/**
+ * `sinkEmitDecided` without a promise when nothing is queued: `decide` runs now (every event
+ * emitted before it was accepted, so folded) and its drafts reach the port at once; resolves as
+ * `sinkEmit` does (`RESOLVED` when the port accepted them synchronously). Behind a queue it is
+ * `sinkEmitDecided`.
+ */
+export function sinkEmitDecidedNow(s: SinkState, decide: () => readonly DraftEvent[]): Promise<void> {
+  if (s.failed) return Promise.reject(s.failed);
+  if (!sinkIdle(s)) return sinkEmitDecided(s, decide).then(noop);
+  const runId = s.runId;
+  let drafts: readonly DraftEvent[];
+  let i = 0;
+  /** The first draft the port took asynchronously. */
+  let accepted: Promise<void> | undefined;
+  s.delivering = true;
+  try {
+    drafts = decide();
+    while (i < drafts.length) {
+      const draft = drafts[i++] as DraftEvent;
+      const taken = s.port(complete(s, draft.body as LoopEventBody, draft.id, runId));
+      if (isPromise(taken)) {
+        accepted = taken;
+        break;
+      }
+    }
+  } catch (error) {
+    return Promise.reject(fail(s, error));
+  } finally {
+    s.delivering = false;
+  }
+  if (accepted === undefined) return RESOLVED;
+  if (i === drafts.length) return track(s, accepted);
+  // The rest go out one after the other, before anything queued after them.
+  const rest = drafts.slice(i);
+  return track(
+    s,
+    accepted.then(async () => {
+      for (const draft of rest) {
+        if (s.failed) throw s.failed;
+        const next = s.port(complete(s, draft.body as LoopEventBody, draft.id, runId));
+        if (isPromise(next)) await next;
+      }
+    }),
+  );
 }
 
 /** The event as delivered: an entry event gets its entry from the leaf now. */

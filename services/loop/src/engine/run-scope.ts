@@ -27,6 +27,8 @@ export interface Sink {
   failed(): Error | undefined;
   /** See `sinkEmitDecided` (a session engine's sink; the stateless loop's has none). */
   emitDecided?(decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]>;
+  /** See `sinkEmitDecidedNow` (present with `emitDecided`). */
+  emitDecidedNow?(decide: () => readonly DraftEvent[]): Promise<void>;
 }
 
 /** What every step of one run shares: the ports, the event sink, the run's abort signal and its watch. */

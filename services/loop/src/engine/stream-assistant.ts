@@ -1,6 +1,14 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
-import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
 import {
+  ABORTED_ERROR_MESSAGE,
+  type AssistantMessage,
+  type AssistantStreamEvent,
+  type StreamDelta,
+} from "@fleet/protocol";
+import {
+  advanceDelta,
+  deltaEvent,
+  isStreamDelta,
   messageEnd,
   type OpenStream,
   stepProviderChunk,
@@ -17,8 +25,9 @@ import {
   noop,
   RESOLVED,
   type RunScope,
+  type Sink,
 } from "./run-scope.js";
-import type { EnginePorts, LoopContext, StreamOptions } from "./types.js";
+import type { EnginePorts, LoopContext, LoopEventBody, StreamOptions } from "./types.js";
 
 /** The delta step of the one chunk mapping (`../session-core/provider-chunk.ts`), for the engine's other readers. */
 export { applyDeltaInPlace, applyStreamDelta } from "../session-core/provider-chunk.js";
@@ -43,7 +52,7 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
   const { context, config, model } = loop;
   if (signal?.aborted) {
     const message = syntheticAssistant(model, "aborted", ABORTED_ERROR_MESSAGE, ports.now());
-    return finish(context, run, message, false);
+    return endCall(context, run, abortedChunk(message), message, false);
   }
 
   let messages = context.messages;
@@ -59,6 +68,7 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
   const reader = abortableReader(iterator, signal ? run.abort : undefined);
   /** The message so far (owned by this call), advanced in place by the one chunk mapping. */
   const stream: OpenStream = { partial: undefined, final: undefined };
+  const decideChunks = run.ports.decideProviderChunk !== undefined && run.sink.emitDecidedNow !== undefined;
   try {
     while (true) {
       const next = signal?.aborted ? ABORTED : await readNext(reader);
@@ -66,7 +76,8 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
       if (next === ABORTED) {
         cancelRead(reader);
         const base = partial ?? syntheticAssistant(model, "aborted", ABORTED_ERROR_MESSAGE, ports.now());
-        return await finish(context, run, abortedAssistant(base, ports.now()), partial !== undefined);
+        const message = abortedAssistant(base, ports.now());
+        return await endCall(context, run, abortedChunk(message), message, partial !== undefined);
       }
       if (next.done) {
         const base = partial ?? syntheticAssistant(model, "error", STREAM_ENDED_EARLY, ports.now());
@@ -76,22 +87,28 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
           stopReason: "error" as const,
           errorMessage: STREAM_ENDED_EARLY,
         };
-        return await finish(context, run, message, partial !== undefined);
+        return await endCall(
+          context,
+          run,
+          { type: "error", reason: "error", error: message },
+          message,
+          partial !== undefined,
+        );
       }
-      const event = stepProviderChunk(stream, next.value);
+      const chunk = next.value;
+      if (decideChunks && isStreamDelta(chunk)) {
+        // The fold decides the delta's event; the engine's partial (for an abort) advances in place.
+        if (!advanceDelta(stream, chunk)) continue;
+        const accepted = emitChunk(chunk, undefined, run);
+        if (accepted !== RESOLVED) await accepted;
+        continue;
+      }
+      const event = stepProviderChunk(stream, chunk);
       if (event) {
-        const accepted = run.sink.emit(event);
+        const accepted = decideChunks ? emitChunk(chunk, event, run) : run.sink.emit(event);
         if (accepted !== RESOLVED) await accepted;
       } else if (stream.final) {
-        const decided = run.ports.decideProviderChunk && run.sink.emitDecided ? decideEnd(next.value, run) : undefined;
-        if (decided) {
-          const message = await decided;
-          if (message) {
-            context.messages.push(message);
-            return message;
-          }
-        }
-        return await finish(context, run, stream.final, partial !== undefined);
+        return await endCall(context, run, chunk, stream.final, partial !== undefined);
       }
     }
   } finally {
@@ -99,18 +116,51 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
   }
 }
 
+/** The `error` chunk that says how an aborted call ended (`message`: stopReason `aborted`, pi's text). */
+const abortedChunk = (message: AssistantMessage): AssistantStreamEvent => ({
+  type: "error",
+  reason: "aborted",
+  error: message,
+});
+
 /**
- * The chunk that ended the call, decided on the session's fold (`decideProviderChunk`) and emitted
- * in the delivery order: resolves with the message its `message_end` carries, or undefined when the
- * fold decided nothing (nothing was emitted).
+ * A chunk that streams the message (`start`, or a delta of a started one), decided on the session's
+ * fold (`decideProviderChunk`) and emitted at once when nothing is queued before it
+ * (`emitDecidedNow`: no promise per delta); when the fold decides nothing, the engine's own step:
+ * `own` (`start`'s `message_start`), or the delta's `deltaEvent`.
  */
-function decideEnd(chunk: AssistantStreamEvent, run: RunScope): Promise<AssistantMessage | undefined> {
+function emitChunk(chunk: AssistantStreamEvent, own: LoopEventBody | undefined, run: RunScope): Promise<unknown> {
   const decide = run.ports.decideProviderChunk as NonNullable<EnginePorts["decideProviderChunk"]>;
-  return emitDecision(run, () => decide(chunk)).then((drafts) => {
-    for (const { body } of drafts)
-      if (body.type === "message_end" && body.message.role === "assistant") return body.message;
-    return undefined;
-  });
+  const emitDecidedNow = run.sink.emitDecidedNow as NonNullable<Sink["emitDecidedNow"]>;
+  return emitDecidedNow.call(
+    run.sink,
+    () => decide(chunk) ?? [{ id: run.ports.newId(), body: own ?? deltaEvent(chunk as StreamDelta) }],
+  );
+}
+
+/**
+ * Ends the call with its ending chunk (`done` or `error`; the engine makes an `error` one for an
+ * abort or a stream that ended early): decided on the session's fold and emitted in the delivery
+ * order when the ports can (the message is the one its `message_end` carries), else, or when the
+ * fold decides nothing, the engine's own `final` (`finish`).
+ */
+async function endCall(
+  context: LoopContext,
+  run: RunScope,
+  chunk: AssistantStreamEvent,
+  final: AssistantMessage,
+  started: boolean,
+): Promise<AssistantMessage> {
+  const decide = run.ports.decideProviderChunk;
+  if (decide && run.sink.emitDecided) {
+    const drafts = await emitDecision(run, () => decide(chunk));
+    for (const { body } of drafts) {
+      if (body.type !== "message_end" || body.message.role !== "assistant") continue;
+      context.messages.push(body.message);
+      return body.message;
+    }
+  }
+  return finish(context, run, final, started);
 }
 
 /** Appends the final message to the context and emits its message_start (unless streamed) and message_end. */

@@ -150,11 +150,13 @@ export interface EnginePorts {
    */
   decideToolResult?: (input: ToolResultInput) => readonly DraftEvent[] | undefined;
   /**
-   * Decides the provider chunk that ends an LLM call (`done` or `error`) on the session's fold (the
-   * shell's `decideInput {provider_chunk}`), asked in the delivery order: the message's `message_end`
-   * (its `message_start` first when the stream never started). Undefined when it decides nothing:
-   * the engine ends the message itself (the same step). The deltas before it are the engine's own
-   * step on its in-place partial (the shell folds them only coalesced).
+   * Decides each provider chunk of an LLM call on the session's fold (the shell's `decideInput
+   * {provider_chunk}`), asked in the delivery order: `start` → `message_start`, a delta →
+   * `message_update` (asked and emitted at once when nothing is queued, so no promise per delta),
+   * the ending chunk (`done`, `error`, or the `error` chunk the engine makes for an abort or a
+   * stream that ended early) → the message's `message_end`, its `message_start` first when the
+   * stream never started. Undefined when it decides nothing: the engine emits its own step (the
+   * same mapping, `stepProviderChunk`, on the partial it keeps for an abort).
    */
   decideProviderChunk?: (chunk: AssistantStreamEvent) => readonly DraftEvent[] | undefined;
   /**

@@ -51,10 +51,29 @@ export function stepProviderChunk(stream: OpenStream, chunk: AssistantStreamEven
       stream.final = errorChunkMessage(chunk);
       return undefined;
     default:
-      if (!stream.partial) return undefined;
-      applyDeltaInPlace(stream.partial.content, chunk);
-      return { type: "message_update", deltas: [chunk] };
+      return advanceDelta(stream, chunk) ? deltaEvent(chunk) : undefined;
   }
+}
+
+/** A delta applied in place to the open stream's partial; false (nothing applied) before `start`. */
+export function advanceDelta(stream: OpenStream, delta: StreamDelta): boolean {
+  if (!stream.partial) return false;
+  applyDeltaInPlace(stream.partial.content, delta);
+  return true;
+}
+
+/** The chunks that stream a message's content (every kind but `start`, `done` and `error`). */
+export function isStreamDelta(chunk: AssistantStreamEvent): chunk is StreamDelta {
+  return chunk.type !== "start" && chunk.type !== "done" && chunk.type !== "error";
+}
+
+/**
+ * A delta's event once its message started: `message_update {deltas: [delta]}`, whatever the
+ * deltas before it held (a delta that names no block of the message changes nothing, and is still
+ * logged, as pi emits it). Before `start` a delta adds nothing (pi).
+ */
+export function deltaEvent(delta: StreamDelta): EventDraft {
+  return { type: "message_update", deltas: [delta] };
 }
 
 /** The `message_start` of a message that ends without having started (ended before `start`, or cut before it). */

@@ -1,11 +1,11 @@
-// A live run's inputs as inputs of the runtime core: the engine's ports for the chunk that ends an
-// LLM call, each tool result, a turn's end and its boundary, each wired to `decideInput` on the
+// A live run's inputs as inputs of the runtime core: the engine's ports for each provider chunk of
+// an LLM call, each tool result, a turn's end and its boundary, each wired to `decideInput` on the
 // session's fold and asked in the delivery order (so on the fold of every event emitted before).
 // A fold that decides nothing disagrees with the engine on where the run stands: logged
 // `<input kind>_undecided`, and the engine's own step goes out.
 import { runCursorOf, streamingMessageOf } from "@fleet/protocol";
 import type { RuntimeInput } from "../decide/decide-input.js";
-import { decideInput } from "../decide/decide-input.js";
+import { decideChunk, decideInput } from "../decide/decide-input.js";
 import type { EnginePorts } from "../engine/index.js";
 import type { DraftEvent } from "../session-core/drafts.js";
 import { flushDrafts } from "../session-core/session-write.js";
@@ -19,7 +19,12 @@ type RunInputPorts = Required<
 
 export function runInputPorts(shell: SessionShell): RunInputPorts {
   return {
-    decideProviderChunk: (chunk) => decideRunInput(shell, { kind: "provider_chunk", chunk }, { chunk: chunk.type }),
+    // `decideInput {provider_chunk}` without the rest of the context: it is asked for every delta.
+    decideProviderChunk: (chunk) => {
+      const decision = decideChunk(shell.state, chunk, shell.deps.newId);
+      if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+      return undecided(shell, "provider_chunk", { chunk: chunk.type });
+    },
     decideToolResult: (input) => decideRunInput(shell, input, { toolCallId: input.toolCallId }),
     // Undecided: the engine's own `turn_end`, with the writes flushed at it (its boundary goes on).
     decideTurnEnd: (turn) => {
@@ -43,9 +48,13 @@ function decideRunInput(
 ): readonly DraftEvent[] | undefined {
   const decision = decideInput(shell.state, shell.sessionId, input, decideContextOf(shell));
   if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
+  return undecided(shell, input.kind, detail);
+}
+
+function undecided(shell: SessionShell, kind: RuntimeInput["kind"], detail: Record<string, unknown>): undefined {
   shell.log.warn(
-    { evt: `${input.kind}_undecided`, ...detail, cursor: runCursorOf(shell.state).kind },
-    `the fold decided nothing for a run's ${input.kind}: the engine's own step is used`,
+    { evt: `${kind}_undecided`, ...detail, cursor: runCursorOf(shell.state).kind },
+    `the fold decided nothing for a run's ${kind}: the engine's own step is used`,
   );
   return undefined;
 }
