@@ -188,11 +188,15 @@ export function runSinkEmitDecided(this: RunSink, decide: () => readonly DraftEv
   return sinkEmitDecided(core.sink, () => decideNotingWrites(core, decide));
 }
 
-export function runSinkEmitDecidedNow(this: RunSink, decide: () => readonly DraftEvent[]): Promise<void> {
+export function runSinkEmitDecidedNow<A>(
+  this: RunSink,
+  decide: (arg: A) => readonly DraftEvent[],
+  arg: A,
+): Promise<void> {
   const core = this.core;
   // Decided now with no write pending (a delta's usual case): none can be carried out.
-  if (core.session.pendingWrites.length === 0 && sinkIdle(core.sink)) return sinkEmitDecidedNow(core.sink, decide);
-  return sinkEmitDecidedNow(core.sink, () => decideNotingWrites(core, decide));
+  if (core.session.pendingWrites.length === 0 && sinkIdle(core.sink)) return sinkEmitDecidedNow(core.sink, decide, arg);
+  return sinkEmitDecidedNow(core.sink, (a: A) => decideNotingWrites(core, () => decide(a)), arg);
 }
 
 export function runSinkFailed(this: RunSink): Error | undefined {

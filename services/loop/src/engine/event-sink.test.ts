@@ -50,13 +50,14 @@ describe("event sink", () => {
       });
       let decidedAfter: string[] | undefined;
       const first = sink.emit({ type: "agent_start" });
-      const decided = sink[method](() => {
+      const decide = () => {
         decidedAfter = delivered.slice();
         return [
           { id: "d1", body: { type: "turn_start" } },
           { id: "d2", body: { type: "turn_start" } },
-        ];
-      });
+        ] as const;
+      };
+      const decided = method === "emitDecided" ? sink.emitDecided(decide) : sink.emitDecidedNow(decide, undefined);
       const later = sink.emit({ type: "turn_start" });
       await flush();
       expect(decidedAfter).toBeUndefined();
@@ -77,10 +78,10 @@ describe("event sink", () => {
     const delivered: string[] = [];
     const sink = new EventSink({ newId: sequentialIds(), leafId: null, emit: (e) => void delivered.push(e.id) });
     let decided = false;
-    const accepted = sink.emitDecidedNow(() => {
+    const accepted = sink.emitDecidedNow((contentIndex: number) => {
       decided = true;
-      return [{ id: "d1", body: { type: "message_update", deltas: [{ type: "text_start", contentIndex: 0 }] } }];
-    });
+      return [{ id: "d1", body: { type: "message_update", deltas: [{ type: "text_start", contentIndex }] } }];
+    }, 0);
     expect(decided).toBe(true);
     expect(delivered).toEqual(["d1"]);
     expect(accepted).toBe(RESOLVED);
@@ -97,10 +98,13 @@ describe("event sink", () => {
         return gate.promise.then(() => void delivered.push(e.id));
       },
     });
-    const decided = sink.emitDecidedNow(() => [
-      { id: "d1", body: { type: "turn_start" } },
-      { id: "d2", body: { type: "turn_start" } },
-    ]);
+    const decided = sink.emitDecidedNow(
+      () => [
+        { id: "d1", body: { type: "turn_start" } },
+        { id: "d2", body: { type: "turn_start" } },
+      ],
+      undefined,
+    );
     const later = sink.emit({ type: "turn_start" });
     await flush();
     expect(delivered).toEqual([]);

@@ -106,8 +106,8 @@ export class EventSink implements Sink {
   }
 
   /** See `sinkEmitDecidedNow`. */
-  emitDecidedNow(decide: () => readonly DraftEvent[]): Promise<void> {
-    return sinkEmitDecidedNow(this.state, decide);
+  emitDecidedNow<A>(decide: (arg: A) => readonly DraftEvent[], arg: A): Promise<void> {
+    return sinkEmitDecidedNow(this.state, decide, arg);
   }
 }
 
@@ -209,14 +209,14 @@ export function sinkIdle(s: SinkState): boolean {
 }
 
 /**
- * `sinkEmitDecided` without a promise when nothing is queued: `decide` runs now (every event
+ * `sinkEmitDecided` without a promise when nothing is queued: `decide(arg)` runs now (every event
  * emitted before it was accepted, so folded) and its drafts reach the port at once; resolves as
  * `sinkEmit` does (`RESOLVED` when the port accepted them synchronously). Behind a queue it is
- * `sinkEmitDecided`.
+ * `sinkEmitDecided`. (`arg`, not a closure: a live run asks this for every delta.)
  */
-export function sinkEmitDecidedNow(s: SinkState, decide: () => readonly DraftEvent[]): Promise<void> {
+export function sinkEmitDecidedNow<A>(s: SinkState, decide: (arg: A) => readonly DraftEvent[], arg: A): Promise<void> {
   if (s.failed) return Promise.reject(s.failed);
-  if (!sinkIdle(s)) return sinkEmitDecided(s, decide).then(noop);
+  if (!sinkIdle(s)) return sinkEmitDecided(s, () => decide(arg)).then(noop);
   const runId = s.runId;
   let drafts: readonly DraftEvent[];
   let i = 0;
@@ -224,7 +224,7 @@ export function sinkEmitDecidedNow(s: SinkState, decide: () => readonly DraftEve
   let accepted: Promise<void> | undefined;
   s.delivering = true;
   try {
-    drafts = decide();
+    drafts = decide(arg);
     while (i < drafts.length) {
       const draft = drafts[i++] as DraftEvent;
       const taken = s.port(complete(s, draft.body as LoopEventBody, draft.id, runId));

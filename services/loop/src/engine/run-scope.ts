@@ -28,7 +28,7 @@ export interface Sink {
   /** See `sinkEmitDecided` (a session engine's sink; the stateless loop's has none). */
   emitDecided?(decide: () => readonly DraftEvent[]): Promise<readonly DraftEvent[]>;
   /** See `sinkEmitDecidedNow` (present with `emitDecided`). */
-  emitDecidedNow?(decide: () => readonly DraftEvent[]): Promise<void>;
+  emitDecidedNow?<A>(decide: (arg: A) => readonly DraftEvent[], arg: A): Promise<void>;
 }
 
 /** What every step of one run shares: the ports, the event sink, the run's abort signal and its watch. */

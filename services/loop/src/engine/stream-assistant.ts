@@ -1,12 +1,9 @@
 // One LLM call: context → transformContext → convertToLlm → streamFn, with pi's message events.
-import {
-  ABORTED_ERROR_MESSAGE,
-  type AssistantMessage,
-  type AssistantStreamEvent,
-  type StreamDelta,
-} from "@fleet/protocol";
+import { ABORTED_ERROR_MESSAGE, type AssistantMessage, type AssistantStreamEvent } from "@fleet/protocol";
+import type { DraftEvent } from "../session-core/drafts.js";
 import {
   advanceDelta,
+  decideProviderChunk,
   deltaEvent,
   isStreamDelta,
   messageEnd,
@@ -27,7 +24,7 @@ import {
   type RunScope,
   type Sink,
 } from "./run-scope.js";
-import type { EnginePorts, LoopContext, LoopEventBody, StreamOptions } from "./types.js";
+import type { LoopContext, LoopEventBody, StreamOptions } from "./types.js";
 
 /** The delta step of the one chunk mapping (`../session-core/provider-chunk.ts`), for the engine's other readers. */
 export { applyDeltaInPlace, applyStreamDelta } from "../session-core/provider-chunk.js";
@@ -68,7 +65,7 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
   const reader = abortableReader(iterator, signal ? run.abort : undefined);
   /** The message so far (owned by this call), advanced in place by the one chunk mapping. */
   const stream: OpenStream = { partial: undefined, final: undefined };
-  const decideChunks = run.ports.decideProviderChunk !== undefined && run.sink.emitDecidedNow !== undefined;
+  const decideChunk = run.sink.emitDecidedNow ? chunkDecider(run) : undefined;
   try {
     while (true) {
       const next = signal?.aborted ? ABORTED : await readNext(reader);
@@ -96,16 +93,16 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
         );
       }
       const chunk = next.value;
-      if (decideChunks && isStreamDelta(chunk)) {
+      if (decideChunk && isStreamDelta(chunk)) {
         // The fold decides the delta's event; the engine's partial (for an abort) advances in place.
         if (!advanceDelta(stream, chunk)) continue;
-        const accepted = emitChunk(chunk, undefined, run);
+        const accepted = emitChunk(decideChunk, chunk, run);
         if (accepted !== RESOLVED) await accepted;
         continue;
       }
       const event = stepProviderChunk(stream, chunk);
       if (event) {
-        const accepted = decideChunks ? emitChunk(chunk, event, run) : run.sink.emit(event);
+        const accepted = decideChunk ? emitChunk(decideChunk, chunk, run) : run.sink.emit(event);
         if (accepted !== RESOLVED) await accepted;
       } else if (stream.final) {
         return await endCall(context, run, chunk, stream.final, partial !== undefined);
@@ -124,18 +121,29 @@ const abortedChunk = (message: AssistantMessage): AssistantStreamEvent => ({
 });
 
 /**
- * A chunk that streams the message (`start`, or a delta of a started one), decided on the session's
- * fold (`decideProviderChunk`) and emitted at once when nothing is queued before it
- * (`emitDecidedNow`: no promise per delta); when the fold decides nothing, the engine's own step:
- * `own` (`start`'s `message_start`), or the delta's `deltaEvent`.
+ * The decision of a chunk that streams the message (`start`, or a delta of a started one), for one
+ * LLM call: the session's fold's (`decideProviderChunk`), or, when it decides nothing, the engine's
+ * own step (the same mapping: `start`'s copy of the provider's partial, the delta's `deltaEvent`).
  */
-function emitChunk(chunk: AssistantStreamEvent, own: LoopEventBody | undefined, run: RunScope): Promise<unknown> {
-  const decide = run.ports.decideProviderChunk as NonNullable<EnginePorts["decideProviderChunk"]>;
-  const emitDecidedNow = run.sink.emitDecidedNow as NonNullable<Sink["emitDecidedNow"]>;
-  return emitDecidedNow.call(
-    run.sink,
-    () => decide(chunk) ?? [{ id: run.ports.newId(), body: own ?? deltaEvent(chunk as StreamDelta) }],
-  );
+function chunkDecider(run: RunScope): ((chunk: AssistantStreamEvent) => readonly DraftEvent[]) | undefined {
+  const decide = run.ports.decideProviderChunk;
+  if (!decide) return undefined;
+  const newId = run.ports.newId;
+  return (chunk) => decide(chunk) ?? [{ id: newId(), body: ownChunkEvent(chunk) }];
+}
+
+function ownChunkEvent(chunk: AssistantStreamEvent): LoopEventBody {
+  if (isStreamDelta(chunk)) return deltaEvent(chunk);
+  return decideProviderChunk(undefined, chunk).events[0] as LoopEventBody;
+}
+
+/** Emits a chunk's decision at once when nothing is queued before it (`emitDecidedNow`: no promise per delta). */
+function emitChunk(
+  decide: (chunk: AssistantStreamEvent) => readonly DraftEvent[],
+  chunk: AssistantStreamEvent,
+  run: RunScope,
+): Promise<unknown> {
+  return (run.sink as Required<Sink>).emitDecidedNow(decide, chunk);
 }
 
 /**
