@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FleetClient } from "@fleet/client";
-import { BUDGET_KEYS, KV_BUCKETS, SPEND_KEYS, utcDayOf } from "@fleet/protocol";
+import { BUDGET_KEYS, KV_BUCKETS, SPEND_KEYS, storeAppliedNotices, subjects, utcDayOf } from "@fleet/protocol";
 import { connectNats } from "@fleet/runtime";
 import type { NatsServer } from "@fleet/testkit";
 import { Kvm } from "@nats-io/kv";
@@ -107,6 +107,30 @@ describe("fleet watch / replay / tree / fork", () => {
       .split("\n")
       .map((l) => (JSON.parse(l) as { event: { type: string } }).event.type);
     expect(types).toEqual(FAKE_RUN_TYPES.slice(2));
+  });
+
+  it("changes --json prints the change feed's frames until Ctrl-C", async () => {
+    const child = spawnCli(["changes", "--json"], {
+      cwd: dir,
+      env: { FLEET_HOME: join(dir, ".fleet"), NATS_URL: server.url },
+    });
+    const done = collect(child, 20_000);
+    // The store's notice that its indexes took in a batch (no store runs here): sent until the
+    // command, which subscribes once connected, prints its frame.
+    const store = await connectNats({ url: server.url, name: "cli-changes-store" });
+    const notice = new TextEncoder().encode(JSON.stringify(storeAppliedNotices(0, 5, ["s-cli-chg"], false)[0]));
+    const sending = setInterval(() => store.publish(subjects.storeApplied(0), notice), 200);
+    try {
+      await waitForOutput(child, /s-cli-chg/);
+    } finally {
+      clearInterval(sending);
+      await store.close();
+    }
+    child.kill("SIGINT");
+    const result = await done;
+    expect(result.code).toBe(0);
+    const first = JSON.parse(result.stdout.trimEnd().split("\n")[0] ?? "{}");
+    expect(first).toEqual({ sessions: ["s-cli-chg"], approvals: false, all: false });
   });
 
   it("replay --to a mid-run sequence shows the run in progress", async () => {

@@ -199,6 +199,55 @@ describe("security / every service under its own user", () => {
   });
 });
 
+describe("security / the change feed", () => {
+  it("lets a reader follow the store's notices: a change the operator makes comes as a frame naming its session", async () => {
+    const denied: string[] = [];
+    const reader = await FleetClient.connect({
+      natsUrl: secured.nats.url,
+      auth: secured.auth(TENANT, "reader"),
+      onPermissionError: (line) => denied.push(line),
+    });
+    const ac = new AbortController();
+    try {
+      const iterator = reader.changes({ signal: ac.signal })[Symbol.asyncIterator]();
+      const next = iterator.next(); // joins the feed
+      await reader.nc.flush();
+      await operator.setName(SESSION, "Followed by a reader");
+      let named = false;
+      const frames: unknown[] = [];
+      for (let pending = next; !named && frames.length < 20; pending = iterator.next()) {
+        const frame = await pending;
+        if (frame.done) break;
+        frames.push(frame.value);
+        named = frame.value.sessions.includes(SESSION);
+      }
+      expect(named, JSON.stringify(frames)).toBe(true);
+      expect(denied).toEqual([]);
+    } finally {
+      ac.abort();
+      await reader.close();
+    }
+  });
+});
+
+describe("security / the change feed, refused", () => {
+  it("ends a login's change feed with a clear error when it may not subscribe to the store's notices", async () => {
+    const { nc } = await secured.connectAs(TENANT, "tools");
+    try {
+      const client = await FleetClient.fromConnection(nc, { partitions: 16, groups: 1 });
+      const failure = await client
+        .changes()
+        [Symbol.asyncIterator]()
+        .next()
+        .catch((err: unknown) => err);
+      expect(isFleetError(failure) && [failure.kind, failure.code]).toEqual(["unavailable", "permission"]);
+      expect(String((failure as Error).message)).toContain("cannot follow the change feed");
+    } finally {
+      await nc.close();
+    }
+  });
+});
+
 describe("security / ops servers", () => {
   it("listen on FLEET_OPS_HOST (every interface for the runner here), so probes from outside reach them", async () => {
     const port = services.toolsOpsPort.toString(16).toUpperCase().padStart(4, "0");

@@ -17,6 +17,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentsApi } from "./agents.js";
 import { sessionApprovalRulesOf, setTenantApprovalRulesOf, tenantApprovalRulesOf } from "./approval-rules.js";
+import { type ChangeBatch, type ChangeFeed, createChangeFeed, iterateChanges } from "./change-feed.js";
 import { type ConnectionOptions, connectClientNats, type FleetClientOptions, openClient } from "./client-connect.js";
 import {
   type ClientContext,
@@ -39,7 +40,7 @@ import { newId } from "./ids.js";
 import { type LifecycleCommandType, lifecycleRecordOf, runLifecycleCommand } from "./lifecycle-command.js";
 import type { LiveSession } from "./live-session.js";
 import { openLiveState } from "./live-state.js";
-import { describeError } from "./nats-failures.js";
+import { describeError, isPermissionDenied } from "./nats-failures.js";
 import type { EventsOptions, ReplayResult, SessionEventItem, SessionEventRecord } from "./read-options.js";
 import { replaySession } from "./replay-session.js";
 import { ScheduleClient } from "./schedules.js";
@@ -60,6 +61,19 @@ import { type StoreResult, storeRequest } from "./store-request.js";
 import { rejectionOf, submitCommand } from "./submit-command.js";
 import type { TenantBudgetReport } from "./tenant-budget.js";
 import { setTenantLimitsOf, tenantBudgetOf } from "./tenant-limits.js";
+
+/** The change feed's subscription was refused: the login may not follow the store's notices. */
+const refusedFeed = (err: Error): Error =>
+  new FleetError(
+    "unavailable",
+    isPermissionDenied(err) ? "permission" : "nats",
+    `cannot follow the change feed: ${describeError(err)}`,
+    { cause: err },
+  );
+
+/** The change feed's window: at most one frame per 250 ms (the gateway's too). */
+export const DEFAULT_CHANGE_WINDOW_MS = 250;
+const MAX_CHANGE_WINDOW_MS = 60_000;
 
 /**
  * A connection to a Fleet deployment.
@@ -82,6 +96,7 @@ export class FleetClient extends SessionCommands {
   /** The tenant's agents (KV `fleet_agents`): create, update, get, list, show. */
   readonly agents: AgentsApi;
   readonly #ctx: ClientContext;
+  readonly #changeFeeds = new Map<number, ChangeFeed>();
   readonly #commandTimeoutMs: number;
   readonly #requestTimeoutMs: number;
 
@@ -228,6 +243,32 @@ export class FleetClient extends SessionCommands {
   events(sessionId: string, opts: EventsOptions = {}): AsyncIterable<SessionEventItem> {
     const start = startSeqOf(this.#ctx, sessionId, opts);
     return iterateSessionEvents(this.#ctx, sessionId, start, opts, (seq, event) => ({ seq, event }));
+  }
+
+  /**
+   * The tenant's change feed (PROTOCOL "Change feed"): from now on, at most one frame per
+   * `windowMs` (default 250) naming the sessions whose changes the store's indexes took in (or that
+   * were deleted, archived or restored), `approvals: true` when an approval may have been asked
+   * for, answered or dropped, and `all: true` when anything may differ (a store took a stream group
+   * up or switched to rebuilt indexes, this connection was down, or more than 1,000 sessions
+   * changed): reload from the indexes (`listSessions`, `listApprovals`) on a frame that concerns
+   * you, never on a timer. A reader that falls behind gets the frames it missed merged into one.
+   * Live only; ends when `signal` aborts, the caller stops, or the client closes. Needs a role that
+   * may subscribe to `fleet.store.applied.*` (reader, operator, gateway): a login that may not
+   * ends the iteration with a `FleetError` (`unavailable`, code `permission`).
+   */
+  changes(opts: { windowMs?: number; signal?: AbortSignal } = {}): AsyncIterable<ChangeBatch> {
+    const windowMs = opts.windowMs ?? DEFAULT_CHANGE_WINDOW_MS;
+    if (!Number.isInteger(windowMs) || windowMs < 1 || windowMs > MAX_CHANGE_WINDOW_MS) {
+      throw new FleetError("invalid_input", "invalid", `windowMs must be an integer from 1 to ${MAX_CHANGE_WINDOW_MS}`);
+    }
+    // One feed per client and window: every iterator of it shares its two subscriptions.
+    let feed = this.#changeFeeds.get(windowMs);
+    if (!feed) {
+      feed = createChangeFeed(this.nc, { windowMs });
+      this.#changeFeeds.set(windowMs, feed);
+    }
+    return iterateChanges(feed, this.nc, refusedFeed, opts.signal);
   }
 
   /**

@@ -2,6 +2,19 @@
 
 export { type AgentDefinition, type AgentDetails, AgentsApi } from "./agents.js";
 export {
+  addChange,
+  batchOf,
+  type ChangeBatch,
+  type ChangeFeed,
+  type ChangeFeedLogger,
+  type ChangeListener,
+  changeOf,
+  createChangeFeed,
+  MAX_FRAME_SESSIONS,
+  noChanges,
+  type PendingChanges,
+} from "./change-feed.js";
+export {
   type DeploymentReport,
   inspectDeployment,
   type LeaseReport,
@@ -20,7 +33,7 @@ export type {
   OutcomeRecord,
 } from "./command-options.js";
 export { CommandRejectedError, FleetError, type FleetErrorKind, isFleetError, StoreQueryError } from "./errors.js";
-export { FleetClient } from "./fleet-client.js";
+export { DEFAULT_CHANGE_WINDOW_MS, FleetClient } from "./fleet-client.js";
 export type { HistoryRange, HistoryRecord } from "./history-read.js";
 export { newId, newSessionId } from "./ids.js";
 export { LiveSession, type SessionChangeListener } from "./live-session.js";

@@ -368,7 +368,8 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
       // Publishes nothing but its replies (an empty allow list would allow everything).
       return result([], ["fleet.hook.>"], true, [">"]);
     case "reader":
-      return result(readerPublish(groups), [subjects.eventsAll, subjects.liveAll]);
+      // The change feed (`FleetClient.changes()`) follows the store's notices and the lifecycle records.
+      return result(readerPublish(groups), [subjects.eventsAll, subjects.liveAll, subjects.storeAppliedAll]);
     case "operator":
       // An operator also sets the tenant's daily budget (key `limits` of `fleet_budgets`) and
       // approval rules (key `approval_rules` of `fleet_config`).
@@ -383,7 +384,7 @@ export function rolePermissions(role: FleetRole, opts: RolePermissionOptions): R
           ...jsApi.objWrite(INPUTS),
           ...scheduleWrites(),
         ],
-        [subjects.eventsAll, subjects.liveAll],
+        [subjects.eventsAll, subjects.liveAll, subjects.storeAppliedAll],
       );
     case "gateway":
       return result(

@@ -1,18 +1,15 @@
 // The gateway's NATS connections: one per tenant, each logged in as that tenant's own identity.
-import { FleetClient, FleetError } from "@fleet/client";
+import { type ChangeFeed, createChangeFeed, DEFAULT_CHANGE_WINDOW_MS, FleetClient, FleetError } from "@fleet/client";
 import { parseLifecycleSubject, subjects } from "@fleet/protocol";
 import { connectFleet, NatsConnectError, sleep } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { type ChangeFeed, createChangeFeed } from "./changes/change-feed.js";
 import { createHubRegistry, type HubRegistry } from "./sse/hub-registry.js";
 import type { TenantIdentity } from "./tenant-identities.js";
 import { createViewCache, type ViewCache } from "./view-cache.js";
 
 /** Sessions whose folded view a link keeps (each about the size of its transcript). */
 const VIEW_CACHE_ENTRIES = 256;
-/** The change feed sends at most one batch per this many ms. */
-const CHANGE_WINDOW_MS = 250;
 /** Failed connects logged: the first, then every this many. */
 const LOG_EVERY_ATTEMPTS = 20;
 
@@ -69,7 +66,8 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
   const open = async (tenant: string, nc: NatsConnection): Promise<TenantLink> => {
     const client = await FleetClient.fromConnection(nc, { commandTimeoutMs: opts.commandTimeoutMs });
     let up = true;
-    const changes = createChangeFeed(nc, { windowMs: CHANGE_WINDOW_MS, logger });
+    // Its own status watch says `all` when the connection comes back (notices sent meanwhile are gone).
+    const changes = createChangeFeed(nc, { windowMs: DEFAULT_CHANGE_WINDOW_MS, logger });
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === "disconnect") {
@@ -78,8 +76,6 @@ export function createTenantLinks(opts: TenantLinksOptions): TenantLinks {
         } else if (s.type === "reconnect") {
           up = true;
           logger.info({ evt: "gateway_nats_reconnected", tenant, server: s.server }, "NATS connection back");
-          // The store's notices are core NATS: those sent while the connection was down are gone.
-          changes.missed();
         }
       }
     })().catch(() => undefined);

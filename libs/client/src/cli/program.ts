@@ -24,6 +24,7 @@ import { doctorCommand } from "./commands/doctor.js";
 import { type LifecycleCommandOptions, lifecycleCommand } from "./commands/lifecycle-commands.js";
 import {
   approvalsCommand,
+  changesCommand,
   exportCommand,
   replayCommand,
   type SessionsOptions,
@@ -182,6 +183,12 @@ export function buildProgram(
     .action(async (sid: string, opts: { from: number | "start" | "new"; json?: boolean }) =>
       setExit(await watchCommand(io(), sid, opts)),
     );
+
+  program
+    .command("changes")
+    .description("follow the tenant's change feed: the sessions the store's indexes took changes of (Ctrl-C stops)")
+    .option("--json", "print each frame as NDJSON {sessions, approvals, all}")
+    .action(async (opts: { json?: boolean }) => setExit(await changesCommand(io(), opts)));
 
   program
     .command("replay")

@@ -2,8 +2,8 @@
 // ticket a browser's EventSource opens it with. Views refresh from the store's indexes on a frame
 // instead of polling.
 import type { ServerResponse } from "node:http";
+import type { ChangeBatch } from "@fleet/client";
 import { z } from "zod";
-import type { ChangeBatch } from "../changes/change-feed.js";
 import { corsHeadersOf } from "../http/cors.js";
 import { type AnyRouteSpec, defineRoute } from "../http/route-spec.js";
 import { issueTicket } from "../http/stream-ticket.js";

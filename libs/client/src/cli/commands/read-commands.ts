@@ -1,4 +1,4 @@
-// Reading commands: watch, replay, tree, sessions, export.
+// Reading commands: watch, changes, replay, tree, sessions, export.
 import { writeFileSync } from "node:fs";
 import {
   describeApprovalDecision,
@@ -16,6 +16,31 @@ import { drawTree } from "../draw-tree.js";
 import { contentText, formatToolCall, oneLine, summarizeMessage } from "../format-entry.js";
 import { type CliIo, onInterrupt, outStyle } from "../io.js";
 import { loadTree } from "../load-tree.js";
+
+/**
+ * Follows the tenant's change feed (`FleetClient.changes()`), one line per frame (or NDJSON
+ * `{sessions, approvals, all}`), until Ctrl-C.
+ */
+export async function changesCommand(io: CliIo, opts: { json?: boolean }): Promise<number> {
+  return withClient(io, async (client) => {
+    const stop = new AbortController();
+    const off = onInterrupt(() => stop.abort());
+    const style = outStyle(io);
+    try {
+      for await (const batch of client.changes({ signal: stop.signal })) {
+        if (opts.json) {
+          io.stdout.write(`${JSON.stringify(batch)}\n`);
+          continue;
+        }
+        const what = batch.all ? style.bold("everything may have changed: reload") : batch.sessions.join(" ");
+        io.stdout.write(`${what}${batch.approvals && !batch.all ? style.dim("  (approvals)") : ""}\n`);
+      }
+    } finally {
+      off();
+    }
+    return 0;
+  });
+}
 
 /** Follows a session's events, one line each (or NDJSON `{seq, event}`), until Ctrl-C. */
 export async function watchCommand(

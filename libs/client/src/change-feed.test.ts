@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { changeOf } from "./change-feed.js";
+import { addChange, batchOf, changeOf, MAX_FRAME_SESSIONS, noChanges } from "./change-feed.js";
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
-describe("gateway / change feed", () => {
+describe("client / change feed", () => {
   it("takes a store notice's sessions and approvals flag, and a lifecycle record's session", () => {
     expect(
       changeOf("fleet.store.applied.0", json({ group: 0, seq: 9, sessions: ["s-1", "s-2"], approvals: false })),
@@ -44,5 +44,26 @@ describe("gateway / change feed", () => {
     expect(changeOf("fleet.store.applied.0", json({ group: 0, sessions: [], approvals: false }))).toHaveProperty(
       "error",
     );
+  });
+
+  it("merges changes: sessions once each, approvals and all sticky", () => {
+    const pending = noChanges();
+    addChange(pending, { sessions: ["s-1", "s-2"], approvals: false, all: false });
+    addChange(pending, { sessions: ["s-2", "s-3"], approvals: true, all: false });
+    addChange(pending, { sessions: [], approvals: false, all: false });
+    expect(batchOf(pending)).toEqual({ sessions: ["s-1", "s-2", "s-3"], approvals: true, all: false });
+    addChange(pending, { sessions: [], approvals: true, all: true });
+    addChange(pending, { sessions: ["s-4"], approvals: false, all: false });
+    expect(batchOf(pending)).toEqual({ sessions: [], approvals: true, all: true });
+  });
+
+  it(`past ${MAX_FRAME_SESSIONS} sessions it is \`all\` and keeps no names; exactly the cap is named`, () => {
+    const names = Array.from({ length: MAX_FRAME_SESSIONS + 1 }, (_, i) => `s-${i}`);
+    const atCap = noChanges();
+    addChange(atCap, { sessions: names.slice(0, MAX_FRAME_SESSIONS), approvals: false, all: false });
+    expect(batchOf(atCap).sessions).toHaveLength(MAX_FRAME_SESSIONS);
+    addChange(atCap, { sessions: names.slice(MAX_FRAME_SESSIONS), approvals: false, all: false });
+    expect(batchOf(atCap)).toEqual({ sessions: [], approvals: true, all: true });
+    expect(atCap.sessions.size).toBeLessThanOrEqual(MAX_FRAME_SESSIONS + 1);
   });
 });

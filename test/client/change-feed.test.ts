@@ -1,12 +1,14 @@
-// The change feed on a real nats-server: store notices and lifecycle records coalesced into one
-// frame per window; a namespace switch, a window past the cap, and a connection that came back
-// each give one `all` frame (PROTOCOL change 75).
+// The change feed (`createChangeFeed` of @fleet/client, behind the SDK's `changes()` and the
+// gateway's `GET /v1/changes`) on a real nats-server: store notices and lifecycle records coalesced
+// into one frame per window; a namespace switch, a window past the cap, and missed notices each give
+// one `all` frame (PROTOCOL change 75).
+
+import { type ChangeBatch, createChangeFeed, MAX_FRAME_SESSIONS } from "@fleet/client";
 import { storeAllNotice, storeAppliedNotices, subjects } from "@fleet/protocol";
 import { connectNats, createLogger } from "@fleet/runtime";
 import { type NatsServer, startNats } from "@fleet/testkit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ChangeBatch, createChangeFeed, MAX_FRAME_SESSIONS } from "./change-feed.js";
 
 const WINDOW_MS = 50;
 let server: NatsServer;
@@ -41,7 +43,7 @@ async function publish(...notices: Array<ReturnType<typeof storeAllNotice>>) {
   await store.flush();
 }
 
-describe("gateway / change feed on a real server", () => {
+describe("client / change feed on a real server", () => {
   it("coalesces a window's notices and lifecycle records into one frame", async () => {
     const { frames, leave } = follow();
     await publish(...storeAppliedNotices(0, 10, ["s-1", "s-2"], false), ...storeAppliedNotices(1, 4, ["s-2"], false));
