@@ -8,6 +8,7 @@ import type { RuntimeInput } from "../decide/decide-input.js";
 import { decideChunk, decideInput } from "../decide/decide-input.js";
 import type { EnginePorts } from "../engine/index.js";
 import type { DraftEvent } from "../session-core/drafts.js";
+import { isStreamDelta } from "../session-core/provider-chunk.js";
 import { flushDrafts } from "../session-core/session-write.js";
 import { turnEndBody } from "../session-core/turn-boundary.js";
 import { decideContextOf } from "./decide-context.js";
@@ -21,7 +22,7 @@ export function runInputPorts(shell: SessionShell): RunInputPorts {
   return {
     // `decideInput {provider_chunk}` without the rest of the context: it is asked for every delta.
     decideProviderChunk: (chunk) => {
-      const decision = decideChunk(shell.state, chunk, shell.deps.newId);
+      const decision = decideChunk(shell.state, chunk, isStreamDelta(chunk) ? coalescedId : shell.deps.newId);
       if (decision.kind === "decided" && decision.events.length > 0) return decision.events;
       return undecided(shell, "provider_chunk", { chunk: chunk.type });
     },
@@ -58,6 +59,12 @@ function undecided(shell: SessionShell, kind: RuntimeInput["kind"], detail: Reco
   );
   return undefined;
 }
+
+/**
+ * A delta's draft id: the emit port coalesces the delta into a `message_update` that gets an id of
+ * its own when it is appended (`createUpdateCoalescer`'s flush), so this one is never used.
+ */
+const coalescedId = (): string => "";
 
 const TURN_END: RuntimeInput = { kind: "turn_end" };
 const STOPPED: RuntimeInput = { kind: "turn_boundary", stop: true };
