@@ -19,8 +19,9 @@ export const APPROVAL_CHANGING_TYPES: ReadonlySet<string> = new Set([
  * Published by the store on `fleet.store.applied.<g>` (core NATS) once a batch of group g's events
  * is written to its indexes and acked: every event of group g's stream up to `seq` is now in them.
  * A notice with `all: true` (PROTOCOL change 75) says any session, and any approval, may read
- * differently now: a store instance started applying group g, or its indexes were switched to
- * another namespace (a rebuild, or the heal after Redis lost its data). `sessions` is empty, and the
+ * differently now: a store instance started applying group g, its indexes were switched to another
+ * namespace (a rebuild, or the heal after Redis lost its data), or the group's notices may have been
+ * lost (the store's connection came back, or a publish failed). `sessions` is empty, and the
  * namespace holds every event of group g up to `seq`.
  */
 export const StoreAppliedNotice = z.object({

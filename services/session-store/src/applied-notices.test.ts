@@ -1,7 +1,7 @@
 import type { FleetEvent } from "@fleet/protocol";
 import { MAX_NOTICE_SESSIONS, StoreAppliedNotice, storeAllNotice, storeAppliedNotices } from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
-import { changesOfBatch } from "./applied-notices.js";
+import { changesOfBatch, noticesFor } from "./applied-notices.js";
 import type { Decoded, PreparedBatch } from "./projector.js";
 
 const decoded = (seq: number, type: string | null): Decoded => ({
@@ -44,5 +44,22 @@ describe("session store / applied notices", () => {
       all: true,
     });
     expect(StoreAppliedNotice.parse(storeAllNotice(0, 41)).seq).toBe(41);
+  });
+
+  it("a group's next notice says `all` once its notices may have been lost: a failed publish, or a reconnect since", () => {
+    const change = { sessions: ["s-1"], approvals: false };
+    const named = storeAppliedNotices(0, 9, ["s-1"], false);
+    const all = [storeAllNotice(0, 9)];
+    // No notice of group 0 yet (this process has announced none of it): nothing lost.
+    expect(noticesFor(new Map(), 0, 0, 9, change)).toEqual(named);
+    // Its last notice went out in this connection epoch.
+    expect(noticesFor(new Map([[0, 3]]), 3, 0, 9, change)).toEqual(named);
+    // The connection came back since (epoch 4): what was in flight may be gone.
+    expect(noticesFor(new Map([[0, 3]]), 4, 0, 9, change)).toEqual(all);
+    // Its last publish failed.
+    expect(noticesFor(new Map([[0, -1]]), 4, 0, 9, change)).toEqual(all);
+    // Another group's loss is not this one's; an `all` change is `all` whatever came before.
+    expect(noticesFor(new Map([[1, -1]]), 0, 0, 9, change)).toEqual(named);
+    expect(noticesFor(new Map([[0, 2]]), 2, 0, 9, { all: true })).toEqual(all);
   });
 });

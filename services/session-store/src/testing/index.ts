@@ -1,6 +1,7 @@
 // Test entry of @fleet/session-store (`@fleet/session-store/testing`, sources only, not built): the
 // store's parts that integration tests drive one by one, and synthetic session logs.
 
+export { createAppliedAnnouncer } from "../applied-notices.js";
 export { deleteLegacyPartitionConsumers, prepareStoreConsumer, storeConsumerDrift } from "../consumer-control.js";
 export { ackReplyOf, pendingOf, prevSeqOf, streamSeqOf, toEventRecord } from "../delivered-message.js";
 export { startGroupWorker } from "../group-worker.js";
