@@ -86,6 +86,15 @@ describe("client / change feed", () => {
     two.abort();
   });
 
+  it("ends when its client closes, and a closed client's feed ends at once", async () => {
+    const other = await FleetClient.connect({ natsUrl: stack.nats.url });
+    const iterator = other.changes()[Symbol.asyncIterator]();
+    const pending = iterator.next();
+    await other.close();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    expect(await other.changes()[Symbol.asyncIterator]().next()).toEqual({ done: true, value: undefined });
+  });
+
   it("refuses a window that is not a whole number of ms from 1 to 60,000", () => {
     for (const windowMs of [0, -5, 1.5, 60_001, Number.NaN]) {
       let thrown: unknown;

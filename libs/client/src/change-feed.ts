@@ -29,13 +29,20 @@ export type ChangeListener = (batch: ChangeBatch) => void;
 export interface ChangeFeed {
   /**
    * Adds a listener; the returned function removes it. The first one subscribes, the last one's
-   * leave unsubscribes. `onError` hears a subscription the server refused (the login may not
-   * subscribe to the store's notices): no frame comes for what it would have carried.
+   * leave unsubscribes. `ends.error` hears a subscription the server refused (the login may not
+   * subscribe to the store's notices: no frame comes for what it would have carried);
+   * `ends.closed` hears the connection close (no frame comes any more).
    */
-  join(listener: ChangeListener, onError?: (err: Error) => void): () => void;
+  join(listener: ChangeListener, ends?: FeedEnds): () => void;
   /** Notices may have been lost: the next frame says `all`. The feed calls it itself when its connection comes back. */
   missed(): void;
   readonly listeners: number;
+}
+
+/** What ends a listener's frames, besides leaving. */
+export interface FeedEnds {
+  error?: (err: Error) => void;
+  closed?: () => void;
 }
 
 /** Where a notice that does not parse is reported (a pino logger fits). */
@@ -101,7 +108,7 @@ export function createChangeFeed(
   opts: { windowMs: number; logger?: ChangeFeedLogger },
 ): ChangeFeed {
   const listeners = new Set<ChangeListener>();
-  const errorListeners = new Set<(err: Error) => void>();
+  const ended = new Set<FeedEnds>();
   let subs: Subscription[] | undefined;
   let pending: PendingChanges | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -138,7 +145,7 @@ export function createChangeFeed(
     nc.subscribe(subject, {
       callback: (err, msg) => {
         if (!err) return note(msg.subject, msg.data);
-        for (const onError of errorListeners) onError(err);
+        for (const ends of ended) ends.error?.(err);
       },
     });
   const missed = () => {
@@ -148,18 +155,22 @@ export function createChangeFeed(
     // The store's notices are core NATS: those sent while the connection was down are gone.
     for await (const s of nc.status()) if (s.type === "reconnect") missed();
   })().catch(() => undefined);
+  const close = () => {
+    for (const ends of ended) ends.closed?.();
+  };
+  void nc.closed().then(close, close);
 
   return {
-    join(listener, onError) {
+    join(listener, ends) {
       listeners.add(listener);
-      if (onError) errorListeners.add(onError);
+      if (ends) ended.add(ends);
       subs ??= [subscribe(subjects.storeAppliedAll), subscribe(subjects.lifecycleAll)];
       let left = false;
       return () => {
         if (left) return;
         left = true;
         listeners.delete(listener);
-        if (onError) errorListeners.delete(onError);
+        if (ends) ended.delete(ends);
         if (listeners.size > 0 || !subs) return;
         if (!nc.isClosed()) for (const sub of subs) sub.unsubscribe();
         subs = undefined;
@@ -203,13 +214,15 @@ export async function* iterateChanges(
       addChange(waiting, batch);
       wake?.();
     },
-    (err) => {
-      failure ??= refused(err);
-      end();
+    {
+      error: (err) => {
+        failure ??= refused(err);
+        end();
+      },
+      closed: end,
     },
   );
   signal?.addEventListener("abort", end, { once: true });
-  void nc.closed().then(end, end);
   try {
     while (!ended) {
       if (!waiting) {

@@ -10,6 +10,7 @@ export {
   type ChangeListener,
   changeOf,
   createChangeFeed,
+  type FeedEnds,
   MAX_FRAME_SESSIONS,
   noChanges,
   type PendingChanges,
