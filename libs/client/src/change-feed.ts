@@ -141,10 +141,19 @@ export function createChangeFeed(
     }
     add(change);
   };
+  const unsubscribe = () => {
+    if (subs && !nc.isClosed()) for (const sub of subs) sub.unsubscribe();
+    subs = undefined;
+    clearTimeout(timer);
+    timer = undefined;
+    pending = undefined;
+  };
   const subscribe = (subject: string) =>
     nc.subscribe(subject, {
       callback: (err, msg) => {
         if (!err) return note(msg.subject, msg.data);
+        // A refused subscription hears nothing more: the next join subscribes (and is told) again.
+        unsubscribe();
         for (const ends of ended) ends.error?.(err);
       },
     });
@@ -171,12 +180,7 @@ export function createChangeFeed(
         left = true;
         listeners.delete(listener);
         if (ends) ended.delete(ends);
-        if (listeners.size > 0 || !subs) return;
-        if (!nc.isClosed()) for (const sub of subs) sub.unsubscribe();
-        subs = undefined;
-        clearTimeout(timer);
-        timer = undefined;
-        pending = undefined;
+        if (listeners.size === 0) unsubscribe();
       };
     },
     missed,

@@ -35,7 +35,7 @@ export const StoreAppliedNotice = z.object({
   sessions: z.array(SessionId).max(MAX_NOTICE_SESSIONS),
   /** One of those events may have changed pending approvals (`APPROVAL_CHANGING_TYPES`). */
   approvals: z.boolean(),
-  /** Anything the indexes answer may differ (a store took the group up, or a namespace switch): load everything again. */
+  /** Anything the indexes answer may differ (a store took the group up, a namespace switch, or lost notices): load everything again. */
   all: z.literal(true).optional(),
 });
 export type StoreAppliedNotice = z.infer<typeof StoreAppliedNotice>;

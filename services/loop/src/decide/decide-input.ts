@@ -96,7 +96,7 @@ export function decideChunk(state: SessionState, chunk: AssistantStreamEvent, ne
   const partial = status.isStreaming ? streamingMessageOf(state) : undefined;
   const open = partial?.role === "assistant" ? partial : undefined;
   const step = decideProviderChunk(open, chunk);
-  return { kind: "decided", events: step.events.map((body) => ({ id: newId(), body })), effects: [] };
+  return { kind: "decided", events: step.events.map((body) => ({ id: newId(), body })), effects: NO_EFFECTS };
 }
 
 function decideToolResult(
