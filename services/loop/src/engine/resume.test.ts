@@ -1,5 +1,11 @@
 // Resuming an interrupted run from a resume point (and from the protocol's run cursor).
-import { type AssistantMessage, type FleetEvent, findRunCursor, type ToolResultMessage } from "@fleet/protocol";
+import {
+  ABORTED_ERROR_MESSAGE,
+  type AssistantMessage,
+  type FleetEvent,
+  findRunCursor,
+  type ToolResultMessage,
+} from "@fleet/protocol";
 import { describe, expect, it } from "vitest";
 import { interruptedErrorMessage, resumePointFromCursor } from "./resume-point.js";
 import { echoTool, T0, testEngine, trace, user } from "./testing/harness.js";
@@ -72,6 +78,61 @@ describe("resume", () => {
     ]);
     // the LLM sees the error message too (providers drop it when replaying)
     expect(provider.requests[0]?.context.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("interrupted while streaming, aborted once the cut message is closed: the retried call ends aborted, as pi's call after an abort does", async () => {
+    const { engine, rec, provider } = testEngine({
+      steps: [{ text: "never streamed" }],
+      init: { messages: [user("hi")], leafId: "u1", queues: { steer: [], followUp: [user("F")], nextTurn: [] } },
+    });
+    rec.listen((e) => {
+      if (e.body.type === "message_end" && e.body.message.role === "assistant") engine.abort();
+    });
+    const result = await engine.resume({
+      at: "streaming",
+      runId: "run-1",
+      reason: "owner changed",
+      partial: assistant([{ type: "text", text: "Hel" }], "stop"),
+      runMessages: [user("hi")],
+    });
+    expect(trace(rec.events)).toEqual([
+      "run_resumed(owner changed)",
+      "message_end:assistant(error)",
+      "turn_end[]",
+      "turn_start",
+      "message_start:assistant(…)",
+      "message_end:assistant(aborted)",
+      "turn_end[]",
+      "agent_end(3)",
+    ]);
+    expect(provider.requests).toHaveLength(0);
+    expect(result.status === "completed" && result.messages.at(-1)).toMatchObject({
+      role: "assistant",
+      content: [],
+      stopReason: "aborted",
+      errorMessage: ABORTED_ERROR_MESSAGE,
+    });
+    // An abort leaves the queues as they were.
+    expect(engine.state.queues.followUp).toEqual([user("F")]);
+  });
+
+  it("interrupted while streaming after an abort was accepted: the cut message ends aborted and the run ends", async () => {
+    const { engine, rec, provider } = testEngine({ steps: [{ text: "never" }], init: { messages: [user("hi")] } });
+    await engine.resume({
+      at: "streaming",
+      runId: "run-1",
+      reason: "owner changed",
+      partial: assistant([{ type: "text", text: "Hel" }], "stop"),
+      runMessages: [user("hi")],
+      aborted: true,
+    });
+    expect(trace(rec.events)).toEqual([
+      "run_resumed(owner changed)",
+      "message_end:assistant(aborted)",
+      "turn_end[]",
+      "agent_end(2)",
+    ]);
+    expect(provider.requests).toHaveLength(0);
   });
 
   it("tool calls pending: recorded outcomes are reused, only missing calls run, missing results are emitted", async () => {

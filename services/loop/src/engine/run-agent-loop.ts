@@ -1,7 +1,7 @@
 // pi's stateless agent loop (agentLoop / agentLoopContinue, 0.73 + the 0.75 hooks), plus resuming an
 // interrupted run. Every effect goes through the run's ports.
 import type { AgentMessage, AssistantMessage } from "@fleet/protocol";
-import { hasToolCalls, isTerminal, turnBoundary } from "../session-core/turn-boundary.js";
+import { hasToolCalls, isTerminal, retryBoundary, turnBoundary } from "../session-core/turn-boundary.js";
 import { EventSink } from "./event-sink.js";
 import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
 import { abortedAssistant, failureMessage, finishedContent } from "./messages.js";
@@ -90,8 +90,10 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       loop.context.messages.push(closed);
       loop.newMessages.push(closed);
       // A turn boundary like any other (not terminal: the call is made again): writes flushed at it
-      // and steering apply to the retried call.
-      const pending = await completeTurn(closed, [], loop, run, turnBoundary(false, true), false);
+      // and steering apply to the retried call. An abort accepted from here on ends that call aborted;
+      // a message closed aborted ends the run.
+      const boundary = aborted ? turnBoundary(true, false) : retryBoundary();
+      const pending = await completeTurn(closed, [], loop, run, boundary, false);
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
       return drive(loop, run, nextTurn(pending));

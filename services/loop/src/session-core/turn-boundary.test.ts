@@ -2,7 +2,13 @@
 // where the run goes, in pi's order (the engine asks its hooks and polls as these steps say).
 import { userMessage } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
-import { type BoundaryStep, stepTurnBoundary, type TurnBoundary, turnBoundary } from "./turn-boundary.js";
+import {
+  type BoundaryStep,
+  retryBoundary,
+  stepTurnBoundary,
+  type TurnBoundary,
+  turnBoundary,
+} from "./turn-boundary.js";
 
 const steer = userMessage("steer");
 const later = userMessage("later");
@@ -78,5 +84,17 @@ describe("turn boundary", () => {
       { next: "poll", queue: "steer" },
       { next: "turn", pending: [steer] },
     ]);
+  });
+
+  it("after a cut stream (retry), an abort starts the retried call's turn with the steering polled so far", () => {
+    expect(walk(retryBoundary(), {}, 0)).toEqual([{ next: "turn", pending: [] }]);
+    expect(walk(retryBoundary(), { steering: [steer] }, 2)).toEqual([
+      { next: "ask_turn_hooks" },
+      { next: "poll", queue: "steer" },
+      { next: "turn", pending: [steer] },
+    ]);
+    // shouldStopAfterTurn's answer still ends it; without an abort it is an ordinary next turn.
+    expect(walk(retryBoundary(), { stop: true }, 1)).toEqual([{ next: "ask_turn_hooks" }, { next: "end_run" }]);
+    expect(walk(retryBoundary(), { followUps: [later] }).at(-1)).toEqual({ next: "turn", pending: [] });
   });
 });

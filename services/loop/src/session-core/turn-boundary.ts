@@ -43,6 +43,12 @@ export interface TurnBoundary {
   terminal: boolean;
   /** The turn leaves tool results for the LLM (pi's `hasMoreToolCalls`): a next turn follows. */
   hasMoreToolCalls: boolean;
+  /**
+   * The turn's LLM call is made again (a resumed run's cut stream, closed as an error). An abort
+   * does not end the run here: the next turn's call ends aborted at once, as pi's call after an
+   * abort does, so the run's last message says it was aborted.
+   */
+  retry?: boolean;
   /** The run is aborted (the engine reads its signal afresh before each step). */
   aborted: boolean;
   /** `shouldStopAfterTurn`'s answer; `false` at a boundary that asks no hooks (a resumed run). */
@@ -63,20 +69,28 @@ const END_RUN: BoundaryStep = { next: "end_run" };
 const ASK_TURN_HOOKS: BoundaryStep = { next: "ask_turn_hooks" };
 const POLL_STEERING: BoundaryStep = { next: "poll", queue: "steer" };
 const POLL_FOLLOW_UPS: BoundaryStep = { next: "poll", queue: "followUp" };
+const NO_MESSAGES: readonly AgentMessage[] = [];
 
 /** A boundary with nothing learnt yet. `stop: false` for one that asks no turn hooks. */
 export function turnBoundary(terminal: boolean, hasMoreToolCalls: boolean, stop?: false): TurnBoundary {
   return { terminal, hasMoreToolCalls, aborted: false, stop, steering: undefined, followUps: undefined };
 }
 
+/** The boundary after a resumed run's cut stream: not terminal, and its call is made again (`retry`). */
+export function retryBoundary(): TurnBoundary {
+  return { ...turnBoundary(false, true), retry: true };
+}
+
 /**
  * pi's order after a turn: a terminal message ends the run; an abort ends it before the hooks are
- * asked, before steering is polled, and before follow-ups are polled (not once a turn was decided);
- * `shouldStopAfterTurn` true ends it; steering messages or tool results start the next turn; else
- * follow-ups do; else the run ends.
+ * asked, before steering is polled, and before follow-ups are polled (not once a turn was decided),
+ * except at a `retry` boundary, where it starts the retried call's turn with the steering polled
+ * so far; `shouldStopAfterTurn` true ends it; steering messages or tool results start the next
+ * turn; else follow-ups do; else the run ends.
  */
 export function stepTurnBoundary(b: TurnBoundary): BoundaryStep {
   if (b.terminal) return END_RUN;
+  if (b.aborted && b.retry === true && b.stop !== true) return { next: "turn", pending: b.steering ?? NO_MESSAGES };
   if (b.stop === undefined) return b.aborted ? END_RUN : ASK_TURN_HOOKS;
   if (b.stop) return END_RUN;
   if (b.steering === undefined) return b.aborted ? END_RUN : POLL_STEERING;
