@@ -16,10 +16,9 @@ import { drainUpdate, type QueueHeads, takeQueued } from "../session-core/queue-
 import { flushDrafts } from "../session-core/session-write.js";
 import {
   agentEndBody,
+  boundaryAfter,
   hasMoreToolCallsAfter,
-  isTerminal,
   stepTurnBoundary,
-  turnBoundary,
   turnEndBody,
 } from "../session-core/turn-boundary.js";
 import type { DecideContext, Decision } from "./decision.js";
@@ -61,7 +60,7 @@ export function decideTurnEnd(state: SessionState, ctx: DecideContext): Decision
     { id: ctx.newId(), body: turnEndBody(turn.message, turn.toolResults) },
     ...flushDrafts(state.pendingWrites, streamingMessageOf(state), ctx.newId),
   ];
-  const boundary = turnBoundary(isTerminal(turn.message), false);
+  const boundary = boundaryAfter(turn.message, false);
   boundary.aborted = turn.abortRequested;
   if (stepTurnBoundary(boundary).next === "end_run") {
     events.push({ id: ctx.newId(), body: agentEndBody(turn.runMessages.slice()) });
@@ -84,7 +83,7 @@ export function decideTurnBoundary(state: SessionState, stop: boolean, ctx: Deci
   const queues = state.status.queues;
   const heads: QueueHeads = { steer: 0, followUp: 0, nextTurn: 0 };
   const more = hasMoreToolCallsAfter(cursor.lastAssistant, cursor.lastToolResults);
-  const boundary = turnBoundary(isTerminal(cursor.lastAssistant), more);
+  const boundary = boundaryAfter(cursor.lastAssistant, more);
   boundary.aborted = cursor.abortRequested;
   while (true) {
     const step = stepTurnBoundary(boundary);

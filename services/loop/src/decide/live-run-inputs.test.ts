@@ -5,11 +5,29 @@
 // ends the run; past the turn hooks, the queue polls and the next turn's start and messages), in
 // pi's order: the same trace as the engine's own. The fold's accepted abort ends the run at the
 // turn's end even before the engine's signal aborts.
-import { ABORTED_ERROR_MESSAGE, type AgentMessage, type AssistantStreamEvent, type FleetEvent } from "@fleet/protocol";
+import {
+  ABORTED_ERROR_MESSAGE,
+  type AgentMessage,
+  type AssistantStreamEvent,
+  evolveSession,
+  type FleetEvent,
+  findRunCursor,
+} from "@fleet/protocol";
 import { assistantMessage, textOf } from "@fleet/protocol/testing";
 import { describe, expect, it } from "vitest";
+import { resumePointFromCursor } from "../engine/resume-point.js";
 import { STREAM_ENDED_EARLY } from "../engine/stream-assistant.js";
-import { echoTool, T0, TEST_SESSION_ID, type TestEngine, testEngine, trace, user } from "../engine/testing/harness.js";
+import {
+  echoTool,
+  sessionAt,
+  T0,
+  TEST_SESSION_ID,
+  type TestEngine,
+  testEngine,
+  toFleetEvent,
+  trace,
+  user,
+} from "../engine/testing/harness.js";
 import type { StreamFn } from "../engine/types.js";
 import { flushDrafts } from "../session-core/session-write.js";
 import { turnEndBody } from "../session-core/turn-boundary.js";
@@ -353,5 +371,97 @@ describe("a live run's provider chunks through decideInput", () => {
       )
       .map((e) => e.id);
     expect(ids).toEqual([expect.stringMatching(/^core-/), expect.stringMatching(/^core-/)]);
+  });
+});
+
+describe("a resumed run's cut stream through decideInput", () => {
+  /** A streamed answer's log, cut after its first delta, as the next owner folds it. */
+  async function cutLog() {
+    const first = testEngine({ steps: [{ text: "Hello world" }], chunkChars: 2 });
+    await first.engine.prompt("go");
+    const prompt = first.rec.events.find((e) => e.body.type === "message_start")?.body;
+    if (prompt?.type !== "message_start") throw new Error("no prompt message");
+    const accepted = {
+      type: "command_accepted",
+      commandId: "c1",
+      commandType: "prompt",
+      messages: [prompt.message],
+      meta: { v: 1, id: "a1", sessionId: TEST_SESSION_ID, ts: T0, producer: "test" },
+    } as FleetEvent;
+    const firstDelta = first.rec.events.findIndex((e) => e.body.type === "message_update");
+    return [accepted, ...first.rec.events.slice(0, firstDelta + 1).map(toFleetEvent)];
+  }
+
+  /** The core-wired engine of the owner that loads `log`, resumed where its run cursor stands. */
+  function resumeWired(log: readonly FleetEvent[], options: Options = {}) {
+    const session = sessionAt({});
+    for (const event of log) evolveSession(session, event);
+    const t = wired({ ...options, session });
+    const point = resumePointFromCursor(findRunCursor(log), "owner changed");
+    if (!point) throw new Error("no open run");
+    return { t, point };
+  }
+
+  it("the cut message's close, its turn_end and the call made again are decided by the core", async () => {
+    const { t, point } = resumeWired(await cutLog(), { steps: [{ text: "again" }] });
+    expect(point.at).toBe("streaming");
+    await t.engine.resume(point);
+    expect(trace(t.rec.events)).toEqual([
+      "run_resumed(owner changed)",
+      "message_end:assistant(error)",
+      "turn_end[]",
+      "turn_start",
+      "message_start:assistant(…)",
+      "message_end:assistant(stop)",
+      "turn_end[]",
+      "agent_end(3)",
+    ]);
+    expect(t.undecided).toBe(0);
+    expect(idsOf(t, "turn_end")).toEqual([expect.stringMatching(/^core-/), expect.stringMatching(/^core-/)]);
+    expect(idsOf(t, "turn_start")).toEqual([expect.stringMatching(/^core-/)]);
+  });
+
+  it("an owner that stops right after the close's turn_end: the next one still makes the call again", async () => {
+    const log = await cutLog();
+    const second = resumeWired(log, { steps: [{ text: "lost" }] });
+    await second.t.engine.resume(second.point);
+    const closeEnd = second.t.rec.events.findIndex((e) => e.body.type === "turn_end");
+    const cutAgain = [...log, ...second.t.rec.events.slice(0, closeEnd + 1).map(toFleetEvent)];
+    const { t, point } = resumeWired(cutAgain, { steps: [{ text: "again" }] });
+    expect(point.at).toBe("between_turns");
+    await t.engine.resume(point);
+    expect(trace(t.rec.events)).toEqual([
+      "run_resumed(owner changed)",
+      "turn_start",
+      "message_start:assistant(…)",
+      "message_end:assistant(stop)",
+      "turn_end[]",
+      "agent_end(3)",
+    ]);
+    expect(t.provider.requests).toHaveLength(1);
+    expect(t.undecided).toBe(0);
+    // Cut between the close and its turn_end: the same.
+    const beforeTurnEnd = [...log, ...second.t.rec.events.slice(0, closeEnd).map(toFleetEvent)];
+    const third = resumeWired(beforeTurnEnd, { steps: [{ text: "again" }] });
+    expect(third.point.at).toBe("awaiting_turn_end");
+    await third.t.engine.resume(third.point);
+    expect(trace(third.t.rec.events).slice(1, 4)).toEqual(["turn_end[]", "turn_start", "message_start:assistant(…)"]);
+    expect(third.t.undecided).toBe(0);
+  });
+
+  it("an abort once the cut message is closed: the call made again ends aborted at once", async () => {
+    const { t, point } = resumeWired(await cutLog(), { steps: [{ text: "never" }] });
+    t.rec.listen((e) => {
+      if (e.body.type === "message_end" && e.body.message.role === "assistant") t.engine.abort();
+    });
+    await t.engine.resume(point);
+    expect(trace(t.rec.events).slice(-4)).toEqual([
+      "message_start:assistant(…)",
+      "message_end:assistant(aborted)",
+      "turn_end[]",
+      "agent_end(3)",
+    ]);
+    expect(t.provider.requests).toHaveLength(0);
+    expect(t.undecided).toBe(0);
   });
 });

@@ -58,8 +58,7 @@ export type ResumePoint = ResumeCommon &
     | { at: "between_turns"; lastAssistant: AssistantMessage; hasMoreToolCalls?: boolean }
   );
 
-/** errorMessage of a dangling assistant message closed by a resumed run. */
-export const interruptedErrorMessage = (reason: string): string => `Run interrupted while streaming (${reason})`;
+export { interruptedErrorMessage } from "../session-core/turn-boundary.js";
 
 /**
  * Maps the protocol's run cursor to a resume point; `undefined` for `idle` (nothing to resume). The

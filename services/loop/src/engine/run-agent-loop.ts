@@ -1,11 +1,11 @@
 // pi's stateless agent loop (agentLoop / agentLoopContinue, 0.73 + the 0.75 hooks), plus resuming an
 // interrupted run. Every effect goes through the run's ports.
 import type { AgentMessage, AssistantMessage } from "@fleet/protocol";
-import { hasToolCalls, isTerminal, retryBoundary, turnBoundary } from "../session-core/turn-boundary.js";
+import { boundaryAfter, hasToolCalls, interruptedErrorMessage, turnBoundary } from "../session-core/turn-boundary.js";
 import { EventSink } from "./event-sink.js";
 import { executeToolBatch, type PriorToolCall } from "./execute-tool-batch.js";
 import { abortedAssistant, failureMessage, finishedContent } from "./messages.js";
-import { interruptedErrorMessage, type ResumePoint } from "./resume-point.js";
+import type { ResumePoint } from "./resume-point.js";
 import { abortWatch, isPromise, type LoopState, type RunScope } from "./run-scope.js";
 import { completeTurn, crossBoundary, drive, endRun, inject, NONE, nextTurn, poll, send } from "./run-turns.js";
 import type { EnginePorts, LoopConfig, LoopContext } from "./types.js";
@@ -89,11 +89,10 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       await run.sink.emit({ type: "message_end", message: closed });
       loop.context.messages.push(closed);
       loop.newMessages.push(closed);
-      // A turn boundary like any other (not terminal: the call is made again): writes flushed at it
-      // and steering apply to the retried call. An abort accepted from here on ends that call aborted;
-      // a message closed aborted ends the run.
-      const boundary = aborted ? turnBoundary(true, false) : retryBoundary();
-      const pending = await completeTurn(closed, [], loop, run, boundary, false);
+      // A turn boundary like any other, decided on the fold: a cut close is not terminal (its call
+      // is made again, and an abort accepted from here on ends that call aborted), writes are
+      // flushed at it and steering applies to the retried call. A message closed aborted ends the run.
+      const pending = await completeTurn(closed, [], loop, run, boundaryAfter(closed, false));
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
       return drive(loop, run, nextTurn(pending));
@@ -122,7 +121,8 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
       if (auto && (await auto.recoverOverflow(point.assistantMessage, loop, run))) {
         return drive(loop, run, { pending: NONE, inTurn: true, overflowRetry: true });
       }
-      const boundary = turnBoundary(isTerminal(point.assistantMessage), false);
+      // A cut close whose `turn_end` was cut too: its call is still made again.
+      const boundary = boundaryAfter(point.assistantMessage, false);
       const pending = await completeTurn(point.assistantMessage, [], loop, run, boundary);
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);
@@ -131,7 +131,7 @@ async function resumedRun(interrupted: ResumePoint, loop: LoopState, run: RunSco
     case "between_turns": {
       // No turn hooks: they were asked after this `turn_end`, or the run was cut before they answered.
       const hasMoreToolCalls = point.hasMoreToolCalls ?? hasToolCalls(point.lastAssistant);
-      const boundary = turnBoundary(isTerminal(point.lastAssistant), hasMoreToolCalls, false);
+      const boundary = boundaryAfter(point.lastAssistant, hasMoreToolCalls, false);
       const pending = await crossBoundary(boundary, point.lastAssistant, [], loop, run);
       if (pending === "ended") return;
       if (pending === "end_run") return endRun(loop, run);

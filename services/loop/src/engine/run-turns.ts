@@ -104,9 +104,7 @@ async function callLlm(loop: LoopState, run: RunScope, isOverflowRetry: boolean)
 /**
  * `turn_end`, then the boundary after it (`crossBoundary`). Returns the next turn's messages,
  * "end_run": the caller ends the run (`endRun`), or the fold's decision: "ended" (its `agent_end`
- * went out) or "turn_started" (the next turn's start and messages went out). `decided: false` for
- * a turn whose end the fold would read otherwise than the engine (a resumed run's cut stream,
- * closed as an error and called again).
+ * went out) or "turn_started" (the next turn's start and messages went out).
  */
 export async function completeTurn(
   message: AssistantMessage,
@@ -114,16 +112,10 @@ export async function completeTurn(
   loop: LoopState,
   run: RunScope,
   boundary: TurnBoundary,
-  decided = true,
 ): Promise<BoundaryResult> {
-  if (decided) {
-    const ended = emitTurnEnd(message, toolResults, loop, run);
-    if (ended !== undefined && (await ended)) return "ended";
-  } else {
-    const sent = send(run, turnEndBody(message, toolResults) as LoopEventBody);
-    if (sent) await sent;
-  }
-  return crossBoundary(boundary, message, toolResults, loop, run, decided);
+  const ended = emitTurnEnd(message, toolResults, loop, run);
+  if (ended !== undefined && (await ended)) return "ended";
+  return crossBoundary(boundary, message, toolResults, loop, run);
 }
 
 /**
@@ -158,7 +150,7 @@ const notEnded = (): boolean => false;
 /**
  * Learns the facts `stepTurnBoundary` asks for, in its order: the abort (read afresh before each
  * step), pi 0.75's `prepareNextTurn` and `shouldStopAfterTurn`, the steering poll, the follow-up
- * poll. With a `decideTurnBoundary` port (and `decided`), the fold decides everything past the
+ * poll. With a `decideTurnBoundary` port, the fold decides everything past the
  * hooks (`decideBoundary`); else, or when it decides nothing, the engine polls its queues.
  * Returns the next turn's messages, "end_run" (the caller emits `agent_end`: kept out of this
  * function, whose optimised code would otherwise inline the sink and the fold and be dropped with
@@ -170,9 +162,8 @@ export async function crossBoundary(
   toolResults: ToolResultMessage[],
   loop: LoopState,
   run: RunScope,
-  decided = true,
 ): Promise<BoundaryResult> {
-  let ask = decided && run.ports.decideTurnBoundary !== undefined && run.sink.emitDecided !== undefined;
+  let ask = run.ports.decideTurnBoundary !== undefined && run.sink.emitDecided !== undefined;
   while (true) {
     boundary.aborted = run.signal?.aborted === true;
     const step = stepTurnBoundary(boundary);

@@ -10,6 +10,19 @@ export function isTerminal(m: AssistantMessage): boolean {
   return m.stopReason === "error" || m.stopReason === "aborted";
 }
 
+const INTERRUPTED = "Run interrupted while streaming (";
+
+/** errorMessage of a message a resumed run closed because its stream was cut. */
+export const interruptedErrorMessage = (reason: string): string => `${INTERRUPTED}${reason})`;
+
+/**
+ * A message a resumed run closed because its stream was cut (stopReason `error`, errorMessage
+ * `interruptedErrorMessage`): its call is made again, so it does not end the run.
+ */
+export function isCutClose(m: AssistantMessage): boolean {
+  return m.stopReason === "error" && m.errorMessage?.startsWith(INTERRUPTED) === true;
+}
+
 export function hasToolCalls(m: AssistantMessage): boolean {
   for (const block of m.content) if (block.type === "toolCall") return true;
   return false;
@@ -77,8 +90,16 @@ export function turnBoundary(terminal: boolean, hasMoreToolCalls: boolean, stop?
 }
 
 /** The boundary after a resumed run's cut stream: not terminal, and its call is made again (`retry`). */
-export function retryBoundary(): TurnBoundary {
-  return { ...turnBoundary(false, true), retry: true };
+export function retryBoundary(stop?: false): TurnBoundary {
+  return { ...turnBoundary(false, true, stop), retry: true };
+}
+
+/**
+ * The boundary after a turn whose assistant message is `m`: a `retryBoundary` after a cut close
+ * (`isCutClose`, wherever the log resumes it), else terminal as `isTerminal` says.
+ */
+export function boundaryAfter(m: AssistantMessage, hasMoreToolCalls: boolean, stop?: false): TurnBoundary {
+  return isCutClose(m) ? retryBoundary(stop) : turnBoundary(isTerminal(m), hasMoreToolCalls, stop);
 }
 
 /**
