@@ -32,6 +32,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: "integration",
+          // The services the tests start run from dist/, built here first (test/support/node-entry.ts).
+          globalSetup: ["test/support/build-services.ts"],
           include: ["test/**/*.test.ts", "libs/**/src/**/*.int.test.ts", "services/**/src/**/*.int.test.ts"],
           exclude: ["**/node_modules/**", "**/dist/**", "test/chaos/*.test.ts", "test/chaos/checks/**"],
           testTimeout: 60_000,

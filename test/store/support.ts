@@ -31,6 +31,7 @@ import {
 import { type JetStreamClient, type JetStreamManager, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
+import { nodeArgsFor } from "../support/node-entry.js";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const silent = createLogger("store-test", { level: "silent" });
@@ -241,7 +242,7 @@ export function canonicalTree(tree: SessionTree) {
 
 export const expectedTree = (events: readonly FleetEvent[]) => canonicalTree(foldSessionTreeEvents(events));
 
-/** A store service run as its own process (`node --import tsx`), killable by PID. */
+/** A store service run as its own process (`nodeArgsFor`), killable by PID. */
 export interface StoreProcess {
   readonly pid: number;
   readonly child: ChildProcess;
@@ -255,7 +256,7 @@ export async function spawnStore(
 ): Promise<StoreProcess> {
   const script = resolve(ROOT, `services/session-store/src/${opts.script ?? "main"}.ts`);
   const setpriv = "/usr/bin/setpriv";
-  const nodeArgs = ["--import", "tsx", "--conditions=@fleet/source", script, ...(opts.args ?? [])];
+  const nodeArgs = [...nodeArgsFor(script), ...(opts.args ?? [])];
   const [cmd, args] = existsSync(setpriv)
     ? [setpriv, ["--pdeathsig", "KILL", "--", process.execPath, ...nodeArgs]]
     : [process.execPath, nodeArgs];

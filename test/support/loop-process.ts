@@ -1,10 +1,11 @@
-// Runs the loop service's real entry point as a child process (tsx, sources), for crash tests.
+// Runs the loop service's real entry point as a child process (node-entry.ts), for crash tests.
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { KV_BUCKETS } from "@fleet/protocol";
 import { LeaseValue, readKvEntries } from "@fleet/runtime";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { nodeArgsFor } from "./node-entry.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -16,14 +17,10 @@ export interface LoopProcess {
 }
 
 export function spawnLoop(env: Record<string, string>, workerId: string): LoopProcess {
-  const proc = spawn(
-    process.execPath,
-    ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, "services/loop/src/main.ts")],
-    {
-      env: { ...process.env, LOG_LEVEL: "info", FLEET_WORKER_ID: workerId, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const proc = spawn(process.execPath, nodeArgsFor(join(ROOT, "services/loop/src/main.ts")), {
+    env: { ...process.env, LOG_LEVEL: "info", FLEET_WORKER_ID: workerId, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   proc.stdout?.on("data", (d) => (out += d));
   proc.stderr?.on("data", (d) => (out += d));

@@ -1,8 +1,9 @@
-// Runs a service's real entry point (loop, tool runner, session store, gateway) as a child process from the
-// TypeScript sources, with its own environment (e.g. its own NATS user).
+// Runs a service's real entry point (loop, tool runner, session store, gateway) as a child process (its
+// build, or its sources: node-entry.ts), with its own environment (e.g. its own NATS user).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
 import { join } from "node:path";
+import { nodeArgsFor } from "./node-entry.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const ENTRIES = {
@@ -34,7 +35,7 @@ export interface ServiceProcess {
 
 /** `logFile`: every line the service writes is also appended there (kept after the process ends). */
 export function spawnService(name: ServiceName, env: Record<string, string>, logFile?: string): ServiceProcess {
-  const args = ["--conditions=@fleet/source", "--import", "tsx", join(ROOT, ENTRIES[name])];
+  const args = nodeArgsFor(join(ROOT, ENTRIES[name]));
   // With util-linux `setpriv` the service dies with this process (PR_SET_PDEATHSIG), even on SIGKILL;
   // setpriv execs node, so `proc.pid` is the service's own pid.
   const [command, argv] = existsSync(SETPRIV)

@@ -17,6 +17,7 @@ import { type NatsServer, startNats } from "@fleet/testkit";
 import { RUNNER_ID_HEADER } from "@fleet/tools";
 import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { nodeArgsFor } from "../support/node-entry.js";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -177,7 +178,7 @@ export interface RunnerProcess {
 }
 
 /**
- * Runs a tool runner as a child process (`node --import tsx`, one process, so its pid is the
+ * Runs a tool runner as a child process (`nodeArgsFor`, one process, so its pid is the
  * runner's): the test tools plus the built-ins by default, or `services/tools/src/main.ts`.
  */
 export async function spawnRunner(
@@ -193,7 +194,7 @@ export async function spawnRunner(
         ? "examples/tool-runner/src/main.ts"
         : "test/tools/fixtures/runner-entry.ts",
   );
-  const proc = spawn(process.execPath, ["--import", "tsx", "--conditions=@fleet/source", entry], {
+  const proc = spawn(process.execPath, nodeArgsFor(entry), {
     cwd: REPO,
     env: {
       ...process.env,
