@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FLEET_BIN } from "../client/support/run-cli.js";
+import { FROM_SOURCE } from "../support/node-entry.js";
 import { type FleetStack, startFleetStack } from "./support/fleet-stack.js";
 
 const HAS_LOOP = existsSync(fileURLToPath(new URL("../../services/loop/src/main.ts", import.meta.url)));
@@ -63,7 +64,7 @@ describe.skipIf(!HAS_LOOP || !HAS_TMUX)("e2e / fleet chat under tmux", () => {
     const launcher = join(stack.dir, "chat.sh");
     writeFileSync(
       launcher,
-      `#!/bin/sh\ncd '${stack.dir}'\nexport FLEET_HOME='${stack.home}' FLEET_FROM_SOURCE=1 NO_COLOR=1\nunset NATS_URL\nexec '${process.execPath}' '${FLEET_BIN}' chat\n`,
+      `#!/bin/sh\ncd '${stack.dir}'\nexport FLEET_HOME='${stack.home}' FLEET_FROM_SOURCE=${FROM_SOURCE ? 1 : 0} NO_COLOR=1\nunset NATS_URL\nexec '${process.execPath}' '${FLEET_BIN}' chat\n`,
       { mode: 0o755 },
     );
     tmux("new-session", "-d", "-s", tmuxSession, "-x", "200", "-y", "50", launcher);

@@ -1,6 +1,8 @@
-// Runs the `fleet` bin as a child process, from the TypeScript sources, with colours off.
+// Runs the `fleet` bin as a child process, with colours off: from its build and starting the services
+// from theirs, or from the TypeScript sources with FLEET_TEST_FROM_SOURCE=1 (../../support/node-entry.ts).
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { FROM_SOURCE } from "../../support/node-entry.js";
 
 export const FLEET_BIN = fileURLToPath(new URL("../../../libs/client/bin/fleet.js", import.meta.url));
 
@@ -13,7 +15,12 @@ export interface CliResult {
 
 /** The environment of a CLI child: the parent's, minus URLs that would point it at other servers. */
 export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, FLEET_FROM_SOURCE: "1", NO_COLOR: "1", FORCE_COLOR: "0" };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    FLEET_FROM_SOURCE: FROM_SOURCE ? "1" : "0",
+    NO_COLOR: "1",
+    FORCE_COLOR: "0",
+  };
   for (const key of [
     "NATS_URL",
     "REDIS_URL",

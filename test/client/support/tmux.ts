@@ -2,6 +2,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { FROM_SOURCE } from "../../support/node-entry.js";
 import { FLEET_BIN } from "./run-cli.js";
 
 export const HAS_TMUX = spawnSync("tmux", ["-V"]).status === 0;
@@ -21,7 +22,7 @@ export interface TmuxPane {
 export function startFleetInTmux(dir: string, args: string[], env: Record<string, string>): TmuxPane {
   const name = `fleet-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const launcher = join(dir, `${name}.sh`);
-  const exports = Object.entries({ FLEET_FROM_SOURCE: "1", NO_COLOR: "1", ...env })
+  const exports = Object.entries({ FLEET_FROM_SOURCE: FROM_SOURCE ? "1" : "0", NO_COLOR: "1", ...env })
     .map(([k, v]) => `export ${k}='${v}'`)
     .join("\n");
   writeFileSync(
