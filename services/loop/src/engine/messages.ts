@@ -10,6 +10,7 @@ import {
   parseStreamingJson,
   type TextContent,
 } from "@fleet/protocol";
+import { foreignErrorText } from "../session-core/turn-boundary.js";
 import type { EngineModel, ToolExecutionOutcome } from "./types.js";
 
 /** pi's message for anything thrown that is not an Error: `String(value)`. */
@@ -53,7 +54,9 @@ export function syntheticAssistant(
 
 /** pi 0.75 failure message for a run that threw: one empty text block. */
 export const failureMessage = (model: EngineModel, aborted: boolean, error: unknown, timestamp: number) =>
-  syntheticAssistant(model, aborted ? "aborted" : "error", thrownText(error), timestamp, [{ type: "text", text: "" }]);
+  syntheticAssistant(model, aborted ? "aborted" : "error", foreignErrorText(thrownText(error)), timestamp, [
+    { type: "text", text: "" },
+  ]);
 
 /** The message of a stream cut by abort: everything streamed so far, `Request was aborted`. */
 export function abortedAssistant(partial: AssistantMessage, timestamp: number): AssistantMessage {

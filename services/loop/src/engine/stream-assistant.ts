@@ -11,6 +11,7 @@ import {
   stepProviderChunk,
   unstartedMessageStart,
 } from "../session-core/provider-chunk.js";
+import { foreignErrorText } from "../session-core/turn-boundary.js";
 import { abortedAssistant, defaultConvertToLlm, finishedContent, syntheticAssistant } from "./messages.js";
 import {
   ABORTED,
@@ -92,7 +93,7 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
           partial !== undefined,
         );
       }
-      const chunk = next.value;
+      const chunk = next.value.type === "error" ? providerError(next.value) : next.value;
       if (decideChunk && isStreamDelta(chunk)) {
         // The fold decides the delta's event; the engine's partial (for an abort) advances in place.
         if (!advanceDelta(stream, chunk)) continue;
@@ -111,6 +112,14 @@ export async function streamAssistantResponse(loop: LoopState, run: RunScope): P
   } finally {
     disposeReader(reader);
   }
+}
+
+/** A provider's `error` chunk, its errorMessage never read as a resumed run's cut close (`foreignErrorText`). */
+function providerError(chunk: AssistantStreamEvent & { type: "error" }): AssistantStreamEvent {
+  const text = chunk.error.errorMessage;
+  if (text === undefined) return chunk;
+  const own = foreignErrorText(text);
+  return own === text ? chunk : { ...chunk, error: { ...chunk.error, errorMessage: own } };
 }
 
 /** The `error` chunk that says how an aborted call ended (`message`: stopReason `aborted`, pi's text). */

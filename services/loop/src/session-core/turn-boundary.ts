@@ -23,6 +23,15 @@ export function isCutClose(m: AssistantMessage): boolean {
   return m.stopReason === "error" && m.errorMessage?.startsWith(INTERRUPTED) === true;
 }
 
+/**
+ * An error text from outside the loop (a provider's error, a thrown error) as an errorMessage: a
+ * text that begins as `interruptedErrorMessage` does gets `Error: ` before it, so that only a resumed
+ * run's close is ever read as a cut close (one read as such would make its call again, forever).
+ */
+export function foreignErrorText(text: string): string {
+  return text.startsWith(INTERRUPTED) ? `Error: ${text}` : text;
+}
+
 export function hasToolCalls(m: AssistantMessage): boolean {
   for (const block of m.content) if (block.type === "toolCall") return true;
   return false;
