@@ -8,6 +8,7 @@
 // rebuild run as their own processes, as deployed (`node --max-semi-space-size=64 --import tsx …`,
 // override with BENCH_NODE_FLAGS), so the bench process is only the client.
 import { writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import {
   type AgentMessage,
   eventStreamName,
@@ -168,6 +169,7 @@ async function main() {
 
     // 2. Baseline: raw ordered-consumer read rate over the same streams (one after the other).
     let natsCpu = cpuSecondsOf(nats.pid);
+    const readerCpu = process.cpuUsage();
     t = performance.now();
     let read = 0;
     for (const name of STREAM_NAMES) {
@@ -180,10 +182,11 @@ async function main() {
       await msgs.close();
     }
     const readMs = performance.now() - t;
+    const readerUsed = process.cpuUsage(readerCpu);
     results.orderedReadPerSec = rate(read, readMs);
     const serverUs = (cpu: number, n: number) => ((cpu * 1e6) / Math.max(1, n)).toFixed(1);
     out(
-      `baseline ordered consumer: ${read} messages in ${(readMs / 1000).toFixed(1)} s = ${results.orderedReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, read)} µs CPU per message)`,
+      `baseline ordered consumer: ${read} messages in ${(readMs / 1000).toFixed(1)} s = ${results.orderedReadPerSec}/s (nats-server ${serverUs(cpuSecondsOf(nats.pid) - natsCpu, read)} µs, the reader ${serverUs((readerUsed.user + readerUsed.system) / 1e6, read)} µs CPU per message)`,
     );
 
     // 2b. Baseline: what the store's consumers cost the server. One unfiltered durable pull consumer
@@ -325,6 +328,14 @@ async function main() {
     const readPath = Number(results.projectionOneInstanceEventsPerSec) / Math.max(1, Number(results.orderedReadPerSec));
     results.projectionVsReadPath = Number(readPath.toFixed(2));
     out(`projection vs its read path: ${readPath.toFixed(2)}x (target >= 0.70)`);
+    // What the target rate needs at this run's CPU per event: the cores of the three processes, and
+    // the one store process (one thread; with K = 1 a second instance has no group to take).
+    const target = 0.7 * Number(results.orderedReadPerSec);
+    const usPer = (cpu: number) => (cpu * 1e6) / Math.max(1, published);
+    const [storeUs, natsUs, redisUs] = [usPer(one.cpu), usPer(one.natsCpu), usPer(one.redisCpu)];
+    out(
+      `  the target, ${rate(target, 1000)} events/s, at this run's CPU per event (store ${storeUs.toFixed(1)} µs, nats-server ${natsUs.toFixed(1)} µs, redis-server ${redisUs.toFixed(1)} µs) needs ${((target * (storeUs + natsUs + redisUs)) / 1e6).toFixed(2)} cores (this machine has ${availableParallelism()}), ${((target * storeUs) / 1e6).toFixed(2)} of them in the store's one thread; the two servers alone ${((target * (natsUs + redisUs)) / 1e6).toFixed(2)}`,
+    );
 
     // Optional: check the projection made under load (lease churn included) against a replay.
     if (process.env.BENCH_VERIFY) {
