@@ -1,5 +1,5 @@
 // A resumable tail of one subject of a stream: the transport under `events()` and command outcomes.
-import type { StoredMsg } from "@nats-io/jetstream";
+import { walkBackSubject } from "@fleet/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type HistoryConnection, type HistoryRecord, readHistory } from "./history-read.js";
 import { type FeedSignal, joinFeed, type LiveRecord } from "./live-feed.js";
@@ -134,34 +134,13 @@ export function tailSubject(
   const directLast = () => jsm.direct.getMessage(stream, { last_by_subj: subject });
 
   /**
-   * The messages from `next` up to `last` (the subject's last, at or after `next`), in order, when
-   * they can be found by walking back from `last` by sequence: each stored message with
-   * `Nats-Expected-Last-Subject-Sequence: E` has E as its predecessor (the stream stores it only
-   * when the subject's last was E), and a get by sequence is an index lookup. `null` when a message
-   * has no such header, or the walk is longer than WALK_MAX.
-   */
-  const walkBack = async (last: StoredMsg): Promise<StoredMsg[] | null> => {
-    const run: StoredMsg[] = [last];
-    for (let head = last; run.length <= WALK_MAX; ) {
-      const expected = Number(head.header?.get("Nats-Expected-Last-Subject-Sequence") || Number.NaN);
-      if (!Number.isSafeInteger(expected)) return null;
-      if (expected < next) return run.reverse();
-      const before = await jsm.direct.getMessage(stream, { seq: expected });
-      if (!before || before.subject !== subject) return null;
-      run.push(before);
-      head = before;
-    }
-    return null;
-  };
-
-  /**
    * Every stored message of the subject from `next` on, in order: none when the subject's last is
    * below `next`; else the walk back from it (normally the one message heard); else `readHistory`.
    */
   async function* readOn(): AsyncGenerator<HistoryRecord> {
     const last = await directLast();
     if (!last || last.seq < next) return;
-    const run = await walkBack(last);
+    const run = await walkBackSubject(jsm, stream, subject, last, next, WALK_MAX);
     if (!run) {
       yield* readHistory(conn, stream, subject, { fromSeq: next });
       return;

@@ -101,7 +101,7 @@ export {
   type StreamPublisher,
   WRONG_LAST_SEQUENCE,
 } from "./stream-publisher.js";
-export { lastSubjectSeq, readSubject, type StoredRecord } from "./subject-reader.js";
+export { lastSubjectSeq, readSubject, type StoredRecord, walkBackSubject } from "./subject-reader.js";
 export {
   type ApplyTopologyOptions,
   applyTopology,

@@ -1,4 +1,4 @@
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
 
 export interface StoredRecord {
   seq: number;
@@ -19,6 +19,37 @@ export async function lastSubjectSeq(jsm: JetStreamManager, stream: string, subj
     if (/no message found|not found/i.test((err as Error).message)) return 0;
     throw err;
   }
+}
+
+/**
+ * The messages of `subject` from `fromSeq` through `last` (the subject's last message, read by the
+ * caller), in stream order, found by walking back from `last` by sequence: a message stored with
+ * `Nats-Expected-Last-Subject-Sequence: E` has E as its predecessor on the subject (the stream
+ * stores it only when the subject's last was E), and a direct get by sequence is an index lookup,
+ * where a get `next_by_subj` makes nats-server 2.9 scan every message stored after its start.
+ * Null when a message has no such header, a predecessor is not on the subject any more, or the walk
+ * would take more than `max` messages: the caller then reads forward.
+ */
+export async function walkBackSubject(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  last: StoredMsg,
+  fromSeq: number,
+  max: number,
+): Promise<StoredMsg[] | null> {
+  if (last.seq < fromSeq) return [];
+  const run: StoredMsg[] = [last];
+  for (let head = last; run.length <= max; ) {
+    const expected = Number(head.header?.get("Nats-Expected-Last-Subject-Sequence") || Number.NaN);
+    if (!Number.isSafeInteger(expected)) return null;
+    if (expected < fromSeq) return run.reverse();
+    const before = await jsm.direct.getMessage(stream, { seq: expected });
+    if (!before || before.subject !== subject) return null;
+    run.push(before);
+    head = before;
+  }
+  return null;
 }
 
 /** How long a read may wait for its next message before it fails (see `readSubject`). */
