@@ -30,7 +30,7 @@ import {
 } from "../engine/testing/harness.js";
 import type { StreamFn } from "../engine/types.js";
 import { flushDrafts } from "../session-core/session-write.js";
-import { turnEndBody } from "../session-core/turn-boundary.js";
+import { interruptedErrorMessage, turnEndBody } from "../session-core/turn-boundary.js";
 import { SPEC_DEFAULTS } from "../testing/decider-spec.js";
 import { decideInput } from "./decide-input.js";
 
@@ -355,6 +355,17 @@ describe("a live run's provider chunks through decideInput", () => {
     const end = core.rec.events.find((e) => e.body.type === "message_end" && e.body.message.role === "assistant");
     expect(end?.id).toMatch(/^core-/);
     expect(end?.body).toMatchObject({ message: { stopReason: "error", errorMessage: "provider down" } });
+  });
+
+  it("an error chunk whose text reads like a cut close: one call, and the run ends on it, written `Error: …`", async () => {
+    const lookalike = interruptedErrorMessage("upstream proxy");
+    const core = wired({ steps: [{ error: lookalike }, { text: "never" }] });
+    await core.engine.prompt("go");
+    expect(core.provider.requests).toHaveLength(1);
+    expect(trace(core.rec.events).slice(-3)).toEqual(["message_end:assistant(error)", "turn_end[]", "agent_end(2)"]);
+    const end = core.rec.events.find((e) => e.body.type === "message_end" && e.body.message.role === "assistant");
+    expect(end?.id).toMatch(/^core-/);
+    expect(end?.body).toMatchObject({ message: { stopReason: "error", errorMessage: `Error: ${lookalike}` } });
   });
 
   it("a stream that ends before its start chunk: message_start and message_end both decided", async () => {
