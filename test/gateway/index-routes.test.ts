@@ -104,11 +104,33 @@ describe("gateway, SDK and CLI / store indexes", () => {
 
   it("the change feed names a session once the store's indexes hold its change, not when it is appended", async () => {
     expect((await api("POST", "/v1/sessions", { sessionId: "s-idx-feed" })).status).toBe(201);
+    // Settled first: the index holds every event of the session's log, so no write of the session
+    // is still on its way to Redis, and no notice of one, when the feed opens and the writes pause.
     await expect
-      .poll(async () => ids((await api("GET", "/v1/sessions?q=s-idx-feed")).body), { timeout: 10_000 })
-      .toEqual(["s-idx-feed"]);
+      .poll(
+        async () => {
+          const indexed = (await api("GET", "/v1/sessions?q=s-idx-feed")).body.sessions as Array<{ seq: number }>;
+          const logged = (await api("GET", "/v1/sessions/s-idx-feed")).body as { seq: number };
+          return indexed.length === 1 && indexed[0]?.seq === logged.seq;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(true);
+    await new Promise((r) => setTimeout(r, 200));
     const feed = await openSse(`${stack.gateway.url}/v1/changes`);
     expect(feed.status).toBe(200);
+    // Each frame that names the session, stamped when it arrives (not when the test gets to it).
+    const named: number[] = [];
+    let heard: (() => void) | undefined;
+    const collecting = (async () => {
+      for await (const f of feed.frames) {
+        if (f.event !== "changes") continue;
+        const batch = JSON.parse(f.data ?? "{}") as { sessions: string[]; approvals: boolean };
+        if (!batch.sessions.includes("s-idx-feed")) continue;
+        named.push(Date.now());
+        heard?.();
+      }
+    })();
     const redis = connectRedis(stack.redis.url);
     try {
       // The store's writes wait (a lagging store); its reads, and so the queries, do not.
@@ -116,26 +138,28 @@ describe("gateway, SDK and CLI / store indexes", () => {
       const pausedAt = Date.now();
       await redis.call("CLIENT", "PAUSE", String(PAUSE_MS), "WRITE");
       await api("POST", "/v1/sessions/s-idx-feed/commands", { type: "set_name", name: "Lagging index" });
-      let frameAt: number | undefined;
-      let found: string[] | undefined;
-      const giveUp = setTimeout(() => feed.close(), 15_000);
-      for await (const f of feed.frames) {
-        if (f.event !== "changes") continue;
-        const batch = JSON.parse(f.data ?? "{}") as { sessions: string[]; approvals: boolean };
-        if (!batch.sessions.includes("s-idx-feed")) continue;
-        frameAt ??= Date.now();
+      let found: string[] = [];
+      const deadline = Date.now() + 15_000;
+      for (let reloaded = 0; found.length === 0 && Date.now() < deadline; ) {
+        if (reloaded === named.length) {
+          await new Promise<void>((r) => {
+            heard = r;
+            setTimeout(r, 500);
+          });
+          continue;
+        }
+        reloaded = named.length;
         // What a view does on the frame: reload from the index. The store may have taken the
         // command's acceptance into a batch before its name event was appended: that batch's frame
         // names the session too, and the next one (the name's batch) makes the reload find it.
         found = ids((await api("GET", "/v1/sessions?q=lagging")).body);
-        if (found.length > 0) break;
       }
-      clearTimeout(giveUp);
       expect(found).toEqual(["s-idx-feed"]);
       // No frame named the session while the store could not write it.
-      expect((frameAt ?? 0) - pausedAt).toBeGreaterThanOrEqual(PAUSE_MS);
+      expect((named[0] ?? 0) - pausedAt).toBeGreaterThanOrEqual(PAUSE_MS);
     } finally {
       feed.close();
+      await collecting;
       await redis.call("CLIENT", "UNPAUSE").catch(() => undefined);
       redis.disconnect();
     }
