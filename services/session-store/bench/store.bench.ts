@@ -334,7 +334,7 @@ async function main() {
     const usPer = (cpu: number) => (cpu * 1e6) / Math.max(1, published);
     const [storeUs, natsUs, redisUs] = [usPer(one.cpu), usPer(one.natsCpu), usPer(one.redisCpu)];
     out(
-      `  the target, ${rate(target, 1000)} events/s, at this run's CPU per event (store ${storeUs.toFixed(1)} µs, nats-server ${natsUs.toFixed(1)} µs, redis-server ${redisUs.toFixed(1)} µs) needs ${((target * (storeUs + natsUs + redisUs)) / 1e6).toFixed(2)} cores (this machine has ${availableParallelism()}), ${((target * storeUs) / 1e6).toFixed(2)} of them in the store's one thread; the two servers alone ${((target * (natsUs + redisUs)) / 1e6).toFixed(2)}`,
+      `  the target, ${Math.round(target)} events/s, at this run's CPU per event (store ${storeUs.toFixed(1)} µs, nats-server ${natsUs.toFixed(1)} µs, redis-server ${redisUs.toFixed(1)} µs) needs ${((target * (storeUs + natsUs + redisUs)) / 1e6).toFixed(2)} cores (this machine has ${availableParallelism()}), ${((target * storeUs) / 1e6).toFixed(2)} of them in the store's one thread; the two servers alone ${((target * (natsUs + redisUs)) / 1e6).toFixed(2)}`,
     );
 
     // Optional: check the projection made under load (lease churn included) against a replay.

@@ -5,7 +5,7 @@ import { walkBackSubject } from "@fleet/runtime";
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 
 /** Events a scan walks back from the child's last before it reads forward by `next_by_subj` instead. */
-export const CHILD_WALK_MAX = 4_096;
+const CHILD_WALK_MAX = 4_096;
 
 export interface ChildLogTopology {
   partitions: number;
